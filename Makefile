@@ -1,0 +1,28 @@
+# Two commands do everything on a fresh machine:  `make run` (the main job) and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# CPU torch, pinned: an unpinned torch pulls a CUDA build of several GB.
+TORCH  ?= torch==2.13.0
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(TORCH)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+.PHONY: setup run test test-slow bench
+setup: $(VENV)/.installed
+
+run: setup
+	$(VENV)/bin/reasonlab pretrain
+
+test: setup
+	$(PY) -m pytest -q
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow
+
+bench: setup
+	$(PY) benchmarks/generation.py

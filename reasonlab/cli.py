@@ -1,0 +1,217 @@
+"""The `reasonlab` command line. Bad input gets one line on stderr and exit code 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+from . import __version__
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints usage + message; we want one line
+        raise UsageError(message)
+
+
+def positive(kind=int):
+    def f(s):
+        try:
+            v = kind(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {s!r}") from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {s}")
+        return v
+    return f
+
+
+def nonneg_float(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {s}")
+    return v
+
+
+def parse_digits(text: str) -> list[int]:
+    from .task import K_MAX, K_MIN
+    parts = text.replace(",", " ").split()
+    if len(parts) == 1 and len(parts[0]) > 1 and parts[0].isdigit():
+        parts = list(parts[0])
+    if not all(p.isdigit() and len(p) == 1 for p in parts):
+        raise UsageError(f"problem {text!r}: digits must be single digits 0-9, e.g. \"3 5 9 2 7\"")
+    if not K_MIN <= len(parts) <= K_MAX:
+        raise UsageError(f"problem {text!r} has {len(parts)} digits; k must be in {K_MIN}..{K_MAX}")
+    return [int(p) for p in parts]
+
+
+def parse_force(tok: str | None) -> list[str] | None:
+    from .task import FORMATS
+    if tok is None:
+        return None
+    names = {"A": "A", "S": "S", "T": "T", **FORMATS}
+    if tok not in names:
+        raise UsageError(f"unknown format {tok!r}: use A, S or T (or direct, short, full)")
+    return [names[tok]]
+
+
+def add_common(p: argparse.ArgumentParser):
+    p.add_argument("--cache-dir", default=None, help="model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+
+
+def add_model_choice(p: argparse.ArgumentParser):
+    p.add_argument("--checkpoint", default=None, help="a saved model (stem, .json or .safetensors); default: the cached base model")
+    p.add_argument("--seed", type=int, default=0, help="seed of the base model to use (and of sampling)")
+
+
+def check_device(device: str) -> str:
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise UsageError(f"unknown device {device!r}: use cpu or cuda")
+    return device
+
+
+def base_cfg(seed: int, args=None) -> dict:
+    from .train import BASE_CFG, SPEC_CFG
+    cfg = json.loads(json.dumps(SPEC_CFG if args is not None and getattr(args, "recipe", "base") == "spec" else BASE_CFG))
+    cfg["seed"] = seed
+    if args is not None:
+        if getattr(args, "lr", None) is not None:
+            cfg["lr"] = args.lr
+        if getattr(args, "batch", None) is not None:
+            cfg["batch"] = args.batch
+        if getattr(args, "steps", None):
+            if len(args.steps) != len(cfg["phases"]):
+                raise UsageError(f"--steps takes one number per phase ({len(cfg['phases'])} phases), got {len(args.steps)}")
+            for ph, n in zip(cfg["phases"], args.steps):
+                ph[1], ph[2] = n, min(ph[2], n)
+    return cfg
+
+
+def load_or_train(args, log=print):
+    from .checkpoint import CheckpointError, get_model, load_model, resolve
+    device = check_device(args.device)
+    if args.checkpoint:
+        try:
+            model, _ = load_model(resolve(args.checkpoint))
+        except CheckpointError as e:
+            raise UsageError(str(e)) from None
+        return model.to(device)
+    return get_model(f"base-seed{args.seed}", base_cfg(args.seed), log=log, cache=args.cache_dir, device=device,
+                     progress=True)
+
+
+def cmd_pretrain(args):
+    from .checkpoint import get_model
+    from .evaluate import eval_table, format_table
+    cfg = base_cfg(args.seed, args)
+    print("config:", json.dumps(cfg))
+    name = args.name or (f"base-seed{args.seed}" if args.recipe == "base" and not (args.steps or args.lr or args.batch)
+                         else f"{args.recipe}-seed{args.seed}-{abs(hash(json.dumps(cfg))) % 10**8:08d}")
+    t0 = time.perf_counter()
+    model = get_model(name, cfg, quick=args.quick, cache=args.cache_dir, device=check_device(args.device), progress=True)
+    print(f"model ready in {time.perf_counter() - t0:.1f}s ({sum(p.numel() for p in model.parameters()):,} parameters)")
+    table = eval_table(model, args.n)
+    print(format_table(table))
+
+
+def cmd_eval(args):
+    from .evaluate import eval_table, format_table
+    model = load_or_train(args)
+    table = eval_table(model, args.n, seed=args.problem_seed)
+    print(format_table(table))
+    if args.json:
+        from .checkpoint import write_json
+        write_json(args.json, {c: {k: v for k, v in t.items() if k not in ("results", "outputs")} for c, t in table.items()})
+
+
+def cmd_sample(args):
+    from .sampling import generate
+    from .task import VOCAB, check_chain, parse, prompt_ids, solution
+    digits = parse_digits(args.problem)
+    force = parse_force(args.force)
+    model = load_or_train(args, log=lambda s: print(s, file=sys.stderr))
+    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(args.seed)
+    outs = generate(model, [prompt_ids(digits)] * args.n, gen, args.temperature, force)
+    truth = sum(digits) % 10
+    print(f"problem {' '.join(map(str, digits))}  (answer {truth})")
+    for o in outs:
+        p = parse(o)
+        text = " ".join(VOCAB[i] for i in o)
+        chain = check_chain(digits, p)
+        steps = ""
+        if p["fmt"] in ("short", "full"):
+            want = [int(w) for w in solution(digits, p["fmt"])[1:-3]]
+            steps = " chain " + " ".join(f"{c}{'✓' if i < len(want) and c == want[i] else '✗'}" for i, c in enumerate(p["chain"]))
+        verdict = "right" if p["answer"] == truth else "wrong"
+        print(f"= {text:<30} format {p['fmt'] or '?':<6} answer {p['answer']} {verdict}{steps}"
+              + ("" if chain is None else f" | chain checks: {chain}"))
+
+
+def build_parser() -> Parser:
+    ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
+    ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
+
+    p = sub.add_parser("pretrain", help="train (or load) the base model and print its evaluation table")
+    add_common(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--recipe", choices=["base", "spec"], default="base", help="our recipe (default) or the spec's")
+    p.add_argument("--steps", type=positive(), nargs="+", default=None, help="steps per phase")
+    p.add_argument("--lr", type=positive(float), default=None)
+    p.add_argument("--batch", type=positive(), default=None)
+    p.add_argument("--name", default=None, help="cache name (default base-seed<seed>)")
+    p.add_argument("--quick", action="store_true", help="30 steps per phase, no cache (a smoke test)")
+    p.add_argument("-n", type=positive(), default=500, help="evaluation problems per k")
+    p.set_defaults(fn=cmd_pretrain)
+
+    p = sub.add_parser("eval", help="accuracy per k x {free, A, S, T}, format shares, length, chain correctness")
+    add_common(p)
+    add_model_choice(p)
+    p.add_argument("-n", type=positive(), default=500, help="problems per k")
+    p.add_argument("--problem-seed", type=int, default=12345)
+    p.add_argument("--json", default=None, help="also write the summary to this JSON file")
+    p.set_defaults(fn=cmd_eval)
+
+    p = sub.add_parser("sample", help="show the model's output on one problem")
+    add_common(p)
+    add_model_choice(p)
+    p.add_argument("problem", help='the digits, e.g. "3 5 9 2 7"')
+    p.add_argument("--force", default=None, help="force a format: A, S or T")
+    p.add_argument("--temperature", type=nonneg_float, default=0.0, help="0 = greedy")
+    p.add_argument("-n", type=positive(), default=1, help="number of samples")
+    p.set_defaults(fn=cmd_sample)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    try:
+        args = ap.parse_args(argv)
+        args.fn(args)
+    except UsageError as e:
+        print(f"reasonlab: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # invalid names and configs raised from the library
+        print(f"reasonlab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("reasonlab: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

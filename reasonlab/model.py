@@ -1,0 +1,127 @@
+"""A tiny GPT (pre-LayerNorm, learned positions) with a KV cache for fast decoding.
+
+Shapes: B batch, T time, C = d_model channels, H heads, D = C // H head size, V vocabulary.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 18
+    """number of token ids"""
+    d_model: int = 64
+    """residual stream width"""
+    n_layers: int = 4
+    """transformer blocks"""
+    n_heads: int = 4
+    """attention heads per block"""
+    max_len: int = 24
+    """longest sequence (learned position table size)"""
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(self, x: torch.Tensor, cache: "KVCache | None" = None, layer: int = 0) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, D)
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            k, v = cache.append(layer, k, v)                  # (B, H, pos, D): everything so far
+            mask = None if T == 1 else cache.block_mask(T)   # a single new query sees every cached key
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.attn = Attention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
+
+    def forward(self, x: torch.Tensor, cache: "KVCache | None" = None, layer: int = 0) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, layer)
+        return x + self.mlp(self.ln2(x))
+
+
+class KVCache:
+    """Preallocated keys and values for every layer: (L, B, H, max_len, D), filled left to right."""
+
+    def __init__(self, cfg: GPTConfig, batch: int, device=None, dtype=torch.float32):
+        shape = (cfg.n_layers, batch, cfg.n_heads, cfg.max_len, cfg.d_model // cfg.n_heads)
+        self.k = torch.empty(shape, device=device, dtype=dtype)
+        self.v = torch.empty(shape, device=device, dtype=dtype)
+        self.start = 0  # position of the block being written by the current forward
+        self.pos = 0    # positions filled once the current forward has run
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        T = k.shape[2]
+        if layer == 0:
+            self.start, self.pos = self.pos, self.pos + T
+        self.k[layer, :, :, self.start:self.pos] = k
+        self.v[layer, :, :, self.start:self.pos] = v
+        return self.k[layer, :, :, :self.pos], self.v[layer, :, :, :self.pos]
+
+    def block_mask(self, T: int) -> torch.Tensor:
+        """(T, pos) boolean mask: query i (absolute start + i) sees keys up to start + i."""
+        rows = torch.arange(self.start, self.pos, device=self.k.device)[:, None]
+        return torch.arange(self.pos, device=self.k.device)[None, :] <= rows
+
+    def repeat(self, n: int) -> "KVCache":
+        """Each row's cache copied n times (row b -> rows b*n .. b*n+n-1): share a prompt over n samples."""
+        out = KVCache.__new__(KVCache)
+        out.k = self.k.repeat_interleave(n, dim=1)
+        out.v = self.v.repeat_interleave(n, dim=1)
+        out.start, out.pos = self.start, self.pos
+        return out
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab_size: int = 18, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, max_len: int = 24):
+        super().__init__()
+        self.cfg = GPTConfig(vocab_size, d_model, n_layers, n_heads, max_len)
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(Block(self.cfg) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        # PyTorch's default init (N(0, 1) embeddings, U(+-1/sqrt(fan_in)) linears), not GPT-2's N(0, 0.02): at
+        # d = 64 the small init leaves attention uniform and the model sits on a plateau for hundreds of steps
+        # before it finds the digit it must add (docs/LOG.md, "initialisation").
+
+    def config(self) -> dict:
+        return asdict(self.cfg)
+
+    def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None, cache: KVCache | None = None,
+                reduction: str = "mean"):
+        """ids (B, T) -> logits (B, T, V), and the cross-entropy against targets (B, T) (IGNORE = -100 skipped).
+
+        With a cache, ids continue the cached sequence: their positions start where the cache ends.
+        """
+        B, T = ids.shape
+        start = cache.pos if cache is not None else 0
+        if start + T > self.cfg.max_len:
+            raise ValueError(f"sequence of {start + T} tokens exceeds max_len {self.cfg.max_len}")
+        x = self.tok(ids) + self.pos(torch.arange(start, start + T, device=ids.device))  # (B, T, C)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache, i)
+        logits = self.head(self.ln_f(x))  # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1), ignore_index=-100, reduction=reduction)
+            if reduction == "none":
+                loss = loss.view(B, T)
+        return logits, loss

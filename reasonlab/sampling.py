@@ -1,0 +1,135 @@
+"""Batched generation with a KV cache, the naive full-recompute decoder it must match, and log-probs."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .model import GPT, KVCache
+from .task import ID, MAX_LEN
+
+PAD, EOS = ID["<pad>"], ID["</s>"]
+
+
+def pick(logits: torch.Tensor, gen: torch.Generator | None, temperature: float) -> torch.Tensor:
+    """Next token per row from (B, V) logits: argmax without a generator or at temperature 0, else a sample."""
+    if gen is None or temperature == 0:
+        return logits.argmax(-1)
+    probs = F.softmax(logits.float() / temperature, -1)
+    return torch.multinomial(probs, 1, generator=gen).squeeze(1)
+
+
+def _groups(prompts: list[list[int]]) -> dict[int, list[int]]:
+    """Row indices grouped by prompt length (one group in practice: prompts have a fixed width)."""
+    groups: dict[int, list[int]] = {}
+    for i, p in enumerate(prompts):
+        groups.setdefault(len(p), []).append(i)
+    return groups
+
+
+def _finish(seqs: torch.Tensor, start: int) -> list[list[int]]:
+    """(B, T) token rows -> outputs after `start`, cut after the first </s>."""
+    outs = []
+    for row in seqs[:, start:].tolist():
+        outs.append(row[:row.index(EOS) + 1] if EOS in row else row)
+    return outs
+
+
+@torch.no_grad()
+def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None = None, temperature: float = 1.0,
+             force: list[str] | None = None, max_new: int = 16, logit_hook=None) -> list[list[int]]:
+    """Generate after each prompt (a list of ids ending with "="); returns the outputs, forced prefix included.
+
+    Greedy when gen is None or temperature == 0, otherwise sampled from `gen`. `force` (e.g. ["T"]) is written
+    before generation starts. An output ends at its first </s>, after max_new generated tokens, or at MAX_LEN.
+    Every row is sampled at every step, so the random stream does not depend on when other rows finish.
+    `logit_hook(logits (B, V), tokens so far (B, t)) -> logits` can edit the next-token scores (budget forcing).
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    outs: list[list[int] | None] = [None] * len(prompts)
+    forced = [ID[w] for w in force] if force else []
+    for plen, rows in _groups(prompts).items():
+        seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)  # (B, t)
+        n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
+        cache = KVCache(model.cfg, len(rows), device=device, dtype=next(model.parameters()).dtype)
+        logits, _ = model(seq, cache=cache)
+        logits = logits[:, -1]
+        done = torch.zeros(len(rows), dtype=torch.bool, device=device)
+        steps = [seq]
+        for t in range(n_new):
+            if logit_hook is not None:
+                logits = logit_hook(logits, torch.cat(steps, 1))
+            nxt = pick(logits, gen, temperature)
+            nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)   # finished rows write padding
+            steps.append(nxt[:, None])
+            done |= nxt == EOS
+            if bool(done.all()) or t == n_new - 1:
+                break
+            logits, _ = model(nxt[:, None], cache=cache)
+            logits = logits[:, -1]
+        for i, o in zip(rows, _finish(torch.cat(steps, 1), plen)):
+            outs[i] = o
+    return outs  # type: ignore[return-value]
+
+
+@torch.no_grad()
+def generate_naive(model: GPT, prompts: list[list[int]], gen: torch.Generator | None = None, temperature: float = 1.0,
+                   force: list[str] | None = None, max_new: int = 16) -> list[list[int]]:
+    """Reference decoder: recompute the whole sequence for every new token, one prompt-length group at a time.
+
+    Same sampling order as `generate` (every row, every step), so the two agree token for token.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    outs: list[list[int] | None] = [None] * len(prompts)
+    forced = [ID[w] for w in force] if force else []
+    for plen, rows in _groups(prompts).items():
+        seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)
+        n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
+        done = torch.zeros(len(rows), dtype=torch.bool, device=device)
+        for t in range(n_new):
+            logits, _ = model(seq)
+            nxt = pick(logits[:, -1], gen, temperature)
+            nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
+            seq = torch.cat([seq, nxt[:, None]], 1)
+            done |= nxt == EOS
+            if bool(done.all()):
+                break
+        for i, o in zip(rows, _finish(seq, plen)):
+            outs[i] = o
+    return outs  # type: ignore[return-value]
+
+
+def pad_batch(prompts: list[list[int]], outputs: list[list[int]]):
+    """Right-padded prompt+output ids (B, T) plus prompt and output lengths as tensors."""
+    full = [p + o for p, o in zip(prompts, outputs)]
+    T = max(len(s) for s in full)
+    ids = torch.tensor([s + [PAD] * (T - len(s)) for s in full], dtype=torch.long)
+    plen = torch.tensor([len(p) for p in prompts])
+    olen = torch.tensor([len(o) for o in outputs])
+    return ids, plen, olen
+
+
+def output_logits(model: GPT, prompts: list[list[int]], outputs: list[list[int]]):
+    """Logits that predict each output token: (B, L, V), the output ids (B, L) and mask (B, L); L = longest output."""
+    device = next(model.parameters()).device
+    ids, plen, olen = pad_batch(prompts, outputs)
+    ids, plen, olen = ids.to(device), plen.to(device), olen.to(device)
+    logits, _ = model(ids[:, :-1])                                   # position t predicts token t + 1
+    L = int(olen.max()) if len(outputs) else 0
+    j = torch.arange(L, device=device)[None, :]
+    mask = j < olen[:, None]
+    src = (plen[:, None] - 1 + j).clamp(max=ids.shape[1] - 2)         # logits row predicting output token j
+    tok = ids.gather(1, (src + 1).clamp(max=ids.shape[1] - 1))
+    lg = logits.gather(1, src[:, :, None].expand(-1, -1, logits.shape[-1]))
+    return lg, tok, mask
+
+
+def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]]):
+    """log pi(y_t | x, y_<t) for every output token: (logp (B, L), mask (B, L)), L = longest output, mask 1 = real token.
+
+    Gradients flow when called outside no_grad (the RL loss uses it).
+    """
+    lg, tok, mask = output_logits(model, prompts, outputs)
+    lp = F.log_softmax(lg.float(), -1).gather(-1, tok[:, :, None]).squeeze(-1)
+    return lp * mask, mask.float()

@@ -1,0 +1,100 @@
+"""The task: sum of k digits mod 10, and the three ways of writing the answer.
+
+After the prompt "<s> d1 .. dk _ .. _ =" the model writes a format token, then:
+    A (direct): "A ans </s>"
+    S (short):  "S c2 c4 .. A ans </s>"   a running sum after every second digit (and after the last)
+    T (full):   "T c1 c2 .. ck A ans </s>" a running sum after every digit
+The prompt always has K_MAX digit slots, so the t-th digit is always the same distance back from
+the t-th chain step (the spec's note 2: without this the small model often failed to learn).
+"""
+from __future__ import annotations
+
+import random
+
+VOCAB = ["<pad>", "<s>", "</s>", "=", "A", "S", "T", "_"] + [str(i) for i in range(10)]
+ID = {w: i for i, w in enumerate(VOCAB)}
+DIGIT0 = ID["0"]
+FORMATS = {"direct": "A", "short": "S", "full": "T"}   # format name -> control token
+FMT_OF = {tok: name for name, tok in FORMATS.items()}   # control token -> format name
+K_MIN, K_MAX = 2, 8
+MAX_LEN = 24
+IGNORE = -100
+PROMPT_LEN = K_MAX + 2  # <s>, K_MAX slots, "="
+
+
+def make_digits(rng: random.Random, k: int) -> list[int]:
+    """k uniform digits drawn from a `random.Random`."""
+    return [rng.randrange(10) for _ in range(k)]
+
+
+def chain_steps(k: int, fmt: str) -> list[int]:
+    """1-based digit counts after which the chain writes a running sum (empty for "direct")."""
+    if fmt == "direct":
+        return []
+    step = 1 if fmt == "full" else 2
+    return [i for i in range(1, k + 1) if i % step == 0 or i == k]
+
+
+def solution(digits: list[int], fmt: str) -> list[str]:
+    """The correct output after "=", as words: e.g. [3,5,9,2,7], "short" -> S 8 9 6 A 6 </s>."""
+    answer = sum(digits) % 10
+    if fmt == "direct":
+        return ["A", str(answer), "</s>"]
+    chain = [str(sum(digits[:i]) % 10) for i in chain_steps(len(digits), fmt)]
+    return [FORMATS[fmt], *chain, "A", str(answer), "</s>"]
+
+
+def prompt_ids(digits: list[int]) -> list[int]:
+    """<s>, the digits, "_" up to K_MAX slots, "="."""
+    return [ID["<s>"]] + [DIGIT0 + d for d in digits] + [ID["_"]] * (K_MAX - len(digits)) + [ID["="]]
+
+
+def encode(digits: list[int], fmt: str) -> tuple[list[int], int]:
+    """Full sequence ids, and the index from which targets count (the "=", so the format token is learned)."""
+    p = prompt_ids(digits)
+    return p + [ID[w] for w in solution(digits, fmt)], len(p) - 1
+
+
+def parse(out_ids: list[int]) -> dict:
+    """Read what the model wrote after "=".
+
+    Returns {"fmt": "direct"|"short"|"full"|None, "chain": [int], "answer": int|None, "ok": bool,
+    "length": tokens up to and including the first </s>}. `ok` means the whole template holds: format
+    token, digits, "A", one digit, "</s>", and a chain exactly when the format is not direct. An answer
+    is read even when the template is broken after it (no </s>, junk). Never raises: ids outside the
+    vocabulary read as an unknown word.
+    """
+    words = [VOCAB[i] if 0 <= i < len(VOCAB) else "?" for i in out_ids]
+    if "</s>" in words:
+        words = words[:words.index("</s>") + 1]
+    res = {"fmt": None, "chain": [], "answer": None, "ok": False, "length": len(words)}
+    if not words or words[0] not in FMT_OF:
+        return res
+    res["fmt"] = FMT_OF[words[0]]
+    i = 1
+    if res["fmt"] != "direct":  # "A" is both the direct format token and the answer marker
+        while i < len(words) and words[i].isdigit():
+            res["chain"].append(int(words[i]))
+            i += 1
+        if i >= len(words) or words[i] != "A":
+            return res
+        i += 1
+    if i < len(words) and words[i].isdigit():
+        res["answer"] = int(words[i])
+        closed = i + 1 < len(words) and words[i + 1] == "</s>"
+        res["ok"] = closed and (res["fmt"] == "direct") == (not res["chain"])
+    return res
+
+
+def check_chain(digits: list[int], parsed: dict) -> bool | None:
+    """Process verifier: every running sum right and the answer equal to the last one.
+
+    Needs only the problem, not the answer key. None for a direct answer (nothing to check),
+    False for a broken template.
+    """
+    if parsed["fmt"] is None or not parsed["ok"]:
+        return False
+    if parsed["fmt"] == "direct":
+        return None
+    want = [sum(digits[:i]) % 10 for i in chain_steps(len(digits), parsed["fmt"])]
+    return parsed["chain"] == want and parsed["answer"] == sum(digits) % 10

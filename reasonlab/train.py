@@ -1,0 +1,191 @@
+"""Supervised training: vectorised batches, the base-model recipe, and a small AdamW trainer."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .model import GPT
+from .task import DIGIT0, FORMATS, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps, prompt_ids
+
+FORMAT_NAMES = list(FORMATS)  # index 0/1/2 = direct/short/full, the order of every `mix`
+
+
+def build_model(seed: int = 0) -> GPT:
+    """The spec's GPT: d = 64, 4 layers, 4 heads, learned positions up to MAX_LEN. Seeds torch first."""
+    torch.manual_seed(seed)
+    return GPT(len(VOCAB), d_model=64, n_layers=4, n_heads=4, max_len=MAX_LEN)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Batches. Every sequence is <s> + K_MAX slots + "=" + output, right-padded to MAX_LEN; built with numpy, no
+# per-example Python loop (one small loop over the 3 x 7 (format, k) shapes).
+
+def encode_fixed(fixed: list[tuple[list[int], list[str]]]) -> np.ndarray:
+    """[(digits, output words)] -> (N, MAX_LEN) int64 ids, pad-filled."""
+    out = np.full((len(fixed), MAX_LEN), ID["<pad>"], dtype=np.int64)
+    for n, (digits, words) in enumerate(fixed):
+        ids = prompt_ids(digits) + [ID[w] for w in words]
+        out[n, :len(ids)] = ids[:MAX_LEN]
+    return out
+
+
+def make_sequences(rng: np.random.Generator, batch: int, mix=(0.5, 0.3, 0.2), k_range=(K_MIN, K_MAX),
+                   fixed: np.ndarray | None = None, fixed_frac: float = 1.0) -> np.ndarray:
+    """(batch, MAX_LEN) full training sequences: fresh problems drawn by `mix` and `k_range`, or (each with
+    probability fixed_frac) rows drawn with replacement from `fixed` (an encode_fixed array)."""
+    p = np.asarray(mix, dtype=np.float64)
+    k = rng.integers(k_range[0], k_range[1] + 1, size=batch)
+    fmt = rng.choice(3, size=batch, p=p / p.sum())
+    digits = rng.integers(0, 10, size=(batch, K_MAX))
+    digits[np.arange(K_MAX)[None, :] >= k[:, None]] = 0
+    csum = np.cumsum(digits, axis=1) % 10                       # running sums, (B, K_MAX)
+    seq = np.full((batch, MAX_LEN), ID["<pad>"], dtype=np.int64)
+    seq[:, 0] = ID["<s>"]
+    seq[:, 1:K_MAX + 1] = np.where(np.arange(K_MAX)[None, :] < k[:, None], DIGIT0 + digits, ID["_"])
+    seq[:, K_MAX + 1] = ID["="]
+    answer = DIGIT0 + csum[np.arange(batch), k - 1]
+    for f, name in enumerate(FORMAT_NAMES):
+        for kk in range(k_range[0], k_range[1] + 1):
+            rows = np.nonzero((fmt == f) & (k == kk))[0]
+            if len(rows) == 0:
+                continue
+            steps = [s - 1 for s in chain_steps(kk, name)]
+            head = [] if name == "direct" else [np.full(len(rows), ID[FORMATS[name]])]
+            cols = head + [DIGIT0 + csum[rows, s] for s in steps] + [np.full(len(rows), ID["A"]), answer[rows],
+                                                                       np.full(len(rows), ID["</s>"])]
+            seq[rows, PROMPT_LEN:PROMPT_LEN + len(cols)] = np.stack(cols, axis=1)
+    if fixed is not None and len(fixed):
+        take = rng.random(batch) < fixed_frac
+        seq[take] = fixed[rng.integers(0, len(fixed), size=int(take.sum()))]
+    return seq
+
+
+def split_targets(seq: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and next-token targets; targets count only after "=" (format token included), pad ignored."""
+    inp = torch.from_numpy(seq[:, :-1].copy())
+    tgt = torch.from_numpy(seq[:, 1:].copy())
+    tgt[:, :PROMPT_LEN - 1] = IGNORE
+    tgt[tgt == ID["<pad>"]] = IGNORE
+    return inp, tgt
+
+
+def batch_fn(seed: int, batch: int, mix=(0.5, 0.3, 0.2), k_range=(K_MIN, K_MAX), fixed=None, fixed_frac: float = 1.0):
+    """One training batch (inputs, targets), each (batch, MAX_LEN - 1), deterministic in `seed`.
+
+    fixed: [(digits, output words)] sampled with replacement (STaR data), each row with probability fixed_frac.
+    """
+    rng = np.random.default_rng(seed)
+    enc = encode_fixed(fixed) if fixed else None
+    return split_targets(make_sequences(rng, batch, mix, k_range, enc, fixed_frac))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The trainer.
+
+def lr_at(step: int, steps: int, lr: float, warmup: int, min_frac: float = 0.1) -> float:
+    """Linear warmup, then cosine decay to min_frac * lr (nanoGPT's schedule)."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    t = (step - warmup) / max(1, steps - warmup)
+    return lr * (min_frac + (1 - min_frac) * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, lr: float = 1e-3, log_every: int = 0,
+                     log: Callable | None = print, warmup: int = 0, weight_decay: float = 0.0, grad_clip: float = 1.0,
+                     min_lr_frac: float = 0.1, metrics_path: str | None = None, progress: bool = False,
+                     device: str | torch.device | None = None, optimizer: torch.optim.Optimizer | None = None) -> list[dict]:
+    """AdamW on get_batch(step) for `steps` steps; returns the per-step losses.
+
+    One log line every log_every steps (0: none); the same metrics go to metrics_path (JSON lines) if given.
+    A non-finite loss stops training with an error naming the step.
+    """
+    device = device or next(model.parameters()).device
+    opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
+    model.train()
+    hist, t0 = [], time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=steps, leave=False, unit="step")
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, steps, lr, warmup, min_lr_frac)
+        inp, tgt = get_batch(step)
+        _, loss = model(inp.to(device), tgt.to(device))
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"non-finite training loss {loss.item()} at step {step}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        opt.step()
+        rec = {"step": step, "loss": loss.item(), "lr": opt.param_groups[0]["lr"], "grad_norm": float(gnorm),
+               "time": round(time.perf_counter() - t0, 3)}
+        hist.append(rec)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{rec['loss']:.4f}")
+        if log_every and (step % log_every == 0 or step == steps - 1):
+            if log:
+                log(f"step {step:5d} | loss {rec['loss']:.4f} | lr {rec['lr']:.2e} | grad {rec['grad_norm']:.2f} | {rec['time']:.1f}s")
+            if metrics_path:
+                with open(metrics_path, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+    if bar is not None:
+        bar.close()
+    model.eval()
+    return hist
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The base-model recipe. A cfg is the spec's dict: {"seed", "lr", "phases": [[mix, steps, warmup, [k_min, k_max]], ...]}
+# plus optional "batch", "weight_decay", "fixed" and "fixed_frac".
+
+SPEC_CFG = {"seed": 1, "lr": 1e-3,
+            "phases": [[[0.0, 0.5, 0.5], 2000, 100, [K_MIN, K_MAX]], [[0.5, 0.3, 0.2], 1500, 50, [K_MIN, K_MAX]]]}
+"""The spec's recipe: chains only (S/T half each) for 2000 steps, then the 50/30/20 mix for 1500."""
+
+BASE_CFG = SPEC_CFG
+
+
+def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Callable | None = None, log_every: int = 0,
+             progress: bool = False, device: str | None = None, metrics_path: str | None = None,
+             callback: Callable[[int, GPT], bool] | None = None, every: int = 0) -> GPT:
+    """Train a model by `cfg`'s phases (30 steps each when quick). Each phase gets its own warmup + cosine.
+
+    callback(total_step, model) runs every `every` steps; returning True stops training early.
+    """
+    model = build_model(cfg.get("seed", 0))
+    if init is not None:
+        model.load_state_dict(init.state_dict())
+    model.to(device or "cpu")
+    fixed = encode_fixed(cfg["fixed"]) if cfg.get("fixed") else None
+    batch = cfg.get("batch", 64)
+    rng = np.random.default_rng(cfg.get("seed", 0) * 1_000_003)
+    done = 0
+    for mix, steps, warmup, k_range in cfg["phases"]:
+        steps = 30 if quick else steps
+        stop = []
+
+        def get_batch(step, mix=mix, k_range=k_range):
+            if callback is not None and every and (done + step) % every == 0 and step and callback(done + step, model):
+                stop.append(step)
+                raise StopIteration
+            model.train()
+            return split_targets(make_sequences(rng, batch, mix, k_range, fixed, cfg.get("fixed_frac", 1.0)))
+
+        try:
+            train_on_batches(model, get_batch, steps, lr=cfg.get("lr", 1e-3), warmup=min(warmup, steps),
+                             weight_decay=cfg.get("weight_decay", 0.0), log=log, log_every=log_every,
+                             metrics_path=metrics_path, progress=progress)
+        except StopIteration:
+            model.eval()
+            return model
+        done += steps
+    model.eval()
+    return model

@@ -1,0 +1,30 @@
+import random
+
+import pytest
+import torch
+
+from reasonlab.train import build_model
+from reasonlab.task import make_digits, prompt_ids
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    """Every test gets its own model cache, so no test reads a model another run left behind."""
+    monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def noisy_model():
+    """An untrained model with perturbed weights: peaked, varied predictions, so parity tests are not trivial."""
+    m = build_model(3)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(torch.randn(p.shape, generator=g) * 0.3)
+    return m.eval()
+
+
+@pytest.fixture
+def prompts():
+    rng = random.Random(0)
+    return [prompt_ids(make_digits(rng, rng.randint(2, 8))) for _ in range(200)]

@@ -1,0 +1,90 @@
+"""Batches and the trainer."""
+import numpy as np
+import pytest
+import torch
+
+import reasonlab as R
+from reasonlab.task import ID, IGNORE, VOCAB, parse
+from reasonlab.train import build_model, lr_at, make_sequences, pretrain, split_targets, train_on_batches
+
+
+def rows_as_words(inp, tgt):
+    """Rebuild each full sequence from (inputs, targets) and return (digits, output ids)."""
+    out = []
+    for x, t in zip(inp.tolist(), tgt.tolist()):
+        seq = x + [t[-1] if t[-1] != IGNORE else ID["<pad>"]]
+        digits = [int(VOCAB[i]) for i in seq[1:9] if VOCAB[i].isdigit()]
+        out.append((digits, [i for i in seq[10:]]))
+    return out
+
+
+def test_batch_fn_shapes_targets_and_solutions():
+    inp, tgt = R.batch_fn(0, 256)
+    assert inp.shape == tgt.shape == (256, R.MAX_LEN - 1) and inp.dtype == torch.long
+    assert (tgt[:, :9] == IGNORE).all()                       # nothing before "=" is a target
+    assert (inp[:, 9] == ID["="]).all()
+    assert (tgt[:, 8:][tgt[:, 8:] != IGNORE] != ID["<pad>"]).all()
+    for (digits, out), x, t in zip(rows_as_words(inp, tgt), inp, tgt):
+        assert 2 <= len(digits) <= 8
+        p = parse(out)
+        assert p["ok"] and p["answer"] == sum(digits) % 10 and R.check_chain(digits, p) is not False
+        # targets are the inputs shifted by one wherever they count
+        n = (t != IGNORE).sum().item()
+        assert torch.equal(t[9:9 + n], torch.tensor(R.encode(digits, p["fmt"])[0][10:10 + n]))
+
+
+def test_batch_fn_is_deterministic_in_seed():
+    a, b, c = R.batch_fn(5, 64), R.batch_fn(5, 64), R.batch_fn(6, 64)
+    assert torch.equal(a[0], b[0]) and not torch.equal(a[0], c[0])
+
+
+def test_batch_mix_and_k_range():
+    seq = make_sequences(np.random.default_rng(0), 20000, mix=(0.5, 0.3, 0.2), k_range=(3, 5))
+    fmt = seq[:, 10]
+    shares = [(fmt == ID[t]).mean() for t in "AST"]
+    assert np.allclose(shares, [0.5, 0.3, 0.2], atol=0.02)
+    k = (seq[:, 1:9] != ID["_"]).sum(1)
+    assert set(np.unique(k)) == {3, 4, 5}
+    only_t = make_sequences(np.random.default_rng(0), 100, mix=(0, 0, 1))
+    assert (only_t[:, 10] == ID["T"]).all()
+
+
+def test_fixed_data_and_fixed_frac():
+    fixed = [([1, 2, 3], ["T", "1", "3", "6", "A", "6", "</s>"])]
+    inp, tgt = R.batch_fn(0, 400, fixed=fixed, fixed_frac=1.0)
+    assert (inp[:, 1:4] == torch.tensor([ID["1"], ID["2"], ID["3"]])).all()
+    inp, _ = R.batch_fn(0, 4000, fixed=fixed, fixed_frac=0.25)
+    share = (inp[:, 1:5] == torch.tensor([ID["1"], ID["2"], ID["3"], ID["_"]])).all(1).float().mean()
+    assert 0.2 < share < 0.3
+
+
+def test_lr_schedule():
+    assert lr_at(0, 100, 1.0, 10) == pytest.approx(0.1)
+    assert lr_at(9, 100, 1.0, 10) == pytest.approx(1.0)
+    assert lr_at(99, 100, 1.0, 10) == pytest.approx(0.1, abs=0.01)
+    assert all(lr_at(s, 100, 1.0, 10) >= lr_at(s + 1, 100, 1.0, 10) for s in range(10, 99))
+
+
+def test_a_step_changes_every_parameter():
+    m = build_model(0)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    train_on_batches(m, lambda s: R.batch_fn(s, 32), 1, lr=1e-3, log=None)
+    for k, v in m.state_dict().items():
+        assert not torch.equal(before[k], v), k
+
+
+def test_nan_stops_training_naming_the_step():
+    m = build_model(0)
+    with torch.no_grad():
+        m.head.weight[0, 0] = float("nan")
+    with pytest.raises(FloatingPointError, match="step 0"):
+        train_on_batches(m, lambda s: R.batch_fn(s, 8), 3, log=None)
+
+
+def test_pretrain_is_deterministic_and_logs(tmp_path):
+    cfg = {"seed": 3, "lr": 1e-3, "phases": [[[0.0, 0.5, 0.5], 5, 2, [2, 8]], [[0.5, 0.3, 0.2], 4, 1, [2, 8]]]}
+    path = tmp_path / "metrics.jsonl"
+    a = pretrain(cfg, metrics_path=str(path), log_every=2, log=None)
+    b = pretrain(cfg)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert len(path.read_text().splitlines()) == 3 + 3   # steps 0, 2, 4 then 0, 2, 3
