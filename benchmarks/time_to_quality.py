@@ -19,10 +19,10 @@ from reasonlab.train import BASE_CFG, SPEC_CFG, pretrain
 
 
 def bar_met(model, n: int, seed: int = 777) -> bool:
+    """Forced S and T >= 0.99 at every k, forced A >= 0.99 at k = 2, on n problems per k."""
     probs = problems_per_k(n, seed)
     for f in ("S", "T"):
-        if evaluate(model, probs, force=[f])["acc"] < 0.99 or min(
-                v["acc"] for v in evaluate(model, probs, force=[f])["per_k"].values()) < 0.99:
+        if min(v["acc"] for v in evaluate(model, probs, force=[f])["per_k"].values()) < 0.99:
             return False
     return evaluate(model, problems_per_k(n, seed, ks=[2]), force=["A"])["acc"] >= 0.99
 
@@ -41,6 +41,8 @@ def run(cfg: dict, every: int) -> dict:
 
     model = pretrain(cfg, callback=check, every=every)
     train_s = time.perf_counter() - t0 - state["eval"]
+    if state["hit"] is None and bar_met(model, 500, seed=4242):   # met only at the end of the schedule
+        state["hit"], state["step"] = train_s, sum(p[1] for p in cfg["phases"])
     table = eval_table(model, 500)
     return {"seed": cfg["seed"], "time_to_quality_s": state["hit"], "step": state["step"], "train_s": round(train_s, 1),
             "passes": passes_bar(table), "table": format_table(table)}

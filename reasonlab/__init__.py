@@ -16,4 +16,5 @@ from .rewards import rule_reward
 __all__ = ["VOCAB", "ID", "DIGIT0", "IGNORE", "FORMATS", "K_MIN", "K_MAX", "MAX_LEN", "make_digits", "solution",
            "prompt_ids", "encode", "parse", "check_chain", "batch_fn", "build_model", "BASE_CFG", "SPEC_CFG",
            "get_model", "generate", "evaluate", "seq_logprobs", "rule_reward", "GPT", "GPTConfig",
-           "train_on_batches"]
+           "train_on_batches", "rl_train"]
+from .rl import rl_train

@@ -44,17 +44,28 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
     Every row is sampled at every step, so the random stream does not depend on when other rows finish.
     `logit_hook(logits (B, V), tokens so far (B, t)) -> logits` can edit the next-token scores (budget forcing).
     """
+    return generate_n(model, prompts, 1, gen, temperature, force, max_new, logit_hook)
+
+
+@torch.no_grad()
+def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
+               temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16,
+               logit_hook=None) -> list[list[int]]:
+    """n outputs per prompt (problem-major: prompt 0's n outputs first), the prompt's KV cache computed once and
+    shared by its n samples. Same outputs as `generate` on each prompt repeated n times."""
     model.eval()
     device = next(model.parameters()).device
-    outs: list[list[int] | None] = [None] * len(prompts)
+    outs: list[list[int] | None] = [None] * (len(prompts) * n)
     forced = [ID[w] for w in force] if force else []
     for plen, rows in _groups(prompts).items():
-        seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)  # (B, t)
+        seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)  # (P, t)
         n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
         cache = KVCache(model.cfg, len(rows), device=device, dtype=next(model.parameters()).dtype)
-        logits, _ = model(seq, cache=cache)
-        logits = logits[:, -1]
-        done = torch.zeros(len(rows), dtype=torch.bool, device=device)
+        logits, _ = model(seq, cache=cache)                                 # prefill once per prompt
+        if n > 1:
+            cache, seq = cache.repeat(n), seq.repeat_interleave(n, 0)         # (P * n, t)
+        logits = logits[:, -1].repeat_interleave(n, 0)
+        done = torch.zeros(seq.shape[0], dtype=torch.bool, device=device)
         steps = [seq]
         for t in range(n_new):
             if logit_hook is not None:
@@ -67,7 +78,8 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
                 break
             logits, _ = model(nxt[:, None], cache=cache)
             logits = logits[:, -1]
-        for i, o in zip(rows, _finish(torch.cat(steps, 1), plen)):
+        out_rows = [i * n + j for i in rows for j in range(n)]
+        for i, o in zip(out_rows, _finish(torch.cat(steps, 1), plen)):
             outs[i] = o
     return outs  # type: ignore[return-value]
 

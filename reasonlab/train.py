@@ -144,7 +144,8 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The base-model recipe. A cfg is the spec's dict: {"seed", "lr", "phases": [[mix, steps, warmup, [k_min, k_max]], ...]}
-# plus optional "batch", "weight_decay", "fixed" and "fixed_frac".
+# plus optional "batch", "weight_decay", "fixed" and "fixed_frac". A phase may carry a fifth element, a multiplier
+# on the peak learning rate of that phase (default 1).
 
 SPEC_CFG = {"seed": 1, "lr": 1e-3,
             "phases": [[[0.0, 0.5, 0.5], 2000, 100, [K_MIN, K_MAX]], [[0.5, 0.3, 0.2], 1500, 50, [K_MIN, K_MAX]]]}
@@ -168,7 +169,7 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
     batch = cfg.get("batch", 64)
     rng = np.random.default_rng(cfg.get("seed", 0) * 1_000_003)
     done = 0
-    for mix, steps, warmup, k_range in cfg["phases"]:
+    for mix, steps, warmup, k_range, *lr_mult in cfg["phases"]:
         steps = 30 if quick else steps
         stop = []
 
@@ -180,7 +181,7 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
             return split_targets(make_sequences(rng, batch, mix, k_range, fixed, cfg.get("fixed_frac", 1.0)))
 
         try:
-            train_on_batches(model, get_batch, steps, lr=cfg.get("lr", 1e-3), warmup=min(warmup, steps),
+            train_on_batches(model, get_batch, steps, lr=cfg.get("lr", 1e-3) * (lr_mult[0] if lr_mult else 1.0), warmup=min(warmup, steps),
                              weight_decay=cfg.get("weight_decay", 0.0), log=log, log_every=log_every,
                              metrics_path=metrics_path, progress=progress)
         except StopIteration:

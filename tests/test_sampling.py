@@ -68,3 +68,11 @@ def test_seq_logprobs_carries_gradients(noisy_model, prompts):
     lp, mask = R.seq_logprobs(noisy_model, prompts[:4], outs)
     (lp * mask).sum().backward()
     assert noisy_model.tok.weight.grad is not None and noisy_model.tok.weight.grad.abs().sum() > 0
+
+
+def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, prompts):
+    from reasonlab.sampling import generate_n
+    a = generate_n(noisy_model, prompts[:20], 4, torch.Generator().manual_seed(9), 1.0, force=["S"])
+    rep = [p for p in prompts[:20] for _ in range(4)]
+    b = generate_naive(noisy_model, rep, torch.Generator().manual_seed(9), 1.0, force=["S"])
+    assert a == b and len(a) == 80

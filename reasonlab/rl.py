@@ -1,0 +1,457 @@
+"""RL from rule-based rewards: GRPO and its relatives in one flat loop.
+
+One step (the loop in `train` below, top to bottom):
+    sample     prompts_per_step problems x num_generations completions at temperature 1 (KV-cache decoding)
+    verify     reward_fn(digits, parse(output)) for each completion: a rule, no reward model
+    advantage  a baseline from the group (GRPO z-score, Dr. GRPO mean, RLOO leave-one-out, or none)
+    loss       PPO-clipped ratio (token or sequence level) - beta * KL(pi || pi_ref), aggregated over tokens
+    step       Adam, gradient clipped, num_iterations times on the same samples
+    log        one console line, one JSON line in metrics.jsonl
+Every variant is a field of RLConfig; `RLConfig.preset(algo)` sets the fields that define a named algorithm.
+
+Papers: GRPO (Shao et al. 2024, DeepSeekMath, arXiv 2402.03300), Dr. GRPO (Liu et al. 2025, arXiv 2503.20783),
+DAPO (Yu et al. 2025, arXiv 2503.14476), RLOO (Ahmadian et al. 2024, arXiv 2402.14740), GSPO (Zheng et al. 2025,
+arXiv 2507.18071), KL estimators k1/k2/k3 (Schulman 2020, "Approximating KL divergence").
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from .model import GPT
+from .rewards import rule_reward
+from .sampling import generate_n, output_logits
+from .task import FORMATS, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, make_digits, parse, prompt_ids
+
+ALGOS = ("grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo")
+MAX_OUT = MAX_LEN - PROMPT_LEN  # the longest possible output: Dr. GRPO's constant length normaliser
+
+
+@dataclass
+class RLConfig:
+    algo: str = "grpo"
+    """name of the preset the other fields came from (grpo, dr_grpo, dapo, rloo, reinforce, reinforce_baseline, gspo)"""
+    steps: int = 100
+    """optimizer rounds (each: sample, verify, num_iterations updates)"""
+    prompts_per_step: int = 16
+    """problems per step"""
+    num_generations: int = 8
+    """completions per problem: the group (TRL's num_generations; the spec's `group`)"""
+    learning_rate: float = 3e-5
+    """Adam learning rate, constant"""
+    beta: float = 0.04
+    """KL penalty weight; 0 skips the reference model entirely"""
+    kl_estimator: str = "k3"
+    """per-token KL in the loss: k1 = log pi/pi_ref, k2 = (log ratio)^2 / 2, k3 = r - log r - 1 (DeepSeekMath), exact = full-vocabulary KL"""
+    epsilon: float = 0.2
+    """lower clip: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]"""
+    epsilon_high: float | None = None
+    """upper clip (DAPO's clip-higher: 0.28); None means epsilon"""
+    clip: bool = True
+    """use the PPO clipped ratio; False gives the plain policy gradient -A * log pi (REINFORCE)"""
+    num_iterations: int = 2
+    """updates on each batch of samples (the spec's `inner`); the first has ratio exactly 1"""
+    advantage: str = "group"
+    """baseline: group = r - mean(group) (GRPO), rloo = r - mean(others) (RLOO), none = raw reward (REINFORCE)"""
+    scale_rewards: str = "group"
+    """divide the advantage by the group's std (group, GRPO), the batch's std (batch), or not (none, Dr. GRPO)"""
+    loss_type: str = "grpo"
+    """aggregation: grpo = mean over sequences of token means; dapo = mean over all tokens; dr_grpo = sum / (G * MAX_OUT)"""
+    importance_sampling_level: str = "token"
+    """token ratios (PPO/GRPO) or one sequence ratio exp(mean log ratio) per completion (GSPO)"""
+    dynamic_sampling: bool = False
+    """DAPO: drop groups whose rewards all agree (no signal) and sample new problems in their place"""
+    max_resample: int = 4
+    """cap on extra sampling rounds per step when dynamic_sampling is on"""
+    temperature: float = 1.0
+    """sampling temperature of the rollouts"""
+    grad_clip: float = 1.0
+    """max gradient norm"""
+    micro_batch: int = 0
+    """completions per backward pass (0: all at once); the gradient does not depend on it"""
+    seed: int = 0
+    """seeds the problems and the sampling"""
+    k_range: tuple[int, int] = (K_MIN, K_MAX)
+    """problem lengths"""
+    format_bonus: float = 0.1
+    """the rule reward's bonus for a complete template"""
+    log_every: int = 1
+    """console line every N steps (metrics.jsonl gets every step)"""
+    table_every: int = 0
+    """print a table of prompts, completions, rewards and advantages every N steps (0: never)"""
+    checkpoint_every: int = 0
+    """write a resumable checkpoint every N steps into the run directory (0: only at the end)"""
+
+    @staticmethod
+    def preset(algo: str, **overrides) -> "RLConfig":
+        """The fields that make a named algorithm; overrides win."""
+        if algo not in ALGOS:
+            raise ValueError(f"unknown algo {algo!r}: choose from {', '.join(ALGOS)}")
+        p = {
+            "grpo": {},
+            "dr_grpo": dict(scale_rewards="none", loss_type="dr_grpo"),
+            "dapo": dict(epsilon_high=0.28, dynamic_sampling=True, loss_type="dapo", beta=0.0),
+            "rloo": dict(advantage="rloo", scale_rewards="none"),
+            "reinforce": dict(advantage="none", scale_rewards="none", clip=False, beta=0.0, num_iterations=1),
+            "reinforce_baseline": dict(advantage="group", scale_rewards="none", clip=False, beta=0.0, num_iterations=1),
+            "gspo": dict(importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, beta=0.0),
+        }[algo]
+        cfg = RLConfig(algo=algo, **{**p, **overrides})
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        """Reject invalid values and combinations with a message naming the field."""
+        def bad(msg):
+            raise ValueError(f"invalid RL config: {msg}")
+        choices = {"advantage": ("group", "rloo", "none"), "scale_rewards": ("group", "batch", "none"),
+                   "loss_type": ("grpo", "dapo", "dr_grpo"), "importance_sampling_level": ("token", "sequence"),
+                   "kl_estimator": ("k1", "k2", "k3", "exact")}
+        for name, ok in choices.items():
+            if getattr(self, name) not in ok:
+                bad(f"{name}={getattr(self, name)!r}, expected one of {', '.join(ok)}")
+        for name in ("steps", "prompts_per_step", "num_generations", "num_iterations"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                bad(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if not self.learning_rate > 0 or not math.isfinite(self.learning_rate):
+            bad(f"learning_rate must be positive, got {self.learning_rate}")
+        if self.beta < 0 or self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high <= 0):
+            bad("beta must be >= 0 and epsilon, epsilon_high > 0")
+        if self.temperature <= 0:
+            bad("temperature must be > 0 for sampling rollouts")
+        if self.advantage in ("group", "rloo") and self.num_generations < 2:
+            bad(f"advantage={self.advantage!r} needs num_generations >= 2 (a group baseline of one sample is the sample)")
+        if self.scale_rewards == "group" and self.num_generations < 2:
+            bad("scale_rewards='group' needs num_generations >= 2")
+        if self.dynamic_sampling and self.num_generations < 2:
+            bad("dynamic_sampling needs num_generations >= 2")
+        if not self.clip and self.num_iterations > 1:
+            bad("clip=False (plain policy gradient) with num_iterations > 1 reuses stale samples without a ratio; "
+                "use num_iterations=1 or clip=True")
+        if self.importance_sampling_level == "sequence" and not self.clip:
+            bad("importance_sampling_level='sequence' (GSPO) needs clip=True")
+        lo, hi = self.k_range
+        if not K_MIN <= lo <= hi <= K_MAX:
+            bad(f"k_range {self.k_range} must lie within {K_MIN}..{K_MAX}")
+        if self.micro_batch < 0:
+            bad("micro_batch must be >= 0")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The math, each piece at the size of its formula.
+
+def advantages(r: torch.Tensor, cfg: RLConfig) -> torch.Tensor:
+    """(P, G) rewards -> (P, G) advantages, one per completion (broadcast over its tokens)."""
+    G = r.shape[1]
+    if cfg.advantage == "group":    # GRPO / REINFORCE with a mean baseline: the group mean
+        a = r - r.mean(1, keepdim=True)
+    elif cfg.advantage == "rloo":   # RLOO: mean of the other G-1 samples = G/(G-1) (r - mean)
+        a = (r - r.mean(1, keepdim=True)) * G / (G - 1)
+    else:                           # REINFORCE without a baseline (the spec's contrast): A = r
+        a = r.clone()
+    if cfg.scale_rewards == "group":  # GRPO's z-score; Dr. GRPO drops it (it over-weights too easy/hard problems)
+        a = a / (r.std(1, keepdim=True) + 1e-4)
+    elif cfg.scale_rewards == "batch":
+        a = a / (r.std() + 1e-4)
+    return a
+
+
+def kl_terms(lp: torch.Tensor, ref_lp: torch.Tensor, logits: torch.Tensor | None, ref_logits: torch.Tensor | None,
+             estimator: str) -> torch.Tensor:
+    """Per-token KL(pi || pi_ref) estimate on sampled tokens; `exact` sums over the whole vocabulary."""
+    if estimator == "exact":
+        logp, ref_logp = F.log_softmax(logits, -1), F.log_softmax(ref_logits, -1)
+        return (logp.exp() * (logp - ref_logp)).sum(-1)   # sum_v pi(v) log pi(v)/pi_ref(v)
+    d = ref_lp - lp                                   # log(pi_ref / pi) at the sampled token
+    if estimator == "k1":
+        return -d                                     # unbiased, can be negative
+    if estimator == "k2":
+        return 0.5 * d ** 2                           # biased, low variance
+    return torch.exp(d) - d - 1                       # k3: unbiased and >= 0 (DeepSeekMath's choice)
+
+
+def policy_loss_terms(lp, old_lp, adv, mask, cfg: RLConfig):
+    """Per-token surrogate loss (B, L) and clip indicators. adv is (B,), one value per completion."""
+    A = adv[:, None]
+    if not cfg.clip:                                  # REINFORCE: -A log pi
+        z = torch.zeros_like(lp, dtype=torch.bool)
+        return -A * lp, z, z
+    lo, hi = 1 - cfg.epsilon, 1 + (cfg.epsilon_high if cfg.epsilon_high is not None else cfg.epsilon)
+    if cfg.importance_sampling_level == "sequence":   # GSPO: s_i = exp(mean_t log ratio), one ratio per completion
+        n = mask.sum(1, keepdim=True).clamp(min=1)
+        ratio = torch.exp(((lp - old_lp) * mask).sum(1, keepdim=True) / n).expand_as(lp)
+    else:                                             # PPO/GRPO: a ratio per token
+        ratio = torch.exp(lp - old_lp)
+    loss = -torch.min(ratio * A, ratio.clamp(lo, hi) * A)
+    # a token is clipped when the clamp bites in the direction the advantage pushes
+    return loss, (ratio < lo) & (A < 0), (ratio > hi) & (A > 0)
+
+
+def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: int, cfg: RLConfig) -> torch.Tensor:
+    """Sum of this micro-batch's share of the loss; the denominators are the whole batch's, so micro-batching
+    leaves the gradient unchanged."""
+    if cfg.loss_type == "grpo" or cfg.importance_sampling_level == "sequence":  # mean_i (1/|o_i|) sum_t
+        return ((per_tok * mask).sum(1) / mask.sum(1).clamp(min=1)).sum() / n_seqs
+    if cfg.loss_type == "dapo":                                                 # sum_{i,t} / sum_i |o_i|
+        return (per_tok * mask).sum() / n_tokens
+    return (per_tok * mask).sum() / (n_seqs * MAX_OUT)                          # Dr. GRPO: sum / (G * L_max)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sampling groups (with DAPO's dynamic sampling), metrics and checkpoints.
+
+def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable):
+    """prompts_per_step problems x num_generations completions, their parses and rewards (P, G).
+
+    With dynamic_sampling, groups whose rewards all agree are dropped and new problems drawn, at most max_resample
+    extra rounds; the step then trains on what it has. Also returns the share of zero-std groups as first sampled.
+    """
+    P, G = cfg.prompts_per_step, cfg.num_generations
+    digits, outs, parsed, rewards = [], [], [], []
+    zero_std = None
+    for _ in range(1 + (cfg.max_resample if cfg.dynamic_sampling else 0)):
+        d = [make_digits(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
+        o = generate_n(policy, [prompt_ids(x) for x in d], G, gen, cfg.temperature)
+        p = [parse(x) for x in o]
+        r = torch.tensor([reward_fn(d[i // G], p[i]) for i in range(len(o))], dtype=torch.float32).view(-1, G)
+        if not torch.isfinite(r).all():
+            return None
+        flat = (r.max(1).values == r.min(1).values)
+        zero_std = flat.float().mean().item() if zero_std is None else zero_std
+        keep = (~flat).nonzero().flatten().tolist() if cfg.dynamic_sampling else range(len(d))
+        for i in keep:
+            digits.append(d[i])
+            outs.extend(o[i * G:(i + 1) * G])
+            parsed.extend(p[i * G:(i + 1) * G])
+            rewards.append(r[i])
+        if len(digits) == P:
+            break
+    r = torch.stack(rewards) if rewards else torch.zeros(0, G)
+    return digits, outs, parsed, r, zero_std
+
+
+def format_shares(parsed: list[dict], digits: list[list[int]], G: int) -> tuple[dict, dict]:
+    """Format shares overall and per k (k -> {fmt: share})."""
+    share = {f: sum(p["fmt"] == f for p in parsed) / max(1, len(parsed)) for f in FORMATS}
+    by_k: dict[int, list[dict]] = {}
+    for i, p in enumerate(parsed):
+        by_k.setdefault(len(digits[i // G]), []).append(p)
+    return share, {k: {f: sum(p["fmt"] == f for p in ps) / len(ps) for f in FORMATS} for k, ps in sorted(by_k.items())}
+
+
+def completion_table(digits, outs, r, adv, G: int, n_problems: int = 2) -> str:
+    """A few problems with each of their completions, reward and advantage (for the console)."""
+    from .task import VOCAB
+    lines = []
+    for i in range(min(n_problems, len(digits))):
+        lines.append(f"  problem {' '.join(map(str, digits[i]))}  (answer {sum(digits[i]) % 10})")
+        for j in range(G):
+            o = outs[i * G + j]
+            lines.append(f"    {' '.join(VOCAB[t] for t in o):<34} reward {r[i, j]:.2f}  adv {adv[i, j]:+.2f}")
+    return "\n".join(lines)
+
+
+def save_state(stem: str, step: int, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator,
+               cfg: RLConfig, hist: list[dict]) -> None:
+    """Everything a bit-identical resume needs: weights, Adam moments, both RNG states, step, config, history."""
+    from .checkpoint import save_tensors
+    t = {f"policy.{k}": v for k, v in policy.state_dict().items()}
+    if ref is not None:
+        t.update({f"ref.{k}": v for k, v in ref.state_dict().items()})
+    osd = opt.state_dict()
+    for i, st in osd["state"].items():
+        t.update({f"opt.{i}.{k}": (v if torch.is_tensor(v) else torch.tensor(v)) for k, v in st.items()})
+    t["rng.torch"] = gen.get_state()
+    meta = {"step": step, "config": asdict(cfg), "model": policy.config(), "param_groups": osd["param_groups"],
+            "rng_python": rng.getstate(), "history": hist}
+    save_tensors(stem, t, meta)
+
+
+def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator) -> tuple[int, list]:
+    from .checkpoint import load_tensors
+    t, meta = load_tensors(stem)
+    policy.load_state_dict({k[7:]: v for k, v in t.items() if k.startswith("policy.")}, strict=True)
+    if ref is not None and any(k.startswith("ref.") for k in t):
+        ref.load_state_dict({k[4:]: v for k, v in t.items() if k.startswith("ref.")}, strict=True)
+    state: dict[int, dict] = {}
+    for k, v in t.items():
+        if k.startswith("opt."):
+            _, i, name = k.split(".", 2)
+            state.setdefault(int(i), {})[name] = v
+    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    gen.set_state(t["rng.torch"])
+    v, s, g = meta["rng_python"]
+    rng.setstate((v, tuple(s), g))
+    return meta["step"], meta["history"]
+
+
+class NonFiniteError(FloatingPointError):
+    """A NaN or inf in rewards, loss or parameters; the message names the step."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loop.
+
+def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | None = None, run_dir: str | None = None,
+          resume: bool = False, callback: Callable | None = None, every: int = 0, log: Callable | None = print,
+          progress: bool = False) -> list[dict]:
+    """Run cfg.steps RL steps on `policy` (in place) against the frozen `ref`; returns one record per step.
+
+    reward_fn(digits, parsed) -> float (default: the rule reward). With run_dir: config.json, metrics.jsonl and
+    a resumable checkpoint `state` (every cfg.checkpoint_every steps and at the end); resume=True continues it.
+    callback(step, policy) runs every `every` steps.
+    """
+    cfg.validate()
+    if cfg.beta > 0 and ref is None:
+        raise ValueError("beta > 0 needs a reference model (or set beta=0)")
+    reward_fn = reward_fn or (lambda d, p: rule_reward(d, p, cfg.format_bonus))
+    device = next(policy.parameters()).device
+    rng = random.Random(cfg.seed)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+    P, G = cfg.prompts_per_step, cfg.num_generations
+    stem = os.path.join(run_dir, "state") if run_dir else None
+    start, hist = 0, []
+    if run_dir:
+        os.makedirs(run_dir, exist_ok=True)
+        if resume:
+            start, hist = load_state(stem, policy, ref, opt, rng, gen)
+            if log:
+                log(f"resumed {run_dir} at step {start}")
+        from .checkpoint import write_json
+        write_json(os.path.join(run_dir, "config.json"), asdict(cfg))
+    if not all(torch.isfinite(p).all() for p in policy.parameters()):
+        raise NonFiniteError(f"non-finite parameters before step {start + 1}")
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=cfg.steps, initial=start, unit="step", leave=False)
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        # 1-2. sample and verify
+        got = sample_groups(policy, rng, gen, cfg, reward_fn)
+        if got is None:
+            raise NonFiniteError(f"non-finite reward at step {step + 1}")
+        digits, outs, parsed, r, zero_std = got
+        B = len(outs)
+        if B == 0:  # dynamic sampling found no group with signal: nothing to learn from this step
+            hist.append({"step": step + 1, "skipped": True, "frac_reward_zero_std": zero_std})
+            continue
+        prompts = [prompt_ids(d) for d in digits for _ in range(G)]
+        # 3. advantages
+        adv = advantages(r, cfg)                                    # (P', G)
+        A = adv.flatten()
+        # 4. loss and update, num_iterations times on the same samples
+        with torch.no_grad():
+            ref_lg = output_logits(ref, prompts, outs)[0] if ref is not None else None
+        chunks = [slice(i, i + (cfg.micro_batch or B)) for i in range(0, B, cfg.micro_batch or B)]
+        n_tokens = sum(len(o) for o in outs)
+        old_lp: dict[int, torch.Tensor] = {}
+        clip_lo = clip_hi = 0.0
+        diag = {}
+        for it in range(cfg.num_iterations):
+            opt.zero_grad(set_to_none=True)
+            loss_sum = 0.0
+            for c, sl in enumerate(chunks):
+                lg, tok, mask = output_logits(policy, prompts[sl], outs[sl])
+                lp = F.log_softmax(lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+                if it == 0:
+                    old_lp[c] = lp.detach()        # exactly on-policy: the first update's ratio is exactly 1
+                per_tok, lo, hi = policy_loss_terms(lp, old_lp[c], A[sl], mask, cfg)
+                rlg = ref_lg[sl, :lg.shape[1]] if ref_lg is not None else None
+                if cfg.beta > 0:
+                    rlp = F.log_softmax(rlg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+                    per_tok = per_tok + cfg.beta * kl_terms(lp, rlp, lg, rlg, cfg.kl_estimator)
+                loss = aggregate(per_tok, mask, B, n_tokens, cfg)
+                if not torch.isfinite(loss):
+                    raise NonFiniteError(f"non-finite loss at step {step + 1}")
+                loss.backward()
+                loss_sum += loss.item()
+                m = mask.float()
+                clip_lo += (lo.float() * m).sum().item() / n_tokens / cfg.num_iterations
+                clip_hi += (hi.float() * m).sum().item() / n_tokens / cfg.num_iterations
+                if it == 0:
+                    with torch.no_grad():
+                        accumulate_diagnostics(diag, lg, lp, tok, mask, rlg, cfg)
+            gnorm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+            opt.step()
+        if not all(torch.isfinite(p).all() for p in policy.parameters()):
+            raise NonFiniteError(f"non-finite parameters after step {step + 1}")
+        # 5. log
+        dt = time.perf_counter() - t0
+        lengths = [p["length"] for p in parsed]
+        share, share_k = format_shares(parsed, digits, G)
+        rec = {"step": step + 1, "reward": r.mean().item(), "reward_std": r.std().item() if r.numel() > 1 else 0.0,
+               "acc": sum(p["answer"] == sum(digits[i // G]) % 10 for i, p in enumerate(parsed)) / B,
+               "frac_reward_zero_std": zero_std, "length": sum(lengths) / B, "length_min": min(lengths),
+               "length_max": max(lengths), "share": share, "share_by_k": share_k,
+               "kl": diag.get("kl", 0.0) / n_tokens, "kl_exact": diag.get("kl_exact", 0.0) / n_tokens,
+               "entropy": diag["entropy"] / n_tokens, "clip_low": clip_lo, "clip_high": clip_hi,
+               "grad_norm": float(gnorm), "surrogate": loss_sum, "groups": len(digits), "step_time": dt,
+               "tokens_per_s": n_tokens / dt}
+        hist.append(rec)
+        if run_dir:
+            with open(os.path.join(run_dir, "metrics.jsonl"), "a") as f:
+                f.write(json.dumps(rec) + "\n")
+        if log and cfg.log_every and (step + 1) % cfg.log_every == 0:
+            log(log_line(rec))
+        if log and cfg.table_every and (step + 1) % cfg.table_every == 0:
+            log(completion_table(digits, outs, r, adv, G))
+        if bar is not None:
+            bar.update(1)
+        if stem and ((cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0) or step + 1 == cfg.steps):
+            save_state(stem, step + 1, policy, ref, opt, rng, gen, cfg, hist)
+        if callback is not None and every and (step + 1) % every == 0:
+            callback(step + 1, policy)
+    if bar is not None:
+        bar.close()
+    policy.eval()
+    return hist
+
+
+def accumulate_diagnostics(diag: dict, lg, lp, tok, mask, ref_lg, cfg: RLConfig) -> None:
+    """Token sums of entropy, the KL estimator and the exact KL (divided by the token count by the caller)."""
+    m = mask.float()
+    logp = F.log_softmax(lg, -1)
+    diag["entropy"] = diag.get("entropy", 0.0) + ((-(logp.exp() * logp).sum(-1)) * m).sum().item()
+    if ref_lg is not None:
+        rlp = F.log_softmax(ref_lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+        est = "k3" if cfg.kl_estimator == "exact" else cfg.kl_estimator
+        diag["kl"] = diag.get("kl", 0.0) + (kl_terms(lp, rlp, None, None, est) * m).sum().item()
+        diag["kl_exact"] = diag.get("kl_exact", 0.0) + (kl_terms(lp, rlp, lg, ref_lg, "exact") * m).sum().item()
+
+
+def log_line(rec: dict) -> str:
+    s = rec["share"]
+    return (f"step {rec['step']:4d} | reward {rec['reward']:.3f}±{rec['reward_std']:.2f} | acc {rec['acc']:.3f} "
+            f"| zero-std {rec['frac_reward_zero_std']:.2f} | len {rec['length']:.1f} ({rec['length_min']}-{rec['length_max']}) "
+            f"| A/S/T {s['direct']:.2f}/{s['short']:.2f}/{s['full']:.2f} | kl {rec['kl']:.4f} (exact {rec['kl_exact']:.4f}) "
+            f"| ent {rec['entropy']:.3f} | clip {rec['clip_low']:.3f}/{rec['clip_high']:.3f} | gnorm {rec['grad_norm']:.2f} "
+            f"| {rec['step_time']:.3f}s {rec['tokens_per_s']:.0f} tok/s")
+
+
+def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", prompts_per_step: int = 16, group: int = 8,
+             lr: float = 3e-5, beta: float = 0.04, clip: float = 0.2, inner: int = 2, seed: int = 0,
+             k_range=(K_MIN, K_MAX), callback: Callable | None = None, every: int = 0, log: Callable | None = None,
+             **overrides) -> list[dict]:
+    """The spec's entry point: GRPO (or another preset in ALGOS) for `steps` steps, policy updated in place.
+
+    Returns one record per step with the spec's keys (step, reward, acc, length, share, kl) and more. For
+    algo="reinforce" the spec's contrast holds: A = r, no clip, no KL, one update per batch. Extra keyword
+    arguments are RLConfig fields (e.g. kl_estimator="exact", run_dir is not one: use `train`).
+    """
+    kw = dict(steps=steps, prompts_per_step=prompts_per_step, num_generations=group, learning_rate=lr, seed=seed,
+              k_range=tuple(k_range), log_every=0)
+    if algo in ("grpo", "dr_grpo", "rloo"):
+        kw.update(beta=beta, epsilon=clip, num_iterations=inner)
+    cfg = RLConfig.preset(algo, **{**kw, **overrides})
+    return train(policy, ref, cfg, callback=callback, every=every, log=log)

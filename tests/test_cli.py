@@ -1,0 +1,73 @@
+"""The CLI: bad input is one line on stderr and exit code 2; good input works."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reasonlab.checkpoint import cache_dir, save_model
+from reasonlab.cli import main
+from reasonlab.train import build_model
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    stem = str(tmp_path / "m")
+    save_model(stem, build_model(0), {})
+    return stem
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["sample", "3 5 x"], "digits"),
+    (["sample", "3 5 12"], "digits"),
+    (["sample", "3"], "k must be"),
+    (["sample", "1 2 3 4 5 6 7 8 9"], "k must be"),
+    (["sample", "3 5", "--force", "Q"], "unknown format"),
+    (["sample", "3 5", "--temperature", "-1"], ">= 0"),
+    (["sample", "3 5", "-n", "0"], "positive"),
+    (["pretrain", "--steps", "0", "5"], "positive"),
+    (["pretrain", "--steps", "-3"], "positive"),
+    (["pretrain", "--steps", "5"], "one number per phase"),
+    (["pretrain", "--name", "../x", "--steps", "1", "1"], "invalid model name"),
+    (["eval", "--checkpoint", "/nonexistent/x"], "not found"),
+    (["eval", "--device", "tpu", "--checkpoint", "x"], "unknown device"),
+    (["frobnicate"], "invalid choice"),
+    ([], "required"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("reasonlab: error:") and msg in err
+
+
+def test_corrupt_checkpoint_is_exit_2(ckpt, capsys):
+    with open(ckpt + ".safetensors", "r+b") as f:
+        f.truncate(50)
+    assert main(["eval", "--checkpoint", ckpt + ".safetensors", "-n", "2"]) == 2
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_sample_shows_format_and_chain(ckpt, capsys):
+    assert main(["sample", "3 5 9 2 7", "--checkpoint", ckpt, "--force", "T", "-n", "3", "--temperature", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "answer 6" in out and out.count("format full") == 3
+
+
+def test_eval_prints_the_table_and_writes_json(ckpt, tmp_path, capsys):
+    path = tmp_path / "e.json"
+    assert main(["eval", "--checkpoint", ckpt, "-n", "3", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "free share" in out and "chain correct" in out
+    data = json.loads(path.read_text())
+    assert set(data) == {"free", "A", "S", "T"} and set(data["T"]["per_k"]) == {str(k) for k in range(2, 9)}
+
+
+def test_pretrain_quick_end_to_end(capsys):
+    assert main(["pretrain", "--quick", "-n", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "config:" in out and "free share" in out
+
+
+def test_console_script_entry_point():
+    r = subprocess.run([sys.executable, "-m", "reasonlab.cli", "sample", "1 2", "--force", "X"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1

@@ -1,0 +1,258 @@
+"""RL: hand-computed advantages and losses, exact on-policy ratio, KL estimators, micro-batch invariance, resume."""
+import copy
+import json
+import math
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import reasonlab as R
+from reasonlab import rl
+from reasonlab.rl import RLConfig, advantages, aggregate, kl_terms, policy_loss_terms, train
+from reasonlab.train import build_model
+
+
+def length_reward(digits, parsed):
+    """Always varies within a group, so every step has a learning signal."""
+    return float(parsed["length"])
+
+
+@pytest.fixture
+def sgd(monkeypatch):
+    """Swap Adam for plain SGD so parameter changes are the gradient itself (Adam hides scale errors)."""
+    monkeypatch.setattr(rl.torch.optim, "Adam", lambda params, lr: torch.optim.SGD(params, lr=lr))
+
+
+def cfg(algo="grpo", **kw):
+    base = dict(steps=1, prompts_per_step=4, num_generations=6, log_every=0, seed=1)
+    return RLConfig.preset(algo, **{**base, **kw})
+
+
+# -- advantages ---------------------------------------------------------------------------------------------------
+
+R4 = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.1, 0.1, 1.1, 0.1]])
+
+
+def test_grpo_advantage_by_hand():
+    a = advantages(R4, cfg("grpo"))
+    s = math.sqrt(1 / 3)                    # unbiased std of (1, 0, 0, 1)
+    assert torch.allclose(a[0], torch.tensor([0.5, -0.5, -0.5, 0.5]) / (s + 1e-4))
+    assert torch.allclose(a[1], torch.tensor([-0.25, -0.25, 0.75, -0.25]) / (0.5 + 1e-4))
+
+
+def test_dr_grpo_and_reinforce_baseline_advantage_is_centred_only():
+    for algo in ("dr_grpo", "reinforce_baseline"):
+        assert torch.allclose(advantages(R4, cfg(algo)), torch.tensor([[0.5, -0.5, -0.5, 0.5], [-0.25, -0.25, 0.75, -0.25]]))
+
+
+def test_rloo_advantage_is_leave_one_out():
+    a = advantages(R4, cfg("rloo"))
+    want = torch.tensor([[r - (R4[i].sum() - r) / 3 for r in R4[i]] for i in range(2)])
+    assert torch.allclose(a, want)
+    assert torch.allclose(a[0], torch.tensor([2 / 3, -2 / 3, -2 / 3, 2 / 3]))
+
+
+def test_reinforce_advantage_is_the_reward():
+    assert torch.equal(advantages(R4, cfg("reinforce")), R4)
+
+
+def test_batch_scaling():
+    a = advantages(R4, cfg("grpo", scale_rewards="batch"))
+    assert torch.allclose(a, (R4 - R4.mean(1, keepdim=True)) / (R4.std() + 1e-4))
+
+
+# -- losses -------------------------------------------------------------------------------------------------------
+
+def test_clipped_surrogate_by_hand():
+    c = cfg("grpo")                               # epsilon 0.2
+    lp = torch.log(torch.tensor([[1.5, 1.1, 0.5]]))
+    old = torch.zeros(1, 3)
+    mask = torch.ones(1, 3)
+    loss, lo, hi = policy_loss_terms(lp, old, torch.tensor([1.0]), mask, c)
+    assert torch.allclose(loss, torch.tensor([[-1.2, -1.1, -0.5]]))   # min(rA, clip(r)A)
+    assert hi.tolist() == [[True, False, False]] and not lo.any()
+    loss, lo, hi = policy_loss_terms(lp, old, torch.tensor([-1.0]), mask, c)
+    assert torch.allclose(loss, torch.tensor([[1.5, 1.1, 0.8]]))
+    assert lo.tolist() == [[False, False, True]] and not hi.any()
+
+
+def test_dapo_clip_higher():
+    c = cfg("dapo")                               # epsilon 0.2, epsilon_high 0.28
+    lp = torch.log(torch.tensor([[1.25, 1.4]]))
+    loss, _, hi = policy_loss_terms(lp, torch.zeros(1, 2), torch.tensor([2.0]), torch.ones(1, 2), c)
+    assert torch.allclose(loss, torch.tensor([[-2.5, -2.56]])) and hi.tolist() == [[False, True]]
+
+
+def test_gspo_sequence_ratio():
+    c = cfg("gspo")                               # clip to [1 - 3e-4, 1 + 4e-4]
+    lp = torch.tensor([[0.2, 0.0, 9.0]])          # third token is padding
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    loss, _, hi = policy_loss_terms(lp, torch.zeros(1, 3), torch.tensor([1.0]), mask, c)
+    s = math.exp(0.1)                             # exp(mean of 0.2 and 0.0)
+    assert s > 1 + 4e-4
+    assert torch.allclose(loss[0, :2], torch.tensor([-(1 + 4e-4)] * 2)) and hi[0, :2].all()
+
+
+def test_reinforce_loss_is_minus_a_log_pi():
+    lp = torch.tensor([[-0.5, -2.0]])
+    loss, lo, hi = policy_loss_terms(lp, lp * 0, torch.tensor([3.0]), torch.ones(1, 2), cfg("reinforce"))
+    assert torch.allclose(loss, torch.tensor([[1.5, 6.0]])) and not lo.any() and not hi.any()
+
+
+def test_aggregations_by_hand():
+    per = torch.tensor([[1.0, 2.0, 7.0], [3.0, 5.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    assert aggregate(per, mask, 2, 3, cfg("grpo")).item() == pytest.approx(((1 + 2) / 2 + 3) / 2)
+    assert aggregate(per, mask, 2, 3, cfg("dapo")).item() == pytest.approx(6 / 3)
+    assert aggregate(per, mask, 2, 3, cfg("dr_grpo")).item() == pytest.approx(6 / (2 * rl.MAX_OUT))
+
+
+# -- KL -----------------------------------------------------------------------------------------------------------
+
+def test_kl_estimators_by_hand_and_k3_nonnegative():
+    lp, ref = torch.tensor([-1.0, -0.2]), torch.tensor([-0.5, -0.9])
+    d = ref - lp
+    assert torch.allclose(kl_terms(lp, ref, None, None, "k1"), -d)
+    assert torch.allclose(kl_terms(lp, ref, None, None, "k2"), 0.5 * d ** 2)
+    assert torch.allclose(kl_terms(lp, ref, None, None, "k3"), torch.exp(d) - d - 1)
+    x = torch.linspace(-20, 5, 200)
+    assert (kl_terms(x, torch.zeros(200), None, None, "k3") >= 0).all()
+
+
+def test_k1_and_k3_agree_with_exact_kl_in_expectation():
+    g = torch.Generator().manual_seed(0)
+    logits, ref_logits = torch.randn(18, generator=g), torch.randn(18, generator=g)
+    exact = kl_terms(None, None, logits, ref_logits, "exact").item()
+    want = (F.softmax(logits, -1) * (F.log_softmax(logits, -1) - F.log_softmax(ref_logits, -1))).sum().item()
+    assert exact == pytest.approx(want) and exact > 0
+    tok = torch.multinomial(F.softmax(logits, -1), 400_000, replacement=True, generator=g)
+    lp, rlp = F.log_softmax(logits, -1)[tok], F.log_softmax(ref_logits, -1)[tok]
+    for est in ("k1", "k3"):
+        assert kl_terms(lp, rlp, None, None, est).mean().item() == pytest.approx(exact, rel=0.02)
+    assert kl_terms(lp, rlp, None, None, "k2").mean().item() != pytest.approx(exact, rel=0.02)  # k2 is biased
+
+
+# -- the loop -----------------------------------------------------------------------------------------------------
+
+def test_parameters_change_after_a_step():
+    m = build_model(0)
+    before = copy.deepcopy(m.state_dict())
+    train(m, copy.deepcopy(m), cfg("grpo"), reward_fn=length_reward, log=None)
+    changed = [k for k, v in m.state_dict().items() if not torch.equal(v, before[k])]
+    assert len(changed) == len(before)
+
+
+def test_ratio_is_exactly_one_on_the_first_update(sgd):
+    """With a vanishing clip range a ratio of 1 + 1e-7 would be clipped: nothing is, and the step equals the plain
+    policy gradient with the same advantages. The second update is off-policy and does clip."""
+    a, b = build_model(0), build_model(0)
+    h = train(a, None, cfg("grpo", beta=0.0, epsilon=1e-12, num_iterations=1, learning_rate=0.1, grad_clip=1e9),
+              reward_fn=length_reward, log=None)
+    assert h[0]["clip_low"] == 0 and h[0]["clip_high"] == 0
+    train(b, None, cfg("grpo", beta=0.0, clip=False, num_iterations=1, learning_rate=0.1, grad_clip=1e9),
+          reward_fn=length_reward, log=None)
+    for x, y in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(x, y, atol=1e-7)
+    h = train(build_model(0), None, cfg("grpo", beta=0.0, epsilon=1e-12, num_iterations=2, learning_rate=0.1),
+              reward_fn=length_reward, log=None)
+    assert h[0]["clip_low"] + h[0]["clip_high"] > 0
+
+
+@pytest.mark.parametrize("algo", ["grpo", "dr_grpo", "dapo", "gspo", "reinforce"])
+def test_gradient_does_not_depend_on_micro_batching(sgd, algo):
+    ref = build_model(1)
+    runs = []
+    for micro in (0, 5):
+        m = build_model(0)
+        train(m, ref if algo in ("grpo", "dr_grpo") else None,
+              cfg(algo, micro_batch=micro, learning_rate=0.05, grad_clip=1e9, kl_estimator="k3"),
+              reward_fn=length_reward, log=None)
+        runs.append(torch.cat([p.flatten() for p in m.parameters()]))
+    start = torch.cat([p.flatten() for p in build_model(0).parameters()])
+    assert not torch.equal(runs[0], start)
+    assert torch.allclose(runs[0] - start, runs[1] - start, atol=1e-6, rtol=1e-4)
+
+
+def test_resume_is_bit_identical(tmp_path):
+    base = build_model(0)
+    full = copy.deepcopy(base)
+    train(full, copy.deepcopy(base), cfg("grpo", steps=4), reward_fn=length_reward, run_dir=str(tmp_path / "a"), log=None)
+    part = copy.deepcopy(base)
+    train(part, copy.deepcopy(base), cfg("grpo", steps=2), reward_fn=length_reward, run_dir=str(tmp_path / "b"), log=None)
+    fresh = copy.deepcopy(base)                          # a new process: only the run directory carries state
+    hist = train(fresh, copy.deepcopy(base), cfg("grpo", steps=4), reward_fn=length_reward,
+                 run_dir=str(tmp_path / "b"), resume=True, log=None)
+    for (k, x), y in zip(full.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(x, y), k
+    assert [h["step"] for h in hist] == [1, 2, 3, 4]
+    lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(s)["step"] for s in lines] == [1, 2, 3, 4]
+
+
+def test_nan_reward_stops_naming_the_step_and_keeps_the_last_checkpoint(tmp_path):
+    calls = []
+
+    def flaky(digits, parsed):
+        calls.append(1)
+        return float("nan") if len(calls) > 2 * 4 * 6 else 1.0 + parsed["length"]
+
+    with pytest.raises(FloatingPointError, match="step 3"):
+        train(build_model(0), None, cfg("grpo", steps=5, beta=0.0, checkpoint_every=1), reward_fn=flaky,
+              run_dir=str(tmp_path), log=None)
+    meta = json.loads((tmp_path / "state.json").read_text())
+    assert meta["step"] == 2
+
+
+def test_nan_parameters_stop_the_run():
+    m = build_model(0)
+    with torch.no_grad():
+        m.head.weight[3, 3] = float("inf")
+    with pytest.raises(FloatingPointError, match="step 1"):
+        train(m, None, cfg("grpo", beta=0.0), reward_fn=length_reward, log=None)
+
+
+def test_dynamic_sampling_keeps_only_groups_with_signal():
+    def half(digits, parsed):
+        return float(sum(digits) % 2 == 0)      # same reward for the whole group: no group has signal
+
+    h = train(build_model(0), None, cfg("dapo", steps=1, max_resample=2), reward_fn=half, log=None)
+    assert h[0].get("skipped") and h[0]["frac_reward_zero_std"] == 1.0
+    h = train(build_model(0), None, cfg("dapo", steps=1), reward_fn=length_reward, log=None)
+    assert h[0]["groups"] == 4
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(loss_type="nope"), "loss_type"),
+    (dict(num_generations=1), "num_generations"),
+    (dict(clip=False, num_iterations=2), "num_iterations"),
+    (dict(learning_rate=-1.0), "learning_rate"),
+    (dict(k_range=(1, 9)), "k_range"),
+    (dict(kl_estimator="k4"), "kl_estimator"),
+    (dict(steps=0), "steps"),
+])
+def test_invalid_configs_are_rejected(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        RLConfig.preset("grpo", **kw)
+    with pytest.raises(ValueError, match="unknown algo"):
+        RLConfig.preset("ppo")
+
+
+def test_beta_needs_a_reference():
+    with pytest.raises(ValueError, match="reference"):
+        train(build_model(0), None, cfg("grpo"), log=None)
+
+
+def test_spec_rl_train_surface():
+    policy = R.get_model("b", R.BASE_CFG, quick=True, log=None)
+    ref = copy.deepcopy(policy)
+    hist = R.rl_train(policy, ref, 2, prompts_per_step=4, group=4, callback=lambda s, p: seen.append(s), every=1)
+    assert [h["step"] for h in hist] == [1, 2] and seen == [1, 2]
+    for h in hist:
+        assert set(h) >= {"step", "reward", "acc", "length", "share", "kl"} and set(h["share"]) == set(R.FORMATS)
+    hist = R.rl_train(copy.deepcopy(ref), ref, 1, algo="reinforce", prompts_per_step=4, group=4)
+    assert hist[0]["clip_low"] == 0 and hist[0]["step"] == 1
+
+
+seen = []
