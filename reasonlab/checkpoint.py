@@ -141,7 +141,6 @@ def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = 
     quick=True trains 30 steps per phase and neither reads nor writes the cache. A corrupt or stale cached file
     is reported and retrained.
     """
-    from . import __version__
     from .train import pretrain
 
     stem = os.path.join(cache_dir(cache), check_name(name))
@@ -161,7 +160,15 @@ def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = 
     t0 = time.perf_counter()
     model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress)
     if not quick:
-        save_model(stem, model, {"key": key, "version": __version__, "train_seconds": round(time.perf_counter() - t0, 2)})
+        store(name, cfg, model, init=init, cache=cache, train_seconds=round(time.perf_counter() - t0, 2))
         if log:
             log(f"  (saved {stem}.safetensors)")
     return model
+
+
+def store(name: str, cfg: dict, model: GPT, init: GPT | None = None, cache: str | None = None, **meta) -> str:
+    """Put a model trained with cfg into the cache under `name`, so get_model(name, cfg) loads it."""
+    from . import __version__
+    stem = os.path.join(cache_dir(cache), check_name(name))
+    save_model(stem, model, {"key": cache_key(cfg, init), "version": __version__, **meta})
+    return stem

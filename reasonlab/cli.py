@@ -114,12 +114,12 @@ def load_or_train(args, log=print):
 
 
 def cmd_pretrain(args):
-    from .checkpoint import get_model
+    from .checkpoint import fingerprint, get_model
     from .evaluate import eval_table, format_table
     cfg = base_cfg(args.seed, args)
     print("config:", json.dumps(cfg))
     name = args.name or (f"base-seed{args.seed}" if args.recipe == "base" and not (args.steps or args.lr or args.batch)
-                         else f"{args.recipe}-seed{args.seed}-{abs(hash(json.dumps(cfg))) % 10**8:08d}")
+                         else f"{args.recipe}-seed{args.seed}-{fingerprint(cfg)[:8]}")
     t0 = time.perf_counter()
     model = get_model(name, cfg, quick=args.quick, cache=args.cache_dir, device=check_device(args.device), progress=True)
     print(f"model ready in {time.perf_counter() - t0:.1f}s ({sum(p.numel() for p in model.parameters()):,} parameters)")
@@ -160,6 +160,50 @@ def cmd_sample(args):
               + ("" if chain is None else f" | chain checks: {chain}"))
 
 
+def cmd_rl(args):
+    import copy
+
+    from .evaluate import evaluate, problems_per_k
+    from .report import plot_format_share, plot_rl_runs
+    from .rl import RLConfig, train
+    device = check_device(args.device)
+    over = {k: getattr(args, k) for k in ("steps", "prompts_per_step", "num_generations", "learning_rate", "beta",
+                                          "kl_estimator", "epsilon", "epsilon_high", "num_iterations", "loss_type",
+                                          "scale_rewards", "table_every", "checkpoint_every", "temperature")
+            if getattr(args, k) is not None}
+    if args.no_clip:
+        over["clip"] = False
+    cfg = RLConfig.preset(args.algo, seed=args.seed, **over)
+    run_dir = args.run_dir or os.path.join("runs", f"rl-{args.algo}-seed{args.seed}")
+    if os.path.exists(os.path.join(run_dir, "metrics.jsonl")) and not args.resume:
+        raise UsageError(f"run directory {run_dir} already has a run: pass --resume to continue it or --run-dir elsewhere")
+    if args.resume and not os.path.exists(os.path.join(run_dir, "state.json")):
+        raise UsageError(f"--resume: no checkpoint in {run_dir}")
+    print("config:", json.dumps(vars(cfg)))
+    policy = load_or_train(args)
+    ref = copy.deepcopy(policy) if (cfg.beta > 0 or args.log_kl) else None
+    evals = []
+    probs = problems_per_k(args.eval_n, seed=999)
+
+    def greedy_eval(step, model):
+        r = evaluate(model, probs)
+        evals.append({"step": step, "acc": r["acc"], "share": r["share"], "length": r["length"],
+                      "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()}})
+        print(f"  eval step {step}: greedy acc {r['acc']:.3f} | A/S/T {r['share']['direct']:.2f}/"
+              f"{r['share']['short']:.2f}/{r['share']['full']:.2f} | length {r['length']:.2f}")
+
+    t0 = time.perf_counter()
+    hist = train(policy, ref, cfg, run_dir=run_dir, resume=args.resume, callback=greedy_eval,
+                 every=args.eval_every, progress=True)
+    print(f"done in {time.perf_counter() - t0:.1f}s")
+    if evals:
+        from .checkpoint import write_json
+        write_json(os.path.join(run_dir, "eval.json"), evals)
+    plot_rl_runs({args.algo: [hist]}, os.path.join(run_dir, "curves.png"), f"{args.algo}, seed {args.seed}")
+    plot_format_share(hist, os.path.join(run_dir, "formats.png"), f"{args.algo}, seed {args.seed}")
+    print(f"wrote {run_dir}/ (config.json, metrics.jsonl, state.*, curves.png, formats.png)")
+
+
 def build_parser() -> Parser:
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
     ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
@@ -193,6 +237,33 @@ def build_parser() -> Parser:
     p.add_argument("--temperature", type=nonneg_float, default=0.0, help="0 = greedy")
     p.add_argument("-n", type=positive(), default=1, help="number of samples")
     p.set_defaults(fn=cmd_sample)
+
+    from .rl import ALGOS
+    p = sub.add_parser("rl", help="RL from the base model: GRPO and its relatives (one run directory per run)")
+    add_common(p)
+    add_model_choice(p)
+    p.add_argument("--algo", choices=ALGOS, default="grpo")
+    p.add_argument("--steps", type=positive(), default=None)
+    p.add_argument("--prompts-per-step", type=positive(), default=None)
+    p.add_argument("--num-generations", type=positive(), default=None, help="samples per problem (the group)")
+    p.add_argument("--learning-rate", "--lr", type=positive(float), default=None)
+    p.add_argument("--beta", type=nonneg_float, default=None, help="KL weight; 0 drops the reference model")
+    p.add_argument("--kl-estimator", choices=["k1", "k2", "k3", "exact"], default=None)
+    p.add_argument("--epsilon", type=positive(float), default=None)
+    p.add_argument("--epsilon-high", type=positive(float), default=None)
+    p.add_argument("--num-iterations", type=positive(), default=None, help="updates per batch of samples")
+    p.add_argument("--loss-type", choices=["grpo", "dapo", "dr_grpo"], default=None)
+    p.add_argument("--scale-rewards", choices=["group", "batch", "none"], default=None)
+    p.add_argument("--temperature", type=positive(float), default=None)
+    p.add_argument("--no-clip", action="store_true", help="plain policy gradient (no ratio, no clip)")
+    p.add_argument("--run-dir", default=None, help="default runs/rl-<algo>-seed<seed>")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its checkpoint")
+    p.add_argument("--checkpoint-every", type=positive(), default=None)
+    p.add_argument("--table-every", type=positive(), default=None, help="print sample completions every N steps")
+    p.add_argument("--eval-every", type=int, default=0, help="greedy evaluation every N steps (0: never)")
+    p.add_argument("--eval-n", type=positive(), default=200, help="problems per k for --eval-every")
+    p.add_argument("--log-kl", action="store_true", help="log KL to the base even when beta = 0")
+    p.set_defaults(fn=cmd_rl)
     return ap
 
 
@@ -207,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # invalid names and configs raised from the library
         print(f"reasonlab: error: {e}", file=sys.stderr)
         return 2
+    except FloatingPointError as e:  # a NaN stopped a run: not bad input, but no traceback either
+        print(f"reasonlab: run stopped: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("reasonlab: interrupted", file=sys.stderr)
         return 130

@@ -80,11 +80,50 @@ class KVCache:
         rows = torch.arange(self.start, self.pos, device=self.k.device)[:, None]
         return torch.arange(self.pos, device=self.k.device)[None, :] <= rows
 
+    def select(self, rows: torch.Tensor) -> "KVCache":
+        """A cache whose row i is this cache's row rows[i] (prefixes that branch, or rows that are kept)."""
+        out = KVCache.__new__(KVCache)
+        out.k, out.v = self.k[:, rows], self.v[:, rows]
+        out.start, out.pos = self.start, self.pos
+        return out
+
     def repeat(self, n: int) -> "KVCache":
         """Each row's cache copied n times (row b -> rows b*n .. b*n+n-1): share a prompt over n samples."""
         out = KVCache.__new__(KVCache)
         out.k = self.k.repeat_interleave(n, dim=1)
         out.v = self.v.repeat_interleave(n, dim=1)
+        out.start, out.pos = self.start, self.pos
+        return out
+
+
+class PrefixCache(KVCache):
+    """A KV cache that keeps the autograd graph (torch.cat, no in-place writes): a prompt's keys and values are
+    computed once, with gradients, and shared by the continuations of its n samples (`repeat`)."""
+
+    def __init__(self):
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
+        self.start = self.pos = 0
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        if layer == 0:
+            self.start, self.pos = self.pos, self.pos + k.shape[2]
+        if layer < len(self.k):
+            self.k[layer] = torch.cat([self.k[layer], k], 2)
+            self.v[layer] = torch.cat([self.v[layer], v], 2)
+        else:
+            self.k.append(k)
+            self.v.append(v)
+        return self.k[layer], self.v[layer]
+
+    def block_mask(self, T: int) -> torch.Tensor:
+        rows = torch.arange(self.start, self.pos, device=self.k[0].device)[:, None]
+        return torch.arange(self.pos, device=self.k[0].device)[None, :] <= rows
+
+    def repeat(self, n: int) -> "PrefixCache":
+        out = PrefixCache()
+        out.k = [k.repeat_interleave(n, 0) for k in self.k]
+        out.v = [v.repeat_interleave(n, 0) for v in self.v]
         out.start, out.pos = self.start, self.pos
         return out
 

@@ -352,7 +352,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         A = adv.flatten()
         # 4. loss and update, num_iterations times on the same samples
         with torch.no_grad():
-            ref_lg = output_logits(ref, prompts, outs)[0] if ref is not None else None
+            ref_lg = output_logits(ref, prompts, outs, G)[0] if ref is not None else None
         chunks = [slice(i, i + (cfg.micro_batch or B)) for i in range(0, B, cfg.micro_batch or B)]
         n_tokens = sum(len(o) for o in outs)
         old_lp: dict[int, torch.Tensor] = {}
@@ -362,7 +362,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
             opt.zero_grad(set_to_none=True)
             loss_sum = 0.0
             for c, sl in enumerate(chunks):
-                lg, tok, mask = output_logits(policy, prompts[sl], outs[sl])
+                lg, tok, mask = output_logits(policy, prompts[sl], outs[sl], G)
                 lp = F.log_softmax(lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
                 if it == 0:
                     old_lp[c] = lp.detach()        # exactly on-policy: the first update's ratio is exactly 1

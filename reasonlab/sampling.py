@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .model import GPT, KVCache
+from .model import GPT, KVCache, PrefixCache
 from .task import ID, MAX_LEN
 
 PAD, EOS = ID["<pad>"], ID["</s>"]
@@ -122,9 +122,16 @@ def pad_batch(prompts: list[list[int]], outputs: list[list[int]]):
     return ids, plen, olen
 
 
-def output_logits(model: GPT, prompts: list[list[int]], outputs: list[list[int]]):
-    """Logits that predict each output token: (B, L, V), the output ids (B, L) and mask (B, L); L = longest output."""
+def output_logits(model: GPT, prompts: list[list[int]], outputs: list[list[int]], group: int = 1):
+    """Logits that predict each output token: (B, L, V), the output ids (B, L) and mask (B, L); L = longest output.
+
+    group > 1 says that rows come in runs of `group` identical prompts (n samples per problem): each prompt then
+    runs through the model once and its keys and values are shared by its samples, gradients included.
+    """
     device = next(model.parameters()).device
+    if group > 1 and len(prompts) % group == 0 and all(p == prompts[i - i % group] for i, p in enumerate(prompts)) \
+            and len({len(p) for p in prompts}) == 1:
+        return _output_logits_shared(model, prompts, outputs, group, device)
     ids, plen, olen = pad_batch(prompts, outputs)
     ids, plen, olen = ids.to(device), plen.to(device), olen.to(device)
     logits, _ = model(ids[:, :-1])                                   # position t predicts token t + 1
@@ -137,6 +144,20 @@ def output_logits(model: GPT, prompts: list[list[int]], outputs: list[list[int]]
     return lg, tok, mask
 
 
+def _output_logits_shared(model: GPT, prompts, outputs, group: int, device):
+    L = max(len(o) for o in outputs)
+    tok = torch.tensor([o + [PAD] * (L - len(o)) for o in outputs], dtype=torch.long, device=device)  # (B, L)
+    mask = torch.arange(L, device=device)[None, :] < torch.tensor([len(o) for o in outputs], device=device)[:, None]
+    cache = PrefixCache()
+    head = torch.tensor(prompts[::group], dtype=torch.long, device=device)            # (P, Tp): once per problem
+    first, _ = model(head, cache=cache)
+    first = first[:, -1:].repeat_interleave(group, 0)                                 # predicts output token 0
+    if L == 1:
+        return first, tok, mask
+    rest, _ = model(tok[:, :-1], cache=cache.repeat(group))                          # (B, L - 1, V)
+    return torch.cat([first, rest], 1), tok, mask
+
+
 def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]]):
     """log pi(y_t | x, y_<t) for every output token: (logp (B, L), mask (B, L)), L = longest output, mask 1 = real token.
 
@@ -145,3 +166,53 @@ def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]])
     lg, tok, mask = output_logits(model, prompts, outputs)
     lp = F.log_softmax(lg.float(), -1).gather(-1, tok[:, :, None]).squeeze(-1)
     return lp * mask, mask.float()
+
+
+@torch.no_grad()
+def sample_tree(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
+                temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16, logit_hook=None):
+    """n samples per prompt, computed on the tree of distinct prefixes: rows that have written the same tokens so
+    far share one forward pass and one KV-cache row. Each row still draws its own next token, so this is exactly
+    n independent samples per prompt; the cost grows with the number of distinct prefixes, not with n (a confident
+    model writes few). Prompts must have equal length.
+
+    Returns (tokens (P * n, t) with padding after </s>, logp (P * n,) the sequence log-probability of the generated
+    tokens, forced ones excluded). Row i * n + j is prompt i's j-th sample.
+    `logit_hook(logits (U, V), prefixes (U, t)) -> logits` edits the next-token scores of each distinct prefix.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    forced = [ID[w] for w in force] if force else []
+    seq = torch.tensor([p + forced for p in prompts], dtype=torch.long, device=device)   # (P, t0)
+    P, V = seq.shape[0], model.cfg.vocab_size
+    n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
+    cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
+    logits = model(seq, cache=cache)[0][:, -1].float()                    # (U, V), U = distinct prefixes
+    paths = seq                                                          # (U, t): each prefix's tokens
+    node = torch.arange(P, device=device).repeat_interleave(n)           # (B,): each row's prefix
+    B = P * n
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    logp = torch.zeros(B, device=device)
+    toks = [seq.repeat_interleave(n, 0)]
+    for t in range(n_new):
+        if logit_hook is not None:
+            logits = logit_hook(logits, paths)
+        lp_nodes = F.log_softmax(logits / (temperature or 1.0), -1)      # (U, V)
+        if gen is None or temperature == 0:
+            nxt = logits.argmax(-1)[node]
+        else:
+            nxt = torch.multinomial(lp_nodes.exp()[node], 1, generator=gen).squeeze(1)
+        nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
+        logp += torch.where(done, torch.zeros_like(logp), lp_nodes[node, nxt])
+        toks.append(nxt[:, None])
+        done |= nxt == EOS
+        if bool(done.all()) or t == n_new - 1:
+            break
+        key = node * V + nxt                                              # (prefix, token) -> new prefix
+        key = torch.where(done, torch.full_like(key, -1), key)            # finished rows share one dummy prefix
+        uniq, node = torch.unique(key, return_inverse=True)
+        parent, tok = (uniq // V).clamp(min=0), (uniq % V).clamp(min=0)
+        cache = cache.select(parent)
+        paths = torch.cat([paths[parent], tok[:, None]], 1)
+        logits = model(tok[:, None], cache=cache)[0][:, -1].float()
+    return torch.cat(toks, 1)[:, seq.shape[1] - len(forced):], logp

@@ -11,7 +11,7 @@ def test_notebook_walkthrough():
     assert R.ID["0"] == 8 and R.FORMATS == {"direct": "A", "short": "S", "full": "T"}
     assert (R.K_MIN, R.K_MAX, R.MAX_LEN) == (2, 8, 24)
     assert set(R.BASE_CFG) >= {"seed", "lr", "phases"}
-    for mix, steps, warmup, k_range in R.BASE_CFG["phases"]:
+    for mix, steps, warmup, k_range, *lr_mult in R.BASE_CFG["phases"]:
         assert len(mix) == 3 and steps > 0 and 0 <= warmup <= steps and R.K_MIN <= k_range[0] <= k_range[1] <= R.K_MAX
 
     rng = random.Random(0)

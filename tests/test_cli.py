@@ -28,7 +28,7 @@ def ckpt(tmp_path):
     (["pretrain", "--steps", "0", "5"], "positive"),
     (["pretrain", "--steps", "-3"], "positive"),
     (["pretrain", "--steps", "5"], "one number per phase"),
-    (["pretrain", "--name", "../x", "--steps", "1", "1"], "invalid model name"),
+    (["pretrain", "--name", "../x", "--recipe", "spec", "--steps", "1", "1"], "invalid model name"),
     (["eval", "--checkpoint", "/nonexistent/x"], "not found"),
     (["eval", "--device", "tpu", "--checkpoint", "x"], "unknown device"),
     (["frobnicate"], "invalid choice"),
@@ -71,3 +71,27 @@ def test_pretrain_quick_end_to_end(capsys):
 def test_console_script_entry_point():
     r = subprocess.run([sys.executable, "-m", "reasonlab.cli", "sample", "1 2", "--force", "X"], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
+    run = str(tmp_path / "run")
+    argv = ["rl", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
+            "--run-dir", run, "--checkpoint-every", "1", "--eval-every", "2", "--eval-n", "2"]
+    assert main(argv) == 0
+    for f in ("config.json", "metrics.jsonl", "state.json", "state.safetensors", "curves.png", "formats.png", "eval.json"):
+        assert (tmp_path / "run" / f).exists(), f
+    assert main(argv) == 2 and "--resume" in capsys.readouterr().err          # never overwrite a run silently
+    assert main(argv[:4] + ["4"] + argv[5:] + ["--resume"]) == 0
+    steps = [json.loads(s)["step"] for s in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--algo", "ppo"], "invalid choice"),
+    (["--num-generations", "1"], "num_generations"),
+    (["--beta", "-1"], ">= 0"),
+    (["--resume"], "no checkpoint"),
+])
+def test_rl_bad_input(ckpt, tmp_path, extra, msg, capsys):
+    assert main(["rl", "--checkpoint", ckpt, "--run-dir", str(tmp_path / "r"), "--steps", "1"] + extra) == 2
+    assert msg in capsys.readouterr().err

@@ -76,3 +76,16 @@ def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, 
     rep = [p for p in prompts[:20] for _ in range(4)]
     b = generate_naive(noisy_model, rep, torch.Generator().manual_seed(9), 1.0, force=["S"])
     assert a == b and len(a) == 80
+
+
+def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts):
+    from reasonlab.sampling import generate_n, output_logits
+    ps = [p for p in prompts[:6] for _ in range(4)]
+    outs = generate_n(noisy_model, prompts[:6], 4, torch.Generator().manual_seed(2), 1.0)
+    a, ta, ma = output_logits(noisy_model, ps, outs)
+    b, tb, mb = output_logits(noisy_model, ps, outs, group=4)
+    assert torch.equal(ta[ma], tb[mb]) and torch.equal(ma, mb)
+    assert torch.allclose(a[ma], b[mb], atol=1e-5)
+    ga = torch.autograd.grad((a[ma] ** 2).sum(), noisy_model.tok.weight)[0]
+    gb = torch.autograd.grad((b[mb] ** 2).sum(), noisy_model.tok.weight)[0]
+    assert ((ga - gb).abs().max() / ga.abs().max()).item() < 1e-5

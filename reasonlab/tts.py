@@ -1,0 +1,299 @@
+"""Test-time compute: think longer (forced formats, s1 budget forcing) or sample more (voting, verifiers, pass@N).
+
+Everything is computed from one pool of N_max samples per problem, subsampled to N = 1, 2, 4, ... (the first N
+samples; they are i.i.d.), as search-and-learn draws its curves. Compute is counted as generated tokens.
+Papers: self-consistency (Wang et al. 2022, arXiv 2203.11171), pass@k estimator (Chen et al. 2021, arXiv
+2107.03374), process verifiers (Lightman et al. 2023, arXiv 2305.20050), s1 budget forcing (Muennighoff et al.
+2025, arXiv 2501.19393), compute-optimal scaling (Snell et al. 2024, arXiv 2408.03314).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .model import GPT
+from .sampling import sample_tree
+from .task import DIGIT0, FMT_OF, FORMATS, ID, PROMPT_LEN, VOCAB, check_chain, parse, prompt_ids
+
+FMT_INDEX = {"direct": 0, "short": 1, "full": 2}
+
+
+@dataclass
+class Pool:
+    """N samples for each of P problems, as (P, N) arrays."""
+    problems: list[list[int]]
+    k: np.ndarray          # (P,) digits per problem
+    answer: np.ndarray     # (P, N) the answer read, -1 when none
+    correct: np.ndarray    # (P, N) answer right
+    verified: np.ndarray   # (P, N) the process verifier accepts: chain checks (a direct answer has no chain: False)
+    fmt: np.ndarray        # (P, N) 0/1/2 = A/S/T, -1 none
+    length: np.ndarray     # (P, N) output tokens up to </s>, forced ones included
+    chain: np.ndarray      # (P, N) thinking tokens: running sums written before the answer
+    logp: np.ndarray       # (P, N) sequence log-probability of the sampled tokens
+
+    @property
+    def n(self) -> int:
+        return self.answer.shape[1]
+
+    def subset(self, rows) -> "Pool":
+        return Pool([self.problems[i] for i in rows], self.k[rows], self.answer[rows], self.correct[rows],
+                    self.verified[rows], self.fmt[rows], self.length[rows], self.chain[rows], self.logp[rows])
+
+
+def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
+    """s1-style budget forcing on the chain (the running sums after S or T), as a logit hook:
+    max_chain: once the chain has that many steps, the answer marker "A" is forced (think at most b steps);
+    min_chain: until it has that many, "A" and "</s>" are suppressed (think at least b steps)."""
+    A, EOS = ID["A"], ID["</s>"]
+
+    def hook(logits: torch.Tensor, paths: torch.Tensor) -> torch.Tensor:
+        out = paths[:, PROMPT_LEN:]
+        if out.shape[1] == 0:
+            return logits
+        thinking = (out[:, 0] == ID["S"]) | (out[:, 0] == ID["T"])
+        chain = out[:, 1:]
+        open_ = thinking & ~(chain == A).any(1)                       # still writing the chain
+        steps = ((chain >= DIGIT0) & (chain < DIGIT0 + 10)).sum(1)
+        logits = logits.clone()
+        if max_chain is not None:
+            cut = open_ & (steps >= max_chain)
+            logits[cut] = torch.where(torch.arange(logits.shape[1], device=logits.device) == A, 0.0, float("-inf"))
+        if min_chain is not None:
+            more = open_ & (steps < min_chain)
+            logits[more, A] = float("-inf")
+            logits[more, EOS] = float("-inf")
+        return logits
+    return hook
+
+
+def sample_pool(model: GPT, problems: list[list[int]], n: int, force: list[str] | None = None, temperature: float = 1.0,
+                seed: int = 0, chunk: int = 2000, logit_hook=None) -> Pool:
+    """n samples per problem (temperature 0: greedy, n copies), parsed and verified."""
+    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    parts = []
+    for s in range(0, len(problems), chunk):
+        probs = problems[s:s + chunk]
+        toks, logp = sample_tree(model, [prompt_ids(d) for d in probs], n, gen, temperature, force, logit_hook=logit_hook)
+        uniq, inv = torch.unique(toks, dim=0, return_inverse=True)      # parse each distinct output once
+        digits_of_row = np.repeat(np.arange(len(probs)), n)
+        inv = inv.cpu().numpy()
+        parsed = [parse(row) for row in uniq.tolist()]
+        ans = np.array([-1 if p["answer"] is None else p["answer"] for p in parsed])[inv]
+        fmt = np.array([FMT_INDEX.get(p["fmt"], -1) for p in parsed])[inv]
+        length = np.array([p["length"] for p in parsed])[inv]
+        chain = np.array([len(p["chain"]) for p in parsed])[inv]
+        # the verifier needs the problem: check each (problem, distinct output) pair once
+        pairs = {}
+        ver = np.zeros(len(inv), dtype=bool)
+        for r, (pi, u) in enumerate(zip(digits_of_row, inv)):
+            key = (pi, u)
+            if key not in pairs:
+                pairs[key] = check_chain(probs[pi], parsed[u]) is True
+            ver[r] = pairs[key]
+        truth = np.array([sum(d) % 10 for d in probs])[digits_of_row]
+        parts.append((ans, ans == truth, ver, fmt, length, chain, logp.cpu().numpy()))
+    shape = (len(problems), n)
+    cat = [np.concatenate([p[i] for p in parts]).reshape(shape) for i in range(7)]
+    return Pool(problems, np.array([len(d) for d in problems]), *cat)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Aggregation over the first N samples. Each returns a per-problem score in [0, 1] (mean = accuracy).
+
+def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray | None = None) -> np.ndarray:
+    """Answer with the most (weighted) votes among the first N samples is right? Ties go to the smallest answer.
+    `only` restricts the vote to accepted samples; problems with none accepted fall back to the plain vote."""
+    ans = pool.answer[:, :N]
+    w = np.ones(ans.shape) if weight is None else weight[:, :N]
+    w = np.where(ans >= 0, w, 0.0)
+    if only is not None:
+        acc = only[:, :N]
+        w = np.where(acc.any(1, keepdims=True), np.where(acc, w, 0.0), w)
+    tally = np.zeros((len(ans), 10))
+    np.add.at(tally, (np.repeat(np.arange(len(ans)), N), np.clip(ans, 0, 9).ravel()), w.ravel())
+    pick = tally.argmax(1)
+    truth = np.array([sum(d) % 10 for d in pool.problems])
+    return ((pick == truth) & (tally.max(1) > 0)).astype(float)
+
+
+def majority(pool: Pool, N: int) -> np.ndarray:
+    """maj@N: self-consistency."""
+    return vote(pool, N)
+
+
+def weighted_vote(pool: Pool, N: int) -> np.ndarray:
+    """Votes weighted by each sample's sequence probability."""
+    return vote(pool, N, weight=np.exp(pool.logp))
+
+
+def best_of_n_verified(pool: Pool, N: int) -> np.ndarray:
+    """Best-of-N with the rule process verifier: vote among samples whose every chain step checks."""
+    return vote(pool, N, only=pool.verified)
+
+
+def pass_at(c: np.ndarray, n: int, N: int) -> np.ndarray:
+    """Unbiased pass@N from c right out of n samples: 1 - C(n - c, N) / C(n, N) = 1 - prod_{j=n-c+1}^{n} (1 - N/j)
+    (Chen et al. 2021's stable form), via cumulative sums of log(1 - N/j) over j > N."""
+    c = np.asarray(c)
+    out = np.ones(len(c))
+    ok = n - c >= N                                        # otherwise every N-subset holds a right sample
+    j = np.arange(N + 1, n + 1)
+    C = np.concatenate([np.zeros(N + 1), np.cumsum(np.log1p(-N / j))])   # C[m] = sum_{j=N+1}^{m} log(1 - N/j)
+    out[ok] = 1.0 - np.exp(C[n] - C[n - c[ok]])
+    return out
+
+
+def pass_n(pool: Pool, N: int) -> np.ndarray:
+    return pass_at(pool.correct.sum(1), pool.n, N)
+
+
+def verified_pass_n(pool: Pool, N: int) -> np.ndarray:
+    """pass@N counting only right answers whose chain checks (direct answers: the answer alone)."""
+    ok = pool.correct & (pool.verified | (pool.fmt == 0))
+    return pass_at(ok.sum(1), pool.n, N)
+
+
+METHODS = {"maj": majority, "weighted": weighted_vote, "verifier": best_of_n_verified, "pass": pass_n,
+           "verified_pass": verified_pass_n}
+SELECTORS = ("maj", "weighted", "verifier")  # methods that pick one answer (pass@N is an oracle: upper bound)
+
+
+def chance(method: str, N: int) -> float:
+    """Guessing a digit: 0.1 for one answer; 1 - 0.9^N for pass@N (one of N guesses right)."""
+    return 1 - 0.9 ** N if method in ("pass", "verified_pass") else 0.1
+
+
+def bootstrap_ci(x: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95 % percentile bootstrap interval of the mean over problems."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    m = x[idx].mean(1)
+    return float(np.quantile(m, 0.025)), float(np.quantile(m, 0.975))
+
+
+def tokens(pool: Pool, N: int) -> float:
+    """Generated tokens per problem for a strategy that draws N samples."""
+    return float(pool.length[:, :N].sum(1).mean())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The experiment: pools per format, curves, budgets, the compute-optimal frontier.
+
+NS = (1, 2, 4, 8, 16, 32, 64)
+FORCE = {"A": ["A"], "S": ["S"], "T": ["T"], "free": None}
+
+
+def curves(pool: Pool, Ns=NS) -> dict:
+    """{method: {N: per-problem scores}} for every method and N <= pool.n."""
+    return {m: {N: f(pool, N) for N in Ns if N <= pool.n} for m, f in METHODS.items()}
+
+
+def summarize_scores(x: np.ndarray, seed: int = 0) -> dict:
+    lo, hi = bootstrap_ci(x, seed=seed)
+    return {"acc": float(x.mean()), "lo": lo, "hi": hi}
+
+
+def budget_sweep(model: GPT, problems: list[list[int]], fmt: str, budgets, kind: str = "max") -> list[dict]:
+    """Greedy accuracy and thinking tokens with the chain capped at (kind=max) or forced to (kind=min) b steps."""
+    rows = []
+    for b in budgets:
+        hook = budget_hook(max_chain=b) if kind == "max" else budget_hook(min_chain=b)
+        pool = sample_pool(model, problems, 1, force=FORCE[fmt], temperature=0.0, logit_hook=hook)
+        rows.append({"format": fmt, "kind": kind, "budget": b, **summarize_scores(pool.correct[:, 0].astype(float)),
+                     "tokens": float(pool.length.mean()), "thinking_tokens": float(pool.chain.mean()),
+                     "chain_ok": float(pool.verified.mean())})
+    return rows
+
+
+def frontier(pools: dict[str, Pool], seed: int = 0, Ns=NS) -> dict:
+    """Compute-optimal strategy per k (Snell et al.): on a validation half pick, for each target accuracy, the
+    cheapest (format, method, N) per k that reaches it; on the test half compare its tokens with the cheapest single
+    strategy used for every k. Returns the strategies' points and the token ratios at each target."""
+    P = len(next(iter(pools.values())).problems)
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(P)
+    val, test = perm[: P // 2], perm[P // 2:]
+    ks = sorted(set(next(iter(pools.values())).k.tolist()))
+    points = []  # one per (format, method, N): accuracy and tokens per k, on val and test
+    for fmt, pool in pools.items():
+        for m in SELECTORS:
+            for N in Ns:
+                if N > pool.n or (m != "maj" and N == 1):
+                    continue
+                score = METHODS[m](pool, N)
+                toks = pool.length[:, :N].sum(1).astype(float)
+                pt = {"format": fmt, "method": m, "N": N}
+                for split, idx in (("val", val), ("test", test)):
+                    pt[split] = {k: (float(score[idx][pool.k[idx] == k].mean()), float(toks[idx][pool.k[idx] == k].mean()))
+                                 for k in ks}
+                    pt[split + "_all"] = (float(score[idx].mean()), float(toks[idx].mean()))
+                points.append(pt)
+    out = {"targets": []}
+    for target in (0.5, 0.8, 0.9, 0.95, 0.99):
+        # per k: cheapest strategy whose validation accuracy at that k reaches the target
+        chosen, ok = {}, True
+        for k in ks:
+            cands = [p for p in points if p["val"][k][0] >= target]
+            if not cands:
+                ok = False
+                break
+            chosen[k] = min(cands, key=lambda p: p["val"][k][1])
+        fixed = [p for p in points if min(p["val"][k][0] for k in ks) >= target]
+        if not ok or not fixed:
+            out["targets"].append({"target": target, "reachable": False})
+            continue
+        best_fixed = min(fixed, key=lambda p: p["val_all"][1])
+        adaptive_tokens = float(np.mean([chosen[k]["test"][k][1] for k in ks]))
+        adaptive_acc = float(np.mean([chosen[k]["test"][k][0] for k in ks]))
+        out["targets"].append({
+            "target": target, "reachable": True,
+            "adaptive": {"acc": adaptive_acc, "tokens": adaptive_tokens,
+                         "per_k": {k: f"{chosen[k]['format']}/{chosen[k]['method']}@{chosen[k]['N']}" for k in ks}},
+            "fixed": {"acc": best_fixed["test_all"][0], "tokens": best_fixed["test_all"][1],
+                      "strategy": f"{best_fixed['format']}/{best_fixed['method']}@{best_fixed['N']}"},
+            "ratio": best_fixed["test_all"][1] / adaptive_tokens})
+    out["points"] = [{"format": p["format"], "method": p["method"], "N": p["N"], "acc": p["test_all"][0],
+                      "tokens": p["test_all"][1]} for p in points]
+    return out
+
+
+def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"), seed: int = 0,
+        budgets: bool = True, log=print) -> dict:
+    """The whole test-time-compute grid. Returns a JSON-able dict (see `report_tts` for the pictures)."""
+    import time
+    from .evaluate import problems_per_k
+    problems = problems_per_k(n_per_k, seed=seed)
+    res = {"n_per_k": n_per_k, "n_max": n_max, "seed": seed, "formats": list(formats), "timing": {}}
+    pools = {}
+    t0 = time.perf_counter()
+    for fmt in formats:
+        t = time.perf_counter()
+        pools[fmt] = sample_pool(model, problems, n_max, force=FORCE[fmt], temperature=1.0, seed=seed)
+        res["timing"]["sample_" + fmt] = round(time.perf_counter() - t, 2)
+        if log:
+            log(f"  sampled {n_max} x {len(problems)} for {fmt} in {res['timing']['sample_' + fmt]:.1f}s")
+    greedy = {fmt: sample_pool(model, problems, 1, force=FORCE[fmt], temperature=0.0) for fmt in formats}
+    res["timing"]["greedy"] = round(time.perf_counter() - t0 - sum(res["timing"].values()), 2)
+    ks = sorted(set(pools[formats[0]].k.tolist()))
+    res["curves"], res["per_k"] = {}, {}
+    for fmt, pool in pools.items():
+        c = curves(pool)
+        res["curves"][fmt] = {m: {N: summarize_scores(v, seed) for N, v in d.items()} for m, d in c.items()}
+        res["curves"][fmt]["greedy"] = summarize_scores(greedy[fmt].correct[:, 0].astype(float), seed)
+        res["curves"][fmt]["tokens"] = {N: tokens(pool, N) for N in NS if N <= n_max}
+        res["per_k"][fmt] = {k: {m: {N: float(v[pool.k == k].mean()) for N, v in d.items()} for m, d in c.items()}
+                             for k in ks}
+        for k in ks:
+            res["per_k"][fmt][k]["greedy"] = float(greedy[fmt].correct[greedy[fmt].k == k, 0].mean())
+    res["frontier"] = frontier(pools, seed)
+    res["timing"]["grid"] = round(time.perf_counter() - t0, 2)
+    if budgets:
+        t = time.perf_counter()
+        probs = problems_per_k(min(n_per_k, 500), seed=seed + 1)
+        res["budgets"] = (budget_sweep(model, probs, "T", range(0, 9)) + budget_sweep(model, probs, "S", range(0, 5))
+                          + budget_sweep(model, probs, "T", range(9, 13), kind="min")
+                          + budget_sweep(model, probs, "S", range(5, 9), kind="min"))
+        res["timing"]["budgets"] = round(time.perf_counter() - t, 2)
+    return res
