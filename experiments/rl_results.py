@@ -45,15 +45,20 @@ def one_run(algo: str, seed: int, steps: int, every: int, lr: float | None) -> d
     train_s = time.perf_counter() - t0 - state["eval_s"]
     final = evaluate(policy, problems_per_k(500, seed=12345))
     start = evaluate(base, problems_per_k(500, seed=12345))
+    tail = hist[-10:]
+    sampled = {key: sum(h[key] for h in tail) / len(tail) for key in ("acc", "length", "kl_exact", "entropy")}
+    sampled["direct"] = sum(h["share"]["direct"] for h in tail) / len(tail)
     return {"algo": algo, "seed": seed, "steps": steps, "train_s": round(train_s, 1), "solved": state["solved"],
+            "sampled_last10": sampled,
             "base_acc": start["acc"], "acc": final["acc"], "share": final["share"], "length": final["length"],
             "acc_by_k": {k: v["acc"] for k, v in final["per_k"].items()},
             "share_by_k": {k: v["share"] for k, v in final["per_k"].items()}, "curve": state["curve"], "hist": hist}
 
 
 def table(runs: list[dict]) -> str:
-    rows = ["| algo | greedy acc (k = 2..8) | min over k | share A / S / T | mean length | solved (acc ≥ 0.99) | steps to solve | seconds to solve |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| algo | greedy acc (k = 2..8) | min over k | greedy share A / S / T | greedy length | solved (acc ≥ 0.99) "
+            "| steps to solve | seconds to solve | sampled acc, last 10 steps | sampled share A | KL to base (exact) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for algo in dict.fromkeys(r["algo"] for r in runs):
         rs = [r for r in runs if r["algo"] == algo]
         def ms(xs, f="{:.3f}"):
@@ -64,7 +69,9 @@ def table(runs: list[dict]) -> str:
         secs = ms([r["solved"]["seconds"] for r in solved], "{:.1f}") if solved else "—"
         share = " / ".join(ms([r["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full"))
         rows.append(f"| {algo} | {ms([r['acc'] for r in rs])} | {ms([min(r['acc_by_k'].values()) for r in rs])} | {share} "
-                    f"| {ms([r['length'] for r in rs], '{:.2f}')} | {len(solved)}/{len(rs)} | {steps} | {secs} |")
+                    f"| {ms([r['length'] for r in rs], '{:.2f}')} | {len(solved)}/{len(rs)} | {steps} | {secs} "
+                    f"| {ms([r['sampled_last10']['acc'] for r in rs])} | {ms([r['sampled_last10']['direct'] for r in rs], '{:.2f}')} "
+                    f"| {ms([r['sampled_last10']['kl_exact'] for r in rs], '{:.3f}')} |")
     base = [r["base_acc"] for r in runs if r["algo"] == runs[0]["algo"]]
     m, s = mean_std(base)
     rows.append(f"\nBase model (free, greedy): accuracy {m:.3f} ± {s:.3f}. Chance: 0.1. Mean ± std over seeds "

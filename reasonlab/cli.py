@@ -204,6 +204,35 @@ def cmd_rl(args):
     print(f"wrote {run_dir}/ (config.json, metrics.jsonl, state.*, curves.png, formats.png)")
 
 
+def cmd_tts(args):
+    from . import tts
+    from .checkpoint import write_json
+    from .report import plot_budgets, plot_tts_frontier, plot_tts_per_k, plot_tts_vs_n, tts_table
+    formats = args.formats
+    for f in formats:
+        if f not in tts.FORCE:
+            raise UsageError(f"unknown format {f!r}: use A, S, T or free")
+    if args.n_max not in tts.NS:
+        raise UsageError(f"--n-max must be one of {', '.join(map(str, tts.NS))}")
+    model = load_or_train(args)
+    print(f"test-time compute: {args.n_per_k} problems per k, N up to {args.n_max}, formats {' '.join(formats)}")
+    t0 = time.perf_counter()
+    res = tts.run(model, n_per_k=args.n_per_k, n_max=args.n_max, formats=tuple(formats), seed=args.seed,
+                  budgets=not args.no_budgets)
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "results.json"), res)
+    table = tts_table(res)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(table + "\n")
+    plot_tts_vs_n(res, os.path.join(args.out, "acc_vs_n.png"))
+    plot_tts_frontier(res, os.path.join(args.out, "frontier.png"))
+    plot_tts_per_k(res, os.path.join(args.out, "per_k.png"))
+    if "budgets" in res:
+        plot_budgets(res, os.path.join(args.out, "budgets.png"))
+    print(table)
+    print(f"grid {res['timing']['grid']:.1f}s, total {time.perf_counter() - t0:.1f}s; wrote {args.out}/")
+
+
 def build_parser() -> Parser:
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
     ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
@@ -264,6 +293,16 @@ def build_parser() -> Parser:
     p.add_argument("--eval-n", type=positive(), default=200, help="problems per k for --eval-every")
     p.add_argument("--log-kl", action="store_true", help="log KL to the base even when beta = 0")
     p.set_defaults(fn=cmd_rl)
+
+    p = sub.add_parser("tts", help="test-time compute: budgets, voting, verifiers, pass@N, the compute frontier")
+    add_common(p)
+    add_model_choice(p)
+    p.add_argument("--n-per-k", type=positive(), default=2000, help="problems per k")
+    p.add_argument("--n-max", type=positive(), default=64, help="samples per problem in the pool (1, 2, 4, ..., 64)")
+    p.add_argument("--formats", nargs="+", default=["A", "S", "T"], help="A S T free")
+    p.add_argument("--no-budgets", action="store_true", help="skip the budget-forcing sweep")
+    p.add_argument("--out", default="runs/tts")
+    p.set_defaults(fn=cmd_tts)
     return ap
 
 

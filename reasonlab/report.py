@@ -83,3 +83,132 @@ def plot_format_share(hist: list[dict], path: str, title: str = "") -> str:
     if title:
         fig.suptitle(title, y=1.03)
     return save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Test-time compute.
+
+METHOD_STYLE = {"maj": ("maj@N (self-consistency)", "-"), "weighted": ("probability-weighted vote", "--"),
+                "verifier": ("best-of-N, process verifier", "-."), "pass": ("pass@N (oracle)", ":"),
+                "verified_pass": ("verified pass@N", (0, (1, 3)))}
+
+
+def _ci_line(ax, xs, cells, label, style, color=None):
+    y = [c["acc"] for c in cells]
+    line, = ax.plot(xs, y, ls=style, marker="o", ms=3, label=label, color=color)
+    ax.fill_between(xs, [c["lo"] for c in cells], [c["hi"] for c in cells], color=line.get_color(), alpha=0.15)
+
+
+def plot_tts_vs_n(res: dict, path: str) -> str:
+    """Accuracy against N per format, every method, with 95 % bootstrap bands and both chance curves."""
+    fmts = res["formats"]
+    fig, axes = plt.subplots(1, len(fmts), figsize=(5 * len(fmts), 3.8), sharey=True)
+    for ax, f in zip(np.atleast_1d(axes), fmts):
+        c = res["curves"][f]
+        for m, (label, style) in METHOD_STYLE.items():
+            Ns = sorted(int(n) for n in c[m])
+            _ci_line(ax, Ns, [c[m][n if n in c[m] else str(n)] for n in Ns], label, style)
+        ax.axhline(c["greedy"]["acc"], color="k", lw=1, label="greedy")
+        ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance, one answer (0.1)")
+        ax.plot(Ns, [1 - 0.9 ** n for n in Ns], color="grey", ls="--", lw=1, label="chance, pass@N (1 - 0.9^N)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("samples per problem N")
+        ax.set_title(f"forced {f}" if f != "free" else "free format")
+    np.atleast_1d(axes)[0].set_ylabel("accuracy (k = 2..8)")
+    np.atleast_1d(axes)[-1].legend(fontsize=7, loc="lower right")
+    return save(fig, path)
+
+
+def plot_tts_frontier(res: dict, path: str) -> str:
+    """Accuracy against generated tokens per problem: every (format, method, N), the budget-forcing points, the
+    Pareto front, and the per-k compute-optimal choices."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    pts = res["frontier"]["points"]
+    colors = {"A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"], "free": "#8172B3"}
+    for f in res["formats"]:
+        p = [q for q in pts if q["format"] == f]
+        ax.scatter([q["tokens"] for q in p], [q["acc"] for q in p], s=14, color=colors[f], label=f"{f}: vote / verifier, N = 1..64")
+    for b in res.get("budgets", []):
+        if b["kind"] == "max":
+            ax.scatter(b["tokens"], b["acc"], marker="x", s=22, color=colors[b["format"]])
+    front, best = [], -1.0
+    for q in sorted(pts, key=lambda q: (q["tokens"], -q["acc"])):
+        if q["acc"] > best:
+            front.append(q)
+            best = q["acc"]
+    ax.plot([q["tokens"] for q in front], [q["acc"] for q in front], color="k", lw=1.2, label="Pareto front (fixed strategies)")
+    ad = [t for t in res["frontier"]["targets"] if t.get("reachable")]
+    if ad:
+        ax.scatter([t["adaptive"]["tokens"] for t in ad], [t["adaptive"]["acc"] for t in ad], marker="*", s=120,
+                   color="crimson", zorder=5, label="compute-optimal per k (chosen on validation)")
+    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    ax.set_xscale("log")
+    ax.set_xlabel("generated tokens per problem (log)")
+    ax.set_ylabel("accuracy, test half (k = 2..8)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("x: budget forcing (chain capped at b steps, greedy)", fontsize=9)
+    return save(fig, path)
+
+
+def plot_tts_per_k(res: dict, path: str) -> str:
+    """One panel per k: maj@N per format and pass@N of direct answers, with chance."""
+    ks = sorted(int(k) for k in res["per_k"][res["formats"][0]])
+    fig, axes = plt.subplots(1, len(ks), figsize=(2.6 * len(ks), 3.0), sharey=True)
+    colors = {"A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"], "free": "#8172B3"}
+    for ax, k in zip(axes, ks):
+        for f in res["formats"]:
+            d = res["per_k"][f][k if k in res["per_k"][f] else str(k)]
+            Ns = sorted(int(n) for n in d["maj"])
+            ax.plot(Ns, [d["maj"][n if n in d["maj"] else str(n)] for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
+            if f == "A":
+                ax.plot(Ns, [d["pass"][n if n in d["pass"] else str(n)] for n in Ns], ls=":", color=colors[f], label="A pass@N")
+        ax.plot(Ns, [1 - 0.9 ** n for n in Ns], color="grey", ls="--", lw=0.8)
+        ax.axhline(0.1, color="grey", ls=":", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"k = {k}")
+        ax.set_xlabel("N")
+    axes[0].set_ylabel("accuracy")
+    axes[-1].legend(fontsize=6, loc="lower right")
+    return save(fig, path)
+
+
+def plot_budgets(res: dict, path: str) -> str:
+    """Greedy accuracy against thinking tokens under s1 budget forcing (max: chain capped; min: chain extended)."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    colors = {"S": FMT_COLORS["short"], "T": FMT_COLORS["full"]}
+    for f in ("S", "T"):
+        for kind, style in (("max", "-"), ("min", "--")):
+            rows = [b for b in res["budgets"] if b["format"] == f and b["kind"] == kind]
+            if rows:
+                ax.errorbar([b["thinking_tokens"] for b in rows], [b["acc"] for b in rows],
+                            yerr=[[b["acc"] - b["lo"] for b in rows], [b["hi"] - b["acc"] for b in rows]],
+                            ls=style, marker="o", ms=3, color=colors[f], label=f"{f}, {'at most' if kind == 'max' else 'at least'} b steps")
+    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    ax.set_xlabel("thinking tokens (chain steps written)")
+    ax.set_ylabel("greedy accuracy (k = 2..8)")
+    ax.legend(fontsize=8)
+    return save(fig, path)
+
+
+def tts_table(res: dict, Ns=(1, 8, 64)) -> str:
+    """Headline markdown table: greedy, maj@N, best-of-N (verifier), pass@N per format at N = 1, 8, 64, with CIs."""
+    def cell(c):
+        return f"{c['acc']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
+    head = "| format | greedy | " + " | ".join(f"{m}@{n}" for m in ("maj", "verifier", "pass") for n in Ns) + " | tokens@1 / @64 |"
+    rows = [head, "|" + "---|" * (3 + 3 * len(Ns))]
+    for f in res["formats"]:
+        c = res["curves"][f]
+        get = lambda m, n: c[m][n] if n in c[m] else c[m][str(n)]  # noqa: E731
+        tok = c["tokens"]
+        t1, t64 = (tok[1] if 1 in tok else tok["1"]), (tok[64] if 64 in tok else tok.get("64", float("nan")))
+        rows.append(f"| {f} | {cell(c['greedy'])} | " + " | ".join(cell(get(m, n)) for m in ("maj", "verifier", "pass") for n in Ns)
+                    + f" | {t1:.1f} / {t64:.0f} |")
+    rows.append("\nChance: 0.1 for one answer; pass@N 0.1 / 0.570 / 0.999 at N = 1 / 8 / 64. 95 % bootstrap intervals over problems.")
+    fr = [t for t in res["frontier"]["targets"] if t.get("reachable")]
+    if fr:
+        rows.append("\n| target accuracy | compute-optimal per k: accuracy, tokens | best fixed strategy: accuracy, tokens | fixed / optimal tokens |")
+        rows.append("|---|---|---|---|")
+        for t in fr:
+            rows.append(f"| {t['target']} | {t['adaptive']['acc']:.3f}, {t['adaptive']['tokens']:.2f} | {t['fixed']['acc']:.3f}, "
+                        f"{t['fixed']['tokens']:.2f} ({t['fixed']['strategy']}) | {t['ratio']:.2f}× |")
+    return "\n".join(rows)

@@ -317,7 +317,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     device = next(policy.parameters()).device
     rng = random.Random(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, foreach=True)
     P, G = cfg.prompts_per_step, cfg.num_generations
     stem = os.path.join(run_dir, "state") if run_dir else None
     start, hist = 0, []

@@ -15,7 +15,7 @@ import torch
 
 from .model import GPT
 from .sampling import sample_tree
-from .task import DIGIT0, FMT_OF, FORMATS, ID, PROMPT_LEN, VOCAB, check_chain, parse, prompt_ids
+from .task import DIGIT0, ID, PROMPT_LEN, check_chain, parse, prompt_ids
 
 FMT_INDEX = {"direct": 0, "short": 1, "full": 2}
 
