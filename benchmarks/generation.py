@@ -11,21 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import time
 
 import torch
 
+from common import best_time
 from reasonlab.sampling import generate, generate_naive
 from reasonlab.task import make_digits, prompt_ids
-
-
-def best_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main():

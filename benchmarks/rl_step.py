@@ -13,11 +13,11 @@ import argparse
 import copy
 import json
 import random
-import time
 
 import torch
 import torch.nn.functional as F
 
+from common import best_time
 from reasonlab.checkpoint import get_model
 from reasonlab.rewards import rule_reward
 from reasonlab.rl import RLConfig, train
@@ -85,15 +85,6 @@ def naive_steps(policy, ref, steps, P=16, G=8, lr=3e-5, beta=0.04, clip=0.2, inn
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             opt.step()
-
-
-def best_time(fn, repeats):
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return min(out)
 
 
 def main():

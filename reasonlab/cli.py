@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import torch
 
 from . import __version__
@@ -214,13 +215,20 @@ def cmd_tts(args):
             raise UsageError(f"unknown format {f!r}: use A, S, T or free")
     if args.n_max not in tts.NS:
         raise UsageError(f"--n-max must be one of {', '.join(map(str, tts.NS))}")
-    model = load_or_train(args)
-    print(f"test-time compute: {args.n_per_k} problems per k, N up to {args.n_max}, formats {' '.join(formats)}")
     t0 = time.perf_counter()
-    res = tts.run(model, n_per_k=args.n_per_k, n_max=args.n_max, formats=tuple(formats), seed=args.seed,
-                  budgets=not args.no_budgets)
-    os.makedirs(args.out, exist_ok=True)
-    write_json(os.path.join(args.out, "results.json"), res)
+    if args.replot:   # re-render the table and plots of an earlier run from its results.json
+        try:
+            with open(os.path.join(args.out, "results.json")) as f:
+                res = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--replot: cannot read {args.out}/results.json ({e})") from None
+    else:
+        model = load_or_train(args)
+        print(f"test-time compute: {args.n_per_k} problems per k, N up to {args.n_max}, formats {' '.join(formats)}")
+        res = tts.run(model, n_per_k=args.n_per_k, n_max=args.n_max, formats=tuple(formats), seed=args.seed,
+                      budgets=not args.no_budgets)
+        os.makedirs(args.out, exist_ok=True)
+        write_json(os.path.join(args.out, "results.json"), res)
     table = tts_table(res)
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table + "\n")
@@ -231,6 +239,71 @@ def cmd_tts(args):
         plot_budgets(res, os.path.join(args.out, "budgets.png"))
     print(table)
     print(f"grid {res['timing']['grid']:.1f}s, total {time.perf_counter() - t0:.1f}s; wrote {args.out}/")
+
+
+def cmd_adaptive(args):
+    import torch
+
+    from . import adaptive, tts
+    from .checkpoint import get_model, write_json
+    from .evaluate import problems_per_k
+    from .report import plot_adaptive_frontier, plot_adaptive_heatmap
+    from .train import BASE_CFG
+    for m in args.methods:
+        if m not in adaptive.METHODS:
+            raise UsageError(f"unknown method {m!r}: choose from {', '.join(adaptive.METHODS)}")
+    device = check_device(args.device)
+    runs, fixed_runs = [], {"A": [], "S": [], "T": []}
+    t0 = time.perf_counter()
+    for seed in args.seeds:
+        base = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=args.cache_dir, device=device, progress=True)
+        ref_acc = adaptive.reference_accuracy(base)
+        for f in fixed_runs:
+            fixed_runs[f].append(adaptive.point(base, problems_per_k(args.n_eval, seed=12345), force=[f]))
+        for m in args.methods:
+            r = adaptive.run_method(base, m, seed, steps=args.steps, lr=args.lr, n_eval=args.n_eval, ref_acc=ref_acc)
+            runs.append(r)
+            a_share = " ".join(f"{v['direct']:.2f}" for v in r["share_by_k"].values())
+            print(f"  seed {seed} {m:<11} acc {r['acc']:.3f} tokens {r['tokens']:.2f} A-share by k {a_share} "
+                  f"({r['seconds']:.0f}s)", flush=True)
+    fixed = {f: {"acc": float(np.mean([p["acc"] for p in ps])), "tokens": float(np.mean([p["tokens"] for p in ps])),
+                 "acc_by_k": {k: float(np.mean([p["acc_by_k"][k] for p in ps])) for k in ps[0]["acc_by_k"]}}
+             for f, ps in fixed_runs.items()}
+    base0 = get_model(f"base-seed{args.seeds[0]}", dict(BASE_CFG, seed=args.seeds[0]), cache=args.cache_dir, log=None)
+    pool_probs = problems_per_k(200, seed=5)
+    ttsp = {}
+    for f, N in (("A", 8), ("S", 4)):
+        pool = tts.sample_pool(base0, pool_probs, N, force=[f], seed=1)
+        ttsp[f"{f} maj@{N}"] = {"acc": float(tts.majority(pool, N).mean()), "tokens": tts.tokens(pool, N)}
+    summary = {"methods": adaptive.summarize(runs, fixed), "fixed": fixed, "tts": ttsp, "seeds": args.seeds,
+               "steps": args.steps, "lr": args.lr}
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "summary.json"), {**summary, "runs": runs})
+    plot_adaptive_heatmap(summary, os.path.join(args.out, "heatmap.png"))
+    plot_adaptive_frontier(summary, os.path.join(args.out, "frontier.png"))
+    md = adaptive_table(summary)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(md + "\n")
+    print(md)
+    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
+
+
+def adaptive_table(summary: dict) -> str:
+    ks = list(next(iter(summary["methods"].values()))["share_by_k"])
+    rows = ["| method | accuracy | mean tokens | on the front | ≥ always-S accuracy at fewer tokens | A-share by k (" + ", ".join(map(str, ks)) + ") |",
+            "|---|---|---|---|---|---|"]
+    for m, v in summary["methods"].items():
+        share = " ".join(f"{v['share_by_k'][k]['direct']:.2f}" for k in ks)
+        rows.append(f"| {m} | {v['acc'][0]:.3f} ± {v['acc'][1]:.3f} | {v['tokens'][0]:.2f} ± {v['tokens'][1]:.2f} | "
+                    f"{'yes' if v['on_front'] else 'no'} | {'yes' if v['beats_always_S'] else 'no'} | {share} |")
+    for f, v in summary["fixed"].items():
+        rows.append(f"| always {f} (forced, greedy) | {v['acc']:.3f} | {v['tokens']:.2f} | | | |")
+    for n, v in summary["tts"].items():
+        rows.append(f"| {n} (sampling, seed {summary['seeds'][0]}) | {v['acc']:.3f} | {v['tokens']:.2f} | | | |")
+    rows.append("\nForced-A (direct) accuracy per k after training, mean over seeds (base model: "
+                + " ".join(f"{summary['fixed']['A']['acc_by_k'][k]:.2f}" for k in ks) + "):")
+    rows += [f"- {m}: " + " ".join(f"{v['direct_acc_by_k'][k]:.2f}" for k in ks) for m, v in summary["methods"].items()]
+    return "\n".join(rows)
 
 
 def build_parser() -> Parser:
@@ -301,8 +374,19 @@ def build_parser() -> Parser:
     p.add_argument("--n-max", type=positive(), default=64, help="samples per problem in the pool (1, 2, 4, ..., 64)")
     p.add_argument("--formats", nargs="+", default=["A", "S", "T"], help="A S T free")
     p.add_argument("--no-budgets", action="store_true", help="skip the budget-forcing sweep")
+    p.add_argument("--replot", action="store_true", help="only redraw the table and plots from --out/results.json")
     p.add_argument("--out", default="runs/tts")
     p.set_defaults(fn=cmd_tts)
+
+    p = sub.add_parser("adaptive", help="RL with length/cost-aware rewards: when does the model choose to think?")
+    add_common(p)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--methods", nargs="+", default=["grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "arm", "adaptthink"])
+    p.add_argument("--steps", type=positive(), default=200)
+    p.add_argument("--lr", type=positive(float), default=1e-4)
+    p.add_argument("--n-eval", type=positive(), default=300, help="greedy evaluation problems per k")
+    p.add_argument("--out", default="runs/adaptive")
+    p.set_defaults(fn=cmd_adaptive)
     return ap
 
 

@@ -192,17 +192,19 @@ def plot_budgets(res: dict, path: str) -> str:
 
 def tts_table(res: dict, Ns=(1, 8, 64)) -> str:
     """Headline markdown table: greedy, maj@N, best-of-N (verifier), pass@N per format at N = 1, 8, 64, with CIs."""
+    Ns = tuple(n for n in Ns if n <= res["n_max"])
+
     def cell(c):
         return f"{c['acc']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
-    head = "| format | greedy | " + " | ".join(f"{m}@{n}" for m in ("maj", "verifier", "pass") for n in Ns) + " | tokens@1 / @64 |"
+    head = "| format | greedy | " + " | ".join(f"{m}@{n}" for m in ("maj", "verifier", "pass") for n in Ns) + f" | tokens@1 / @{Ns[-1]} |"
     rows = [head, "|" + "---|" * (3 + 3 * len(Ns))]
     for f in res["formats"]:
         c = res["curves"][f]
         get = lambda m, n: c[m][n] if n in c[m] else c[m][str(n)]  # noqa: E731
         tok = c["tokens"]
-        t1, t64 = (tok[1] if 1 in tok else tok["1"]), (tok[64] if 64 in tok else tok.get("64", float("nan")))
+        t1, tn = (tok[1] if 1 in tok else tok["1"]), (tok[Ns[-1]] if Ns[-1] in tok else tok[str(Ns[-1])])
         rows.append(f"| {f} | {cell(c['greedy'])} | " + " | ".join(cell(get(m, n)) for m in ("maj", "verifier", "pass") for n in Ns)
-                    + f" | {t1:.1f} / {t64:.0f} |")
+                    + f" | {t1:.1f} / {tn:.0f} |")
     rows.append("\nChance: 0.1 for one answer; pass@N 0.1 / 0.570 / 0.999 at N = 1 / 8 / 64. 95 % bootstrap intervals over problems.")
     fr = [t for t in res["frontier"]["targets"] if t.get("reachable")]
     if fr:
@@ -211,4 +213,65 @@ def tts_table(res: dict, Ns=(1, 8, 64)) -> str:
         for t in fr:
             rows.append(f"| {t['target']} | {t['adaptive']['acc']:.3f}, {t['adaptive']['tokens']:.2f} | {t['fixed']['acc']:.3f}, "
                         f"{t['fixed']['tokens']:.2f} ({t['fixed']['strategy']}) | {t['ratio']:.2f}× |")
+    if res.get("budgets"):
+        rows.append("\nBudget forcing, greedy: requested chain budget b (at most / at least b steps), chain steps produced, accuracy.")
+        rows.append("\n| format | budget | b | produced chain steps | accuracy [95 % CI] | tokens |")
+        rows.append("|---|---|---|---|---|---|")
+        for b in res["budgets"]:
+            rows.append(f"| {b['format']} | {'at most' if b['kind'] == 'max' else 'at least'} | {b['budget']} | "
+                        f"{b['thinking_tokens']:.2f} | {b['acc']:.3f} [{b['lo']:.3f}, {b['hi']:.3f}] | {b['tokens']:.2f} |")
     return "\n".join(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Adaptive thinking.
+
+def plot_adaptive_heatmap(summary: dict, path: str) -> str:
+    """Format share by k for each method: one row per method, colour = share of direct answers; the cell text
+    gives A/S/T shares."""
+    methods = list(summary["methods"])
+    ks = list(next(iter(summary["methods"].values()))["share_by_k"])
+    a = np.array([[summary["methods"][m]["share_by_k"][k]["direct"] for k in ks] for m in methods])
+    fig, ax = plt.subplots(figsize=(1.1 * len(ks) + 2, 0.45 * len(methods) + 1.2))
+    im = ax.imshow(a, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    for i, m in enumerate(methods):
+        for j, k in enumerate(ks):
+            s = summary["methods"][m]["share_by_k"][k]
+            ax.text(j, i, f"{s['direct']:.2f}/{s['short']:.2f}/{s['full']:.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if a[i, j] > 0.6 else "black")
+    ax.set_xticks(range(len(ks)), [f"k={k}" for k in ks])
+    ax.set_yticks(range(len(methods)), methods)
+    fig.colorbar(im, ax=ax, label="share answering directly (A)")
+    ax.set_title("greedy format choice by k (cells: A/S/T share), mean over seeds", fontsize=9)
+    return save(fig, path)
+
+
+def plot_adaptive_frontier(summary: dict, path: str) -> str:
+    """Accuracy against mean generated tokens: one point per method (mean +- std over seeds), the fixed formats,
+    test-time-compute points if given, and the Pareto front."""
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    pts = []
+    for m, v in summary["methods"].items():
+        ax.errorbar(v["tokens"][0], v["acc"][0], xerr=v["tokens"][1], yerr=v["acc"][1], fmt="o", ms=5, capsize=2, label=m)
+        pts.append((v["tokens"][0], v["acc"][0]))
+    for f, v in summary["fixed"].items():
+        ax.scatter(v["tokens"], v["acc"], marker="s", s=50, color="k", zorder=4)
+        ax.annotate(f"always {f}", (v["tokens"], v["acc"]), textcoords="offset points", xytext=(5, -10), fontsize=8)
+        pts.append((v["tokens"], v["acc"]))
+    for name, v in summary.get("tts", {}).items():
+        ax.scatter(v["tokens"], v["acc"], marker="^", s=30, color="grey", zorder=3)
+        ax.annotate(name, (v["tokens"], v["acc"]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="grey")
+        pts.append((v["tokens"], v["acc"]))
+    front = sorted(pts)
+    best, line = -1.0, []
+    for t, a in front:
+        if a > best:
+            line.append((t, a))
+            best = a
+    ax.plot([t for t, _ in line], [a for _, a in line], color="k", lw=1, ls="--", label="Pareto front")
+    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    ax.set_xscale("log")
+    ax.set_xlabel("mean generated tokens per problem (log)")
+    ax.set_ylabel("greedy accuracy (k = 2..8)")
+    ax.legend(fontsize=7, loc="lower right")
+    return save(fig, path)

@@ -6,3 +6,78 @@ def rule_reward(digits: list[int], parsed: dict, format_bonus: float = 0.1) -> f
     """R1-Zero's rule reward: 1 for the right answer, plus format_bonus when the whole template holds."""
     r = 1.0 if parsed["answer"] == sum(digits) % 10 else 0.0
     return r + (format_bonus if parsed["ok"] else 0.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Length- and cost-aware rewards (issue: adaptive thinking). Per-sample rewards are functions of (digits, parsed);
+# group rewards reshape a (P, G) reward tensor with the group's parses (they need the other samples).
+
+from .task import MAX_LEN, PROMPT_LEN  # noqa: E402
+
+MAX_OUT = MAX_LEN - PROMPT_LEN  # the longest output (14 tokens)
+
+
+def correct(digits: list[int], parsed: dict) -> float:
+    return 1.0 if parsed["answer"] == sum(digits) % 10 else 0.0
+
+
+def token_cost_reward(digits: list[int], parsed: dict, alpha: float = 0.2) -> float:
+    """Correctness discounted by length, c * (1 - alpha * n / MAX_OUT) (Arora & Zanette 2025, arXiv 2502.04463,
+    with a fixed length scale instead of their per-prompt standardisation). alpha = 0 is the plain accuracy reward."""
+    return correct(digits, parsed) * (1.0 - alpha * parsed["length"] / MAX_OUT)
+
+
+def format_reward(digits: list[int], parsed: dict, values=(1.0, 0.75, 0.5), wrong: float = -1.0) -> float:
+    """Thinkless (Fang et al. 2025, arXiv 2505.13379): a right answer is worth more the less it thought
+    (A / S / T = 1 / 0.75 / 0.5); a wrong one costs `wrong`."""
+    if not correct(digits, parsed):
+        return wrong
+    return {"direct": values[0], "short": values[1], "full": values[2]}.get(parsed["fmt"], wrong)
+
+
+def overlong_reward(digits: list[int], parsed: dict, max_len: int = MAX_OUT, buffer: int = 4) -> float:
+    """DAPO's soft overlong punishment (arXiv 2503.14476) added to correctness: 0 up to max_len - buffer, then a
+    linear ramp to -1 at max_len; an output cut at max_len without a complete template is truncated: -1."""
+    n = parsed["length"]
+    truncated = n >= max_len and not parsed["ok"]
+    pen = 0.0 if n <= max_len - buffer else ((max_len - buffer) - n) / buffer
+    return correct(digits, parsed) + (-1.0 if truncated else pen)
+
+
+def adaptthink_reward(digits: list[int], parsed: dict, ref_acc: dict, delta: float = 0.05) -> float:
+    """AdaptThink (Zhang et al. 2025, arXiv 2505.13417): c - mean reference accuracy on this difficulty
+    + delta for not thinking. ref_acc maps k to the reference model's accuracy when it thinks."""
+    return correct(digits, parsed) - ref_acc[len(digits)] + (delta if parsed["fmt"] == "direct" else 0.0)
+
+
+def kimi_length_reward(r, parsed_groups, step: int = 0, steps: int = 1, weight: float = 0.5):
+    """Kimi k1.5 (arXiv 2501.12599, 2.3.3): within a group, lam = 0.5 - (n - n_min) / (n_max - n_min); a right
+    sample gets + weight * lam, a wrong one + weight * min(0, lam); nothing when all lengths agree.
+    r: (P, G) correctness rewards; parsed_groups: P lists of G parses."""
+    import torch
+    out = r.clone()
+    for i, ps in enumerate(parsed_groups):
+        n = torch.tensor([p["length"] for p in ps], dtype=torch.float32)
+        if n.max() == n.min():
+            continue
+        lam = 0.5 - (n - n.min()) / (n.max() - n.min())
+        out[i] += weight * torch.where(r[i] > 0, lam, lam.clamp(max=0.0))
+    return out
+
+
+def arm_format_scaling(r, parsed_groups, step: int, steps: int):
+    """ARM's Ada-GRPO (Wu et al. 2025, arXiv 2505.20258): scale each reward by alpha = (G / F) * decay, where F is how
+    many samples in the group used that format and decay = F/G + (1 - F/G)(1 + cos(pi t / T)) / 2 fades the bonus
+    for rare formats over training, so GRPO does not collapse onto one format early."""
+    import math
+    out = r.clone()
+    G = r.shape[1]
+    for i, ps in enumerate(parsed_groups):
+        counts = {}
+        for p in ps:
+            counts[p["fmt"]] = counts.get(p["fmt"], 0) + 1
+        for j, p in enumerate(ps):
+            F = counts[p["fmt"]]
+            decay = F / G + 0.5 * (1 - F / G) * (1 + math.cos(math.pi * step / max(1, steps)))
+            out[i, j] = r[i, j] * (G / F) * decay
+    return out

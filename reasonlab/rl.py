@@ -74,6 +74,9 @@ class RLConfig:
     """cap on extra sampling rounds per step when dynamic_sampling is on"""
     temperature: float = 1.0
     """sampling temperature of the rollouts"""
+    force_direct: float = 0.0
+    """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
+    here without its importance-sampling correction)"""
     grad_clip: float = 1.0
     """max gradient norm"""
     micro_batch: int = 0
@@ -144,6 +147,8 @@ class RLConfig:
             bad(f"k_range {self.k_range} must lie within {K_MIN}..{K_MAX}")
         if self.micro_batch < 0:
             bad("micro_batch must be >= 0")
+        if not 0.0 <= self.force_direct < 1.0:
+            bad(f"force_direct must be in [0, 1), got {self.force_direct}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -209,7 +214,8 @@ def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: 
 # ---------------------------------------------------------------------------------------------------------------
 # Sampling groups (with DAPO's dynamic sampling), metrics and checkpoints.
 
-def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable):
+def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable,
+                  group_fn: Callable | None = None, step: int = 0):
     """prompts_per_step problems x num_generations completions, their parses and rewards (P, G).
 
     With dynamic_sampling, groups whose rewards all agree are dropped and new problems drawn, at most max_resample
@@ -220,9 +226,16 @@ def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RL
     zero_std = None
     for _ in range(1 + (cfg.max_resample if cfg.dynamic_sampling else 0)):
         d = [make_digits(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
-        o = generate_n(policy, [prompt_ids(x) for x in d], G, gen, cfg.temperature)
+        n_forced = round(G * cfg.force_direct)
+        o = generate_n(policy, [prompt_ids(x) for x in d], G - n_forced, gen, cfg.temperature)
+        if n_forced:   # the last n_forced samples of each group answer directly
+            f = generate_n(policy, [prompt_ids(x) for x in d], n_forced, gen, cfg.temperature, force=["A"])
+            o = [row for i in range(len(d)) for row in o[i * (G - n_forced):(i + 1) * (G - n_forced)]
+                 + f[i * n_forced:(i + 1) * n_forced]]
         p = [parse(x) for x in o]
         r = torch.tensor([reward_fn(d[i // G], p[i]) for i in range(len(o))], dtype=torch.float32).view(-1, G)
+        if group_fn is not None:   # rewards that need the whole group (Kimi length reward, ARM scaling)
+            r = group_fn(r, [p[i * G:(i + 1) * G] for i in range(len(d))], step, cfg.steps)
         if not torch.isfinite(r).all():
             return None
         flat = (r.max(1).values == r.min(1).values)
@@ -303,10 +316,11 @@ class NonFiniteError(FloatingPointError):
 
 def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | None = None, run_dir: str | None = None,
           resume: bool = False, callback: Callable | None = None, every: int = 0, log: Callable | None = print,
-          progress: bool = False) -> list[dict]:
+          progress: bool = False, group_fn: Callable | None = None) -> list[dict]:
     """Run cfg.steps RL steps on `policy` (in place) against the frozen `ref`; returns one record per step.
 
-    reward_fn(digits, parsed) -> float (default: the rule reward). With run_dir: config.json, metrics.jsonl and
+    reward_fn(digits, parsed) -> float (default: the rule reward); group_fn(rewards (P, G), parses per group, step,
+    steps) -> rewards reshapes them with the whole group in view. With run_dir: config.json, metrics.jsonl and
     a resumable checkpoint `state` (every cfg.checkpoint_every steps and at the end); resume=True continues it.
     callback(step, policy) runs every `every` steps.
     """
@@ -338,7 +352,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
         # 1-2. sample and verify
-        got = sample_groups(policy, rng, gen, cfg, reward_fn)
+        got = sample_groups(policy, rng, gen, cfg, reward_fn, group_fn, step)
         if got is None:
             raise NonFiniteError(f"non-finite reward at step {step + 1}")
         digits, outs, parsed, r, zero_std = got
@@ -349,7 +363,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         prompts = [prompt_ids(d) for d in digits for _ in range(G)]
         # 3. advantages
         adv = advantages(r, cfg)                                    # (P', G)
-        A = adv.flatten()
+        A = adv.flatten().to(device)
         # 4. loss and update, num_iterations times on the same samples
         with torch.no_grad():
             ref_lg = output_logits(ref, prompts, outs, G)[0] if ref is not None else None

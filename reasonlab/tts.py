@@ -45,7 +45,8 @@ class Pool:
 def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
     """s1-style budget forcing on the chain (the running sums after S or T), as a logit hook:
     max_chain: once the chain has that many steps, the answer marker "A" is forced (think at most b steps);
-    min_chain: until it has that many, "A" and "</s>" are suppressed (think at least b steps)."""
+    min_chain: until it has that many, only digits may be written (think at least b steps: s1 suppresses the
+    end of thinking; here anything but a running sum would end or break the chain)."""
     A, EOS = ID["A"], ID["</s>"]
 
     def hook(logits: torch.Tensor, paths: torch.Tensor) -> torch.Tensor:
@@ -62,8 +63,9 @@ def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
             logits[cut] = torch.where(torch.arange(logits.shape[1], device=logits.device) == A, 0.0, float("-inf"))
         if min_chain is not None:
             more = open_ & (steps < min_chain)
-            logits[more, A] = float("-inf")
-            logits[more, EOS] = float("-inf")
+            digit = (torch.arange(logits.shape[1], device=logits.device) >= DIGIT0) & \
+                    (torch.arange(logits.shape[1], device=logits.device) < DIGIT0 + 10)
+            logits[more[:, None] & ~digit[None, :]] = float("-inf")
         return logits
     return hook
 

@@ -95,3 +95,24 @@ def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
 def test_rl_bad_input(ckpt, tmp_path, extra, msg, capsys):
     assert main(["rl", "--checkpoint", ckpt, "--run-dir", str(tmp_path / "r"), "--steps", "1"] + extra) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_tts_end_to_end_small(ckpt, tmp_path, capsys):
+    out = tmp_path / "tts"
+    assert main(["tts", "--checkpoint", ckpt, "--n-per-k", "6", "--n-max", "4", "--out", str(out)]) == 0
+    for f in ("results.json", "table.md", "acc_vs_n.png", "frontier.png", "per_k.png", "budgets.png"):
+        assert (out / f).exists(), f
+    data = json.loads((out / "results.json").read_text())
+    assert set(data["curves"]) == {"A", "S", "T"} and "maj" in data["curves"]["A"]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["tts", "--formats", "Q"], "unknown format"),
+    (["tts", "--n-max", "3"], "--n-max"),
+    (["adaptive", "--methods", "nope"], "unknown method"),
+    (["adaptive", "--steps", "0"], "positive"),
+])
+def test_tts_and_adaptive_bad_input(ckpt, argv, msg, capsys):
+    extra = ["--checkpoint", ckpt] if argv[0] == "tts" else []
+    assert main(argv + extra) == 2
+    assert msg in capsys.readouterr().err

@@ -62,7 +62,8 @@ def test_budget_hook_caps_and_extends_the_chain():
     assert out[0].argmax() == ID["A"] and torch.isinf(out[0]).sum() == V - 1
     assert torch.equal(out[1], logits[1]) and torch.equal(out[2], logits[2])   # direct, or chain already closed
     out = tts.budget_hook(min_chain=3)(logits, paths)
-    assert torch.isinf(out[0, ID["A"]]) and torch.isinf(out[0, ID["</s>"]]) and not torch.isinf(out[0, ID["4"]])
+    assert torch.isinf(out[0, ID["A"]]) and torch.isinf(out[0, ID["</s>"]]) and torch.isinf(out[0, ID["_"]])
+    assert not torch.isinf(out[0, ID["0"]:ID["9"] + 1]).any()
     assert torch.equal(out[2], logits[2])
 
 

@@ -1,0 +1,97 @@
+"""Adaptive thinking: RL with length- and cost-aware rewards, so the model thinks only where thinking pays.
+
+Each method is a reward (and, for some, a group reshaping or forced direct rollouts) plugged into the one RL loop
+(`rl.train`); everything else is shared: GRPO, lr 1e-4, 200 steps, 16 x 8 samples, a quarter of each group forced
+to answer directly so that "A" keeps being tried (plain GRPO stops sampling it within ~10 steps: ARM's format
+collapse). The result is the accuracy / mean-tokens plane, with the fixed formats and the Pareto front.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import time
+
+import numpy as np
+
+from . import rewards
+from .evaluate import evaluate, problems_per_k
+from .model import GPT
+from .rl import RLConfig, train
+
+METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "arm", "adaptthink")
+
+
+def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
+    """(reward_fn, group_fn, force_direct) for a method name."""
+    if name == "grpo":                                 # the rule reward: thinking is free
+        return rewards.rule_reward, None, 0.25
+    if name.startswith("cost"):                        # Arora & Zanette style token cost, alpha swept
+        return functools.partial(rewards.token_cost_reward, alpha=float(name[4:])), None, 0.25
+    if name == "kimi":                                 # Kimi k1.5 group length reward on top of correctness
+        return rewards.correct, rewards.kimi_length_reward, 0.25
+    if name == "thinkless":                            # per-format values, wrong = -1
+        return rewards.format_reward, None, 0.25
+    if name == "arm":                                  # ARM: rare formats scaled up early in training
+        return rewards.correct, rewards.arm_format_scaling, 0.25
+    if name == "adaptthink":                           # AdaptThink: c - ref accuracy + delta * no-thinking, half forced
+        return functools.partial(rewards.adaptthink_reward, ref_acc=ref_acc), None, 0.5
+    raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+
+
+def reference_accuracy(model: GPT, n: int = 200, seed: int = 3) -> dict:
+    """The base model's sampled accuracy per k when it thinks (forced S): AdaptThink's reference."""
+    import torch
+    r = evaluate(model, problems_per_k(n, seed=seed), gen=torch.Generator().manual_seed(seed), temperature=1.0, force=["S"])
+    return {k: v["acc"] for k, v in r["per_k"].items()}
+
+
+def point(model: GPT, problems, force=None) -> dict:
+    """Greedy accuracy, mean generated tokens, and format share per k."""
+    r = evaluate(model, problems, force=force)
+    return {"acc": r["acc"], "tokens": r["length"], "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()},
+            "share_by_k": {k: v["share"] for k, v in r["per_k"].items()}, "tokens_by_k": {k: v["length"] for k, v in r["per_k"].items()}}
+
+
+def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
+               ref_acc: dict | None = None) -> dict:
+    reward_fn, group_fn, force = method_parts(name, ref_acc)
+    cfg = RLConfig.preset("grpo", steps=steps, learning_rate=lr, seed=seed, force_direct=force, log_every=0)
+    policy = copy.deepcopy(base)
+    t = time.perf_counter()
+    hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None)
+    probs = problems_per_k(n_eval, seed=12345)
+    out = point(policy, probs)
+    out["direct_acc_by_k"] = point(policy, probs, force=["A"])["acc_by_k"]   # how far direct answering was pushed
+    return {"method": name, "seed": seed, "seconds": round(time.perf_counter() - t, 1), **out,
+            "share_direct_over_steps": [h["share"]["direct"] for h in hist if "share" in h]}
+
+
+def pareto(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both accuracy (higher) and tokens (lower)."""
+    keep = []
+    for i, (t, a) in enumerate(points):
+        if not any((t2 <= t and a2 >= a) and (t2 < t or a2 > a) for j, (t2, a2) in enumerate(points) if j != i):
+            keep.append(i)
+    return keep
+
+
+def summarize(runs: list[dict], fixed: dict) -> dict:
+    """Mean +- std over seeds per method, and which methods sit on the front against the fixed formats."""
+    out = {}
+    for m in dict.fromkeys(r["method"] for r in runs):
+        rs = [r for r in runs if r["method"] == m]
+        ks = list(rs[0]["share_by_k"])
+        out[m] = {"acc": (float(np.mean([r["acc"] for r in rs])), float(np.std([r["acc"] for r in rs], ddof=1))),
+                  "tokens": (float(np.mean([r["tokens"] for r in rs])), float(np.std([r["tokens"] for r in rs], ddof=1))),
+                  "share_by_k": {k: {f: float(np.mean([r["share_by_k"][k][f] for r in rs])) for f in ("direct", "short", "full")} for k in ks},
+                  "acc_by_k": {k: float(np.mean([r["acc_by_k"][k] for r in rs])) for k in ks},
+                  "direct_acc_by_k": {k: float(np.mean([r["direct_acc_by_k"][k] for r in rs])) for k in ks}}
+    names = list(out) + [f"always {f}" for f in fixed]
+    pts = [(out[m]["tokens"][0], out[m]["acc"][0]) for m in out] + [(fixed[f]["tokens"], fixed[f]["acc"]) for f in fixed]
+    front = set(pareto(pts))
+    for i, n in enumerate(names):
+        if n in out:
+            out[n]["on_front"] = i in front
+            s = fixed.get("S")
+            out[n]["beats_always_S"] = bool(s and out[n]["acc"][0] >= s["acc"] - 1e-9 and out[n]["tokens"][0] < s["tokens"])
+    return out
