@@ -247,11 +247,18 @@ def cmd_adaptive(args):
     from . import adaptive, tts
     from .checkpoint import get_model, write_json
     from .evaluate import problems_per_k
-    from .report import plot_adaptive_frontier, plot_adaptive_heatmap
     from .train import BASE_CFG
     for m in args.methods:
         if m not in adaptive.METHODS:
             raise UsageError(f"unknown method {m!r}: choose from {', '.join(adaptive.METHODS)}")
+    if args.replot:   # redraw the table and plots of an earlier run from its summary.json
+        try:
+            with open(os.path.join(args.out, "summary.json")) as f:
+                summary = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--replot: cannot read {args.out}/summary.json ({e})") from None
+        write_adaptive(summary, args.out)
+        return
     device = check_device(args.device)
     runs, fixed_runs = [], {"A": [], "S": [], "T": []}
     t0 = time.perf_counter()
@@ -279,13 +286,18 @@ def cmd_adaptive(args):
                "steps": args.steps, "lr": args.lr}
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "summary.json"), {**summary, "runs": runs})
-    plot_adaptive_heatmap(summary, os.path.join(args.out, "heatmap.png"))
-    plot_adaptive_frontier(summary, os.path.join(args.out, "frontier.png"))
+    write_adaptive(summary, args.out)
+    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
+
+
+def write_adaptive(summary: dict, out: str) -> None:
+    from .report import plot_adaptive_frontier, plot_adaptive_heatmap
+    plot_adaptive_heatmap(summary, os.path.join(out, "heatmap.png"))
+    plot_adaptive_frontier(summary, os.path.join(out, "frontier.png"))
     md = adaptive_table(summary)
-    with open(os.path.join(args.out, "table.md"), "w") as f:
+    with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md + "\n")
     print(md)
-    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
 
 
 def adaptive_table(summary: dict) -> str:
@@ -386,6 +398,7 @@ def build_parser() -> Parser:
     p.add_argument("--lr", type=positive(float), default=1e-4)
     p.add_argument("--n-eval", type=positive(), default=300, help="greedy evaluation problems per k")
     p.add_argument("--out", default="runs/adaptive")
+    p.add_argument("--replot", action="store_true", help="only redraw the table and plots from --out/summary.json")
     p.set_defaults(fn=cmd_adaptive)
     return ap
 

@@ -248,30 +248,32 @@ def plot_adaptive_heatmap(summary: dict, path: str) -> str:
 
 def plot_adaptive_frontier(summary: dict, path: str) -> str:
     """Accuracy against mean generated tokens: one point per method (mean +- std over seeds), the fixed formats,
-    test-time-compute points if given, and the Pareto front."""
-    fig, ax = plt.subplots(figsize=(7, 4.6))
-    pts = []
-    for m, v in summary["methods"].items():
-        ax.errorbar(v["tokens"][0], v["acc"][0], xerr=v["tokens"][1], yerr=v["acc"][1], fmt="o", ms=5, capsize=2, label=m)
-        pts.append((v["tokens"][0], v["acc"][0]))
-    for f, v in summary["fixed"].items():
-        ax.scatter(v["tokens"], v["acc"], marker="s", s=50, color="k", zorder=4)
-        ax.annotate(f"always {f}", (v["tokens"], v["acc"]), textcoords="offset points", xytext=(5, -10), fontsize=8)
-        pts.append((v["tokens"], v["acc"]))
-    for name, v in summary.get("tts", {}).items():
-        ax.scatter(v["tokens"], v["acc"], marker="^", s=30, color="grey", zorder=3)
-        ax.annotate(name, (v["tokens"], v["acc"]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="grey")
-        pts.append((v["tokens"], v["acc"]))
-    front = sorted(pts)
-    best, line = -1.0, []
-    for t, a in front:
+    test-time-compute points, and the Pareto front; the right panel zooms in on the learned policies."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+    pts = [(v["tokens"][0], v["acc"][0]) for v in summary["methods"].values()]
+    pts += [(v["tokens"], v["acc"]) for v in summary["fixed"].values()] + [(v["tokens"], v["acc"]) for v in summary.get("tts", {}).values()]
+    line, best = [], -1.0
+    for t, a in sorted(pts, key=lambda p: (p[0], -p[1])):
         if a > best:
             line.append((t, a))
             best = a
-    ax.plot([t for t, _ in line], [a for _, a in line], color="k", lw=1, ls="--", label="Pareto front")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    ax.set_xscale("log")
-    ax.set_xlabel("mean generated tokens per problem (log)")
-    ax.set_ylabel("greedy accuracy (k = 2..8)")
-    ax.legend(fontsize=7, loc="lower right")
+    for ax in axes:
+        for m, v in summary["methods"].items():
+            ax.errorbar(v["tokens"][0], v["acc"][0], xerr=v["tokens"][1], yerr=v["acc"][1], fmt="o", ms=5, capsize=2, label=m)
+        for f, v in summary["fixed"].items():
+            ax.scatter(v["tokens"], v["acc"], marker="s", s=50, color="k", zorder=4)
+            ax.annotate(f"always {f}", (v["tokens"], v["acc"]), textcoords="offset points", xytext=(5, -10), fontsize=8)
+        for name, v in summary.get("tts", {}).items():
+            ax.scatter(v["tokens"], v["acc"], marker="^", s=30, color="grey", zorder=3)
+            ax.annotate(name, (v["tokens"], v["acc"]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="grey")
+        ax.plot([t for t, _ in line], [a for _, a in line], color="k", lw=1, ls="--", label="Pareto front")
+        ax.set_xlabel("mean generated tokens per problem")
+    axes[0].axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    axes[0].set_xscale("log")
+    axes[0].set_ylabel("greedy accuracy (k = 2..8)")
+    axes[0].set_title("the whole plane (log tokens)", fontsize=9)
+    axes[1].set_xlim(6.0, 7.0)
+    axes[1].set_ylim(0.97, 1.004)
+    axes[1].set_title("zoom: learned policies against always-S", fontsize=9)
+    axes[1].legend(fontsize=7, loc="lower right")
     return save(fig, path)
