@@ -300,6 +300,53 @@ def write_adaptive(summary: dict, out: str) -> None:
     print(md)
 
 
+def cmd_star(args):
+    from . import star
+    from .checkpoint import get_model, write_json
+    from .report import mean_std, plot_star
+    from .train import BASE_CFG
+    device = check_device(args.device)
+    variants = {"main": {}}
+    if args.ablations:
+        variants.update({"star-greedy-1": {"samples": 1, "temperature": 0.0}, "chain-filter": {"filter": "chain"},
+                         "continue": {"restart": False}, "pool": {"pool": True}})
+    runs: dict[str, list] = {}
+    t0 = time.perf_counter()
+    for vname, over in variants.items():
+        for seed in args.seeds:
+            base = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=args.cache_dir, device=device, progress=True)
+            kw = dict(rounds=args.rounds, problems=args.problems, samples=args.samples, temperature=args.temperature,
+                      filter=args.filter, cap=args.cap, restart=not args.continue_, pool=args.pool, steps=args.steps,
+                      growth=args.growth, seed=seed)
+            cfg = star.StarConfig(**{**kw, **over})
+            print(f"{vname}, seed {seed}: {json.dumps(vars(cfg))}")
+            runs.setdefault(vname, []).append(star.run(base, f"base-seed{seed}", cfg, cache=args.cache_dir))
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "runs.json"), runs)
+    plot_star(runs, os.path.join(args.out, "star.png"))
+    rows = ["| variant | round | free acc | forced A / S / T | free share A / S / T | used | kept A / S / T | right answer, wrong chain | round s |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for vname, hists in runs.items():
+        for i in range(len(hists[0])):
+            hs = [h[i] for h in hists]
+            def ms(key, sub=None, f="{:.3f}"):
+                m, s = mean_std([h[key] if sub is None else h[key][sub] for h in hs])
+                return f"{f.format(m)} ± {f.format(s)}"
+            if i == 0:
+                rows.append(f"| {vname} | 0 (base) | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / {ms('T', f='{:.2f}')} "
+                            f"| " + " / ".join(ms('share', f, '{:.2f}') for f in ('direct', 'short', 'full')) + " | | | | |")
+                continue
+            rows.append(f"| {vname} | {i} | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / {ms('T', f='{:.2f}')} | "
+                        + " / ".join(ms('share', f, '{:.2f}') for f in ('direct', 'short', 'full')) + f" | {ms('used', f='{:.2f}')} | "
+                        + " / ".join(ms('fmt_mix', f, '{:.2f}') for f in ('direct', 'short', 'full'))
+                        + f" | {ms('false_positive_rate')} | {ms('round_s', f='{:.1f}')} |")
+    md = "\n".join(rows)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(md + "\n")
+    print(md)
+    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
+
+
 def adaptive_table(summary: dict) -> str:
     ks = list(next(iter(summary["methods"].values()))["share_by_k"])
     rows = ["| method | accuracy | mean tokens | on the front | ≥ always-S accuracy at fewer tokens | A-share by k (" + ", ".join(map(str, ks)) + ") |",
@@ -400,6 +447,24 @@ def build_parser() -> Parser:
     p.add_argument("--out", default="runs/adaptive")
     p.add_argument("--replot", action="store_true", help="only redraw the table and plots from --out/summary.json")
     p.set_defaults(fn=cmd_adaptive)
+
+    p = sub.add_parser("star", help="STaR self-improvement: sample, verify, fine-tune, round after round")
+    add_common(p)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--rounds", type=positive(), default=3)
+    p.add_argument("--problems", type=positive(), default=10_000, help="fresh problems per round")
+    p.add_argument("--samples", type=positive(), default=4, help="outputs sampled per problem")
+    p.add_argument("--temperature", type=nonneg_float, default=1.0)
+    p.add_argument("--filter", choices=["answer", "chain"], default="answer")
+    p.add_argument("--cap", type=positive(), default=1, help="kept outputs per problem")
+    p.add_argument("--continue", dest="continue_", action="store_true", help="fine-tune from the last round's model")
+    p.add_argument("--pool", action="store_true", help="train on all rounds' data")
+    p.add_argument("--steps", type=positive(), default=300, help="fine-tuning steps in round 1")
+    p.add_argument("--growth", type=positive(float), default=1.2, help="step growth per round")
+    p.add_argument("--ablations", action="store_true", help="also run STaR's greedy single sample, the chain filter, "
+                                                              "continue instead of restart, and pooling")
+    p.add_argument("--out", default="runs/star")
+    p.set_defaults(fn=cmd_star)
     return ap
 
 

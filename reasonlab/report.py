@@ -277,3 +277,33 @@ def plot_adaptive_frontier(summary: dict, path: str) -> str:
     axes[1].set_title("zoom: learned policies against always-S", fontsize=9)
     axes[1].legend(fontsize=7, loc="lower right")
     return save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# STaR.
+
+def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
+    """Per variant: free accuracy per k over rounds (mean over seeds), share of problems used, kept format mix."""
+    fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
+    for name, hists in runs.items():
+        rounds = [h["round"] for h in hists[0]]
+        acc = np.array([[h["free"] for h in hist] for hist in hists])
+        line, = axes[0].plot(rounds, acc.mean(0), marker="o", label=name)
+        axes[0].fill_between(rounds, acc.min(0), acc.max(0), color=line.get_color(), alpha=0.15)
+        used = np.array([[h.get("used", np.nan) for h in hist[1:]] for hist in hists])
+        axes[1].plot(rounds[1:], used.mean(0), marker="o", color=line.get_color(), label=name)
+    first = next(iter(runs.values()))
+    ks = list(first[0][-1]["free_by_k"])
+    for k in ks:
+        axes[2].plot([h["round"] for h in first[0]], [np.mean([hist[i]["free_by_k"][k] for hist in first])
+                                                      for i in range(len(first[0]))], marker=".", label=f"k={k}")
+    axes[0].axhline(0.1, color="grey", ls=":", lw=1, label="chance")
+    axes[0].set_title("free-format greedy accuracy (k = 2..8)")
+    axes[1].set_title("share of problems that yield data")
+    axes[2].set_title(f"free accuracy per k, {next(iter(runs))}")
+    axes[2].axhline(0.1, color="grey", ls=":", lw=1)
+    for ax in axes:
+        ax.set_xlabel("round")
+    axes[0].legend(fontsize=7)
+    axes[2].legend(fontsize=6, ncol=2)
+    return save(fig, path)

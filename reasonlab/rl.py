@@ -337,11 +337,20 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     start, hist = 0, []
     if run_dir:
         os.makedirs(run_dir, exist_ok=True)
+        from .checkpoint import atomic_write, write_json
         if resume:
             start, hist = load_state(stem, policy, ref, opt, rng, gen)
+            # steps logged after the checkpoint (a crash between checkpoints) are run again: drop their lines
+            path = os.path.join(run_dir, "metrics.jsonl")
+            if os.path.exists(path):
+                with open(path) as f:
+                    keep = [line for line in f if line.strip() and json.loads(line)["step"] <= start]
+                def rewrite(tmp):
+                    with open(tmp, "w") as f:
+                        f.writelines(keep)
+                atomic_write(path, rewrite)
             if log:
                 log(f"resumed {run_dir} at step {start}")
-        from .checkpoint import write_json
         write_json(os.path.join(run_dir, "config.json"), asdict(cfg))
     if not all(torch.isfinite(p).all() for p in policy.parameters()):
         raise NonFiniteError(f"non-finite parameters before step {start + 1}")

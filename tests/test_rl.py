@@ -181,6 +181,8 @@ def test_resume_is_bit_identical(tmp_path):
     train(full, copy.deepcopy(base), cfg("grpo", steps=4), reward_fn=length_reward, run_dir=str(tmp_path / "a"), log=None)
     part = copy.deepcopy(base)
     train(part, copy.deepcopy(base), cfg("grpo", steps=2), reward_fn=length_reward, run_dir=str(tmp_path / "b"), log=None)
+    with open(tmp_path / "b" / "metrics.jsonl", "a") as f:   # a step logged after the checkpoint, then a crash
+        f.write(json.dumps({"step": 3}) + "\n")
     fresh = copy.deepcopy(base)                          # a new process: only the run directory carries state
     hist = train(fresh, copy.deepcopy(base), cfg("grpo", steps=4), reward_fn=length_reward,
                  run_dir=str(tmp_path / "b"), resume=True, log=None)

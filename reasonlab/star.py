@@ -1,0 +1,142 @@
+"""STaR-style self-improvement: sample, verify, fine-tune on what passed, round after round.
+
+Each round (the loop in `run` below): draw a fresh problem set; sample `samples` outputs per problem from the current
+model; keep those that pass the filter (the answer, or the answer and every chain step); fine-tune a new model
+from the base (STaR, ReST-EM) or from the current one, on the kept outputs mixed with fresh problems through the
+spec's `fixed` / `fixed_frac`, cached by the data's fingerprint; evaluate. Zelikman et al. 2022 (arXiv
+2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825); ReST-EM (Singh et al. 2023, arXiv 2312.06585).
+Not built yet: rationalization (hints) and the "few written chains" starting point.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import torch
+
+from .checkpoint import get_model
+from .evaluate import evaluate, problems_per_k
+from .model import GPT
+from .sampling import sample_tree
+from .task import K_MAX, K_MIN, VOCAB, check_chain, make_digits, parse, prompt_ids
+
+FMT_NAMES = ("direct", "short", "full")
+
+
+@dataclass
+class StarConfig:
+    rounds: int = 3
+    """self-improvement rounds"""
+    problems: int = 10_000
+    """fresh problems sampled each round"""
+    samples: int = 4
+    """outputs sampled per problem (STaR: 1 near-greedy; RFT / ReST-EM: many)"""
+    temperature: float = 1.0
+    """sampling temperature (STaR: ~0; RFT / ReST-EM: 0.7; 1.0 explores the base model's 50/30/20 formats)"""
+    filter: str = "answer"
+    """answer: keep right answers (STaR); chain: right answer and every chain step checks (RFT's step check)"""
+    cap: int = 1
+    """at most this many distinct kept outputs per problem (ReST-EM caps at 10)"""
+    restart: bool = True
+    """fine-tune from the base model each round (STaR, ReST-EM) rather than from the last round's model"""
+    pool: bool = False
+    """train on the kept data of all rounds so far rather than the last round's"""
+    steps: int = 300
+    """fine-tuning steps in round 1"""
+    growth: float = 1.2
+    """fine-tuning steps grow by this factor each round (STaR: +20 %)"""
+    lr: float = 1e-3
+    """fine-tuning learning rate (warmup 30 steps, cosine)"""
+    fixed_frac: float = 0.8
+    """share of each batch drawn from the kept data; the rest are fresh problems in the pre-training mix"""
+    seed: int = 0
+    """seeds the problems, the sampling and the fine-tuning"""
+
+    def validate(self) -> None:
+        if self.filter not in ("answer", "chain"):
+            raise ValueError(f"invalid STaR config: filter={self.filter!r}, expected answer or chain")
+        for name in ("rounds", "problems", "samples", "cap", "steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"invalid STaR config: {name} must be >= 1")
+        if not 0.0 < self.fixed_frac <= 1.0 or self.temperature < 0 or self.growth <= 0:
+            raise ValueError("invalid STaR config: fixed_frac in (0, 1], temperature >= 0, growth > 0")
+
+
+def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.Generator) -> dict:
+    """Sample, verify and keep. Returns the kept (digits, output words) and the round's data statistics."""
+    toks, _ = sample_tree(model, [prompt_ids(d) for d in problems], cfg.samples, gen, cfg.temperature)
+    rows = toks.tolist()
+    kept, used, fmt_counts = [], 0, {f: 0 for f in FMT_NAMES}
+    right = right_wrong_chain = 0
+    for i, d in enumerate(problems):
+        seen = set()
+        for row in rows[i * cfg.samples:(i + 1) * cfg.samples]:
+            p = parse(row)
+            if p["answer"] != sum(d) % 10:
+                continue
+            ok_chain = check_chain(d, p)
+            if p["fmt"] in ("short", "full"):
+                right += 1
+                right_wrong_chain += ok_chain is False     # STaR's false positive: right answer, wrong steps
+            if cfg.filter == "chain" and (ok_chain is False or not p["ok"]):
+                continue
+            out = row[:p["length"]]
+            if tuple(out) in seen or len(seen) >= cfg.cap:
+                continue
+            seen.add(tuple(out))
+            kept.append((d, [VOCAB[t] for t in out]))
+            fmt_counts[p["fmt"]] += 1
+        used += bool(seen)
+    n = max(1, len(kept))
+    return {"kept": kept, "used": used / len(problems), "fmt_mix": {f: c / n for f, c in fmt_counts.items()},
+            "false_positive_rate": right_wrong_chain / max(1, right), "n_kept": len(kept)}
+
+
+def evaluate_round(model: GPT, n_per_k: int = 300) -> dict:
+    """Greedy accuracy per k, free and forced, and the free format shares."""
+    probs = problems_per_k(n_per_k, seed=12345)
+    free = evaluate(model, probs)
+    out = {"free": free["acc"], "free_by_k": {k: v["acc"] for k, v in free["per_k"].items()},
+           "share": free["share"], "share_by_k": {k: v["share"] for k, v in free["per_k"].items()}}
+    for f in ("A", "S", "T"):
+        r = evaluate(model, probs, force=[f])
+        out[f] = r["acc"]
+        out[f + "_by_k"] = {k: v["acc"] for k, v in r["per_k"].items()}
+    return out
+
+
+def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None = None) -> list[dict]:
+    """cfg.rounds rounds of STaR from `base` (cached as `base_name`); one record per round (round 0 = the base)."""
+    cfg.validate()
+    rng = random.Random(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    model, bank, hist = base, [], [{"round": 0, **evaluate_round(base)}]
+    if log:
+        log(f"round 0 (base): free acc {hist[0]['free']:.3f} | share A/S/T "
+            + "/".join(f"{hist[0]['share'][f]:.2f}" for f in FMT_NAMES))
+    for r in range(1, cfg.rounds + 1):
+        t0 = time.perf_counter()
+        problems = [make_digits(rng, rng.randint(K_MIN, K_MAX)) for _ in range(cfg.problems)]
+        data = collect(model, problems, cfg, gen)
+        t_sample = time.perf_counter() - t0
+        bank = bank + data["kept"] if cfg.pool else data["kept"]
+        steps = int(round(cfg.steps * cfg.growth ** (r - 1)))
+        ft = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[[0.5, 0.3, 0.2], steps, 30, [K_MIN, K_MAX]]],
+              "fixed": bank, "fixed_frac": cfg.fixed_frac}
+        name = (f"star-{base_name}-{cfg.filter}-{'restart' if cfg.restart else 'continue'}"
+                f"{'-pool' if cfg.pool else ''}-s{cfg.seed}-r{r}")
+        init = base if cfg.restart else model
+        model = get_model(name, ft, log=None, init=init, cache=cache) if bank else model
+        t_round = time.perf_counter() - t0
+        ev = evaluate_round(model)
+        rec = {"round": r, "used": data["used"], "n_kept": data["n_kept"], "fmt_mix": data["fmt_mix"],
+               "false_positive_rate": data["false_positive_rate"], "steps": steps, "sample_s": round(t_sample, 2),
+               "round_s": round(t_round, 2), **ev}
+        hist.append(rec)
+        if log:
+            log(f"round {r}: free acc {ev['free']:.3f} | share A/S/T " + "/".join(f"{ev['share'][f]:.2f}" for f in FMT_NAMES)
+                + f" | used {data['used']:.2f} | kept A/S/T " + "/".join(f"{data['fmt_mix'][f]:.2f}" for f in FMT_NAMES)
+                + f" | right answer, wrong chain {data['false_positive_rate']:.3f} | {t_round:.1f}s")
+    return hist
+

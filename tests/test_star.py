@@ -1,0 +1,58 @@
+"""STaR: the filter, the cap, the statistics, and the loop's bookkeeping."""
+import pytest
+import torch
+
+from reasonlab import star
+from reasonlab.task import ID
+
+
+def fake_collect(monkeypatch, outputs):
+    """Make sample_tree return the given outputs (list of word strings) for every problem, in order."""
+    def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
+        rows = []
+        for _ in prompts:
+            for j in range(n):
+                rows.append([ID[w] for w in outputs[j].split()])
+        L = max(len(r) for r in rows)
+        return torch.tensor([r + [0] * (L - len(r)) for r in rows]), torch.zeros(len(rows))
+    monkeypatch.setattr(star, "sample_tree", sample_tree)
+
+
+PROB = [[3, 5, 9, 2, 7]]   # answer 6; S chain 8 9 6
+
+
+def test_answer_filter_keeps_right_answers_and_counts_false_positives(monkeypatch):
+    fake_collect(monkeypatch, ["S 8 9 6 A 6 </s>", "S 1 1 6 A 6 </s>", "A 6 </s>", "A 5 </s>"])
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10), None)
+    assert d["n_kept"] == 3 and d["used"] == 1.0
+    assert d["false_positive_rate"] == pytest.approx(0.5)          # one of two right S answers has a wrong chain
+    assert d["fmt_mix"] == pytest.approx({"direct": 1 / 3, "short": 2 / 3, "full": 0.0})
+
+
+def test_chain_filter_drops_wrong_chains(monkeypatch):
+    fake_collect(monkeypatch, ["S 8 9 6 A 6 </s>", "S 1 1 6 A 6 </s>", "A 6 </s>", "A 5 </s>"])
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10, filter="chain"), None)
+    kept = [" ".join(w) for _, w in d["kept"]]
+    assert kept == ["S 8 9 6 A 6 </s>", "A 6 </s>"]
+
+
+def test_cap_and_duplicates(monkeypatch):
+    fake_collect(monkeypatch, ["A 6 </s>", "A 6 </s>", "T 3 8 7 9 6 A 6 </s>"])
+    assert star.collect(None, PROB, star.StarConfig(samples=3, cap=1), None)["n_kept"] == 1
+    assert star.collect(None, PROB, star.StarConfig(samples=3, cap=5), None)["n_kept"] == 2   # duplicates once
+    fake_collect(monkeypatch, ["A 1 </s>", "A 2 </s>"])
+    d = star.collect(None, PROB, star.StarConfig(samples=2), None)
+    assert d["n_kept"] == 0 and d["used"] == 0.0
+
+
+def test_invalid_config():
+    with pytest.raises(ValueError, match="filter"):
+        star.StarConfig(filter="both").validate()
+    with pytest.raises(ValueError, match="rounds"):
+        star.StarConfig(rounds=0).validate()
+
+
+def test_one_small_round_end_to_end(noisy_model):
+    hist = star.run(noisy_model, "noisy", star.StarConfig(rounds=1, problems=40, samples=2, steps=3), log=None)
+    assert [h["round"] for h in hist] == [0, 1]
+    assert set(hist[1]) >= {"free", "free_by_k", "A", "S", "T", "used", "fmt_mix", "false_positive_rate", "round_s"}
