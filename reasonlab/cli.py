@@ -167,7 +167,6 @@ def cmd_rl(args):
     from .evaluate import evaluate, problems_per_k
     from .report import plot_format_share, plot_rl_runs
     from .rl import RLConfig, train
-    device = check_device(args.device)
     over = {k: getattr(args, k) for k in ("steps", "prompts_per_step", "num_generations", "learning_rate", "beta",
                                           "kl_estimator", "epsilon", "epsilon_high", "num_iterations", "loss_type",
                                           "scale_rewards", "table_every", "checkpoint_every", "temperature")
@@ -242,7 +241,6 @@ def cmd_tts(args):
 
 
 def cmd_adaptive(args):
-    import torch
 
     from . import adaptive, tts
     from .checkpoint import get_model, write_json

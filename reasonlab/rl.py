@@ -15,13 +15,12 @@ arXiv 2507.18071), KL estimators k1/k2/k3 (Schulman 2020, "Approximating KL dive
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
@@ -332,7 +331,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     rng = random.Random(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, foreach=True)
-    P, G = cfg.prompts_per_step, cfg.num_generations
+    G = cfg.num_generations
     stem = os.path.join(run_dir, "state") if run_dir else None
     start, hist = 0, []
     if run_dir:

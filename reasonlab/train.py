@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from typing import Callable
 

@@ -47,7 +47,7 @@ def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
     max_chain: once the chain has that many steps, the answer marker "A" is forced (think at most b steps);
     min_chain: until it has that many, only digits may be written (think at least b steps: s1 suppresses the
     end of thinking; here anything but a running sum would end or break the chain)."""
-    A, EOS = ID["A"], ID["</s>"]
+    A = ID["A"]
 
     def hook(logits: torch.Tensor, paths: torch.Tensor) -> torch.Tensor:
         out = paths[:, PROMPT_LEN:]

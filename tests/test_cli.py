@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from reasonlab.checkpoint import cache_dir, save_model
+from reasonlab.checkpoint import save_model
 from reasonlab.cli import main
 from reasonlab.train import build_model
 

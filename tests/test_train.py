@@ -5,7 +5,7 @@ import torch
 
 import reasonlab as R
 from reasonlab.task import ID, IGNORE, VOCAB, parse
-from reasonlab.train import build_model, lr_at, make_sequences, pretrain, split_targets, train_on_batches
+from reasonlab.train import build_model, lr_at, make_sequences, pretrain, train_on_batches
 
 
 def rows_as_words(inp, tgt):

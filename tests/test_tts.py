@@ -7,7 +7,7 @@ import torch
 
 from reasonlab import tts
 from reasonlab.sampling import generate_n, sample_tree
-from reasonlab.task import ID, PROMPT_LEN, prompt_ids
+from reasonlab.task import ID, PROMPT_LEN
 
 
 def pool(answers, problems, verified=None, fmt=None, logp=None):
