@@ -88,7 +88,7 @@ def load_tensors(stem: str) -> tuple[dict[str, torch.Tensor], dict]:
         raise
     except FileNotFoundError as e:
         raise CheckpointError(f"checkpoint {stem} not found ({os.path.basename(e.filename or '')})") from None
-    except (OSError, ValueError, RuntimeError, Exception) as e:  # safetensors raises its own error type
+    except Exception as e:  # OSError, JSON and safetensors' own errors: all mean "unreadable"
         raise CheckpointError(f"checkpoint {stem} is unreadable: {type(e).__name__}: {e}") from None
 
 

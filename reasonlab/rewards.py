@@ -1,6 +1,12 @@
 """Rewards: pure functions of (digits, parsed output) -> float. No reward model, so nothing to hack."""
 from __future__ import annotations
 
+import math
+
+import torch
+
+from .task import MAX_LEN, PROMPT_LEN
+
 
 def rule_reward(digits: list[int], parsed: dict, format_bonus: float = 0.1) -> float:
     """R1-Zero's rule reward: 1 for the right answer, plus format_bonus when the whole template holds."""
@@ -11,8 +17,6 @@ def rule_reward(digits: list[int], parsed: dict, format_bonus: float = 0.1) -> f
 # ---------------------------------------------------------------------------------------------------------------
 # Length- and cost-aware rewards (issue: adaptive thinking). Per-sample rewards are functions of (digits, parsed);
 # group rewards reshape a (P, G) reward tensor with the group's parses (they need the other samples).
-
-from .task import MAX_LEN, PROMPT_LEN  # noqa: E402
 
 MAX_OUT = MAX_LEN - PROMPT_LEN  # the longest output (14 tokens)
 
@@ -54,7 +58,6 @@ def kimi_length_reward(r, parsed_groups, step: int = 0, steps: int = 1, weight: 
     """Kimi k1.5 (arXiv 2501.12599, 2.3.3): within a group, lam = 0.5 - (n - n_min) / (n_max - n_min); a right
     sample gets + weight * lam, a wrong one + weight * min(0, lam); nothing when all lengths agree.
     r: (P, G) correctness rewards; parsed_groups: P lists of G parses."""
-    import torch
     out = r.clone()
     for i, ps in enumerate(parsed_groups):
         n = torch.tensor([p["length"] for p in ps], dtype=torch.float32)
@@ -69,7 +72,6 @@ def arm_format_scaling(r, parsed_groups, step: int, steps: int):
     """ARM's Ada-GRPO (Wu et al. 2025, arXiv 2505.20258): scale each reward by alpha = (G / F) * decay, where F is how
     many samples in the group used that format and decay = F/G + (1 - F/G)(1 + cos(pi t / T)) / 2 fades the bonus
     for rare formats over training, so GRPO does not collapse onto one format early."""
-    import math
     out = r.clone()
     G = r.shape[1]
     for i, ps in enumerate(parsed_groups):
