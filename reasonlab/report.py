@@ -127,7 +127,9 @@ def plot_tts_frontier(res: dict, path: str) -> str:
     colors = {"A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"], "free": "#8172B3"}
     for f in res["formats"]:
         p = [q for q in pts if q["format"] == f]
-        ax.scatter([q["tokens"] for q in p], [q["acc"] for q in p], s=14, color=colors[f], label=f"{f}: vote / verifier, N = 1..64")
+        err = [[q["acc"] - q["ci"][0] for q in p], [q["ci"][1] - q["acc"] for q in p]] if p and "ci" in p[0] else None
+        ax.errorbar([q["tokens"] for q in p], [q["acc"] for q in p], yerr=err, fmt="o", ms=3.5, elinewidth=0.8,
+                    color=colors[f], label=f"{f}: vote / verifier, N = 1..64 (95 % CI)")
     for b in res.get("budgets", []):
         if b["kind"] == "max":
             ax.scatter(b["tokens"], b["acc"], marker="x", s=22, color=colors[b["format"]])
@@ -158,10 +160,15 @@ def plot_tts_per_k(res: dict, path: str) -> str:
     for ax, k in zip(axes, ks):
         for f in res["formats"]:
             d = res["per_k"][f][k if k in res["per_k"][f] else str(k)]
+            ci = res.get("per_k_ci", {}).get(f, {})
+            ci = ci.get(k, ci.get(str(k)))
             Ns = sorted(int(n) for n in d["maj"])
-            ax.plot(Ns, [d["maj"][n if n in d["maj"] else str(n)] for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
+            get = lambda dd, n: dd[n] if n in dd else dd[str(n)]  # noqa: E731  (JSON turns int keys into str)
+            ax.plot(Ns, [get(d["maj"], n) for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
+            if ci:
+                ax.fill_between(Ns, [get(ci["maj"], n)[0] for n in Ns], [get(ci["maj"], n)[1] for n in Ns], color=colors[f], alpha=0.2)
             if f == "A":
-                ax.plot(Ns, [d["pass"][n if n in d["pass"] else str(n)] for n in Ns], ls=":", color=colors[f], label="A pass@N")
+                ax.plot(Ns, [get(d["pass"], n) for n in Ns], ls=":", color=colors[f], label="A pass@N")
         ax.plot(Ns, [1 - 0.9 ** n for n in Ns], color="grey", ls="--", lw=0.8)
         ax.axhline(0.1, color="grey", ls=":", lw=0.8)
         ax.set_xscale("log", base=2)

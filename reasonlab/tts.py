@@ -231,6 +231,7 @@ def frontier(pools: dict[str, Pool], seed: int = 0, Ns=NS) -> dict:
                     pt[split] = {k: (float(score[idx][pool.k[idx] == k].mean()), float(toks[idx][pool.k[idx] == k].mean()))
                                  for k in ks}
                     pt[split + "_all"] = (float(score[idx].mean()), float(toks[idx].mean()))
+                pt["test_ci"] = bootstrap_ci(score[test], n_boot=300, seed=seed)
                 points.append(pt)
     out = {"targets": []}
     for target in (0.5, 0.8, 0.9, 0.95, 0.99):
@@ -257,7 +258,7 @@ def frontier(pools: dict[str, Pool], seed: int = 0, Ns=NS) -> dict:
                       "strategy": f"{best_fixed['format']}/{best_fixed['method']}@{best_fixed['N']}"},
             "ratio": best_fixed["test_all"][1] / adaptive_tokens})
     out["points"] = [{"format": p["format"], "method": p["method"], "N": p["N"], "acc": p["test_all"][0],
-                      "tokens": p["test_all"][1]} for p in points]
+                      "tokens": p["test_all"][1], "ci": p["test_ci"]} for p in points]
     return out
 
 
@@ -287,6 +288,9 @@ def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"
         res["curves"][fmt]["tokens"] = {N: tokens(pool, N) for N in NS if N <= n_max}
         res["per_k"][fmt] = {k: {m: {N: float(v[pool.k == k].mean()) for N, v in d.items()} for m, d in c.items()}
                              for k in ks}
+        res["per_k_ci"] = res.get("per_k_ci", {})
+        res["per_k_ci"][fmt] = {k: {m: {N: bootstrap_ci(v[pool.k == k], n_boot=300, seed=seed) for N, v in c[m].items()}
+                                    for m in ("maj", "pass")} for k in ks}
         for k in ks:
             res["per_k"][fmt][k]["greedy"] = float(greedy[fmt].correct[greedy[fmt].k == k, 0].mean())
     res["frontier"] = frontier(pools, seed)
