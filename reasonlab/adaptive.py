@@ -53,9 +53,9 @@ def point(model: GPT, problems, force=None) -> dict:
 
 
 def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
-               ref_acc: dict | None = None) -> dict:
+               ref_acc: dict | None = None, beta: float = 0.04) -> dict:
     reward_fn, group_fn, force = method_parts(name, ref_acc)
-    cfg = RLConfig.preset("grpo", steps=steps, learning_rate=lr, seed=seed, force_direct=force, log_every=0)
+    cfg = RLConfig.preset("grpo", steps=steps, learning_rate=lr, seed=seed, force_direct=force, log_every=0, beta=beta)
     policy = copy.deepcopy(base)
     t = time.perf_counter()
     hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None)

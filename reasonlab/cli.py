@@ -266,7 +266,8 @@ def cmd_adaptive(args):
         for f in fixed_runs:
             fixed_runs[f].append(adaptive.point(base, problems_per_k(args.n_eval, seed=12345), force=[f]))
         for m in args.methods:
-            r = adaptive.run_method(base, m, seed, steps=args.steps, lr=args.lr, n_eval=args.n_eval, ref_acc=ref_acc)
+            r = adaptive.run_method(base, m, seed, steps=args.steps, lr=args.lr, n_eval=args.n_eval, ref_acc=ref_acc,
+                                    beta=args.beta)
             runs.append(r)
             a_share = " ".join(f"{v['direct']:.2f}" for v in r["share_by_k"].values())
             print(f"  seed {seed} {m:<11} acc {r['acc']:.3f} tokens {r['tokens']:.2f} A-share by k {a_share} "
@@ -281,7 +282,7 @@ def cmd_adaptive(args):
         pool = tts.sample_pool(base0, pool_probs, N, force=[f], seed=1)
         ttsp[f"{f} maj@{N}"] = {"acc": float(tts.majority(pool, N).mean()), "tokens": tts.tokens(pool, N)}
     summary = {"methods": adaptive.summarize(runs, fixed), "fixed": fixed, "tts": ttsp, "seeds": args.seeds,
-               "steps": args.steps, "lr": args.lr}
+               "steps": args.steps, "lr": args.lr, "beta": args.beta}
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "summary.json"), {**summary, "runs": runs})
     write_adaptive(summary, args.out)
@@ -441,6 +442,7 @@ def build_parser() -> Parser:
     p.add_argument("--methods", nargs="+", default=["grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "arm", "adaptthink"])
     p.add_argument("--steps", type=positive(), default=200)
     p.add_argument("--lr", type=positive(float), default=1e-4)
+    p.add_argument("--beta", type=nonneg_float, default=0.04, help="KL weight to the base model (0: none)")
     p.add_argument("--n-eval", type=positive(), default=300, help="greedy evaluation problems per k")
     p.add_argument("--out", default="runs/adaptive")
     p.add_argument("--replot", action="store_true", help="only redraw the table and plots from --out/summary.json")
