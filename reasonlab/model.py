@@ -39,7 +39,7 @@ class Attention(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             k, v = cache.append(layer, k, v)                  # (B, H, pos, D): everything so far
-            mask = None if T == 1 else cache.block_mask(T)   # a single new query sees every cached key
+            mask = None if T == 1 else cache.block_mask(q.device)   # a single new query sees every cached key
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
@@ -75,10 +75,11 @@ class KVCache:
         self.v[layer, :, :, self.start:self.pos] = v
         return self.k[layer, :, :, :self.pos], self.v[layer, :, :, :self.pos]
 
-    def block_mask(self, T: int) -> torch.Tensor:
-        """(T, pos) boolean mask: query i (absolute start + i) sees keys up to start + i."""
-        rows = torch.arange(self.start, self.pos, device=self.k.device)[:, None]
-        return torch.arange(self.pos, device=self.k.device)[None, :] <= rows
+    def block_mask(self, device) -> torch.Tensor:
+        """(pos - start, pos) boolean mask for the block just appended: query i (absolute start + i) sees keys up
+        to start + i."""
+        rows = torch.arange(self.start, self.pos, device=device)[:, None]
+        return torch.arange(self.pos, device=device)[None, :] <= rows
 
     def select(self, rows: torch.Tensor) -> "KVCache":
         """A cache whose row i is this cache's row rows[i] (prefixes that branch, or rows that are kept)."""
@@ -115,10 +116,6 @@ class PrefixCache(KVCache):
             self.k.append(k)
             self.v.append(v)
         return self.k[layer], self.v[layer]
-
-    def block_mask(self, T: int) -> torch.Tensor:
-        rows = torch.arange(self.start, self.pos, device=self.k[0].device)[:, None]
-        return torch.arange(self.pos, device=self.k[0].device)[None, :] <= rows
 
     def repeat(self, n: int) -> "PrefixCache":
         out = PrefixCache()

@@ -28,14 +28,6 @@ def mean_std(xs) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
 
 
-def bootstrap_ci(x, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of x."""
-    x = np.asarray(x, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(1)
-    return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
-
-
 def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") -> str:
     """Reward, accuracy, length and KL over steps; one line per method (mean over seeds, band = min..max)."""
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))

@@ -86,14 +86,9 @@ def sample_pool(model: GPT, problems: list[list[int]], n: int, force: list[str] 
         fmt = np.array([FMT_INDEX.get(p["fmt"], -1) for p in parsed])[inv]
         length = np.array([p["length"] for p in parsed])[inv]
         chain = np.array([len(p["chain"]) for p in parsed])[inv]
-        # the verifier needs the problem: check each (problem, distinct output) pair once
-        pairs = {}
-        ver = np.zeros(len(inv), dtype=bool)
-        for r, (pi, u) in enumerate(zip(digits_of_row, inv)):
-            key = (pi, u)
-            if key not in pairs:
-                pairs[key] = check_chain(probs[pi], parsed[u]) is True
-            ver[r] = pairs[key]
+        # the verifier needs the problem: check each distinct (problem, output) pair once
+        pairs, pair_of_row = np.unique(np.stack([digits_of_row, inv], 1), axis=0, return_inverse=True)
+        ver = np.array([check_chain(probs[pi], parsed[u]) is True for pi, u in pairs.tolist()])[pair_of_row.ravel()]
         truth = np.array([sum(d) % 10 for d in probs])[digits_of_row]
         parts.append((ans, ans == truth, ver, fmt, length, chain, logp.cpu().numpy()))
     shape = (len(problems), n)
