@@ -16,6 +16,7 @@ import numpy as np
 from . import rewards
 from .evaluate import evaluate, problems_per_k
 from .model import GPT
+from .report import mean_std
 from .rl import RLConfig, train
 
 METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "arm", "adaptthink")
@@ -66,6 +67,28 @@ def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e
             "share_direct_over_steps": [h["share"]["direct"] for h in hist if "share" in h]}
 
 
+def fixed_points(bases: list[GPT], n_eval: int = 300) -> dict:
+    """Always-A / always-S / always-T (forced, greedy): accuracy, tokens and accuracy per k, mean over the bases."""
+    probs = problems_per_k(n_eval, seed=12345)
+    out = {}
+    for f in ("A", "S", "T"):
+        ps = [point(b, probs, force=[f]) for b in bases]
+        out[f] = {"acc": float(np.mean([p["acc"] for p in ps])), "tokens": float(np.mean([p["tokens"] for p in ps])),
+                  "acc_by_k": {k: float(np.mean([p["acc_by_k"][k] for p in ps])) for k in ps[0]["acc_by_k"]}}
+    return out
+
+
+def tts_points(base: GPT, n: int = 200) -> dict:
+    """Two test-time-compute points for the plane: maj@8 of direct answers and maj@4 of short chains."""
+    from . import tts
+    probs = problems_per_k(n, seed=5)
+    out = {}
+    for f, N in (("A", 8), ("S", 4)):
+        pool = tts.sample_pool(base, probs, N, force=[f], seed=1)
+        out[f"{f} maj@{N}"] = {"acc": float(tts.majority(pool, N).mean()), "tokens": tts.tokens(pool, N)}
+    return out
+
+
 def pareto(points: list[tuple[float, float]]) -> list[int]:
     """Indices of the points no other point beats on both accuracy (higher) and tokens (lower)."""
     keep = []
@@ -81,8 +104,7 @@ def summarize(runs: list[dict], fixed: dict) -> dict:
     for m in dict.fromkeys(r["method"] for r in runs):
         rs = [r for r in runs if r["method"] == m]
         ks = list(rs[0]["share_by_k"])
-        out[m] = {"acc": (float(np.mean([r["acc"] for r in rs])), float(np.std([r["acc"] for r in rs], ddof=1))),
-                  "tokens": (float(np.mean([r["tokens"] for r in rs])), float(np.std([r["tokens"] for r in rs], ddof=1))),
+        out[m] = {"acc": mean_std([r["acc"] for r in rs]), "tokens": mean_std([r["tokens"] for r in rs]),
                   "share_by_k": {k: {f: float(np.mean([r["share_by_k"][k][f] for r in rs])) for f in ("direct", "short", "full")} for k in ks},
                   "acc_by_k": {k: float(np.mean([r["acc_by_k"][k] for r in rs])) for k in ks},
                   "direct_acc_by_k": {k: float(np.mean([r["direct_acc_by_k"][k] for r in rs])) for k in ks}}

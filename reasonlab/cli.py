@@ -7,7 +7,6 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 
 from . import __version__
@@ -242,9 +241,8 @@ def cmd_tts(args):
 
 def cmd_adaptive(args):
 
-    from . import adaptive, tts
+    from . import adaptive
     from .checkpoint import get_model, write_json
-    from .evaluate import problems_per_k
     from .train import BASE_CFG
     for m in args.methods:
         if m not in adaptive.METHODS:
@@ -258,13 +256,12 @@ def cmd_adaptive(args):
         write_adaptive(summary, args.out)
         return
     device = check_device(args.device)
-    runs, fixed_runs = [], {"A": [], "S": [], "T": []}
+    runs, bases = [], []
     t0 = time.perf_counter()
     for seed in args.seeds:
         base = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=args.cache_dir, device=device, progress=True)
+        bases.append(base)
         ref_acc = adaptive.reference_accuracy(base)
-        for f in fixed_runs:
-            fixed_runs[f].append(adaptive.point(base, problems_per_k(args.n_eval, seed=12345), force=[f]))
         for m in args.methods:
             r = adaptive.run_method(base, m, seed, steps=args.steps, lr=args.lr, n_eval=args.n_eval, ref_acc=ref_acc,
                                     beta=args.beta)
@@ -272,15 +269,8 @@ def cmd_adaptive(args):
             a_share = " ".join(f"{v['direct']:.2f}" for v in r["share_by_k"].values())
             print(f"  seed {seed} {m:<11} acc {r['acc']:.3f} tokens {r['tokens']:.2f} A-share by k {a_share} "
                   f"({r['seconds']:.0f}s)", flush=True)
-    fixed = {f: {"acc": float(np.mean([p["acc"] for p in ps])), "tokens": float(np.mean([p["tokens"] for p in ps])),
-                 "acc_by_k": {k: float(np.mean([p["acc_by_k"][k] for p in ps])) for k in ps[0]["acc_by_k"]}}
-             for f, ps in fixed_runs.items()}
-    base0 = get_model(f"base-seed{args.seeds[0]}", dict(BASE_CFG, seed=args.seeds[0]), cache=args.cache_dir, log=None)
-    pool_probs = problems_per_k(200, seed=5)
-    ttsp = {}
-    for f, N in (("A", 8), ("S", 4)):
-        pool = tts.sample_pool(base0, pool_probs, N, force=[f], seed=1)
-        ttsp[f"{f} maj@{N}"] = {"acc": float(tts.majority(pool, N).mean()), "tokens": tts.tokens(pool, N)}
+    fixed = adaptive.fixed_points(bases, args.n_eval)
+    ttsp = adaptive.tts_points(bases[0])
     summary = {"methods": adaptive.summarize(runs, fixed), "fixed": fixed, "tts": ttsp, "seeds": args.seeds,
                "steps": args.steps, "lr": args.lr, "beta": args.beta}
     os.makedirs(args.out, exist_ok=True)
@@ -290,7 +280,7 @@ def cmd_adaptive(args):
 
 
 def write_adaptive(summary: dict, out: str) -> None:
-    from .report import plot_adaptive_frontier, plot_adaptive_heatmap
+    from .report import adaptive_table, plot_adaptive_frontier, plot_adaptive_heatmap
     plot_adaptive_heatmap(summary, os.path.join(out, "heatmap.png"))
     plot_adaptive_frontier(summary, os.path.join(out, "frontier.png"))
     md = adaptive_table(summary)
@@ -346,28 +336,51 @@ def cmd_star(args):
     print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
 
 
-def adaptive_table(summary: dict) -> str:
-    ks = list(next(iter(summary["methods"].values()))["share_by_k"])
-    rows = ["| method | accuracy | mean tokens | on the front | ≥ always-S accuracy at fewer tokens | A-share by k (" + ", ".join(map(str, ks)) + ") |",
-            "|---|---|---|---|---|---|"]
-    for m, v in summary["methods"].items():
-        share = " ".join(f"{v['share_by_k'][k]['direct']:.2f}" for k in ks)
-        rows.append(f"| {m} | {v['acc'][0]:.3f} ± {v['acc'][1]:.3f} | {v['tokens'][0]:.2f} ± {v['tokens'][1]:.2f} | "
-                    f"{'yes' if v['on_front'] else 'no'} | {'yes' if v['beats_always_S'] else 'no'} | {share} |")
-    for f, v in summary["fixed"].items():
-        rows.append(f"| always {f} (forced, greedy) | {v['acc']:.3f} | {v['tokens']:.2f} | | | |")
-    for n, v in summary["tts"].items():
-        rows.append(f"| {n} (sampling, seed {summary['seeds'][0]}) | {v['acc']:.3f} | {v['tokens']:.2f} | | | |")
-    rows.append("\nForced-A (direct) accuracy per k after training, mean over seeds (base model: "
-                + " ".join(f"{summary['fixed']['A']['acc_by_k'][k]:.2f}" for k in ks) + "):")
-    rows += [f"- {m}: " + " ".join(f"{v['direct_acc_by_k'][k]:.2f}" for k in ks) for m, v in summary["methods"].items()]
-    return "\n".join(rows)
+def cmd_lab(args):
+    from dataclasses import asdict
+
+    from . import lab, report
+    cfg = lab.LabConfig(seeds=tuple(args.seeds or ((0,) if args.quick else (0, 1, 2))), quick=args.quick,
+                        out=args.out or ("runs/lab-quick" if args.quick else "runs/lab"), cache=args.cache_dir,
+                        device=check_device(args.device), fresh=args.fresh, only=tuple(args.only or lab.EXPERIMENTS),
+                        sizes=lab.QUICK if args.quick else lab.Sizes())
+    cfg.validate()
+    if args.report_only:
+        results = lab.load_results(cfg.out, cfg.seeds)
+        if not results:
+            raise UsageError(f"--report-only: no finished experiments in {cfg.out} for seeds {list(cfg.seeds)}")
+        paths = lab.write_report(cfg.out, results, {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": 0.0})
+    else:
+        print("config:", json.dumps(asdict(cfg)))
+        lab.run(cfg)
+        paths = {"html": os.path.join(cfg.out, "report.html")}
+    if args.screenshot:
+        png = os.path.join(cfg.out, "report.png")
+        try:
+            report.screenshot(paths["html"], png)
+        except (OSError, RuntimeError) as e:
+            raise UsageError(f"--screenshot: {e}") from None
+        check = report.check_screenshot(png)
+        print(f"screenshot {png}: {json.dumps(check)}")
+        if not check["ok"]:
+            raise UsageError(f"the report's screenshot looks wrong: {json.dumps(check)}")
 
 
 def build_parser() -> Parser:
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
     ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
+
+    p = sub.add_parser("lab", help="the main job: every experiment of the lecture, one run directory, report.html")
+    add_common(p)
+    p.add_argument("--quick", action="store_true", help="tiny sizes and a small base model (<= 90 s): checks the pipeline")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="base-model seeds (default 0 1 2; quick: 0)")
+    p.add_argument("--out", default=None, help="run directory (default runs/lab, quick: runs/lab-quick)")
+    p.add_argument("--only", nargs="+", default=None, help="run only these experiments: base budgets sampling star rl adaptive")
+    p.add_argument("--fresh", action="store_true", help="rerun experiments that finished earlier with the same settings")
+    p.add_argument("--report-only", action="store_true", help="only rebuild the report from finished experiments")
+    p.add_argument("--screenshot", action="store_true", help="render report.html in headless Chromium to report.png and check it")
+    p.set_defaults(fn=cmd_lab)
 
     p = sub.add_parser("pretrain", help="train (or load) the base model and print its evaluation table")
     add_common(p)

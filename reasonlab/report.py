@@ -77,6 +77,31 @@ def plot_format_share(hist: list[dict], path: str, title: str = "") -> str:
     return save(fig, path)
 
 
+def rl_table(runs: list[dict]) -> str:
+    """GRPO / REINFORCE / ... results: one row per algorithm, mean ± std over the seeds in `runs`."""
+    rows = ["| algo | greedy acc (k = 2..8) | min over k | greedy share A / S / T | greedy length | solved (acc ≥ 0.99) "
+            "| steps to solve | seconds to solve | sampled acc, last 10 steps | sampled share A | KL to base (exact) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for algo in dict.fromkeys(r["algo"] for r in runs):
+        rs = [r for r in runs if r["algo"] == algo]
+        def ms(xs, f="{:.3f}"):
+            m, s = mean_std(xs)
+            return f"{f.format(m)} ± {f.format(s)}"
+        solved = [r for r in rs if r["solved"]]
+        steps = ms([r["solved"]["step"] for r in solved], "{:.0f}") if solved else "—"
+        secs = ms([r["solved"]["seconds"] for r in solved], "{:.1f}") if solved else "—"
+        share = " / ".join(ms([r["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full"))
+        rows.append(f"| {algo} | {ms([r['acc'] for r in rs])} | {ms([min(r['acc_by_k'].values()) for r in rs])} | {share} "
+                    f"| {ms([r['length'] for r in rs], '{:.2f}')} | {len(solved)}/{len(rs)} | {steps} | {secs} "
+                    f"| {ms([r['sampled_last10']['acc'] for r in rs])} | {ms([r['sampled_last10']['direct'] for r in rs], '{:.2f}')} "
+                    f"| {ms([r['sampled_last10']['kl_exact'] for r in rs], '{:.3f}')} |")
+    base = [r["base_acc"] for r in runs if r["algo"] == runs[0]["algo"]]
+    m, s = mean_std(base)
+    rows.append(f"\nBase model (free, greedy): accuracy {m:.3f} ± {s:.3f}. Chance: 0.1. Mean ± std over seeds "
+                f"{sorted({r['seed'] for r in runs})}.")
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Test-time compute.
 
@@ -278,6 +303,24 @@ def plot_adaptive_frontier(summary: dict, path: str) -> str:
     return save(fig, path)
 
 
+def adaptive_table(summary: dict) -> str:
+    ks = list(next(iter(summary["methods"].values()))["share_by_k"])
+    rows = ["| method | accuracy | mean tokens | on the front | ≥ always-S accuracy at fewer tokens | A-share by k (" + ", ".join(map(str, ks)) + ") |",
+            "|---|---|---|---|---|---|"]
+    for m, v in summary["methods"].items():
+        share = " ".join(f"{v['share_by_k'][k]['direct']:.2f}" for k in ks)
+        rows.append(f"| {m} | {v['acc'][0]:.3f} ± {v['acc'][1]:.3f} | {v['tokens'][0]:.2f} ± {v['tokens'][1]:.2f} | "
+                    f"{'yes' if v['on_front'] else 'no'} | {'yes' if v['beats_always_S'] else 'no'} | {share} |")
+    for f, v in summary["fixed"].items():
+        rows.append(f"| always {f} (forced, greedy) | {v['acc']:.3f} | {v['tokens']:.2f} | | | |")
+    for n, v in summary["tts"].items():
+        rows.append(f"| {n} (sampling, seed {summary['seeds'][0]}) | {v['acc']:.3f} | {v['tokens']:.2f} | | | |")
+    rows.append("\nForced-A (direct) accuracy per k after training, mean over seeds (base model: "
+                + " ".join(f"{summary['fixed']['A']['acc_by_k'][k]:.2f}" for k in ks) + "):"+ "\n")
+    rows += [f"- {m}: " + " ".join(f"{v['direct_acc_by_k'][k]:.2f}" for k in ks) for m, v in summary["methods"].items()]
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # STaR.
 
@@ -306,3 +349,84 @@ def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
     axes[0].legend(fontsize=7)
     axes[2].legend(fontsize=6, ncol=2)
     return save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The lab's pictures and report.
+
+def plot_lab_base(runs: list[dict], path: str) -> str:
+    """Greedy accuracy per k, free and forced A / S / T: mean over seeds, band = min..max, chance 0.1."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    colors = {"free": "#8172B3", "A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"]}
+    ks = sorted(runs[0]["free"]["acc_by_k"], key=int)
+    for c, color in colors.items():
+        y = np.array([[r[c]["acc_by_k"][k] for k in ks] for r in runs])
+        x = [int(k) for k in ks]
+        ax.plot(x, y.mean(0), marker="o", ms=3, color=color, label=c if c == "free" else f"forced {c}")
+        ax.fill_between(x, y.min(0), y.max(0), color=color, alpha=0.15)
+    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    ax.set_xlabel("k (digits)")
+    ax.set_ylabel("greedy accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=8)
+    ax.set_title(f"base model, {len(runs)} seed(s): mean, band = min..max", fontsize=9)
+    return save(fig, path)
+
+
+REPORT_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
+padding:0 1.5em;color:#222;line-height:1.45}h1{border-bottom:2px solid #ddd}h2{margin-top:2.2em;border-bottom:1px solid
+#eee}img{max-width:100%;border:1px solid #eee;margin:.4em 0}table{border-collapse:collapse;margin:.8em 0;font-size:.86em}
+th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left}th{background:#f4f4f4}code{background:#f4f4f4;
+padding:0 .25em;border-radius:3px}blockquote{color:#555;border-left:3px solid #ccc;margin-left:0;padding-left:1em}"""
+
+
+def write_report(out: str, md: str, title: str) -> dict:
+    """report.md (images linked) and a self-contained report.html (images embedded as data URIs), both atomic."""
+    import base64
+    import re
+
+    import markdown
+
+    from .checkpoint import atomic_write
+
+    def embed(m):
+        with open(os.path.join(out, m.group(2)), "rb") as f:
+            return f"![{m.group(1)}](data:image/png;base64,{base64.b64encode(f.read()).decode()})"
+    body = markdown.markdown(re.sub(r"!\[([^\]]*)\]\(([^)]+\.png)\)", embed, md), extensions=["tables"])
+    html = (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
+            f"<style>{REPORT_CSS}</style></head><body>\n{body}\n</body></html>\n")
+    paths = {"md": os.path.join(out, "report.md"), "html": os.path.join(out, "report.html")}
+    for key, text in (("md", md), ("html", html)):
+        atomic_write(paths[key], lambda tmp, t=text: open(tmp, "w", encoding="utf-8").write(t))
+    return paths
+
+
+def screenshot(html: str, png: str, width: int = 1200, height: int = 9000, chromium: str | None = None) -> str:
+    """Render html in headless Chromium (flags as this machine's browser tests need) and save a PNG."""
+    import shutil
+    import subprocess
+    import tempfile
+    exe = chromium or shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if exe is None:
+        raise FileNotFoundError("no Chromium found (Debian: apt-get install chromium)")
+    with tempfile.TemporaryDirectory() as prof:
+        subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={prof}", "--hide-scrollbars", f"--window-size={width},{height}",
+                        f"--screenshot={os.path.abspath(png)}", "file://" + os.path.abspath(html)],
+                       check=True, capture_output=True, timeout=120)
+    return png
+
+
+def check_screenshot(png: str) -> dict:
+    """What a person would check first: the page is not blank, it has text all the way down, and it has coloured
+    plots (a broken image or an unstyled error page has none). Returns the measurements and `ok`."""
+    img = plt.imread(png)[..., :3]
+    ink = (img.min(axis=2) < 0.85)                                  # any non-white pixel
+    colour = (img.max(axis=2) - img.min(axis=2)) > 0.25            # saturated: plot lines, bars, heat-maps
+    rows = ink.any(axis=1)
+    last = int(np.nonzero(rows)[0].max()) if rows.any() else 0
+    out = {"height": int(img.shape[0]), "width": int(img.shape[1]), "ink_share": float(ink.mean()),
+           "colour_share": float(colour.mean()), "last_ink_row": last}
+    out["ok"] = out["ink_share"] > 0.01 and out["colour_share"] > 0.002 and last > 0.3 * img.shape[0]
+    return out

@@ -28,3 +28,13 @@ def noisy_model():
 def prompts():
     rng = random.Random(0)
     return [prompt_ids(make_digits(rng, rng.randint(2, 8))) for _ in range(200)]
+
+
+@pytest.fixture(scope="session")
+def quick_cache(tmp_path_factory):
+    """A model cache holding the lab's quick base model (seed 0), trained once per test session (~30 s)."""
+    from reasonlab.checkpoint import get_model
+    from reasonlab.lab import base_name, quick_base_cfg
+    path = str(tmp_path_factory.mktemp("quick-cache"))
+    get_model(base_name(0, True), quick_base_cfg(0), cache=path, log=None)
+    return path

@@ -1,0 +1,85 @@
+"""The lab: `reasonlab lab --quick` runs every experiment, writes a self-contained report, and resumes."""
+import json
+import os
+import re
+import shutil
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from reasonlab import lab, report
+from reasonlab.cli import main
+
+
+@pytest.fixture(scope="module")
+def quick_lab(tmp_path_factory, quick_cache):
+    """One quick lab for the module, on the session's quick base model."""
+    root = tmp_path_factory.mktemp("lab")
+    out = str(root / "run")
+    logs = []
+    cfg = lab.LabConfig(quick=True, seeds=(0,), out=out, cache=quick_cache, sizes=lab.QUICK)
+    results = lab.run(cfg, log=logs.append)
+    return cfg, results, logs
+
+
+def test_quick_lab_runs_every_experiment_and_writes_the_report(quick_lab):
+    cfg, results, _ = quick_lab
+    assert set(results) == set(lab.EXPERIMENTS)
+    for exp in lab.EXPERIMENTS:
+        with open(os.path.join(cfg.out, exp, "seed0.json")) as f:
+            assert json.load(f)["key"] == lab.unit_key(exp, 0, cfg)
+    md = open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()
+    sections = re.findall(r"^## (\d)\. ", md, flags=re.M)
+    assert sections == [str(i) for i in range(1, 8)]
+    for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):          # every picture the markdown names exists
+        assert os.path.getsize(os.path.join(cfg.out, img)) > 1000
+    assert md.count("*Paper") == 7 and md.count("*Explore:*") == 7 and md.count("**Question.**") == 7
+    # numbers are the experiments' own: the RL table's base accuracy is the base section's free accuracy
+    base_free = results["base"]["results"][0]["free"]["acc"]
+    assert f"Base model (free, greedy): accuracy {results['rl']['results'][0]['grpo']['base_acc']:.3f}" in md
+    assert abs(results["rl"]["results"][0]["grpo"]["base_acc"] - base_free) < 0.2
+
+
+def test_report_html_is_self_contained(quick_lab):
+    cfg, _, _ = quick_lab
+    html = open(os.path.join(cfg.out, "report.html"), encoding="utf-8").read()
+    srcs = re.findall(r'<img[^>]*src="([^"]+)"', html)
+    assert len(srcs) == len(re.findall(r"!\[", open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()))
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert "<table>" in html and "http://" not in html and "https://" not in html
+
+
+def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_path):
+    cfg, _, _ = quick_lab
+    out = str(tmp_path / "copy")
+    shutil.copytree(cfg.out, out)
+    os.remove(os.path.join(out, "rl", "seed0.json"))               # as if the lab was interrupted during RL
+    logs = []
+    lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache=cfg.cache, sizes=lab.QUICK), log=logs.append)
+    reused = [line for line in logs if "reused" in line]
+    assert len(reused) == len(lab.EXPERIMENTS) - 1 and not any("rl," in line for line in reused)
+    assert any(line.startswith("[5/6] rl, seed 0 ...") for line in logs)
+    # other sizes: a different key, so that experiment reruns
+    sizes = lab.Sizes(**{**lab.QUICK.__dict__, "eval_n": 30})
+    assert lab.unit_key("base", 0, lab.LabConfig(quick=True, sizes=sizes)) != lab.unit_key("base", 0, cfg)
+
+
+def test_check_screenshot_rejects_a_blank_page(tmp_path):
+    blank = str(tmp_path / "blank.png")
+    plt.imsave(blank, np.ones((600, 400, 3)))
+    assert not report.check_screenshot(blank)["ok"]
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_report_renders_in_headless_chromium(quick_lab, tmp_path):
+    cfg, _, _ = quick_lab
+    png = report.screenshot(os.path.join(cfg.out, "report.html"), str(tmp_path / "report.png"))
+    check = report.check_screenshot(png)
+    assert check["ok"], check
+
+
+def test_lab_cli_bad_input(capsys):
+    assert main(["lab", "--only", "nothing"]) == 2
+    assert "unknown experiment 'nothing'" in capsys.readouterr().err
+    assert main(["lab", "--report-only", "--out", "/nonexistent/lab"]) == 2
