@@ -12,11 +12,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: setup run test test-slow bench
+.PHONY: setup run quick test test-slow bench
 setup: $(VENV)/.installed
 
 run: setup
-	$(VENV)/bin/reasonlab pretrain
+	$(VENV)/bin/reasonlab lab
+
+quick: setup
+	$(VENV)/bin/reasonlab lab --quick
 
 test: setup
 	$(PY) -m pytest -q

@@ -42,7 +42,8 @@ def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
 def reference_accuracy(model: GPT, n: int = 200, seed: int = 3) -> dict:
     """The base model's sampled accuracy per k when it thinks (forced S): AdaptThink's reference."""
     import torch
-    r = evaluate(model, problems_per_k(n, seed=seed), gen=torch.Generator().manual_seed(seed), temperature=1.0, force=["S"])
+    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    r = evaluate(model, problems_per_k(n, seed=seed), gen=gen, temperature=1.0, force=["S"])
     return {k: v["acc"] for k, v in r["per_k"].items()}
 
 
@@ -54,12 +55,12 @@ def point(model: GPT, problems, force=None) -> dict:
 
 
 def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
-               ref_acc: dict | None = None, beta: float = 0.04) -> dict:
+               ref_acc: dict | None = None, beta: float = 0.04, progress: bool = False) -> dict:
     reward_fn, group_fn, force = method_parts(name, ref_acc)
     cfg = RLConfig.preset("grpo", steps=steps, learning_rate=lr, seed=seed, force_direct=force, log_every=0, beta=beta)
     policy = copy.deepcopy(base)
     t = time.perf_counter()
-    hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None)
+    hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None, progress=progress)
     probs = problems_per_k(n_eval, seed=12345)
     out = point(policy, probs)
     out["direct_acc_by_k"] = point(policy, probs, force=["A"])["acc_by_k"]   # how far direct answering was pushed

@@ -295,26 +295,34 @@ def cmd_star(args):
     from .report import mean_std, plot_star
     from .train import BASE_CFG
     device = check_device(args.device)
-    variants = {"main": {}}
-    if args.ablations:
+    few = args.start == "few-chains"
+    variants = {"main": {"rationalize": args.rationalize}}
+    if args.ablations and few:     # where chains can be wrong: the filter and the hint matter
+        variants.update({"think": {"force": "T"}, "think+chain-filter": {"force": "T", "filter": "chain"},
+                         "think+rationalize": {"force": "T", "rationalize": True},
+                         "think+rationalize+chain-filter": {"force": "T", "rationalize": True, "filter": "chain"}})
+    elif args.ablations:
         variants.update({"star-greedy-1": {"samples": 1, "temperature": 0.0}, "chain-filter": {"filter": "chain"},
                          "continue": {"restart": False}, "pool": {"pool": True}})
     runs: dict[str, list] = {}
     t0 = time.perf_counter()
     for vname, over in variants.items():
         for seed in args.seeds:
-            base = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=args.cache_dir, device=device, progress=True)
+            name, bcfg = ((f"few-chains-seed{seed}-n{args.n_chains}", star.few_chains_cfg(seed, args.n_chains)) if few
+                          else (f"base-seed{seed}", dict(BASE_CFG, seed=seed)))
+            base = get_model(name, bcfg, cache=args.cache_dir, device=device, progress=True)
             kw = dict(rounds=args.rounds, problems=args.problems, samples=args.samples, temperature=args.temperature,
                       filter=args.filter, cap=args.cap, restart=not args.continue_, pool=args.pool, steps=args.steps,
-                      growth=args.growth, seed=seed)
+                      growth=args.growth, seed=seed, mix=(1.0, 0.0, 0.0) if few else (0.5, 0.3, 0.2),
+                      force=parse_force(args.force)[0] if args.force else None)
             cfg = star.StarConfig(**{**kw, **over})
             print(f"{vname}, seed {seed}: {json.dumps(vars(cfg))}")
-            runs.setdefault(vname, []).append(star.run(base, f"base-seed{seed}", cfg, cache=args.cache_dir))
-    os.makedirs(args.out, exist_ok=True)
-    write_json(os.path.join(args.out, "runs.json"), runs)
+            runs.setdefault(vname, []).append(star.run(base, name, cfg, cache=args.cache_dir))
+            os.makedirs(args.out, exist_ok=True)
+            write_json(os.path.join(args.out, "runs.json"), runs)     # after every run: a crash loses one run
     plot_star(runs, os.path.join(args.out, "star.png"))
-    rows = ["| variant | round | free acc | forced A / S / T | free share A / S / T | used | kept A / S / T | right answer, wrong chain | round s |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| variant | round | free acc | forced A / S / T | free share A / S / T | used | kept A / S / T | right answer, wrong chain | kept via hint | round s |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for vname, hists in runs.items():
         for i in range(len(hists[0])):
             hs = [h[i] for h in hists]
@@ -323,12 +331,12 @@ def cmd_star(args):
                 return f"{f.format(m)} ± {f.format(s)}"
             if i == 0:
                 rows.append(f"| {vname} | 0 (base) | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / {ms('T', f='{:.2f}')} "
-                            f"| " + " / ".join(ms('share', f, '{:.2f}') for f in ('direct', 'short', 'full')) + " | | | | |")
+                            f"| " + " / ".join(ms('share', f, '{:.2f}') for f in ('direct', 'short', 'full')) + " | | | | | |")
                 continue
             rows.append(f"| {vname} | {i} | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / {ms('T', f='{:.2f}')} | "
                         + " / ".join(ms('share', f, '{:.2f}') for f in ('direct', 'short', 'full')) + f" | {ms('used', f='{:.2f}')} | "
                         + " / ".join(ms('fmt_mix', f, '{:.2f}') for f in ('direct', 'short', 'full'))
-                        + f" | {ms('false_positive_rate')} | {ms('round_s', f='{:.1f}')} |")
+                        + f" | {ms('false_positive_rate')} | {ms('rationalized', f='{:.2f}')} | {ms('round_s', f='{:.1f}')} |")
     md = "\n".join(rows)
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(md + "\n")
@@ -349,7 +357,12 @@ def cmd_lab(args):
         results = lab.load_results(cfg.out, cfg.seeds)
         if not results:
             raise UsageError(f"--report-only: no finished experiments in {cfg.out} for seeds {list(cfg.seeds)}")
-        paths = lab.write_report(cfg.out, results, {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": 0.0})
+        try:
+            with open(os.path.join(cfg.out, "timing.json")) as f:
+                meta = json.load(f)
+        except (OSError, ValueError):
+            meta = {"wall_s": 0.0}
+        paths = lab.write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick})
     else:
         print("config:", json.dumps(asdict(cfg)))
         lab.run(cfg)
@@ -474,8 +487,15 @@ def build_parser() -> Parser:
     p.add_argument("--pool", action="store_true", help="train on all rounds' data")
     p.add_argument("--steps", type=positive(), default=300, help="fine-tuning steps in round 1")
     p.add_argument("--growth", type=positive(float), default=1.2, help="step growth per round")
-    p.add_argument("--ablations", action="store_true", help="also run STaR's greedy single sample, the chain filter, "
-                                                              "continue instead of restart, and pooling")
+    p.add_argument("--start", choices=["base", "few-chains"], default="base",
+                   help="the standard base model, or one shown only --n-chains worked chains (and hints)")
+    p.add_argument("--n-chains", type=positive(), default=1000, help="worked chains the few-chains base sees")
+    p.add_argument("--force", default=None, help="sample with this format forced (T or S: ask for a rationale)")
+    p.add_argument("--rationalize", action="store_true", help="STaR's hint for problems with no kept output "
+                                                             "(needs --start few-chains: a base that read hints)")
+    p.add_argument("--ablations", action="store_true", help="also run the variants: base start: greedy single sample, "
+                   "chain filter, continue, pool; few-chains start: forced T sampling with the answer or chain filter, with and "
+                   "without rationalization")
     p.add_argument("--out", default="runs/star")
     p.set_defaults(fn=cmd_star)
     return ap

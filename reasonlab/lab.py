@@ -32,7 +32,7 @@ class Sizes:
     """How big each experiment is. `LabConfig.quick` swaps in QUICK."""
     eval_n: int = 500
     """greedy evaluation problems per k (base model, RL's final evaluation)"""
-    budget_n: int = 300
+    budget_n: int = 200
     """problems per k for the budget-forcing sweep"""
     tts_n: int = 500
     """problems per k in the sampling grid"""
@@ -121,7 +121,7 @@ def exp_sampling(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
 
 def exp_star(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     sc = star.StarConfig(rounds=S.star_rounds, problems=S.star_problems, steps=S.star_steps, seed=seed)
-    return {"main": star.run(model, base_name(seed, cfg.quick), sc, log=None, cache=cfg.cache)}
+    return {"main": star.run(model, base_name(seed, cfg.quick), sc, log=None, cache=cfg.cache, progress=True)}
 
 
 def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
@@ -162,7 +162,8 @@ def exp_rl(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
 
 def exp_adaptive(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     ref_acc = adaptive.reference_accuracy(model)
-    runs = [adaptive.run_method(model, m, seed, steps=S.adaptive_steps, n_eval=S.adaptive_eval_n, ref_acc=ref_acc)
+    runs = [adaptive.run_method(model, m, seed, steps=S.adaptive_steps, n_eval=S.adaptive_eval_n, ref_acc=ref_acc,
+                                progress=True)
             for m in S.adaptive_methods]
     return {"runs": runs, "fixed": adaptive.fixed_points([model], S.adaptive_eval_n), "tts": adaptive.tts_points(model)}
 
@@ -181,11 +182,16 @@ def base_cfg(seed: int, quick: bool) -> dict:
     return quick_base_cfg(seed) if quick else dict(BASE_CFG, seed=seed)
 
 
+SIZE_PREFIX = {"base": "eval_", "budgets": "budget_", "sampling": "tts_", "star": "star_", "rl": "rl_",
+               "adaptive": "adaptive_"}   # the Sizes fields each experiment depends on
+
+
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
     """What decides whether a finished result can be reused: the experiment's sizes, the base model's recipe, the
     package version."""
     from . import __version__
-    return fingerprint({"exp": exp, "seed": seed, "sizes": asdict(cfg.sizes), "base": cache_key(base_cfg(seed, cfg.quick)),
+    sizes = {f: v for f, v in asdict(cfg.sizes).items() if f.startswith(SIZE_PREFIX[exp]) or (exp == "rl" and f == "eval_n")}
+    return fingerprint({"exp": exp, "seed": seed, "sizes": sizes, "base": cache_key(base_cfg(seed, cfg.quick)),
                         "version": __version__, "cache_version": CACHE_VERSION})
 
 
@@ -210,8 +216,10 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
                 except (OSError, ValueError):
                     pass                                   # unreadable: rerun it
             if seed not in bases:
+                t = time.perf_counter()
                 bases[seed] = get_model(base_name(seed, cfg.quick), base_cfg(seed, cfg.quick), cache=cfg.cache,
                                         device=cfg.device, progress=True, log=log)
+                timing["base models"] = round(timing.get("base models", 0.0) + time.perf_counter() - t, 1)
             log(f"[{i + 1}/{len(cfg.only)}] {exp}, seed {seed} ...")
             t = time.perf_counter()
             res = RUNNERS[exp](bases[seed], cfg.sizes, seed, cfg)
@@ -221,8 +229,9 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
             log(f"    done in {secs:.1f}s")
     results = load_results(cfg.out, cfg.seeds)
     wall = time.perf_counter() - t_lab
-    paths = write_report(cfg.out, results, {"seeds": list(cfg.seeds), "quick": cfg.quick,
-                                                       "wall_s": round(wall, 1), "ran": timing})
+    meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing}
+    write_json(os.path.join(cfg.out, "timing.json"), meta)
+    paths = write_report(cfg.out, results, meta)
     log(f"lab finished in {wall:.0f}s; report: {paths['html']} and {paths['md']}")
     return results
 
@@ -517,8 +526,9 @@ def write_report(out: str, results: dict, meta: dict) -> dict:
 
 A 200K-parameter GPT learns "sum of k digits mod 10" (k = 2..8) and chooses how long to think: answer at once
 (A), a short chain (S) or a full chain (T). Seeds {seeds}; mean ± std over seeds unless a line says otherwise;
-chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s (experiments reused from an earlier
-run count their original time in the table).{quick}
+chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s, of which
+{meta.get('ran', {}).get('base models', 0.0):.0f} s loading or training the base models (experiments reused from an
+earlier run count their original time in the table).{quick}
 
 | experiment | headline | compute time |
 |---|---|---|

@@ -165,7 +165,8 @@ def plot_tts_frontier(res: dict, path: str) -> str:
     ax.set_xlabel("generated tokens per problem (log)")
     ax.set_ylabel("accuracy, test half (k = 2..8)")
     ax.legend(fontsize=7, loc="lower right")
-    ax.set_title("x: budget forcing (chain capped at b steps, greedy)", fontsize=9)
+    if res.get("budgets"):
+        ax.set_title("x: budget forcing (chain capped at b steps, greedy)", fontsize=9)
     return save(fig, path)
 
 
@@ -401,7 +402,7 @@ def write_report(out: str, md: str, title: str) -> dict:
     return paths
 
 
-def screenshot(html: str, png: str, width: int = 1200, height: int = 9000, chromium: str | None = None) -> str:
+def screenshot(html: str, png: str, width: int = 1200, height: int = 12000, chromium: str | None = None) -> str:
     """Render html in headless Chromium (flags as this machine's browser tests need) and save a PNG."""
     import shutil
     import subprocess

@@ -5,7 +5,8 @@ model; keep those that pass the filter (the answer, or the answer and every chai
 from the base (STaR, ReST-EM) or from the current one, on the kept outputs mixed with fresh problems through the
 spec's `fixed` / `fixed_frac`, cached by the data's fingerprint; evaluate. Zelikman et al. 2022 (arXiv
 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825); ReST-EM (Singh et al. 2023, arXiv 2312.06585).
-Not built yet: rationalization (hints) and the "few written chains" starting point.
+Rationalization (STaR's hint trick) and a "few written chains" starting point, where STaR has to bootstrap
+reasoning it was barely shown, are below (`few_chains_cfg`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .checkpoint import get_model
 from .evaluate import evaluate, problems_per_k
 from .model import GPT
 from .sampling import sample_tree
-from .task import K_MAX, K_MIN, VOCAB, check_chain, make_digits, parse, prompt_ids
+from .task import FMT_OF, HINT_VOCAB, K_MAX, K_MIN, VOCAB, check_chain, hint_prompt_ids, make_digits, parse, prompt_ids, solution
 
 FMT_NAMES = ("direct", "short", "full")
 
@@ -34,6 +35,8 @@ class StarConfig:
     """outputs sampled per problem (STaR: 1 near-greedy; RFT / ReST-EM: many)"""
     temperature: float = 1.0
     """sampling temperature (STaR: ~0; RFT / ReST-EM: 0.7; 1.0 explores the base model's 50/30/20 formats)"""
+    force: str | None = None
+    """sample with this format token forced ("T" or "S": STaR prompts for a rationale); None: the model picks"""
     filter: str = "answer"
     """answer: keep right answers (STaR); chain: right answer and every chain step checks (RFT's step check)"""
     cap: int = 1
@@ -49,11 +52,21 @@ class StarConfig:
     lr: float = 1e-3
     """fine-tuning learning rate (warmup 30 steps, cosine)"""
     fixed_frac: float = 0.8
-    """share of each batch drawn from the kept data; the rest are fresh problems in the pre-training mix"""
+    """share of each batch drawn from the kept data; the rest are fresh problems in `mix`"""
+    mix: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    """A / S / T mix of the fresh problems: the base's own pre-training mix (few-chains start: (1, 0, 0), so no
+    new worked chains enter through the fresh rows)"""
+    rationalize: bool = False
+    """STaR's rationalization: problems with no kept output are sampled again with the answer as a hint (the hint
+    token replaces <s>; needs a base pre-trained with hints, e.g. `few_chains_cfg`); kept without the hint"""
+    hint_frac: float = 0.1
+    """with rationalize: share of fine-tuning's fresh rows that carry the hint, so the next round can still read it"""
     seed: int = 0
     """seeds the problems, the sampling and the fine-tuning"""
 
     def validate(self) -> None:
+        if self.force not in (None, "A", "S", "T"):
+            raise ValueError(f"invalid STaR config: force={self.force!r}, expected A, S, T or None")
         if self.filter not in ("answer", "chain"):
             raise ValueError(f"invalid STaR config: filter={self.filter!r}, expected answer or chain")
         for name in ("rounds", "problems", "samples", "cap", "steps"):
@@ -64,33 +77,63 @@ class StarConfig:
 
 
 def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.Generator) -> dict:
-    """Sample, verify and keep. Returns the kept (digits, output words) and the round's data statistics."""
-    toks, _ = sample_tree(model, [prompt_ids(d) for d in problems], cfg.samples, gen, cfg.temperature)
-    rows = toks.tolist()
-    kept, used, fmt_counts = [], 0, {f: 0 for f in FMT_NAMES}
-    right = right_wrong_chain = 0
-    for i, d in enumerate(problems):
-        seen = set()
-        for row in rows[i * cfg.samples:(i + 1) * cfg.samples]:
-            p = parse(row)
-            if p["answer"] != sum(d) % 10:
-                continue
-            ok_chain = check_chain(d, p)
-            if p["fmt"] in ("short", "full"):
-                right += 1
-                right_wrong_chain += ok_chain is False     # STaR's false positive: right answer, wrong steps
-            if cfg.filter == "chain" and (ok_chain is False or not p["ok"]):
-                continue
-            out = row[:p["length"]]
-            if tuple(out) in seen or len(seen) >= cfg.cap:
-                continue
-            seen.add(tuple(out))
-            kept.append((d, [VOCAB[t] for t in out]))
-            fmt_counts[p["fmt"]] += 1
-        used += bool(seen)
-    n = max(1, len(kept))
-    return {"kept": kept, "used": used / len(problems), "fmt_mix": {f: c / n for f, c in fmt_counts.items()},
-            "false_positive_rate": right_wrong_chain / max(1, right), "n_kept": len(kept)}
+    """Sample, verify and keep; with cfg.rationalize, problems that yielded nothing are sampled again with the
+    answer as a hint, and what passes is kept under the plain prompt (the hint removed). Returns the kept
+    (digits, output words) and the round's data statistics."""
+    kept: list[list[tuple]] = [[] for _ in problems]
+    stats = {"right": 0, "right_wrong_chain": 0, "rationalized": 0}
+
+    def sample_and_keep(idx: list[int], hint: bool) -> None:
+        prompts = [(hint_prompt_ids if hint else prompt_ids)(problems[i]) for i in idx]
+        toks, _ = sample_tree(model, prompts, cfg.samples, gen, cfg.temperature, force=[cfg.force] if cfg.force else None)
+        rows = toks.tolist()
+        for j, i in enumerate(idx):
+            d, seen = problems[i], {tuple(o) for o in kept[i]}
+            for row in rows[j * cfg.samples:(j + 1) * cfg.samples]:
+                p = parse(row)
+                if p["answer"] != sum(d) % 10:
+                    continue
+                ok_chain = check_chain(d, p)
+                if p["fmt"] in ("short", "full"):
+                    stats["right"] += 1
+                    stats["right_wrong_chain"] += ok_chain is False   # STaR's false positive: right answer, wrong steps
+                if cfg.filter == "chain" and (ok_chain is False or not p["ok"]):
+                    continue
+                out = tuple(row[:p["length"]])
+                if max(out) >= len(VOCAB):    # a hint token written into the output: not plain training data
+                    continue
+                if out in seen or len(seen) >= cfg.cap:
+                    continue
+                seen.add(out)
+                kept[i].append(out)
+                stats["rationalized"] += hint
+
+    sample_and_keep(list(range(len(problems))), hint=False)
+    if cfg.rationalize:
+        sample_and_keep([i for i in range(len(problems)) if not kept[i]], hint=True)
+    data = [(d, [VOCAB[t] for t in out]) for d, outs in zip(problems, kept) for out in outs]
+    fmt_counts = {f: sum(FMT_OF.get(w[0]) == f for _, w in data) for f in FMT_NAMES}
+    n = max(1, len(data))
+    return {"kept": data, "used": sum(bool(k) for k in kept) / len(problems),
+            "fmt_mix": {f: c / n for f, c in fmt_counts.items()},
+            "false_positive_rate": stats["right_wrong_chain"] / max(1, stats["right"]), "n_kept": len(data),
+            "rationalized": stats["rationalized"] / n}
+
+
+def few_chains_cfg(seed: int = 0, n_chains: int = 200, hint_frac: float = 0.1, steps: int = 1500) -> dict:
+    """A base recipe that shows only `n_chains` worked chains (S or T, k uniform in 2..8), each row of a batch one
+    of them with probability 0.1; every other row is a direct answer. hint_frac > 0 also teaches the hint token
+    (so rationalization can be switched on). The model learns the chain format but not reliable chains."""
+    rng = random.Random(777 + seed)
+    chains = []
+    for _ in range(n_chains):
+        d = make_digits(rng, rng.randint(K_MIN, K_MAX))
+        chains.append((d, solution(d, rng.choice(["short", "full"]))))
+    cfg = {"seed": seed, "lr": 3e-3, "phases": [[[1.0, 0.0, 0.0], steps, 30, [K_MIN, K_MAX]]], "fixed": chains,
+           "fixed_frac": 0.1}
+    if hint_frac:
+        cfg["hint_frac"] = hint_frac
+    return cfg
 
 
 def evaluate_round(model: GPT, n_per_k: int = 300) -> dict:
@@ -106,11 +149,15 @@ def evaluate_round(model: GPT, n_per_k: int = 300) -> dict:
     return out
 
 
-def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None = None) -> list[dict]:
+def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None = None,
+        progress: bool = False) -> list[dict]:
     """cfg.rounds rounds of STaR from `base` (cached as `base_name`); one record per round (round 0 = the base)."""
     cfg.validate()
+    if cfg.rationalize and base.cfg.vocab_size < len(HINT_VOCAB):
+        raise ValueError("rationalization needs a base model pre-trained with hints (e.g. the few-chains start)")
     rng = random.Random(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    device = next(base.parameters()).device
+    gen = torch.Generator(device=device).manual_seed(cfg.seed)
     model, bank, hist = base, [], [{"round": 0, **evaluate_round(base)}]
     if log:
         log(f"round 0 (base): free acc {hist[0]['free']:.3f} | share A/S/T "
@@ -122,16 +169,19 @@ def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None
         t_sample = time.perf_counter() - t0
         bank = bank + data["kept"] if cfg.pool else data["kept"]
         steps = int(round(cfg.steps * cfg.growth ** (r - 1)))
-        ft = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[[0.5, 0.3, 0.2], steps, 30, [K_MIN, K_MAX]]],
+        ft = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[list(cfg.mix), steps, 30, [K_MIN, K_MAX]]],
               "fixed": bank, "fixed_frac": cfg.fixed_frac}
+        if cfg.rationalize:
+            ft["hint_frac"] = cfg.hint_frac
         name = (f"star-{base_name}-{cfg.filter}-{'restart' if cfg.restart else 'continue'}"
-                f"{'-pool' if cfg.pool else ''}-s{cfg.seed}-r{r}")
+                f"{'-pool' if cfg.pool else ''}{'-rat' if cfg.rationalize else ''}-s{cfg.seed}-r{r}")
         init = base if cfg.restart else model
-        model = get_model(name, ft, log=None, init=init, cache=cache) if bank else model
+        model = get_model(name, ft, log=None, init=init, cache=cache, device=str(device),
+                                 progress=progress) if bank else model
         t_round = time.perf_counter() - t0
         ev = evaluate_round(model)
         rec = {"round": r, "used": data["used"], "n_kept": data["n_kept"], "fmt_mix": data["fmt_mix"],
-               "false_positive_rate": data["false_positive_rate"], "steps": steps, "sample_s": round(t_sample, 2),
+               "false_positive_rate": data["false_positive_rate"], "rationalized": data["rationalized"], "steps": steps, "sample_s": round(t_sample, 2),
                "round_s": round(t_round, 2), **ev}
         hist.append(rec)
         if log:

@@ -20,6 +20,11 @@ K_MIN, K_MAX = 2, 8
 MAX_LEN = 24
 IGNORE = -100
 PROMPT_LEN = K_MAX + 2  # <s>, K_MAX slots, "="
+# STaR's rationalization hint (off unless a model is pre-trained with hints): the token H<a> takes the place of <s>,
+# "the answer is a". Same length and positions as the plain prompt; the vocabulary grows by these ten only in
+# models trained with a hint share (train.py's hint_frac), so the spec's vocabulary and prompts stay as they are.
+HINT0 = len(VOCAB)
+HINT_VOCAB = VOCAB + [f"H{d}" for d in range(10)]
 
 
 def make_digits(rng: random.Random, k: int) -> list[int]:
@@ -47,6 +52,11 @@ def solution(digits: list[int], fmt: str) -> list[str]:
 def prompt_ids(digits: list[int]) -> list[int]:
     """<s>, the digits, "_" up to K_MAX slots, "="."""
     return [ID["<s>"]] + [DIGIT0 + d for d in digits] + [ID["_"]] * (K_MAX - len(digits)) + [ID["="]]
+
+
+def hint_prompt_ids(digits: list[int]) -> list[int]:
+    """The prompt with <s> replaced by the answer's hint token (for models with HINT_VOCAB)."""
+    return [HINT0 + sum(digits) % 10] + prompt_ids(digits)[1:]
 
 
 def encode(digits: list[int], fmt: str) -> tuple[list[int], int]:

@@ -10,15 +10,17 @@ import numpy as np
 import torch
 
 from .model import GPT
-from .task import DIGIT0, FORMATS, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps, prompt_ids
+from .task import (DIGIT0, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
+                   prompt_ids)
 
 FORMAT_NAMES = list(FORMATS)  # index 0/1/2 = direct/short/full, the order of every `mix`
 
 
-def build_model(seed: int = 0) -> GPT:
-    """The spec's GPT: d = 64, 4 layers, 4 heads, learned positions up to MAX_LEN. Seeds torch first."""
+def build_model(seed: int = 0, vocab_size: int = len(VOCAB)) -> GPT:
+    """The spec's GPT: d = 64, 4 layers, 4 heads, learned positions up to MAX_LEN. Seeds torch first.
+    vocab_size = len(HINT_VOCAB) for a model that reads rationalization hints."""
     torch.manual_seed(seed)
-    return GPT(len(VOCAB), d_model=64, n_layers=4, n_heads=4, max_len=MAX_LEN)
+    return GPT(vocab_size, d_model=64, n_layers=4, n_heads=4, max_len=MAX_LEN)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -35,9 +37,10 @@ def encode_fixed(fixed: list[tuple[list[int], list[str]]]) -> np.ndarray:
 
 
 def make_sequences(rng: np.random.Generator, batch: int, mix=(0.5, 0.3, 0.2), k_range=(K_MIN, K_MAX),
-                   fixed: np.ndarray | None = None, fixed_frac: float = 1.0) -> np.ndarray:
+                   fixed: np.ndarray | None = None, fixed_frac: float = 1.0, hint_frac: float = 0.0) -> np.ndarray:
     """(batch, MAX_LEN) full training sequences: fresh problems drawn by `mix` and `k_range`, or (each with
-    probability fixed_frac) rows drawn with replacement from `fixed` (an encode_fixed array)."""
+    probability fixed_frac) rows drawn with replacement from `fixed` (an encode_fixed array). With hint_frac,
+    that share of rows starts with the answer's hint token instead of <s> (STaR's rationalization)."""
     p = np.asarray(mix, dtype=np.float64)
     k = rng.integers(k_range[0], k_range[1] + 1, size=batch)
     fmt = rng.choice(3, size=batch, p=p / p.sum())
@@ -62,6 +65,11 @@ def make_sequences(rng: np.random.Generator, batch: int, mix=(0.5, 0.3, 0.2), k_
     if fixed is not None and len(fixed):
         take = rng.random(batch) < fixed_frac
         seq[take] = fixed[rng.integers(0, len(fixed), size=int(take.sum()))]
+    if hint_frac:   # no extra random draws without hints: hint-free recipes give the same batches as before
+        d = seq[:, 1:K_MAX + 1] - DIGIT0
+        ans = np.where((d >= 0) & (d < 10), d, 0).sum(1) % 10
+        h = rng.random(batch) < hint_frac
+        seq[h, 0] = HINT0 + ans[h]
     return seq
 
 
@@ -173,7 +181,8 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
 
     callback(total_step, model) runs every `every` steps; returning True stops training early.
     """
-    model = build_model(cfg.get("seed", 0))
+    vocab = init.cfg.vocab_size if init is not None else len(HINT_VOCAB) if cfg.get("hint_frac") else len(VOCAB)
+    model = build_model(cfg.get("seed", 0), vocab)
     if init is not None:
         model.load_state_dict(init.state_dict())
     model.to(device or "cpu")
@@ -190,7 +199,8 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
                 stop.append(step)
                 raise StopIteration
             model.train()
-            return split_targets(make_sequences(rng, batch, mix, k_range, fixed, cfg.get("fixed_frac", 1.0)))
+            return split_targets(make_sequences(rng, batch, mix, k_range, fixed, cfg.get("fixed_frac", 1.0),
+                                                cfg.get("hint_frac", 0.0)))
 
         try:
             train_on_batches(model, get_batch, steps, lr=cfg.get("lr", 1e-3) * (lr_mult[0] if lr_mult else 1.0), warmup=min(warmup, steps),

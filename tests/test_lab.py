@@ -61,8 +61,10 @@ def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_p
     assert len(reused) == len(lab.EXPERIMENTS) - 1 and not any("rl," in line for line in reused)
     assert any(line.startswith("[5/6] rl, seed 0 ...") for line in logs)
     # other sizes: a different key, so that experiment reruns
-    sizes = lab.Sizes(**{**lab.QUICK.__dict__, "eval_n": 30})
-    assert lab.unit_key("base", 0, lab.LabConfig(quick=True, sizes=sizes)) != lab.unit_key("base", 0, cfg)
+    other = lab.LabConfig(quick=True, sizes=lab.Sizes(**{**lab.QUICK.__dict__, "eval_n": 30}))
+    assert lab.unit_key("base", 0, other) != lab.unit_key("base", 0, cfg)
+    assert lab.unit_key("rl", 0, other) != lab.unit_key("rl", 0, cfg)            # RL's final evaluation uses eval_n
+    assert lab.unit_key("star", 0, other) == lab.unit_key("star", 0, cfg)        # STaR does not: reused
 
 
 def test_check_screenshot_rejects_a_blank_page(tmp_path):

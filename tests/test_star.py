@@ -56,3 +56,51 @@ def test_one_small_round_end_to_end(noisy_model):
     hist = star.run(noisy_model, "noisy", star.StarConfig(rounds=1, problems=40, samples=2, steps=3), log=None)
     assert [h["round"] for h in hist] == [0, 1]
     assert set(hist[1]) >= {"free", "free_by_k", "A", "S", "T", "used", "fmt_mix", "false_positive_rate", "round_s"}
+
+
+def test_rationalization_samples_failed_problems_with_the_hint_and_keeps_them_without_it(monkeypatch):
+    from reasonlab.task import HINT0, hint_prompt_ids, prompt_ids
+    seen_prompts = []
+
+    def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
+        seen_prompts.extend(prompts)
+        rows = []
+        for p in prompts:      # without the hint the model is wrong; with it, it writes the right chain
+            out = "S 8 9 6 A 6 </s>" if p[0] >= HINT0 else "A 5 </s>"
+            rows += [[ID[w] for w in out.split()]] * n
+        return torch.tensor(rows), torch.zeros(len(rows))
+    monkeypatch.setattr(star, "sample_tree", sample_tree)
+    probs = PROB + [[1, 1]]
+    d = star.collect(None, probs, star.StarConfig(samples=2, rationalize=True), None)
+    assert seen_prompts[:2] == [prompt_ids(p) for p in probs]
+    assert seen_prompts[2:] == [hint_prompt_ids(p) for p in probs]          # both failed: both hinted
+    assert hint_prompt_ids(PROB[0])[0] == HINT0 + 6 and hint_prompt_ids(PROB[0])[1:] == prompt_ids(PROB[0])[1:]
+    assert d["kept"] == [(PROB[0], ["S", "8", "9", "6", "A", "6", "</s>"])]   # stored under the plain problem
+    assert d["rationalized"] == 1.0 and d["used"] == 0.5
+    without = star.collect(None, probs, star.StarConfig(samples=2), None)
+    assert without["n_kept"] == 0
+
+
+def test_rationalization_needs_a_model_that_read_hints(noisy_model):
+    with pytest.raises(ValueError, match="hints"):
+        star.run(noisy_model, "noisy", star.StarConfig(rounds=1, problems=10, rationalize=True), log=None)
+
+
+def test_few_chains_recipe_shows_only_its_worked_chains():
+    from reasonlab.task import check_chain, parse, ID as I
+    cfg = star.few_chains_cfg(seed=0, n_chains=50)
+    assert cfg["phases"][0][0] == [1.0, 0.0, 0.0] and len(cfg["fixed"]) == 50 and cfg["hint_frac"] > 0
+    for d, words in cfg["fixed"]:
+        p = parse([I[w] for w in words])
+        assert p["fmt"] in ("short", "full") and check_chain(d, p) is True
+
+
+def test_outputs_with_hint_tokens_are_not_kept(monkeypatch):
+    from reasonlab.task import HINT0
+
+    def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
+        row = [ID["A"], ID["6"], HINT0 + 6]          # right answer, then a hint token instead of </s>
+        return torch.tensor([row] * (len(prompts) * n)), torch.zeros(len(prompts) * n)
+    monkeypatch.setattr(star, "sample_tree", sample_tree)
+    d = star.collect(None, PROB, star.StarConfig(samples=2, cap=5), None)
+    assert d["n_kept"] == 0

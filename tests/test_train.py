@@ -88,3 +88,20 @@ def test_pretrain_is_deterministic_and_logs(tmp_path):
     b = pretrain(cfg)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     assert len(path.read_text().splitlines()) == 3 + 3   # steps 0, 2, 4 then 0, 2, 3
+
+
+def test_hints_replace_bos_with_the_answer_and_change_nothing_when_off():
+    import numpy as np
+
+    from reasonlab.task import DIGIT0, HINT0, ID
+    from reasonlab.train import make_sequences
+    plain = make_sequences(np.random.default_rng(0), 256)
+    off = make_sequences(np.random.default_rng(0), 256, hint_frac=0.0)
+    assert (plain == off).all()                                   # hint-free recipes: identical batches
+    on = make_sequences(np.random.default_rng(0), 256, hint_frac=0.5)
+    hinted = on[:, 0] >= HINT0
+    assert 0.3 < hinted.mean() < 0.7 and (on[~hinted, 0] == ID["<s>"]).all()
+    assert (on[:, 1:] == plain[:, 1:]).all()                      # only the first token changes
+    for row in on[hinted]:
+        digits = [t - DIGIT0 for t in row[1:9] if DIGIT0 <= t < DIGIT0 + 10]
+        assert row[0] - HINT0 == sum(digits) % 10
