@@ -52,7 +52,7 @@ class Sizes:
     """greedy evaluation every N RL steps, for time-to-solve"""
     adaptive_steps: int = 200
     """RL steps per adaptive-thinking run"""
-    adaptive_methods: tuple[str, ...] = ("thinkless", "cost1.0")
+    adaptive_methods: tuple[str, ...] = ("thinkless",)
     """adaptive-thinking rewards compared (see adaptive.METHODS)"""
     adaptive_eval_n: int = 300
     """greedy evaluation problems per k for adaptive thinking"""
