@@ -120,7 +120,7 @@ def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.G
             "rationalized": stats["rationalized"] / n}
 
 
-def few_chains_cfg(seed: int = 0, n_chains: int = 200, hint_frac: float = 0.1, steps: int = 1500) -> dict:
+def few_chains_cfg(seed: int = 0, n_chains: int = 1000, hint_frac: float = 0.1, steps: int = 1500) -> dict:
     """A base recipe that shows only `n_chains` worked chains (S or T, k uniform in 2..8), each row of a batch one
     of them with probability 0.1; every other row is a direct answer. hint_frac > 0 also teaches the hint token
     (so rationalization can be switched on). The model learns the chain format but not reliable chains."""
