@@ -14,7 +14,7 @@ import argparse
 import json
 import os
 
-from reasonlab.checkpoint import get_model, write_json
+from reasonlab.checkpoint import get_model, write_json, write_text
 from reasonlab.lab import rl_run
 from reasonlab.report import plot_format_share, plot_rl_runs, rl_table
 from reasonlab.train import BASE_CFG
@@ -43,8 +43,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "summary.json"), [{k: v for k, v in r.items() if k != "hist"} for r in runs])
     md = rl_table(runs)
-    with open(os.path.join(args.out, "table.md"), "w") as f:
-        f.write(md + "\n")
+    write_text(os.path.join(args.out, "table.md"), md + "\n")
     print(md)
     plot_rl_runs({a: [r["hist"] for r in runs if r["algo"] == a] for a in args.algos}, os.path.join(args.out, "curves.png"),
                  "RL from the base model (mean over seeds; band = min..max)")

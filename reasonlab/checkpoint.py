@@ -54,6 +54,13 @@ def atomic_write(path: str, write: Callable[[str], None]) -> None:
         raise
 
 
+def write_text(path: str, text: str) -> None:
+    def w(tmp):
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    atomic_write(path, w)
+
+
 def write_json(path: str, obj) -> None:
     def w(tmp):
         with open(tmp, "w") as f:

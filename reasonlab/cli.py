@@ -205,7 +205,7 @@ def cmd_rl(args):
 
 def cmd_tts(args):
     from . import tts
-    from .checkpoint import write_json
+    from .checkpoint import write_json, write_text
     from .report import plot_budgets, plot_tts_frontier, plot_tts_per_k, plot_tts_vs_n, tts_table
     formats = args.formats
     for f in formats:
@@ -228,8 +228,7 @@ def cmd_tts(args):
         os.makedirs(args.out, exist_ok=True)
         write_json(os.path.join(args.out, "results.json"), res)
     table = tts_table(res)
-    with open(os.path.join(args.out, "table.md"), "w") as f:
-        f.write(table + "\n")
+    write_text(os.path.join(args.out, "table.md"), table + "\n")
     plot_tts_vs_n(res, os.path.join(args.out, "acc_vs_n.png"))
     plot_tts_frontier(res, os.path.join(args.out, "frontier.png"))
     plot_tts_per_k(res, os.path.join(args.out, "per_k.png"))
@@ -280,19 +279,19 @@ def cmd_adaptive(args):
 
 
 def write_adaptive(summary: dict, out: str) -> None:
+    from .checkpoint import write_text
     from .report import adaptive_table, plot_adaptive_frontier, plot_adaptive_heatmap
     plot_adaptive_heatmap(summary, os.path.join(out, "heatmap.png"))
     plot_adaptive_frontier(summary, os.path.join(out, "frontier.png"))
     md = adaptive_table(summary)
-    with open(os.path.join(out, "table.md"), "w") as f:
-        f.write(md + "\n")
+    write_text(os.path.join(out, "table.md"), md + "\n")
     print(md)
 
 
 def cmd_star(args):
     from . import star
-    from .checkpoint import get_model, write_json
-    from .report import mean_std, plot_star
+    from .checkpoint import get_model, write_json, write_text
+    from .report import plot_star, star_table
     from .train import BASE_CFG
     device = check_device(args.device)
     few = args.start == "few-chains"
@@ -321,25 +320,8 @@ def cmd_star(args):
             os.makedirs(args.out, exist_ok=True)
             write_json(os.path.join(args.out, "runs.json"), runs)     # after every run: a crash loses one run
     plot_star(runs, os.path.join(args.out, "star.png"))
-    rows = ["| variant | round | free acc | forced A / S / T | free share A / S / T | used | kept A / S / T | right answer, wrong chain | kept via hint | round s |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for vname, hists in runs.items():
-        for i in range(len(hists[0])):
-            hs = [h[i] for h in hists]
-            def ms(key, sub=None, f="{:.3f}"):
-                m, s = mean_std([h[key] if sub is None else h[key][sub] for h in hs])
-                return f"{f.format(m)} ± {f.format(s)}"
-            if i == 0:
-                rows.append(f"| {vname} | 0 (base) | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / {ms('T', f='{:.2f}')} "
-                            f"| " + " / ".join(ms('share', f, '{:.2f}') for f in ('direct', 'short', 'full')) + " | | | | | |")
-                continue
-            rows.append(f"| {vname} | {i} | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / {ms('T', f='{:.2f}')} | "
-                        + " / ".join(ms('share', f, '{:.2f}') for f in ('direct', 'short', 'full')) + f" | {ms('used', f='{:.2f}')} | "
-                        + " / ".join(ms('fmt_mix', f, '{:.2f}') for f in ('direct', 'short', 'full'))
-                        + f" | {ms('false_positive_rate')} | {ms('rationalized', f='{:.2f}')} | {ms('round_s', f='{:.1f}')} |")
-    md = "\n".join(rows)
-    with open(os.path.join(args.out, "table.md"), "w") as f:
-        f.write(md + "\n")
+    md = star_table(runs)
+    write_text(os.path.join(args.out, "table.md"), md + "\n")
     print(md)
     print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
 

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from . import adaptive, report, star, tts
+from .report import jget, pm
 from .checkpoint import CACHE_VERSION, cache_key, fingerprint, get_model, write_json
 from .evaluate import eval_table, evaluate, problems_per_k
 from .model import GPT
@@ -254,24 +255,15 @@ def load_results(out: str, seeds) -> dict:
 # The report: one markdown section per experiment (question, picture, numbers, paper, what to try next), rendered to
 # report.md and a self-contained report.html.
 
-def ms(xs, f: str = "{:.3f}") -> str:
-    m, s = report.mean_std(xs)
-    return f"{f.format(m)} ± {f.format(s)}"
-
-
-def _get(d: dict, k):
-    return d[k] if k in d else d[str(k)]
-
-
 def section_base(rs: list[dict], out: str) -> tuple[str, str]:
     report.plot_lab_base(rs, os.path.join(out, "base", "accuracy_by_k.png"))
     rows = ["| generation | accuracy (k = 2..8) | worst k | mean tokens | free share A / S / T |", "|---|---|---|---|---|"]
     for c in ("free", "A", "S", "T"):
-        share = " / ".join(ms([r[c]["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full")) if c == "free" else ""
-        rows.append(f"| {'free (the model picks)' if c == 'free' else 'forced ' + c} | {ms([r[c]['acc'] for r in rs])} | "
-                    f"{ms([min(r[c]['acc_by_k'].values()) for r in rs])} | {ms([r[c]['length'] for r in rs], '{:.2f}')} | {share} |")
-    head = (f"forced S {ms([r['S']['acc'] for r in rs])}, forced T {ms([r['T']['acc'] for r in rs])}, "
-            f"direct A {ms([r['A']['acc'] for r in rs])} (chance 0.1)")
+        share = " / ".join(pm([r[c]["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full")) if c == "free" else ""
+        rows.append(f"| {'free (the model picks)' if c == 'free' else 'forced ' + c} | {pm([r[c]['acc'] for r in rs])} | "
+                    f"{pm([min(r[c]['acc_by_k'].values()) for r in rs])} | {pm([r[c]['length'] for r in rs], '{:.2f}')} | {share} |")
+    head = (f"forced S {pm([r['S']['acc'] for r in rs])}, forced T {pm([r['T']['acc'] for r in rs])}, "
+            f"direct A {pm([r['A']['acc'] for r in rs])} (chance 0.1)")
     md = f"""## 1. The base model: does writing a chain help?
 
 > **Question.** A 200K-parameter GPT is pre-trained on a mix of direct answers (A), short chains (S) and full
@@ -304,7 +296,7 @@ def section_budgets(rs: list[dict], out: str) -> tuple[str, str]:
     rows = ["| format | chain budget | chain steps written | accuracy |", "|---|---|---|---|"]
     for i, b in enumerate(avg):
         rows.append(f"| {b['format']} | {'at most' if b['kind'] == 'max' else 'at least'} {b['budget']} | "
-                    f"{b['thinking_tokens']:.2f} | {ms([r['budgets'][i]['acc'] for r in rs])} |")
+                    f"{b['thinking_tokens']:.2f} | {pm([r['budgets'][i]['acc'] for r in rs])} |")
     t = [b for b in avg if b["format"] == "T" and b["kind"] == "max"]
     head = f"T capped at 0 steps {t[0]['acc']:.2f} → {t[-1]['budget']} steps {t[-1]['acc']:.2f}"
     md = f"""## 2. Thinking longer: forced formats and thinking budgets
@@ -334,13 +326,13 @@ def section_sampling(rs: list[dict], out: str) -> tuple[str, str]:
             "|---|---|---|---|---|---|---|"]
     for f in rs[0]["formats"]:
         def acc(m, N):
-            return [_get(r["curves"][f][m], N)["acc"] for r in rs]
-        rows.append(f"| {f} | {ms([r['curves'][f]['greedy']['acc'] for r in rs])} | {ms(acc('maj', 1))} | "
-                    f"{ms(acc('maj', min(8, n)))} | {ms(acc('maj', n))} | {ms(acc('pass', n))} | "
-                    f"{np.mean([_get(r['curves'][f]['tokens'], n) for r in rs]):.0f} |")
+            return [jget(r["curves"][f][m], N)["acc"] for r in rs]
+        rows.append(f"| {f} | {pm([r['curves'][f]['greedy']['acc'] for r in rs])} | {pm(acc('maj', 1))} | "
+                    f"{pm(acc('maj', min(8, n)))} | {pm(acc('maj', n))} | {pm(acc('pass', n))} | "
+                    f"{np.mean([jget(r['curves'][f]['tokens'], n) for r in rs]):.0f} |")
     rows.append(f"| chance | 0.100 | 0.100 | 0.100 | 0.100 | {1 - 0.9 ** n:.3f} | |")
-    a_maj = ms([_get(r["curves"]["A"]["maj"], n)["acc"] for r in rs])
-    head = f"A maj@{n} {a_maj} vs greedy A {ms([r['curves']['A']['greedy']['acc'] for r in rs])}"
+    a_maj = pm([jget(r["curves"]["A"]["maj"], n)["acc"] for r in rs])
+    head = f"A maj@{n} {a_maj} vs greedy A {pm([r['curves']['A']['greedy']['acc'] for r in rs])}"
     md = f"""## 3. Sampling more: voting
 
 > **Question.** Instead of thinking, sample N direct answers and take the majority. Does voting buy what a chain
@@ -367,16 +359,16 @@ def section_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
     n = rs[0]["n_max"]
     rows = [f"| format | maj@{n} | best-of-{n}, process verifier | verified pass@{n} |", "|---|---|---|---|"]
     for f in rs[0]["formats"]:
-        rows.append(f"| {f} | " + " | ".join(ms([_get(r["curves"][f][m], n)["acc"] for r in rs])
+        rows.append(f"| {f} | " + " | ".join(pm([jget(r["curves"][f][m], n)["acc"] for r in rs])
                                              for m in ("maj", "verifier", "verified_pass")) + " |")
     trows = ["| target accuracy | compute-optimal per k: tokens | best fixed strategy: tokens | fixed / optimal |", "|---|---|---|---|"]
     head = ""
     for i, t in enumerate(rs[0]["frontier"]["targets"]):
         ts = [r["frontier"]["targets"][i] for r in rs]
         if all(x.get("reachable") for x in ts):
-            trows.append(f"| {t['target']} | {ms([x['adaptive']['tokens'] for x in ts], '{:.2f}')} | "
-                         f"{ms([x['fixed']['tokens'] for x in ts], '{:.2f}')} | {ms([x['ratio'] for x in ts], '{:.2f}')}× |")
-            head = f"compute-optimal per k uses {ms([x['ratio'] for x in ts], '{:.2f}')}× fewer tokens at {t['target']}"
+            trows.append(f"| {t['target']} | {pm([x['adaptive']['tokens'] for x in ts], '{:.2f}')} | "
+                         f"{pm([x['fixed']['tokens'] for x in ts], '{:.2f}')} | {pm([x['ratio'] for x in ts], '{:.2f}')}× |")
+            head = f"compute-optimal per k uses {pm([x['ratio'] for x in ts], '{:.2f}')}× fewer tokens at {t['target']}"
     md = f"""## 4. Verifiers and the compute-optimal frontier
 
 > **Question.** Every chain step can be checked (a process verifier). Does picking a verified sample beat the
@@ -402,17 +394,7 @@ target, and compares its tokens on the test half with the best single strategy f
 def section_star(rs: list[dict], out: str) -> tuple[str, str]:
     hists = [r["main"] for r in rs]
     report.plot_star({"main": hists}, os.path.join(out, "star", "star.png"))
-    rows = ["| round | free accuracy | forced A | share used | kept A / S / T | right answer, wrong chain | round s |",
-            "|---|---|---|---|---|---|---|"]
-    for i in range(len(hists[0])):
-        hs = [h[i] for h in hists]
-        if i == 0:
-            rows.append(f"| 0 (base) | {ms([h['free'] for h in hs])} | {ms([h['A'] for h in hs])} | | | | |")
-            continue
-        rows.append(f"| {i} | {ms([h['free'] for h in hs])} | {ms([h['A'] for h in hs])} | {ms([h['used'] for h in hs], '{:.2f}')} | "
-                    + " / ".join(ms([h["fmt_mix"][f] for h in hs], "{:.2f}") for f in ("direct", "short", "full"))
-                    + f" | {ms([h['false_positive_rate'] for h in hs])} | {ms([h['round_s'] for h in hs], '{:.1f}')} |")
-    head = f"free accuracy {ms([h[0]['free'] for h in hists])} → {ms([h[-1]['free'] for h in hists])} in {len(hists[0]) - 1} round(s)"
+    head = f"free accuracy {pm([h[0]['free'] for h in hists])} → {pm([h[-1]['free'] for h in hists])} in {len(hists[0]) - 1} round(s)"
     md = f"""## 5. STaR: the model teaches itself to think
 
 > **Question.** Sample from the model, keep the outputs with the right answer, fine-tune the base on them, repeat.
@@ -420,7 +402,7 @@ def section_star(rs: list[dict], out: str) -> tuple[str, str]:
 
 ![STaR rounds](star/star.png)
 
-{chr(10).join(rows)}
+{report.star_table({"main": hists})}
 
 4 samples per problem at temperature 1, answer filter, each round fine-tuned from the base model; mean ± std over
 seeds. Direct answers are right a third of the time, chains almost always, so the kept data are mostly chains and
@@ -443,7 +425,7 @@ def section_rl(rs: list[dict], out: str) -> tuple[str, str]:
     def solved(a):
         st = [r[a]["solved"]["step"] for r in rs if r[a]["solved"]]
         steps = rs[0][a]["steps"]
-        return (f"{a} reaches 0.99 in {ms(st, '{:.0f}')} steps ({len(st)}/{len(rs)} seeds)" if st
+        return (f"{a} reaches 0.99 in {pm(st, '{:.0f}')} steps ({len(st)}/{len(rs)} seeds)" if st
                 else f"{a} not at 0.99 within {steps} steps")
     head = "; ".join(solved(a) for a in algos)
     md = f"""## 6. RL from a rule reward: GRPO against the spec's REINFORCE

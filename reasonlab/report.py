@@ -28,6 +28,17 @@ def mean_std(xs) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
 
 
+def pm(xs, f: str = "{:.3f}") -> str:
+    """"mean ± std" of xs (std over seeds, ddof 1; 0 for one value)."""
+    m, s = mean_std(xs)
+    return f"{f.format(m)} ± {f.format(s)}"
+
+
+def jget(d: dict, k):
+    """d[k], or d[str(k)] in results read back from JSON (which turns int keys into strings)."""
+    return d[k] if k in d else d[str(k)]
+
+
 def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") -> str:
     """Reward, accuracy, length and KL over steps; one line per method (mean over seeds, band = min..max)."""
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
@@ -84,20 +95,16 @@ def rl_table(runs: list[dict]) -> str:
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for algo in dict.fromkeys(r["algo"] for r in runs):
         rs = [r for r in runs if r["algo"] == algo]
-        def ms(xs, f="{:.3f}"):
-            m, s = mean_std(xs)
-            return f"{f.format(m)} ± {f.format(s)}"
         solved = [r for r in rs if r["solved"]]
-        steps = ms([r["solved"]["step"] for r in solved], "{:.0f}") if solved else "—"
-        secs = ms([r["solved"]["seconds"] for r in solved], "{:.1f}") if solved else "—"
-        share = " / ".join(ms([r["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full"))
-        rows.append(f"| {algo} | {ms([r['acc'] for r in rs])} | {ms([min(r['acc_by_k'].values()) for r in rs])} | {share} "
-                    f"| {ms([r['length'] for r in rs], '{:.2f}')} | {len(solved)}/{len(rs)} | {steps} | {secs} "
-                    f"| {ms([r['sampled_last10']['acc'] for r in rs])} | {ms([r['sampled_last10']['direct'] for r in rs], '{:.2f}')} "
-                    f"| {ms([r['sampled_last10']['kl_exact'] for r in rs], '{:.3f}')} |")
+        steps = pm([r["solved"]["step"] for r in solved], "{:.0f}") if solved else "—"
+        secs = pm([r["solved"]["seconds"] for r in solved], "{:.1f}") if solved else "—"
+        share = " / ".join(pm([r["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full"))
+        rows.append(f"| {algo} | {pm([r['acc'] for r in rs])} | {pm([min(r['acc_by_k'].values()) for r in rs])} | {share} "
+                    f"| {pm([r['length'] for r in rs], '{:.2f}')} | {len(solved)}/{len(rs)} | {steps} | {secs} "
+                    f"| {pm([r['sampled_last10']['acc'] for r in rs])} | {pm([r['sampled_last10']['direct'] for r in rs], '{:.2f}')} "
+                    f"| {pm([r['sampled_last10']['kl_exact'] for r in rs], '{:.3f}')} |")
     base = [r["base_acc"] for r in runs if r["algo"] == runs[0]["algo"]]
-    m, s = mean_std(base)
-    rows.append(f"\nBase model (free, greedy): accuracy {m:.3f} ± {s:.3f}. Chance: 0.1. Mean ± std over seeds "
+    rows.append(f"\nBase model (free, greedy): accuracy {pm(base)}. Chance: 0.1. Mean ± std over seeds "
                 f"{sorted({r['seed'] for r in runs})}.")
     return "\n".join(rows)
 
@@ -124,7 +131,7 @@ def plot_tts_vs_n(res: dict, path: str) -> str:
         c = res["curves"][f]
         for m, (label, style) in METHOD_STYLE.items():
             Ns = sorted(int(n) for n in c[m])
-            _ci_line(ax, Ns, [c[m][n if n in c[m] else str(n)] for n in Ns], label, style)
+            _ci_line(ax, Ns, [jget(c[m], n) for n in Ns], label, style)
         ax.axhline(c["greedy"]["acc"], color="k", lw=1, label="greedy")
         ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance, one answer (0.1)")
         ax.plot(Ns, [1 - 0.9 ** n for n in Ns], color="grey", ls="--", lw=1, label="chance, pass@N (1 - 0.9^N)")
@@ -177,16 +184,15 @@ def plot_tts_per_k(res: dict, path: str) -> str:
     colors = {"A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"], "free": "#8172B3"}
     for ax, k in zip(axes, ks):
         for f in res["formats"]:
-            d = res["per_k"][f][k if k in res["per_k"][f] else str(k)]
+            d = jget(res["per_k"][f], k)
             ci = res.get("per_k_ci", {}).get(f, {})
             ci = ci.get(k, ci.get(str(k)))
             Ns = sorted(int(n) for n in d["maj"])
-            get = lambda dd, n: dd[n] if n in dd else dd[str(n)]  # noqa: E731  (JSON turns int keys into str)
-            ax.plot(Ns, [get(d["maj"], n) for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
+            ax.plot(Ns, [jget(d["maj"], n) for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
             if ci:
-                ax.fill_between(Ns, [get(ci["maj"], n)[0] for n in Ns], [get(ci["maj"], n)[1] for n in Ns], color=colors[f], alpha=0.2)
+                ax.fill_between(Ns, [jget(ci["maj"], n)[0] for n in Ns], [jget(ci["maj"], n)[1] for n in Ns], color=colors[f], alpha=0.2)
             if f == "A":
-                ax.plot(Ns, [get(d["pass"], n) for n in Ns], ls=":", color=colors[f], label="A pass@N")
+                ax.plot(Ns, [jget(d["pass"], n) for n in Ns], ls=":", color=colors[f], label="A pass@N")
         ax.plot(Ns, [1 - 0.9 ** n for n in Ns], color="grey", ls="--", lw=0.8)
         ax.axhline(0.1, color="grey", ls=":", lw=0.8)
         ax.set_xscale("log", base=2)
@@ -225,10 +231,8 @@ def tts_table(res: dict, Ns=(1, 8, 64)) -> str:
     rows = [head, "|" + "---|" * (3 + 3 * len(Ns))]
     for f in res["formats"]:
         c = res["curves"][f]
-        get = lambda m, n: c[m][n] if n in c[m] else c[m][str(n)]  # noqa: E731
-        tok = c["tokens"]
-        t1, tn = (tok[1] if 1 in tok else tok["1"]), (tok[Ns[-1]] if Ns[-1] in tok else tok[str(Ns[-1])])
-        rows.append(f"| {f} | {cell(c['greedy'])} | " + " | ".join(cell(get(m, n)) for m in ("maj", "verifier", "pass") for n in Ns)
+        t1, tn = jget(c["tokens"], 1), jget(c["tokens"], Ns[-1])
+        rows.append(f"| {f} | {cell(c['greedy'])} | " + " | ".join(cell(jget(c[m], n)) for m in ("maj", "verifier", "pass") for n in Ns)
                     + f" | {t1:.1f} / {tn:.0f} |")
     rows.append("\nChance: 0.1 for one answer; pass@N 0.1 / 0.570 / 0.999 at N = 1 / 8 / 64. 95 % bootstrap intervals over problems.")
     fr = [t for t in res["frontier"]["targets"] if t.get("reachable")]
@@ -325,6 +329,27 @@ def adaptive_table(summary: dict) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # STaR.
 
+def star_table(runs: dict[str, list[list[dict]]]) -> str:
+    """STaR per round, one row per (variant, round), mean ± std over the seeds of each variant."""
+    fmts = ("direct", "short", "full")
+    rows = ["| variant | round | free acc | forced A / S / T | free share A / S / T | used | kept A / S / T | right answer, wrong chain | kept via hint | round s |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for vname, hists in runs.items():
+        for i in range(len(hists[0])):
+            hs = [h[i] for h in hists]
+
+            def ms(key, sub=None, f="{:.3f}"):
+                return pm([h[key] if sub is None else h[key][sub] for h in hs], f)
+            head = (f"| {vname} | {i if i else '0 (base)'} | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / "
+                    f"{ms('T', f='{:.2f}')} | " + " / ".join(ms('share', f, '{:.2f}') for f in fmts))
+            if i == 0:
+                rows.append(head + " | | | | | |")
+                continue
+            rows.append(head + f" | {ms('used', f='{:.2f}')} | " + " / ".join(ms('fmt_mix', f, '{:.2f}') for f in fmts)
+                        + f" | {ms('false_positive_rate')} | {ms('rationalized', f='{:.2f}')} | {ms('round_s', f='{:.1f}')} |")
+    return "\n".join(rows)
+
+
 def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
     """Per variant: free accuracy per k over rounds (mean over seeds), share of problems used, kept format mix."""
     fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
@@ -388,7 +413,7 @@ def write_report(out: str, md: str, title: str) -> dict:
 
     import markdown
 
-    from .checkpoint import atomic_write
+    from .checkpoint import write_text
 
     def embed(m):
         with open(os.path.join(out, m.group(2)), "rb") as f:
@@ -397,8 +422,8 @@ def write_report(out: str, md: str, title: str) -> dict:
     html = (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
             f"<style>{REPORT_CSS}</style></head><body>\n{body}\n</body></html>\n")
     paths = {"md": os.path.join(out, "report.md"), "html": os.path.join(out, "report.html")}
-    for key, text in (("md", md), ("html", html)):
-        atomic_write(paths[key], lambda tmp, t=text: open(tmp, "w", encoding="utf-8").write(t))
+    write_text(paths["md"], md)
+    write_text(paths["html"], html)
     return paths
 
 
