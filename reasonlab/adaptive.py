@@ -55,9 +55,11 @@ def point(model: GPT, problems, force=None) -> dict:
 
 
 def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
-               ref_acc: dict | None = None, beta: float = 0.04, progress: bool = False) -> dict:
+               ref_acc: dict | None = None, beta: float = 0.04, progress: bool = False, **overrides) -> dict:
+    """Train a copy of `base` with one method's reward and evaluate it; overrides are RLConfig fields."""
     reward_fn, group_fn, force = method_parts(name, ref_acc)
-    cfg = RLConfig.preset("grpo", steps=steps, learning_rate=lr, seed=seed, force_direct=force, log_every=0, beta=beta)
+    cfg = RLConfig.preset("grpo", **{**dict(steps=steps, learning_rate=lr, seed=seed, force_direct=force, log_every=0,
+                                            beta=beta), **overrides})
     policy = copy.deepcopy(base)
     t = time.perf_counter()
     hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None, progress=progress)

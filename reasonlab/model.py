@@ -117,6 +117,13 @@ class PrefixCache(KVCache):
             self.v.append(v)
         return self.k[layer], self.v[layer]
 
+    def select(self, rows: torch.Tensor) -> "PrefixCache":
+        out = PrefixCache()
+        out.k = [k.index_select(0, rows) for k in self.k]
+        out.v = [v.index_select(0, rows) for v in self.v]
+        out.start, out.pos = self.start, self.pos
+        return out
+
     def repeat(self, n: int) -> "PrefixCache":
         out = PrefixCache()
         out.k = [k.repeat_interleave(n, 0) for k in self.k]

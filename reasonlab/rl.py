@@ -76,6 +76,14 @@ class RLConfig:
     force_direct: float = 0.0
     """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
     here without its importance-sampling correction)"""
+    force_direct_final: float | None = None
+    """forced-direct share at the last step, reached linearly from force_direct (None: constant)"""
+    kl_on_control: bool = True
+    """include the format token (the first output token) in the KL penalty; False leaves the think / no-think
+    choice free of the reference while the KL still holds the chains"""
+    control_weight: float = 1.0
+    """weight of the format token's policy term (Thinkless's decoupled GRPO: the control token's gradient is not
+    diluted by the response length); 1 is plain GRPO"""
     grad_clip: float = 1.0
     """max gradient norm"""
     micro_batch: int = 0
@@ -148,6 +156,10 @@ class RLConfig:
             bad("micro_batch must be >= 0")
         if not 0.0 <= self.force_direct < 1.0:
             bad(f"force_direct must be in [0, 1), got {self.force_direct}")
+        if self.force_direct_final is not None and not 0.0 <= self.force_direct_final < 1.0:
+            bad(f"force_direct_final must be in [0, 1), got {self.force_direct_final}")
+        if self.control_weight < 0:
+            bad(f"control_weight must be >= 0, got {self.control_weight}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -225,7 +237,7 @@ def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RL
     zero_std = None
     for _ in range(1 + (cfg.max_resample if cfg.dynamic_sampling else 0)):
         d = [make_digits(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
-        n_forced = round(G * cfg.force_direct)
+        n_forced = round(G * forced_share(cfg, step))
         o = generate_n(policy, [prompt_ids(x) for x in d], G - n_forced, gen, cfg.temperature)
         if n_forced:   # the last n_forced samples of each group answer directly
             f = generate_n(policy, [prompt_ids(x) for x in d], n_forced, gen, cfg.temperature, force=["A"])
@@ -249,6 +261,13 @@ def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RL
             break
     r = torch.stack(rewards) if rewards else torch.zeros(0, G)
     return digits, outs, parsed, r, zero_std
+
+
+def forced_share(cfg: RLConfig, step: int) -> float:
+    """Share of each group forced to answer directly at this step (0-based): constant, or a linear ramp."""
+    if cfg.force_direct_final is None:
+        return cfg.force_direct
+    return cfg.force_direct + (cfg.force_direct_final - cfg.force_direct) * step / max(1, cfg.steps - 1)
 
 
 def format_shares(parsed: list[dict], digits: list[list[int]], G: int) -> tuple[dict, dict]:
@@ -373,8 +392,11 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         adv = advantages(r, cfg)                                    # (P', G)
         A = adv.flatten().to(device)
         # 4. loss and update, num_iterations times on the same samples
-        with torch.no_grad():
-            ref_lg = output_logits(ref, prompts, outs, G)[0] if ref is not None else None
+        ref_lg = None
+        if ref is not None:
+            with torch.inference_mode():   # lighter than no_grad; cloned outside it, so backward may keep it
+                ref_lg = output_logits(ref, prompts, outs, G)[0]
+            ref_lg = ref_lg.clone()
         chunks = [slice(i, i + (cfg.micro_batch or B)) for i in range(0, B, cfg.micro_batch or B)]
         n_tokens = sum(len(o) for o in outs)
         old_lp: dict[int, torch.Tensor] = {}
@@ -389,10 +411,15 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
                 if it == 0:
                     old_lp[c] = lp.detach()        # exactly on-policy: the first update's ratio is exactly 1
                 per_tok, lo, hi = policy_loss_terms(lp, old_lp[c], A[sl], mask, cfg)
+                if cfg.control_weight != 1.0:   # Thinkless (arXiv 2505.13379): the format token weighted apart
+                    per_tok = torch.cat([cfg.control_weight * per_tok[:, :1], per_tok[:, 1:]], 1)
                 rlg = ref_lg[sl, :lg.shape[1]] if ref_lg is not None else None
                 if cfg.beta > 0:
                     rlp = F.log_softmax(rlg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
-                    per_tok = per_tok + cfg.beta * kl_terms(lp, rlp, lg, rlg, cfg.kl_estimator)
+                    kl = kl_terms(lp, rlp, lg, rlg, cfg.kl_estimator)
+                    if not cfg.kl_on_control:   # the reference never thinks: do not anchor the format choice to it
+                        kl = torch.cat([torch.zeros_like(kl[:, :1]), kl[:, 1:]], 1)
+                    per_tok = per_tok + cfg.beta * kl
                 loss = aggregate(per_tok, mask, B, n_tokens, cfg)
                 if not torch.isfinite(loss):
                     raise NonFiniteError(f"non-finite loss at step {step + 1}")

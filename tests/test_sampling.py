@@ -89,3 +89,22 @@ def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, p
     ga = torch.autograd.grad((a[ma] ** 2).sum(), noisy_model.tok.weight)[0]
     gb = torch.autograd.grad((b[mb] ** 2).sum(), noisy_model.tok.weight)[0]
     assert ((ga - gb).abs().max() / ga.abs().max()).item() < 1e-5
+
+
+def test_generate_n_drops_finished_rows_without_changing_the_samples(noisy_model, prompts):
+    """Rows that wrote </s> leave the KV cache; the random stream and every sample stay those of the naive decoder."""
+    from reasonlab.sampling import generate_n
+    a = generate_n(noisy_model, prompts[:16], 8, torch.Generator().manual_seed(3), 1.0)
+    assert len({len(o) for o in a}) > 2          # rows finish at different steps, so the cache shrinks
+    rep = [p for p in prompts[:16] for _ in range(8)]
+    assert a == generate_naive(noisy_model, rep, torch.Generator().manual_seed(3), 1.0)
+
+
+def test_length_buckets_cover_every_row_and_split_a_bimodal_batch():
+    from reasonlab.sampling import length_buckets
+    for lens in ([3] * 54 + [7] * 40 + [12] * 34, [5] * 10, [1, 2, 3, 14], [3] * 100 + [14] * 28):
+        b = length_buckets(lens)
+        assert b == sorted(b) and b[-1] == max(lens) and 1 <= len(b) <= 3
+    assert length_buckets([5] * 10) == [5]                      # one length: one pass
+    assert length_buckets([3] * 100 + [14] * 28) == [3, 14]     # padding 100 x 11 tokens costs more than a pass
+    assert length_buckets([3] * 100 + [14] * 28, overhead=10_000) == [14]
