@@ -3,7 +3,8 @@
 Each method is a reward (and, for some, a group reshaping or forced direct rollouts) plugged into the one RL loop
 (`rl.train`); everything else is shared: GRPO, lr 1e-4, 200 steps, 16 x 8 samples, a quarter of each group forced
 to answer directly so that "A" keeps being tried (plain GRPO stops sampling it within ~10 steps: ARM's format
-collapse). The result is the accuracy / mean-tokens plane, with the fixed formats and the Pareto front.
+collapse). `thinkless_fmt` lets those forced rollouts train only their "A" (is a direct answer worth it here?),
+not the answer itself. The result is the accuracy / mean-tokens plane, with the fixed formats and the Pareto front.
 """
 from __future__ import annotations
 
@@ -19,23 +20,26 @@ from .model import GPT
 from .report import mean_std
 from .rl import RLConfig, train
 
-METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "arm", "adaptthink")
+METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "thinkless_fmt", "arm", "adaptthink")
 
 
 def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
-    """(reward_fn, group_fn, force_direct) for a method name."""
+    """(reward_fn, group_fn, RLConfig fields) for a method name: the fields set the forced-direct rollouts."""
+    q = dict(force_direct=0.25)
     if name == "grpo":                                 # the rule reward: thinking is free
-        return rewards.rule_reward, None, 0.25
+        return rewards.rule_reward, None, q
     if name.startswith("cost"):                        # Arora & Zanette style token cost, alpha swept
-        return functools.partial(rewards.token_cost_reward, alpha=float(name[4:])), None, 0.25
+        return functools.partial(rewards.token_cost_reward, alpha=float(name[4:])), None, q
     if name == "kimi":                                 # Kimi k1.5 group length reward on top of correctness
-        return rewards.correct, rewards.kimi_length_reward, 0.25
+        return rewards.correct, rewards.kimi_length_reward, q
     if name == "thinkless":                            # per-format values, wrong = -1
-        return rewards.format_reward, None, 0.25
+        return rewards.format_reward, None, q
+    if name == "thinkless_fmt":                        # the same, but forced rollouts train only their "A": they say
+        return rewards.format_reward, None, dict(q, forced_trains="format")   # where A pays, not how to answer
     if name == "arm":                                  # ARM: rare formats scaled up early in training
-        return rewards.correct, rewards.arm_format_scaling, 0.25
+        return rewards.correct, rewards.arm_format_scaling, q
     if name == "adaptthink":                           # AdaptThink: c - ref accuracy + delta * no-thinking, half forced
-        return functools.partial(rewards.adaptthink_reward, ref_acc=ref_acc), None, 0.5
+        return functools.partial(rewards.adaptthink_reward, ref_acc=ref_acc), None, dict(force_direct=0.5)
     raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
 
 
@@ -57,9 +61,9 @@ def point(model: GPT, problems, force=None) -> dict:
 def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
                ref_acc: dict | None = None, beta: float = 0.04, progress: bool = False, **overrides) -> dict:
     """Train a copy of `base` with one method's reward and evaluate it; overrides are RLConfig fields."""
-    reward_fn, group_fn, force = method_parts(name, ref_acc)
-    cfg = RLConfig.preset("grpo", **{**dict(steps=steps, learning_rate=lr, seed=seed, force_direct=force, log_every=0,
-                                            beta=beta), **overrides})
+    reward_fn, group_fn, fields = method_parts(name, ref_acc)
+    cfg = RLConfig.preset("grpo", **{**dict(steps=steps, learning_rate=lr, seed=seed, log_every=0, beta=beta), **fields,
+                                     **overrides})
     policy = copy.deepcopy(base)
     t = time.perf_counter()
     hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None, progress=progress)

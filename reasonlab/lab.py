@@ -53,14 +53,14 @@ class Sizes:
     """greedy evaluation every N RL steps, for time-to-solve"""
     adaptive_steps: int = 200
     """RL steps per adaptive-thinking run"""
-    adaptive_methods: tuple[str, ...] = ("thinkless",)
+    adaptive_methods: tuple[str, ...] = ("thinkless_fmt",)
     """adaptive-thinking rewards compared (see adaptive.METHODS)"""
     adaptive_eval_n: int = 300
     """greedy evaluation problems per k for adaptive thinking"""
 
 
 QUICK = Sizes(eval_n=40, budget_n=30, tts_n=40, tts_n_max=8, star_rounds=1, star_problems=400, star_steps=40,
-              rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless",), adaptive_eval_n=30)
+              rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30)
 
 
 def quick_base_cfg(seed: int) -> dict:
@@ -480,7 +480,7 @@ tried; mean ± std over seeds. The ideal policy answers k = 2 directly (always r
 
 *Papers:* Thinkless (Fang et al. 2025, arXiv 2505.13379); AdaptThink (Zhang et al. 2025, arXiv 2505.13417);
 length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501.12599).
-*Explore:* `reasonlab adaptive --methods grpo cost0.3 cost0.6 kimi thinkless arm adaptthink`.
+*Explore:* `reasonlab adaptive --methods grpo cost0.3 cost0.6 kimi thinkless thinkless_fmt arm adaptthink`.
 """
     return md, head
 

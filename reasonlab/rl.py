@@ -76,14 +76,10 @@ class RLConfig:
     force_direct: float = 0.0
     """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
     here without its importance-sampling correction)"""
-    force_direct_final: float | None = None
-    """forced-direct share at the last step, reached linearly from force_direct (None: constant)"""
-    kl_on_control: bool = True
-    """include the format token (the first output token) in the KL penalty; False leaves the think / no-think
-    choice free of the reference while the KL still holds the chains"""
-    control_weight: float = 1.0
-    """weight of the format token's policy term (Thinkless's decoupled GRPO: the control token's gradient is not
-    diluted by the response length); 1 is plain GRPO"""
+    forced_trains: str = "all"
+    """what the policy loss takes from forced-direct rollouts: all their tokens, only the forced "A" (the format
+    choice: is answering directly worth it on this problem?), or only the answer tokens (the format is then learned
+    from the policy's own choices alone)"""
     grad_clip: float = 1.0
     """max gradient norm"""
     micro_batch: int = 0
@@ -125,7 +121,7 @@ class RLConfig:
             raise ValueError(f"invalid RL config: {msg}")
         choices = {"advantage": ("group", "rloo", "none"), "scale_rewards": ("group", "batch", "none"),
                    "loss_type": ("grpo", "dapo", "dr_grpo"), "importance_sampling_level": ("token", "sequence"),
-                   "kl_estimator": ("k1", "k2", "k3", "exact")}
+                   "kl_estimator": ("k1", "k2", "k3", "exact"), "forced_trains": ("all", "format", "answer")}
         for name, ok in choices.items():
             if getattr(self, name) not in ok:
                 bad(f"{name}={getattr(self, name)!r}, expected one of {', '.join(ok)}")
@@ -156,10 +152,8 @@ class RLConfig:
             bad("micro_batch must be >= 0")
         if not 0.0 <= self.force_direct < 1.0:
             bad(f"force_direct must be in [0, 1), got {self.force_direct}")
-        if self.force_direct_final is not None and not 0.0 <= self.force_direct_final < 1.0:
-            bad(f"force_direct_final must be in [0, 1), got {self.force_direct_final}")
-        if self.control_weight < 0:
-            bad(f"control_weight must be >= 0, got {self.control_weight}")
+        if self.forced_trains != "all" and self.force_direct == 0:
+            bad(f"forced_trains={self.forced_trains!r} needs force_direct > 0 (there are no forced rollouts)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -227,17 +221,17 @@ def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: 
 
 def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable,
                   group_fn: Callable | None = None, step: int = 0):
-    """prompts_per_step problems x num_generations completions, their parses and rewards (P, G).
+    """prompts_per_step problems x num_generations completions, their parses, rewards (P, G) and forced flags.
 
     With dynamic_sampling, groups whose rewards all agree are dropped and new problems drawn, at most max_resample
     extra rounds; the step then trains on what it has. Also returns the share of zero-std groups as first sampled.
     """
     P, G = cfg.prompts_per_step, cfg.num_generations
-    digits, outs, parsed, rewards = [], [], [], []
+    digits, outs, parsed, rewards, forced = [], [], [], [], []
     zero_std = None
     for _ in range(1 + (cfg.max_resample if cfg.dynamic_sampling else 0)):
         d = [make_digits(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
-        n_forced = round(G * forced_share(cfg, step))
+        n_forced = round(G * cfg.force_direct)
         o = generate_n(policy, [prompt_ids(x) for x in d], G - n_forced, gen, cfg.temperature)
         if n_forced:   # the last n_forced samples of each group answer directly
             f = generate_n(policy, [prompt_ids(x) for x in d], n_forced, gen, cfg.temperature, force=["A"])
@@ -255,19 +249,21 @@ def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RL
         for i in keep:
             digits.append(d[i])
             outs.extend(o[i * G:(i + 1) * G])
+            forced.extend([False] * (G - n_forced) + [True] * n_forced)
             parsed.extend(p[i * G:(i + 1) * G])
             rewards.append(r[i])
         if len(digits) == P:
             break
     r = torch.stack(rewards) if rewards else torch.zeros(0, G)
-    return digits, outs, parsed, r, zero_std
+    return digits, outs, parsed, r, zero_std, forced
 
 
-def forced_share(cfg: RLConfig, step: int) -> float:
-    """Share of each group forced to answer directly at this step (0-based): constant, or a linear ramp."""
-    if cfg.force_direct_final is None:
-        return cfg.force_direct
-    return cfg.force_direct + (cfg.force_direct_final - cfg.force_direct) * step / max(1, cfg.steps - 1)
+def forced_weights(forced: list[bool], cfg: RLConfig, L: int) -> torch.Tensor:
+    """(B, L) weights of each completion's tokens in the policy loss: 1 for free completions; for forced-direct
+    ones by cfg.forced_trains (all: every token; format: only the first, the forced "A"; answer: all but it)."""
+    f = torch.tensor(forced, dtype=torch.float32)[:, None]
+    first, rest = 1 - f * (cfg.forced_trains == "answer"), 1 - f * (cfg.forced_trains == "format")
+    return torch.cat([first, rest.expand(-1, L - 1)], 1)
 
 
 def format_shares(parsed: list[dict], digits: list[list[int]], G: int) -> tuple[dict, dict]:
@@ -382,7 +378,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         got = sample_groups(policy, rng, gen, cfg, reward_fn, group_fn, step)
         if got is None:
             raise NonFiniteError(f"non-finite reward at step {step + 1}")
-        digits, outs, parsed, r, zero_std = got
+        digits, outs, parsed, r, zero_std, forced = got
         B = len(outs)
         if B == 0:  # dynamic sampling found no group with signal: nothing to learn from this step
             hist.append({"step": step + 1, "skipped": True, "frac_reward_zero_std": zero_std})
@@ -411,15 +407,12 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
                 if it == 0:
                     old_lp[c] = lp.detach()        # exactly on-policy: the first update's ratio is exactly 1
                 per_tok, lo, hi = policy_loss_terms(lp, old_lp[c], A[sl], mask, cfg)
-                if cfg.control_weight != 1.0:   # Thinkless (arXiv 2505.13379): the format token weighted apart
-                    per_tok = torch.cat([cfg.control_weight * per_tok[:, :1], per_tok[:, 1:]], 1)
+                if cfg.forced_trains != "all":   # forced rollouts teach the format choice only, or the answer only
+                    per_tok = per_tok * forced_weights(forced[sl], cfg, per_tok.shape[1]).to(device)
                 rlg = ref_lg[sl, :lg.shape[1]] if ref_lg is not None else None
                 if cfg.beta > 0:
                     rlp = F.log_softmax(rlg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
-                    kl = kl_terms(lp, rlp, lg, rlg, cfg.kl_estimator)
-                    if not cfg.kl_on_control:   # the reference never thinks: do not anchor the format choice to it
-                        kl = torch.cat([torch.zeros_like(kl[:, :1]), kl[:, 1:]], 1)
-                    per_tok = per_tok + cfg.beta * kl
+                    per_tok = per_tok + cfg.beta * kl_terms(lp, rlp, lg, rlg, cfg.kl_estimator)
                 loss = aggregate(per_tok, mask, B, n_tokens, cfg)
                 if not torch.isfinite(loss):
                     raise NonFiniteError(f"non-finite loss at step {step + 1}")

@@ -65,9 +65,12 @@ def test_arm_scaling_boosts_rare_formats_then_fades():
 
 
 def test_methods_and_pareto():
-    for m in ("grpo", "cost0.6", "kimi", "thinkless", "arm"):
-        fn, group, force = method_parts(m)
-        assert callable(fn) and 0 <= force < 1
+    from reasonlab.adaptive import METHODS
+    from reasonlab.rl import RLConfig
+    for m in METHODS:
+        fn, group, fields = method_parts(m, ref_acc={k: 0.5 for k in range(2, 9)})
+        assert callable(fn) and 0 < fields["force_direct"] < 1
+        RLConfig.preset("grpo", **fields)   # valid RL settings
     with pytest.raises(ValueError):
         method_parts("nope")
     pts = [(3.0, 0.3), (6.7, 1.0), (9.0, 1.0), (6.4, 1.0), (5.0, 0.2)]

@@ -232,12 +232,35 @@ def test_dynamic_sampling_keeps_only_groups_with_signal():
     (dict(k_range=(1, 9)), "k_range"),
     (dict(kl_estimator="k4"), "kl_estimator"),
     (dict(steps=0), "steps"),
+    (dict(forced_trains="none"), "forced_trains"),
+    (dict(forced_trains="format"), "force_direct > 0"),
 ])
 def test_invalid_configs_are_rejected(kw, msg):
     with pytest.raises(ValueError, match=msg):
         RLConfig.preset("grpo", **kw)
     with pytest.raises(ValueError, match="unknown algo"):
         RLConfig.preset("ppo")
+
+
+def test_forced_rollouts_train_what_forced_trains_says():
+    from reasonlab.rl import forced_weights
+    forced = [False, True]
+    want = {"all": [[1, 1, 1], [1, 1, 1]], "format": [[1, 1, 1], [1, 0, 0]], "answer": [[1, 1, 1], [0, 1, 1]]}
+    for what, w in want.items():
+        c = RLConfig.preset("grpo", force_direct=0.25, forced_trains=what)
+        assert forced_weights(forced, c, 3).tolist() == w
+
+
+def test_forced_answer_tokens_get_no_gradient_when_only_the_format_trains():
+    """With forced_trains='format', a forced rollout's answer tokens get no gradient; its "A" and the free rollout's
+    tokens do."""
+    from reasonlab.rl import forced_weights, policy_loss_terms, aggregate
+    c = RLConfig.preset("grpo", force_direct=0.25, forced_trains="format", beta=0.0)
+    lp = torch.tensor([[-0.1, -0.5, -0.2], [-0.3, -0.4, -0.9]], requires_grad=True)
+    mask = torch.ones(2, 3)
+    per_tok, _, _ = policy_loss_terms(lp, lp.detach(), torch.tensor([1.0, -1.0]), mask, c)
+    aggregate(per_tok * forced_weights([False, True], c, 3), mask, 2, 6, c).backward()
+    assert lp.grad[1, 1:].abs().sum() == 0 and lp.grad[1, 0] != 0 and (lp.grad[0] != 0).all()
 
 
 def test_beta_needs_a_reference():
