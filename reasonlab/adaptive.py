@@ -3,8 +3,8 @@
 Each method is a reward (and, for some, a group reshaping or forced direct rollouts) plugged into the one RL loop
 (`rl.train`); everything else is shared: GRPO, lr 1e-4, 200 steps, 16 x 8 samples, a quarter of each group forced
 to answer directly so that "A" keeps being tried (plain GRPO stops sampling it within ~10 steps: ARM's format
-collapse). `thinkless_fmt` lets those forced rollouts train only their "A" (is a direct answer worth it here?),
-not the answer itself. The result is the accuracy / mean-tokens plane, with the fixed formats and the Pareto front.
+collapse). `thinkless_fmt` forces half of each group and lets those rollouts train only their "A" (is a direct
+answer worth it on this problem?), not the answer itself. The result is the accuracy / mean-tokens plane, with the fixed formats and the Pareto front.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
         return rewards.correct, rewards.kimi_length_reward, q
     if name == "thinkless":                            # per-format values, wrong = -1
         return rewards.format_reward, None, q
-    if name == "thinkless_fmt":                        # the same, but forced rollouts train only their "A": they say
-        return rewards.format_reward, None, dict(q, forced_trains="format")   # where A pays, not how to answer
+    if name == "thinkless_fmt":                        # the same, half forced, and forced rollouts train only their
+        return rewards.format_reward, None, dict(force_direct=0.5, forced_trains="format")   # "A": where A pays
     if name == "arm":                                  # ARM: rare formats scaled up early in training
         return rewards.correct, rewards.arm_format_scaling, q
     if name == "adaptthink":                           # AdaptThink: c - ref accuracy + delta * no-thinking, half forced
