@@ -168,7 +168,8 @@ def cmd_rl(args):
     from .rl import RLConfig, train
     over = {k: getattr(args, k) for k in ("steps", "prompts_per_step", "num_generations", "learning_rate", "beta",
                                           "kl_estimator", "epsilon", "epsilon_high", "num_iterations", "loss_type",
-                                          "scale_rewards", "table_every", "checkpoint_every", "temperature")
+                                          "scale_rewards", "table_every", "checkpoint_every", "temperature",
+                                          "force_direct", "forced_trains")
             if getattr(args, k) is not None}
     if args.no_clip:
         over["clip"] = False
@@ -424,6 +425,10 @@ def build_parser() -> Parser:
     p.add_argument("--scale-rewards", choices=["group", "batch", "none"], default=None)
     p.add_argument("--temperature", type=positive(float), default=None)
     p.add_argument("--no-clip", action="store_true", help="plain policy gradient (no ratio, no clip)")
+    p.add_argument("--force-direct", type=nonneg_float, default=None,
+                   help="share of each group forced to answer directly (A), so that A keeps being tried")
+    p.add_argument("--forced-trains", choices=["all", "format", "answer"], default=None,
+                   help="what forced rollouts train: all tokens, only their A, or only their answer")
     p.add_argument("--run-dir", default=None, help="default runs/rl-<algo>-seed<seed>")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its checkpoint")
     p.add_argument("--checkpoint-every", type=positive(), default=None)

@@ -91,6 +91,8 @@ def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     (["--num-generations", "1"], "num_generations"),
     (["--beta", "-1"], ">= 0"),
     (["--resume"], "no checkpoint"),
+    (["--forced-trains", "format"], "force_direct > 0"),
+    (["--force-direct", "1.5"], "force_direct"),
 ])
 def test_rl_bad_input(ckpt, tmp_path, extra, msg, capsys):
     assert main(["rl", "--checkpoint", ckpt, "--run-dir", str(tmp_path / "r"), "--steps", "1"] + extra) == 2
