@@ -244,6 +244,7 @@ def cmd_adaptive(args):
     from . import adaptive
     from .checkpoint import get_model, write_json
     from .train import BASE_CFG
+    args.methods = args.methods or list(adaptive.METHODS)
     for m in args.methods:
         if m not in adaptive.METHODS:
             raise UsageError(f"unknown method {m!r}: choose from {', '.join(adaptive.METHODS)}")
@@ -452,7 +453,7 @@ def build_parser() -> Parser:
     p = sub.add_parser("adaptive", help="RL with length/cost-aware rewards: when does the model choose to think?")
     add_common(p)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--methods", nargs="+", default=["grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "thinkless_fmt", "arm", "adaptthink"])
+    p.add_argument("--methods", nargs="+", default=None, help="default: every method in adaptive.METHODS")
     p.add_argument("--steps", type=positive(), default=200)
     p.add_argument("--lr", type=positive(float), default=1e-4)
     p.add_argument("--beta", type=nonneg_float, default=0.04, help="KL weight to the base model (0: none)")

@@ -475,8 +475,9 @@ def section_adaptive(rs: list[dict], out: str) -> tuple[str, str]:
 
 {report.adaptive_table(summary)}
 
-GRPO with a length- or format-aware reward, a quarter of each group forced to answer directly so A keeps being
-tried; mean ± std over seeds. The ideal policy answers k = 2 directly (always right) and thinks from k = 3 on.
+GRPO with Thinkless's per-format reward; half of each group is forced to answer directly so that A keeps being
+tried, and those rollouts train only that choice (`thinkless_fmt`); mean ± std over seeds. The simplest policy
+that loses nothing answers k = 2 directly (always right) and thinks from k = 3 on.
 
 *Papers:* Thinkless (Fang et al. 2025, arXiv 2505.13379); AdaptThink (Zhang et al. 2025, arXiv 2505.13417);
 length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501.12599).

@@ -77,9 +77,9 @@ class RLConfig:
     """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
     here without its importance-sampling correction)"""
     forced_trains: str = "all"
-    """what the policy loss takes from forced-direct rollouts: all their tokens, only the forced "A" (the format
-    choice: is answering directly worth it on this problem?), or only the answer tokens (the format is then learned
-    from the policy's own choices alone)"""
+    """what the policy-gradient term takes from forced-direct rollouts: all their tokens, only the forced "A" (the
+    format choice: is answering directly worth it on this problem?), or only the answer tokens (the format's
+    reward signal then comes from the policy's own choices alone); the KL penalty still covers every token"""
     grad_clip: float = 1.0
     """max gradient norm"""
     micro_batch: int = 0
@@ -152,8 +152,12 @@ class RLConfig:
             bad("micro_batch must be >= 0")
         if not 0.0 <= self.force_direct < 1.0:
             bad(f"force_direct must be in [0, 1), got {self.force_direct}")
-        if self.forced_trains != "all" and self.force_direct == 0:
-            bad(f"forced_trains={self.forced_trains!r} needs force_direct > 0 (there are no forced rollouts)")
+        if self.forced_trains != "all" and round(self.num_generations * self.force_direct) < 1:
+            bad(f"forced_trains={self.forced_trains!r} needs force_direct > 0 with at least one forced rollout per "
+                f"group (num_generations * force_direct = {self.num_generations * self.force_direct:g})")
+        if self.forced_trains != "all" and self.importance_sampling_level == "sequence":
+            bad("forced_trains with importance_sampling_level='sequence' (GSPO): one ratio per sequence mixes the "
+                "masked tokens back in")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -83,7 +83,8 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
                 break
             # Drop finished rows from the cache once enough of it is dead. Every row is still sampled (on
             # stale logits, then overwritten by padding): torch.multinomial draws one exponential per entry of
-            # the (B, V) matrix, so the random stream, and every live row's sample, stays the same.
+            # the (B, V) matrix, so the random stream stays the same, and so does every live row's sample on CPU
+            # (on CUDA a smaller batch may pick another GEMM kernel and move the logits in the last bit).
             if n_alive <= COMPACT_AT * len(live):
                 keep = (~done[live]).nonzero().squeeze(1)
                 cache, live = cache.select(keep), live[keep]
@@ -184,11 +185,11 @@ def _output_logits_shared(model: GPT, prompts, outputs, group: int, device):
         return first, tok, mask
     # The continuations run in a few buckets of similar length instead of all padded to the longest: an RL batch
     # mixes 3-token direct answers with 12-token chains, and padding would be half the work.
-    pieces, order, lo = [], [], 0
+    pieces, order, lo = [], [], -1
     for hi in length_buckets(lens):
         rows = [i for i, n in enumerate(lens) if lo < n <= hi]
         lo = hi
-        if not rows or hi == 1:
+        if not rows or hi <= 1:   # outputs of 0 or 1 token: the prompt's last logits are all they need
             order += rows
             pieces.append(first.new_zeros(len(rows), L - 1, first.shape[-1]))
             continue

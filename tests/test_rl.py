@@ -234,6 +234,8 @@ def test_dynamic_sampling_keeps_only_groups_with_signal():
     (dict(steps=0), "steps"),
     (dict(forced_trains="none"), "forced_trains"),
     (dict(forced_trains="format"), "force_direct > 0"),
+    (dict(forced_trains="format", force_direct=0.05), "at least one forced rollout"),
+    (dict(forced_trains="format", force_direct=0.25, importance_sampling_level="sequence"), "GSPO"),
 ])
 def test_invalid_configs_are_rejected(kw, msg):
     with pytest.raises(ValueError, match=msg):

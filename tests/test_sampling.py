@@ -1,4 +1,5 @@
 """Generation: KV-cache decoding equals naive recomputation; greedy, seeds, forcing, max_new; log-probs."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -78,8 +79,14 @@ def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, 
     assert a == b and len(a) == 80
 
 
-def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts):
+@pytest.mark.parametrize("bounds", [None, [1, 4], [2, 6], [3, 5, 7]])
+def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts, bounds, monkeypatch):
+    """The shared-prompt path, in one pass or in length buckets (forced here: the last bound is the longest
+    output), gives the plain path's logits and gradients row for row."""
+    from reasonlab import sampling
     from reasonlab.sampling import generate_n, output_logits
+    if bounds is not None:
+        monkeypatch.setattr(sampling, "length_buckets", lambda lens, **kw: [b for b in bounds if b < max(lens)] + [max(lens)])
     ps = [p for p in prompts[:6] for _ in range(4)]
     outs = generate_n(noisy_model, prompts[:6], 4, torch.Generator().manual_seed(2), 1.0)
     a, ta, ma = output_logits(noisy_model, ps, outs)
