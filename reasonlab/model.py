@@ -77,9 +77,12 @@ class KVCache:
 
     def block_mask(self, device) -> torch.Tensor:
         """(pos - start, pos) boolean mask for the block just appended: query i (absolute start + i) sees keys up
-        to start + i."""
-        rows = torch.arange(self.start, self.pos, device=device)[:, None]
-        return torch.arange(self.pos, device=device)[None, :] <= rows
+        to start + i. Built once per forward and shared by the layers."""
+        memo = getattr(self, "_mask", None)
+        if memo is None or memo[0] != (self.start, self.pos):
+            rows = torch.arange(self.start, self.pos, device=device)[:, None]
+            self._mask = ((self.start, self.pos), torch.arange(self.pos, device=device)[None, :] <= rows)
+        return self._mask[1]
 
     def select(self, rows: torch.Tensor) -> "KVCache":
         """A cache whose row i is this cache's row rows[i] (prefixes that branch, or rows that are kept)."""

@@ -1,6 +1,7 @@
 """Batched generation with a KV cache, the naive full-recompute decoder it must match, and log-probs."""
 from __future__ import annotations
 
+import collections
 import itertools
 
 import torch
@@ -160,12 +161,13 @@ def output_logits(model: GPT, prompts: list[list[int]], outputs: list[list[int]]
 def length_buckets(lengths: list[int], max_buckets: int = 3, overhead: int = 128) -> list[int]:
     """Upper length bounds that split rows into at most max_buckets runs of similar length, minimising padded
     tokens plus `overhead` per forward pass (what one more small pass costs here, in tokens)."""
-    ls = sorted(set(lengths))
+    count = collections.Counter(lengths)
+    ls = sorted(count)
 
     def cost(bounds: list[int]) -> int:
-        lo, c = 0, 0
+        lo, c = -1, 0
         for hi in bounds:
-            c += overhead + hi * sum(lo < n <= hi for n in lengths)
+            c += overhead + hi * sum(m for n, m in count.items() if lo < n <= hi)
             lo = hi
         return c
     plans = [list(c) + [ls[-1]] for b in range(max_buckets) for c in itertools.combinations(ls[:-1], b)]
