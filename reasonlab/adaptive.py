@@ -4,7 +4,8 @@ Each method is a reward (and, for some, a group reshaping or forced direct rollo
 (`rl.train`); everything else is shared: GRPO, lr 1e-4, 200 steps, 16 x 8 samples, a quarter of each group forced
 to answer directly so that "A" keeps being tried (plain GRPO stops sampling it within ~10 steps: ARM's format
 collapse). `thinkless_fmt` forces half of each group and lets those rollouts train only their "A" (is a
-direct answer worth it on this problem?), not the answer itself. The result is the accuracy / mean-tokens plane, with the fixed formats and the Pareto front.
+direct answer worth it on this problem?), not the answer itself. The result is the accuracy / mean-tokens plane,
+with the fixed formats and the Pareto front.
 """
 from __future__ import annotations
 
