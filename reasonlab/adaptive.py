@@ -78,12 +78,15 @@ def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e
 def fixed_points(bases: list[GPT], n_eval: int = 300) -> dict:
     """Always-A / always-S / always-T (forced, greedy): accuracy, tokens and accuracy per k, mean over the bases."""
     probs = problems_per_k(n_eval, seed=12345)
-    out = {}
-    for f in ("A", "S", "T"):
-        ps = [point(b, probs, force=[f]) for b in bases]
-        out[f] = {"acc": float(np.mean([p["acc"] for p in ps])), "tokens": float(np.mean([p["tokens"] for p in ps])),
-                  "acc_by_k": {k: float(np.mean([p["acc_by_k"][k] for p in ps])) for k in ps[0]["acc_by_k"]}}
-    return out
+    return mean_points([{f: point(b, probs, force=[f]) for f in ("A", "S", "T")} for b in bases])
+
+
+def mean_points(per_base: list[dict]) -> dict:
+    """{format: {acc, tokens, acc_by_k}}, one such dict per base model -> their mean."""
+    return {f: {"acc": float(np.mean([p[f]["acc"] for p in per_base])),
+                "tokens": float(np.mean([p[f]["tokens"] for p in per_base])),
+                "acc_by_k": {k: float(np.mean([p[f]["acc_by_k"][k] for p in per_base])) for k in per_base[0][f]["acc_by_k"]}}
+            for f in per_base[0]}
 
 
 def tts_points(base: GPT, n: int = 200) -> dict:

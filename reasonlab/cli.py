@@ -240,7 +240,6 @@ def cmd_tts(args):
 
 
 def cmd_adaptive(args):
-
     from . import adaptive
     from .checkpoint import get_model, write_json
     from .train import BASE_CFG

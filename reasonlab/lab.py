@@ -452,10 +452,7 @@ a problem; REINFORCE without a baseline pushes up every sampled answer, right or
 
 def section_adaptive(rs: list[dict], out: str) -> tuple[str, str]:
     runs = [x for r in rs for x in r["runs"]]
-    fixed = {f: {"acc": float(np.mean([r["fixed"][f]["acc"] for r in rs])),
-                 "tokens": float(np.mean([r["fixed"][f]["tokens"] for r in rs])),
-                 "acc_by_k": {k: float(np.mean([r["fixed"][f]["acc_by_k"][k] for r in rs])) for k in rs[0]["fixed"][f]["acc_by_k"]}}
-             for f in rs[0]["fixed"]}
+    fixed = adaptive.mean_points([r["fixed"] for r in rs])
     summary = {"methods": adaptive.summarize(runs, fixed), "fixed": fixed, "tts": rs[0]["tts"],
                "seeds": sorted({x["seed"] for x in runs})}
     report.plot_adaptive_heatmap(summary, os.path.join(out, "adaptive", "heatmap.png"))
@@ -488,8 +485,6 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
 
 SECTIONS = {"base": [section_base], "budgets": [section_budgets], "sampling": [section_sampling, section_verifiers],
             "star": [section_star], "rl": [section_rl], "adaptive": [section_adaptive]}
-TITLES = {"base": "base model", "budgets": "thinking budgets", "sampling": "voting", "star": "STaR", "rl": "RL",
-          "adaptive": "adaptive thinking"}
 
 
 def write_report(out: str, results: dict, meta: dict) -> dict:

@@ -275,7 +275,7 @@ def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"
     greedy = {fmt: sample_pool(model, problems, 1, force=FORCE[fmt], temperature=0.0) for fmt in formats}
     res["timing"]["greedy"] = round(time.perf_counter() - t0 - sum(res["timing"].values()), 2)
     ks = sorted(set(pools[formats[0]].k.tolist()))
-    res["curves"], res["per_k"] = {}, {}
+    res["curves"], res["per_k"], res["per_k_ci"] = {}, {}, {}
     for fmt, pool in pools.items():
         c = curves(pool)
         res["curves"][fmt] = {m: {N: summarize_scores(v, seed) for N, v in d.items()} for m, d in c.items()}
@@ -283,7 +283,6 @@ def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"
         res["curves"][fmt]["tokens"] = {N: tokens(pool, N) for N in NS if N <= n_max}
         res["per_k"][fmt] = {k: {m: {N: float(v[pool.k == k].mean()) for N, v in d.items()} for m, d in c.items()}
                              for k in ks}
-        res["per_k_ci"] = res.get("per_k_ci", {})
         res["per_k_ci"][fmt] = {k: {m: {N: bootstrap_ci(v[pool.k == k], n_boot=300, seed=seed) for N, v in c[m].items()}
                                     for m in ("maj", "pass")} for k in ks}
         for k in ks:
