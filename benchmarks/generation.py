@@ -14,7 +14,7 @@ import random
 
 import torch
 
-from common import best_time
+from common import best_times
 from reasonlab.sampling import generate, generate_naive
 from reasonlab.task import make_digits, prompt_ids
 
@@ -37,7 +37,7 @@ def main():
             gen = torch.Generator().manual_seed(0) if kw["temperature"] else None
             return decoder(model, prompts, gen, kw["temperature"], kw.get("force"))
         assert run(generate) == run(generate_naive), "decoders disagree"
-        fast, naive = best_time(lambda: run(generate), args.repeats), best_time(lambda: run(generate_naive), args.repeats)
+        fast, naive = best_times([lambda: run(generate), lambda: run(generate_naive)], args.repeats)
         rows.append({"mode": name, "kv_cache_seq_per_s": round(args.n / fast), "naive_seq_per_s": round(args.n / naive),
                      "speedup": round(naive / fast, 2)})
     print(f"{'mode':<20}{'kv-cache seq/s':>16}{'naive seq/s':>14}{'speedup':>10}")

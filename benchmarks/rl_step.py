@@ -3,7 +3,7 @@
 The naive step is the spec's algorithm written plainly: generation that re-runs the whole sequence for every new
 token and rebuilds the batch from Python lists, log-probs gathered one sequence at a time, and separate forward
 passes for the old and reference log-probs. Both start from the same base model; each is timed over `--steps`
-consecutive steps (best of `--repeats` runs) in the same process.
+consecutive steps (best of `--repeats` runs, the two taking turns) in the same process.
 
     python benchmarks/rl_step.py [--steps 5] [--repeats 3]
 """
@@ -17,7 +17,7 @@ import random
 import torch
 import torch.nn.functional as F
 
-from common import best_time
+from common import best_times
 from reasonlab.checkpoint import get_model
 from reasonlab.rewards import rule_reward
 from reasonlab.rl import RLConfig, train
@@ -94,8 +94,9 @@ def main():
     args = ap.parse_args()
     base = get_model("base-seed0", dict(BASE_CFG, seed=0), log=None)
     cfg = RLConfig.preset("grpo", steps=args.steps, log_every=0)
-    fast = best_time(lambda: train(copy.deepcopy(base), base, cfg, log=None), args.repeats) / args.steps
-    naive = best_time(lambda: naive_steps(copy.deepcopy(base), base, args.steps), args.repeats) / args.steps
+    fast, naive = (t / args.steps for t in best_times([lambda: train(copy.deepcopy(base), base, cfg, log=None),
+                                                       lambda: naive_steps(copy.deepcopy(base), base, args.steps)],
+                                                      args.repeats))
     print(f"GRPO step (16 x 8, 2 inner): reasonlab {fast * 1000:.1f} ms | naive {naive * 1000:.1f} ms | "
           f"speedup {naive / fast:.2f}x")
     print(json.dumps({"reasonlab_s_per_step": round(fast, 4), "naive_s_per_step": round(naive, 4),

@@ -185,23 +185,32 @@ def _output_logits_shared(model: GPT, prompts, outputs, group: int, device):
     first = first[:, -1:].repeat_interleave(group, 0)                                 # predicts output token 0
     if L == 1:
         return first, tok, mask
+    # A problem's identical completions run once (`uniq`, then `back` copies the logits to every row): a confident
+    # policy writes the same chain for most of its samples, and even the base model repeats half of them.
+    seen: dict[tuple, int] = {}
+    uniq: list[int] = []   # the first row of each distinct (problem, completion)
+    for i, o in enumerate(outputs):
+        if seen.setdefault((i // group, tuple(o)), len(uniq)) == len(uniq):
+            uniq.append(i)
+    back = torch.tensor([seen[(i // group, tuple(o))] for i, o in enumerate(outputs)], device=device)
+    ulens = [lens[i] for i in uniq]
     # The continuations run in a few buckets of similar length instead of all padded to the longest: an RL batch
     # mixes 3-token direct answers with 12-token chains, and padding would be half the work.
     pieces, order, lo = [], [], -1
-    for hi in length_buckets(lens):
-        rows = [i for i, n in enumerate(lens) if lo < n <= hi]
+    for hi in length_buckets(ulens):
+        rows = [u for u, n in enumerate(ulens) if lo < n <= hi]
         lo = hi
         if not rows or hi <= 1:   # outputs of 0 or 1 token: the prompt's last logits are all they need
             order += rows
             pieces.append(first.new_zeros(len(rows), L - 1, first.shape[-1]))
             continue
-        idx = torch.tensor(rows, device=device)
+        idx = torch.tensor([uniq[u] for u in rows], device=device)
         out, _ = model(tok[idx, :hi - 1], cache=cache.select(idx // group))           # (rows, hi - 1, V)
         pieces.append(F.pad(out, (0, 0, 0, L - hi)))
         order += rows
     inv = torch.empty(len(order), dtype=torch.long, device=device)
     inv[torch.tensor(order, device=device)] = torch.arange(len(order), device=device)
-    return torch.cat([first, torch.cat(pieces)[inv]], 1), tok, mask
+    return torch.cat([first, torch.cat(pieces)[inv[back]]], 1), tok, mask
 
 
 def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]]):

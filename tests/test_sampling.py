@@ -89,6 +89,7 @@ def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, p
         monkeypatch.setattr(sampling, "length_buckets", lambda lens, **kw: [b for b in bounds if b < max(lens)] + [max(lens)])
     ps = [p for p in prompts[:6] for _ in range(4)]
     outs = generate_n(noisy_model, prompts[:6], 4, torch.Generator().manual_seed(2), 1.0)
+    outs[1], outs[2], outs[9] = outs[0], list(outs[0]), outs[8]   # repeats within a group run once
     a, ta, ma = output_logits(noisy_model, ps, outs)
     b, tb, mb = output_logits(noisy_model, ps, outs, group=4)
     assert torch.equal(ta[ma], tb[mb]) and torch.equal(ma, mb)
@@ -96,6 +97,22 @@ def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, p
     ga = torch.autograd.grad((a[ma] ** 2).sum(), noisy_model.tok.weight)[0]
     gb = torch.autograd.grad((b[mb] ** 2).sum(), noisy_model.tok.weight)[0]
     assert ((ga - gb).abs().max() / ga.abs().max()).item() < 1e-5
+
+
+def test_shared_prompt_logits_run_each_distinct_completion_once(noisy_model, prompts):
+    """A problem's repeated completions go through the model once; the same completion under another problem
+    does not count as a repeat."""
+    from reasonlab.sampling import output_logits
+    ps = [p for p in prompts[:2] for _ in range(4)]
+    outs = [[4, 9, 2], [4, 9, 2], [5, 9, 3, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [5, 9, 3, 2]]
+    rows = []
+    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(inp[0].shape[0]))
+    try:
+        lg, _, _ = output_logits(noisy_model, ps, outs, group=4)
+    finally:
+        hook.remove()
+    assert rows[0] == 2 and sum(rows[1:]) == 4     # 2 prompts, then 2 distinct completions in each problem
+    assert torch.equal(lg[0], lg[1]) and torch.equal(lg[4], lg[6]) and not torch.equal(lg[0], lg[4])
 
 
 def test_generate_n_drops_finished_rows_without_changing_the_samples(noisy_model, prompts):
