@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from .model import GPT
 from .rewards import rule_reward
-from .sampling import generate_n, output_logits
+from .sampling import generate_n, layout, logits_at
 from .task import FORMATS, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, make_digits, parse, prompt_ids
 
 ALGOS = ("grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo")
@@ -354,7 +354,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     device = next(policy.parameters()).device
     rng = random.Random(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, foreach=True)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, fused=True)   # one kernel for all tensors
     G = cfg.num_generations
     stem = os.path.join(run_dir, "state") if run_dir else None
     start, hist = 0, []
@@ -397,12 +397,13 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         adv = advantages(r, cfg)                                    # (P', G)
         A = adv.flatten().to(device)
         # 4. loss and update, num_iterations times on the same samples
+        chunks = [slice(i, i + (cfg.micro_batch or B)) for i in range(0, B, cfg.micro_batch or B)]
+        lays = [layout(prompts[sl], outs[sl], G, device) for sl in chunks]   # shared by the reference and updates
         ref_lg = None
         if ref is not None:
             with torch.inference_mode():   # lighter than no_grad; cloned outside it, so backward may keep it
-                ref_lg = output_logits(ref, prompts, outs, G)[0]
-            ref_lg = ref_lg.clone()
-        chunks = [slice(i, i + (cfg.micro_batch or B)) for i in range(0, B, cfg.micro_batch or B)]
+                ref_lg = [logits_at(ref, lay)[0] for lay in lays]
+            ref_lg = [x.clone() for x in ref_lg]
         n_tokens = sum(len(o) for o in outs)
         old_lp: dict[int, torch.Tensor] = {}
         clip_lo = clip_hi = 0.0
@@ -411,14 +412,14 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
             opt.zero_grad(set_to_none=True)
             loss_sum = 0.0
             for c, sl in enumerate(chunks):
-                lg, tok, mask = output_logits(policy, prompts[sl], outs[sl], G)
+                lg, tok, mask = logits_at(policy, lays[c])
                 lp = F.log_softmax(lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
                 if it == 0:
                     old_lp[c] = lp.detach()        # exactly on-policy: the first update's ratio is exactly 1
                 per_tok, lo, hi = policy_loss_terms(lp, old_lp[c], A[sl], mask, cfg)
                 if cfg.forced_trains != "all":   # forced rollouts teach the format choice only, or the answer only
                     per_tok = per_tok * forced_weights(forced[sl], cfg, per_tok.shape[1]).to(device)
-                rlg = ref_lg[sl, :lg.shape[1]] if ref_lg is not None else None
+                rlg = ref_lg[c] if ref_lg is not None else None
                 if cfg.beta > 0:
                     rlp = F.log_softmax(rlg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
                     per_tok = per_tok + cfg.beta * kl_terms(lp, rlp, lg, rlg, cfg.kl_estimator)

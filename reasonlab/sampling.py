@@ -1,13 +1,12 @@
 """Batched generation with a KV cache, the naive full-recompute decoder it must match, and log-probs."""
 from __future__ import annotations
 
-import collections
-import itertools
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-from .model import GPT, KVCache, PrefixCache
+from .model import GPT, KVCache
 from .task import ID, MAX_LEN
 
 PAD, EOS = ID["<pad>"], ID["</s>"]
@@ -126,91 +125,84 @@ def generate_naive(model: GPT, prompts: list[list[int]], gen: torch.Generator | 
     return outs  # type: ignore[return-value]
 
 
-def pad_batch(prompts: list[list[int]], outputs: list[list[int]]):
-    """Right-padded prompt+output ids (B, T) plus prompt and output lengths as tensors."""
-    full = [p + o for p, o in zip(prompts, outputs)]
-    T = max(len(s) for s in full)
-    ids = torch.tensor([s + [PAD] * (T - len(s)) for s in full], dtype=torch.long)
-    plen = torch.tensor([len(p) for p in prompts])
-    olen = torch.tensor([len(o) for o in outputs])
-    return ids, plen, olen
+class Layout(NamedTuple):
+    """Model inputs for scoring completions, and where each completion token's logits land.
+
+    ids, pos (R, T) and mask (R, 1, T, T) (None: positions 0..T-1, causal) feed GPT.forward; col (B, L) indexes the
+    flattened (R * T) logits at the position that predicts each output token; tok (B, L) and out_mask (B, L) are
+    the output ids and which of them are real.
+    """
+    ids: torch.Tensor
+    pos: torch.Tensor | None
+    mask: torch.Tensor | None
+    col: torch.Tensor
+    tok: torch.Tensor
+    out_mask: torch.Tensor
+
+
+def layout(prompts: list[list[int]], outputs: list[list[int]], group: int = 1, device=None) -> Layout:
+    """How to score outputs after prompts in one forward pass (see output_logits)."""
+    B, L = len(outputs), max((len(o) for o in outputs), default=0)
+    tok = torch.tensor([o + [PAD] * (L - len(o)) for o in outputs], dtype=torch.long, device=device).view(B, L)
+    out_mask = torch.arange(L, device=device)[None, :] < torch.tensor([len(o) for o in outputs], device=device)[:, None]
+    if group > 1 and B % group == 0 and all(p == prompts[i - i % group] for i, p in enumerate(prompts)):
+        ids, pos, mask, col = _packed(prompts, outputs, group)
+        pos, mask = pos.to(device), mask.to(device)
+    else:   # a row per sample, right-padded; position t predicts token t + 1
+        full = [p + o for p, o in zip(prompts, outputs)]
+        T = max(len(s) for s in full) - 1
+        ids, pos, mask = [s[:-1] + [PAD] * (T + 1 - len(s)) for s in full], None, None
+        col = [[b * T + len(p) - 1 + j for j in range(len(o))] for b, (p, o) in enumerate(zip(prompts, outputs))]
+    col = torch.tensor([c + [0] * (L - len(c)) for c in col], dtype=torch.long, device=device).view(B, L)
+    return Layout(torch.tensor(ids, dtype=torch.long, device=device), pos, mask, col, tok, out_mask)
+
+
+def _packed(prompts, outputs, group: int):
+    """A row per problem: its prompt, then each of its distinct completions minus the last token (which predicts
+    nothing). A completion's tokens keep the positions they have in their own sequence and see only the prompt
+    and their own earlier tokens, so every logit is the one a separate pass would give. One pass instead of a
+    prompt pass plus passes over the continuations (at this size a pass's fixed cost outweighs its arithmetic),
+    and a problem's identical completions run once: a confident policy writes the same chain for most of its
+    samples, and even the base model repeats half of them."""
+    P = len(prompts) // group
+    rows = [list(prompts[p * group]) for p in range(P)]
+    pos = [list(range(len(r))) for r in rows]
+    seg = [[0] * len(r) for r in rows]                  # 0: the prompt; s > 0: the s-th distinct completion
+    where: dict[tuple, int] = {}                        # (problem, completion) -> column of its first token
+    for i, o in enumerate(outputs):
+        p, key = i // group, (i // group, tuple(o))
+        if key not in where:
+            where[key], n = len(rows[p]), len(prompts[i])
+            rows[p] += o[:-1]
+            pos[p] += range(n, n + len(o) - 1)
+            seg[p] += [len(where)] * (len(o) - 1)
+    T = max(map(len, rows))
+    rows, pos, seg = ([r + [v] * (T - len(r)) for r in rs] for rs, v in ((rows, PAD), (pos, 0), (seg, -1)))
+    sg = torch.tensor(seg)
+    # query i sees key j <= i of the prompt or of its own completion; padding sees only itself
+    mask = ((sg[:, None, :] == 0) | (sg[:, None, :] == sg[:, :, None])) & torch.ones(T, T, dtype=torch.bool).tril()
+    mask |= torch.eye(T, dtype=torch.bool)
+    # output token 0 is predicted at the prompt's last position, token t >= 1 at its completion's token t - 1
+    col = []
+    for b, o in enumerate(outputs):
+        row, first = b // group * T, where[(b // group, tuple(o))]
+        col.append(([row + len(prompts[b]) - 1] + list(range(row + first, row + first + len(o) - 1)))[:len(o)])
+    return rows, torch.tensor(pos), mask[:, None], col
+
+
+def logits_at(model: GPT, lay: Layout):
+    """(B, L, V) logits that predict each output token, the output ids (B, L) and mask (B, L)."""
+    logits, _ = model(lay.ids, pos=lay.pos, mask=lay.mask)
+    return logits.reshape(-1, logits.shape[-1])[lay.col], lay.tok, lay.out_mask
 
 
 def output_logits(model: GPT, prompts: list[list[int]], outputs: list[list[int]], group: int = 1):
     """Logits that predict each output token: (B, L, V), the output ids (B, L) and mask (B, L); L = longest output.
 
-    group > 1 says that rows come in runs of `group` identical prompts (n samples per problem): each prompt then
-    runs through the model once and its keys and values are shared by its samples, gradients included.
+    group > 1 says that rows come in runs of `group` identical prompts (n samples per problem): each problem's
+    prompt and distinct completions then run once, packed (gradients flow to every sample).
     """
-    device = next(model.parameters()).device
-    if group > 1 and len(prompts) % group == 0 and all(p == prompts[i - i % group] for i, p in enumerate(prompts)) \
-            and len({len(p) for p in prompts}) == 1:
-        return _output_logits_shared(model, prompts, outputs, group, device)
-    ids, plen, olen = pad_batch(prompts, outputs)
-    ids, plen, olen = ids.to(device), plen.to(device), olen.to(device)
-    logits, _ = model(ids[:, :-1])                                   # position t predicts token t + 1
-    L = int(olen.max()) if len(outputs) else 0
-    j = torch.arange(L, device=device)[None, :]
-    mask = j < olen[:, None]
-    src = (plen[:, None] - 1 + j).clamp(max=ids.shape[1] - 2)         # logits row predicting output token j
-    tok = ids.gather(1, (src + 1).clamp(max=ids.shape[1] - 1))
-    lg = logits.gather(1, src[:, :, None].expand(-1, -1, logits.shape[-1]))
-    return lg, tok, mask
-
-
-def length_buckets(lengths: list[int], max_buckets: int = 3, overhead: int = 128) -> list[int]:
-    """Upper length bounds that split rows into at most max_buckets runs of similar length, minimising padded
-    tokens plus `overhead` per forward pass (what one more small pass costs here, in tokens)."""
-    count = collections.Counter(lengths)
-    ls = sorted(count)
-
-    def cost(bounds: list[int]) -> int:
-        lo, c = -1, 0
-        for hi in bounds:
-            c += overhead + hi * sum(m for n, m in count.items() if lo < n <= hi)
-            lo = hi
-        return c
-    plans = [list(c) + [ls[-1]] for b in range(max_buckets) for c in itertools.combinations(ls[:-1], b)]
-    return min(plans, key=cost)
-
-
-def _output_logits_shared(model: GPT, prompts, outputs, group: int, device):
-    lens = [len(o) for o in outputs]
-    L = max(lens)
-    tok = torch.tensor([o + [PAD] * (L - len(o)) for o in outputs], dtype=torch.long, device=device)  # (B, L)
-    mask = torch.arange(L, device=device)[None, :] < torch.tensor(lens, device=device)[:, None]
-    cache = PrefixCache()
-    head = torch.tensor(prompts[::group], dtype=torch.long, device=device)            # (P, Tp): once per problem
-    first, _ = model(head, cache=cache)
-    first = first[:, -1:].repeat_interleave(group, 0)                                 # predicts output token 0
-    if L == 1:
-        return first, tok, mask
-    # A problem's identical completions run once (`uniq`, then `back` copies the logits to every row): a confident
-    # policy writes the same chain for most of its samples, and even the base model repeats half of them.
-    seen: dict[tuple, int] = {}
-    uniq: list[int] = []   # the first row of each distinct (problem, completion)
-    for i, o in enumerate(outputs):
-        if seen.setdefault((i // group, tuple(o)), len(uniq)) == len(uniq):
-            uniq.append(i)
-    back = torch.tensor([seen[(i // group, tuple(o))] for i, o in enumerate(outputs)], device=device)
-    ulens = [lens[i] for i in uniq]
-    # The continuations run in a few buckets of similar length instead of all padded to the longest: an RL batch
-    # mixes 3-token direct answers with 12-token chains, and padding would be half the work.
-    pieces, order, lo = [], [], -1
-    for hi in length_buckets(ulens):
-        rows = [u for u, n in enumerate(ulens) if lo < n <= hi]
-        lo = hi
-        if not rows or hi <= 1:   # outputs of 0 or 1 token: the prompt's last logits are all they need
-            order += rows
-            pieces.append(first.new_zeros(len(rows), L - 1, first.shape[-1]))
-            continue
-        idx = torch.tensor([uniq[u] for u in rows], device=device)
-        out, _ = model(tok[idx, :hi - 1], cache=cache.select(idx // group))           # (rows, hi - 1, V)
-        pieces.append(F.pad(out, (0, 0, 0, L - hi)))
-        order += rows
-    inv = torch.empty(len(order), dtype=torch.long, device=device)
-    inv[torch.tensor(order, device=device)] = torch.arange(len(order), device=device)
-    return torch.cat([first, torch.cat(pieces)[inv[back]]], 1), tok, mask
+    return logits_at(model, layout(prompts, outputs, group, next(model.parameters()).device))
 
 
 def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]]):

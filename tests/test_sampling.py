@@ -1,5 +1,4 @@
 """Generation: KV-cache decoding equals naive recomputation; greedy, seeds, forcing, max_new; log-probs."""
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -79,17 +78,14 @@ def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, 
     assert a == b and len(a) == 80
 
 
-@pytest.mark.parametrize("bounds", [None, [1, 4], [2, 6], [3, 5, 7]])
-def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts, bounds, monkeypatch):
-    """The shared-prompt path, in one pass or in length buckets (forced here: the last bound is the longest
-    output), gives the plain path's logits and gradients row for row."""
-    from reasonlab import sampling
+def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts):
+    """The packed path (each problem's prompt and distinct completions in one row) gives the plain path's logits
+    and gradients row for row, repeated, empty and one-token completions included."""
     from reasonlab.sampling import generate_n, output_logits
-    if bounds is not None:
-        monkeypatch.setattr(sampling, "length_buckets", lambda lens, **kw: [b for b in bounds if b < max(lens)] + [max(lens)])
     ps = [p for p in prompts[:6] for _ in range(4)]
     outs = generate_n(noisy_model, prompts[:6], 4, torch.Generator().manual_seed(2), 1.0)
     outs[1], outs[2], outs[9] = outs[0], list(outs[0]), outs[8]   # repeats within a group run once
+    outs[5], outs[13] = [], [ID["</s>"]]                          # nothing written; only </s>
     a, ta, ma = output_logits(noisy_model, ps, outs)
     b, tb, mb = output_logits(noisy_model, ps, outs, group=4)
     assert torch.equal(ta[ma], tb[mb]) and torch.equal(ma, mb)
@@ -100,19 +96,23 @@ def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, p
 
 
 def test_shared_prompt_logits_run_each_distinct_completion_once(noisy_model, prompts):
-    """A problem's repeated completions go through the model once; the same completion under another problem
-    does not count as a repeat."""
+    """One pass, a row per problem: its prompt, then each distinct completion minus its last token, once; the same
+    completion under another problem is not a repeat. Outputs of one token need only the prompt."""
     from reasonlab.sampling import output_logits
-    ps = [p for p in prompts[:2] for _ in range(4)]
-    outs = [[4, 9, 2], [4, 9, 2], [5, 9, 3, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [5, 9, 3, 2]]
-    rows = []
-    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(inp[0].shape[0]))
+    ps = [p for p in prompts[:3] for _ in range(4)]
+    outs = [[4, 9, 2], [4, 9, 2], [5, 9, 3, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [5, 9, 3, 2],
+            [2], [2], [4, 9, 2], [2]]
+    shapes = []
+    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: shapes.append(tuple(inp[0].shape)))
     try:
-        lg, _, _ = output_logits(noisy_model, ps, outs, group=4)
+        lg, _, mask = output_logits(noisy_model, ps, outs, group=4)
     finally:
         hook.remove()
-    assert rows[0] == 2 and sum(rows[1:]) == 4     # 2 prompts, then 2 distinct completions in each problem
+    Tp = len(prompts[0])
+    assert shapes == [(3, Tp + 2 + 3)]      # rows padded to the longest: problems 0 and 1 hold 2 + 3 tokens
     assert torch.equal(lg[0], lg[1]) and torch.equal(lg[4], lg[6]) and not torch.equal(lg[0], lg[4])
+    plain, _, _ = output_logits(noisy_model, ps, outs)
+    assert torch.allclose(lg[mask], plain[mask], atol=1e-5)
 
 
 def test_generate_n_drops_finished_rows_without_changing_the_samples(noisy_model, prompts):
@@ -122,13 +122,3 @@ def test_generate_n_drops_finished_rows_without_changing_the_samples(noisy_model
     assert len({len(o) for o in a}) > 2          # rows finish at different steps, so the cache shrinks
     rep = [p for p in prompts[:16] for _ in range(8)]
     assert a == generate_naive(noisy_model, rep, torch.Generator().manual_seed(3), 1.0)
-
-
-def test_length_buckets_cover_every_row_and_split_a_bimodal_batch():
-    from reasonlab.sampling import length_buckets
-    for lens in ([3] * 54 + [7] * 40 + [12] * 34, [5] * 10, [1, 2, 3, 14], [3] * 100 + [14] * 28):
-        b = length_buckets(lens)
-        assert b == sorted(b) and b[-1] == max(lens) and 1 <= len(b) <= 3
-    assert length_buckets([5] * 10) == [5]                      # one length: one pass
-    assert length_buckets([3] * 100 + [14] * 28) == [3, 14]     # padding 100 x 11 tokens costs more than a pass
-    assert length_buckets([3] * 100 + [14] * 28, overhead=10_000) == [14]
