@@ -132,6 +132,8 @@ class GPT(nn.Module):
             pos = torch.arange(start, start + T, device=ids.device)
             if start + T > self.cfg.max_len:
                 raise ValueError(f"sequence of {start + T} tokens exceeds max_len {self.cfg.max_len}")
+        elif pos.numel() and int(pos.max()) >= self.cfg.max_len:
+            raise ValueError(f"position {int(pos.max())} exceeds max_len {self.cfg.max_len}")
         x = self.tok(ids) + self.pos(pos)  # (B, T, C)
         for i, block in enumerate(self.blocks):
             x = block(x, cache, i, mask)

@@ -68,6 +68,23 @@ def test_cache_repeat_shares_a_prefix(noisy_model):
 def test_too_long_is_an_error():
     with pytest.raises(ValueError, match="max_len"):
         GPT()(torch.zeros(1, 25, dtype=torch.long))
+    with pytest.raises(ValueError, match="max_len"):
+        GPT()(torch.zeros(1, 3, dtype=torch.long), pos=torch.tensor([[0, 1, 24]]))
+
+
+def test_a_packed_row_gives_each_sequence_its_own_logits(noisy_model):
+    """A shared prefix, then two continuations at the positions they have in their own sequences, with a mask
+    that hides each continuation from the other: the logits of running each sequence alone."""
+    pre, a, b = [1, 9, 12, 3], [5, 11, 13], [6, 10]
+    row = torch.tensor([pre + a + b])
+    pos = torch.tensor([list(range(7)) + [4, 5]])
+    seg = torch.tensor([0] * 4 + [1] * 3 + [2] * 2)
+    mask = ((seg[None, :] == 0) | (seg[None, :] == seg[:, None])) & torch.ones(9, 9, dtype=torch.bool).tril()
+    packed, _ = noisy_model(row, pos=pos, mask=mask[None, None])
+    alone_a, _ = noisy_model(torch.tensor([pre + a]))
+    alone_b, _ = noisy_model(torch.tensor([pre + b]))
+    assert torch.allclose(packed[0, :7], alone_a[0], atol=1e-5)
+    assert torch.allclose(packed[0, 7:], alone_b[0, 4:], atol=1e-5)
 
 
 def test_loss_ignores_minus_100():
