@@ -35,11 +35,12 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, cache: "KVCache | None" = None, layer: int = 0,
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         B, T, C = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, D)
+        qkv = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
+        q, k, v = qkv
         if cache is None:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
         else:
-            k, v = cache.append(layer, k, v)                  # (B, H, pos, D): everything so far
+            k, v = cache.append(layer, qkv[1:])               # (B, H, pos, D): everything so far
             mask = None if T == 1 else cache.block_mask(q.device)   # a single new query sees every cached key
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
@@ -59,47 +60,52 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+def additive(allowed: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
+    """A boolean attention mask (True = may attend) as 0 / -inf scores: the form SDPA uses inside, so converting
+    once per pass, not once per layer, gives the same numbers and saves a third of a masked forward on CPU."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed, float("-inf"))
+
+
 class KVCache:
-    """Preallocated keys and values for every layer: (L, B, H, max_len, D), filled left to right."""
+    """Preallocated keys and values for every layer, (L, 2, B, H, max_len, D) (2: key, value), filled left to right."""
 
     def __init__(self, cfg: GPTConfig, batch: int, device=None, dtype=torch.float32):
-        shape = (cfg.n_layers, batch, cfg.n_heads, cfg.max_len, cfg.d_model // cfg.n_heads)
-        self.k = torch.empty(shape, device=device, dtype=dtype)
-        self.v = torch.empty(shape, device=device, dtype=dtype)
+        shape = (cfg.n_layers, 2, batch, cfg.n_heads, cfg.max_len, cfg.d_model // cfg.n_heads)
+        self.kv = torch.empty(shape, device=device, dtype=dtype)
         self.start = 0  # position of the block being written by the current forward
         self.pos = 0    # positions filled once the current forward has run
 
-    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor):
-        T = k.shape[2]
+    def append(self, layer: int, kv: torch.Tensor):
+        """Write the new block's keys and values (2, B, H, T, D) in one copy; return all keys and values so far."""
         if layer == 0:
-            self.start, self.pos = self.pos, self.pos + T
-        self.k[layer, :, :, self.start:self.pos] = k
-        self.v[layer, :, :, self.start:self.pos] = v
-        return self.k[layer, :, :, :self.pos], self.v[layer, :, :, :self.pos]
+            self.start, self.pos = self.pos, self.pos + kv.shape[3]
+        self.kv[layer, :, :, :, self.start:self.pos] = kv
+        return self.kv[layer, :, :, :, :self.pos].unbind(0)
 
     def block_mask(self, device) -> torch.Tensor:
-        """(pos - start, pos) boolean mask for the block just appended: query i (absolute start + i) sees keys up
+        """(pos - start, pos) additive mask for the block just appended: query i (absolute start + i) sees keys up
         to start + i. Built once per forward and shared by the layers."""
         memo = getattr(self, "_mask", None)
         if memo is None or memo[0] != (self.start, self.pos):
             rows = torch.arange(self.start, self.pos, device=device)[:, None]
-            self._mask = ((self.start, self.pos), torch.arange(self.pos, device=device)[None, :] <= rows)
+            self._mask = ((self.start, self.pos), additive(torch.arange(self.pos, device=device)[None, :] <= rows, self.kv.dtype))
         return self._mask[1]
+
+    def _like(self, kv: torch.Tensor) -> "KVCache":
+        out = KVCache.__new__(KVCache)
+        out.kv, out.start, out.pos = kv, self.start, self.pos
+        return out
 
     def select(self, rows: torch.Tensor) -> "KVCache":
         """A cache whose row i is this cache's row rows[i] (prefixes that branch, or rows that are kept)."""
-        out = KVCache.__new__(KVCache)
-        out.k, out.v = self.k.index_select(1, rows), self.v.index_select(1, rows)   # 3x faster than k[:, rows]
-        out.start, out.pos = self.start, self.pos
-        return out
+        return self._like(self.kv.index_select(2, rows))   # 3x faster than kv[:, :, rows]
 
     def repeat(self, n: int) -> "KVCache":
         """Each row's cache copied n times (row b -> rows b*n .. b*n+n-1): share a prompt over n samples."""
-        out = KVCache.__new__(KVCache)
-        out.k = self.k.repeat_interleave(n, dim=1)
-        out.v = self.v.repeat_interleave(n, dim=1)
-        out.start, out.pos = self.start, self.pos
-        return out
+        L, two, B, H, M, D = self.kv.shape
+        kv = self.kv.new_empty(L, two, B * n, H, M, D)
+        kv.view(L, two, B, n, H, M, D)[..., :self.pos, :] = self.kv[:, :, :, None, :, :self.pos]   # filled part only
+        return self._like(kv)
 
 
 class GPT(nn.Module):
@@ -123,7 +129,7 @@ class GPT(nn.Module):
         """ids (B, T) -> logits (B, T, V), and the cross-entropy against targets (B, T) (IGNORE = -100 skipped).
 
         With a cache, ids continue the cached sequence: their positions start where the cache ends. Without one,
-        pos (B, T) and mask (B, 1, T, T) (True = may attend) can replace the positions 0..T-1 and the causal mask:
+        pos (B, T) and mask (B, 1, T, T) (additive 0 / -inf, or boolean True = may attend) can replace the positions 0..T-1 and the causal mask:
         several sequences packed into one row (sampling.output_logits).
         """
         B, T = ids.shape

