@@ -10,7 +10,6 @@ from .model import GPT, KVCache, additive
 from .task import ID, MAX_LEN
 
 PAD, EOS = ID["<pad>"], ID["</s>"]
-COMPACT_AT = 0.75  # generate_n drops finished rows from its KV cache once live rows <= this share of the cache
 
 
 def pick(logits: torch.Tensor, gen: torch.Generator | None, temperature: float) -> torch.Tensor:
@@ -54,43 +53,46 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
 def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
                temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16,
                logit_hook=None) -> list[list[int]]:
-    """n outputs per prompt (problem-major: prompt 0's n outputs first), the prompt's KV cache computed once and
-    shared by its n samples. Same outputs as `generate` on each prompt repeated n times."""
+    """n outputs per prompt (problem-major: prompt 0's n outputs first). Same outputs as `generate` on each prompt
+    repeated n times, computed on the tree of distinct prefixes: rows that have written the same tokens so far
+    (at first, a prompt's n rows) share one forward pass and one KV-cache row, and finished rows drop out. A
+    group's samples often agree (a chain that is right, a format the policy prefers): the base model's RL rollouts
+    have about half as many distinct prefixes as live rows, a trained policy far fewer."""
     model.eval()
-    device = next(model.parameters()).device
+    p0 = next(model.parameters())
+    device, V = p0.device, model.cfg.vocab_size
     outs: list[list[int] | None] = [None] * (len(prompts) * n)
     forced = [ID[w] for w in force] if force else []
     for plen, rows in _groups(prompts).items():
         seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)  # (P, t)
         n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
-        cache = KVCache(model.cfg, len(rows), device=device, dtype=next(model.parameters()).dtype)
-        logits, _ = model(seq, cache=cache)                                 # prefill once per prompt
-        if n > 1:
-            cache, seq = cache.repeat(n), seq.repeat_interleave(n, 0)         # (P * n, t)
-        logits = logits[:, -1].repeat_interleave(n, 0)
-        done = torch.zeros(seq.shape[0], dtype=torch.bool, device=device)
-        live = torch.arange(seq.shape[0], device=device)   # the rows the cache holds, in order
-        steps = [seq]
+        cache = KVCache(model.cfg, len(rows), device=device, dtype=p0.dtype)
+        logits = model(seq, cache=cache)[0][:, -1]                   # (U, V): one row per distinct prefix
+        node = torch.arange(len(rows), device=device).repeat_interleave(n)   # (B,): each row's prefix
+        done = torch.zeros(len(node), dtype=torch.bool, device=device)
+        steps = [seq.repeat_interleave(n, 0)]
         for t in range(n_new):
+            row_logits = logits[node]
             if logit_hook is not None:
-                logits = logit_hook(logits, torch.cat(steps, 1))
-            nxt = pick(logits, gen, temperature)
-            nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)   # finished rows write padding
+                row_logits = logit_hook(row_logits, torch.cat(steps, 1))
+            # every row draws, finished ones too (then overwritten by padding): torch.multinomial takes one
+            # exponential per entry of the (B, V) matrix, so the random stream is that of `generate`
+            nxt = pick(row_logits, gen, temperature)
+            nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
             steps.append(nxt[:, None])
             done |= nxt == EOS
-            n_alive = int((~done).sum())
-            if n_alive == 0 or t == n_new - 1:
+            if bool(done.all()) or t == n_new - 1:
                 break
-            # Drop finished rows from the cache once enough of it is dead. Every row is still sampled (on
-            # stale logits, then overwritten by padding): torch.multinomial draws one exponential per entry of
-            # the (B, V) matrix, so the random stream stays the same, and so does every live row's sample on CPU
-            # (on CUDA a smaller batch may pick another GEMM kernel and move the logits in the last bit).
-            if n_alive <= COMPACT_AT * len(live):
-                keep = (~done[live]).nonzero().squeeze(1)
-                cache, live = cache.select(keep), live[keep]
-            out, _ = model(nxt[live, None], cache=cache)
-            logits = logits.clone()
-            logits[live] = out[:, -1]
+            # the live rows' (prefix, token) pairs are the next prefixes; finished rows get key -1 and point at
+            # prefix 0, whose logits they draw from and discard
+            key = torch.where(done, -1, node * V + nxt)
+            uniq, node = torch.unique(key, return_inverse=True)
+            if uniq[0] < 0:
+                uniq, node = uniq[1:], (node - 1).clamp_(min=0)
+            parent = uniq // V
+            if len(parent) != cache.kv.shape[2] or not bool((parent == torch.arange(len(parent), device=device)).all()):
+                cache = cache.select(parent)                           # prefixes that branched or ended
+            logits = model((uniq % V)[:, None], cache=cache)[0][:, -1]
         out_rows = [i * n + j for i in rows for j in range(n)]
         for i, o in zip(out_rows, _finish(torch.cat(steps, 1), plen)):
             outs[i] = o

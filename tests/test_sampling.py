@@ -116,10 +116,27 @@ def test_shared_prompt_logits_run_each_distinct_completion_once(noisy_model, pro
     assert torch.allclose(lg[mask], plain[mask], atol=1e-5)
 
 
-def test_generate_n_drops_finished_rows_without_changing_the_samples(noisy_model, prompts):
-    """Rows that wrote </s> leave the KV cache; the random stream and every sample stay those of the naive decoder."""
+def test_generate_n_shares_prefixes_without_changing_the_samples(noisy_model, prompts):
+    """Rows that wrote the same tokens share a cache row and finished rows leave it; the random stream and every
+    sample stay those of the naive decoder."""
     from reasonlab.sampling import generate_n
     a = generate_n(noisy_model, prompts[:16], 8, torch.Generator().manual_seed(3), 1.0)
     assert len({len(o) for o in a}) > 2          # rows finish at different steps, so the cache shrinks
     rep = [p for p in prompts[:16] for _ in range(8)]
     assert a == generate_naive(noisy_model, rep, torch.Generator().manual_seed(3), 1.0)
+
+
+def test_generate_n_runs_each_distinct_prefix_once(noisy_model, prompts):
+    """Greedy decoding writes the same output n times: every forward after the prompts' sees one row per prompt
+    still writing, whatever n is."""
+    from reasonlab.sampling import generate_n
+    rows = []
+    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(inp[0].shape[0]))
+    try:
+        outs = generate_n(noisy_model, prompts[:5], 8, None, 0.0)
+    finally:
+        hook.remove()
+    firsts = outs[::8]
+    assert all(o == firsts[i // 8] for i, o in enumerate(outs))
+    still = [sum(len(o) > t for o in firsts) for t in range(1, max(map(len, firsts)))]
+    assert rows == [5] + still
