@@ -33,17 +33,24 @@ class Attention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
 
     def forward(self, x: torch.Tensor, cache: "KVCache | None" = None, layer: int = 0,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
-        B, T, C = x.shape
-        qkv = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
+                mask: torch.Tensor | None = None, keep: torch.Tensor | None = None) -> torch.Tensor:
+        qkv = self.qkv(x)
+        if keep is not None:   # x holds the (N, C) real tokens of a padded (B, T) batch: pad them for attention only
+            B, T = mask.shape[0], mask.shape[-1]
+            qkv = qkv.new_zeros(B * T, qkv.shape[-1]).index_copy(0, keep, qkv).view(B, T, -1)
+        B, T, C = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+        qkv = qkv.view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         q, k, v = qkv
         if cache is None:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
         else:
             k, v = cache.append(layer, qkv[1:])               # (B, H, pos, D): everything so far
-            mask = None if T == 1 else cache.block_mask(q.device)   # a single new query sees every cached key
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+            # a single new query sees every cached key; a first block (the prompt) is plainly causal
+            causal = T > 1 and cache.start == 0
+            mask = None if T == 1 or causal else cache.block_mask(q.device)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+        y = y.transpose(1, 2).reshape(B, T, C)
+        return self.proj(y if keep is None else y.view(B * T, C).index_select(0, keep))
 
 
 class Block(nn.Module):
@@ -55,8 +62,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
 
     def forward(self, x: torch.Tensor, cache: "KVCache | None" = None, layer: int = 0,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache, layer, mask)
+                mask: torch.Tensor | None = None, keep: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, layer, mask, keep)
         return x + self.mlp(self.ln2(x))
 
 
@@ -125,14 +132,20 @@ class GPT(nn.Module):
         return asdict(self.cfg)
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None, cache: KVCache | None = None,
-                reduction: str = "mean", pos: torch.Tensor | None = None, mask: torch.Tensor | None = None):
+                reduction: str = "mean", pos: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                keep: torch.Tensor | None = None):
         """ids (B, T) -> logits (B, T, V), and the cross-entropy against targets (B, T) (IGNORE = -100 skipped).
 
         With a cache, ids continue the cached sequence: their positions start where the cache ends. Without one,
-        pos (B, T) and mask (B, 1, T, T) (additive 0 / -inf, or boolean True = may attend) can replace the positions 0..T-1 and the causal mask:
-        several sequences packed into one row (sampling.output_logits).
+        pos (B, T) and mask (B, 1, T, T) (additive 0 / -inf, or boolean True = may attend) can replace the
+        positions 0..T-1 and the causal mask: several sequences packed into one row (sampling.output_logits).
+        keep (N,) (with pos and mask) lists the real positions of the flattened (B * T) batch: only they run through
+        the per-token layers, padded back for attention alone, and the logits are (N, V) ("unpadding", as in
+        flash-attn's bert_padding.unpad_input; a quarter of a packed batch is padding).
         """
         B, T = ids.shape
+        if keep is not None and (pos is None or mask is None or targets is not None):
+            raise ValueError("keep needs pos and mask, and gives logits only")
         start = cache.pos if cache is not None else 0
         if pos is None:
             pos = torch.arange(start, start + T, device=ids.device)
@@ -140,10 +153,12 @@ class GPT(nn.Module):
                 raise ValueError(f"sequence of {start + T} tokens exceeds max_len {self.cfg.max_len}")
         elif pos.numel() and int(pos.max()) >= self.cfg.max_len:
             raise ValueError(f"position {int(pos.max())} exceeds max_len {self.cfg.max_len}")
-        x = self.tok(ids) + self.pos(pos)  # (B, T, C)
+        if keep is not None:
+            ids, pos = ids.reshape(-1)[keep], pos.reshape(-1)[keep]
+        x = self.tok(ids) + self.pos(pos)  # (B, T, C), or (N, C) with keep
         for i, block in enumerate(self.blocks):
-            x = block(x, cache, i, mask)
-        logits = self.head(self.ln_f(x))  # (B, T, V)
+            x = block(x, cache, i, mask, keep)
+        logits = self.head(self.ln_f(x))  # (B, T, V), or (N, V)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1), ignore_index=-100, reduction=reduction)

@@ -85,6 +85,17 @@ def test_a_packed_row_gives_each_sequence_its_own_logits(noisy_model):
     alone_b, _ = noisy_model(torch.tensor([pre + b]))
     assert torch.allclose(packed[0, :7], alone_a[0], atol=1e-5)
     assert torch.allclose(packed[0, 7:], alone_b[0, 4:], atol=1e-5)
+    # padded to two rows, with keep naming the real positions: the same logits, for those positions only
+    rows = torch.cat([row, torch.zeros(1, 9, dtype=torch.long)])
+    real = torch.tensor([True] * 9 + [True] * 4 + [False] * 5)
+    pad_mask = torch.cat([mask[None, None], torch.eye(9, dtype=torch.bool)[None, None]])
+    pad_mask[1, 0, :4, :4] = torch.ones(4, 4, dtype=torch.bool).tril()
+    kept, _ = noisy_model(rows, pos=torch.cat([pos, torch.arange(9)[None]]), mask=pad_mask, keep=real.nonzero().squeeze(1))
+    assert kept.shape == (13, noisy_model.cfg.vocab_size)
+    assert torch.allclose(kept[:9], packed[0], atol=1e-5)
+    assert torch.allclose(kept[9:], noisy_model(rows[1:, :4])[0][0], atol=1e-5)
+    with pytest.raises(ValueError, match="keep"):
+        noisy_model(row, keep=torch.arange(3))
 
 
 def test_loss_ignores_minus_100():
