@@ -54,11 +54,12 @@ def test_kv_cache_matches_full_forward(noisy_model):
     assert torch.allclose(torch.cat(parts, 1), full, atol=1e-5)
 
 
-def test_cache_repeat_shares_a_prefix(noisy_model):
+def test_cache_select_shares_a_prefix(noisy_model):
+    """Selecting rows (0, 0, 0, 1, 1, 1) continues each cached prefix three ways, as if each were run in full."""
     x = torch.randint(0, 18, (2, 10))
     cache = KVCache(noisy_model.cfg, 2)
     noisy_model(x, cache=cache)
-    rep = cache.repeat(3)
+    rep = cache.select(torch.arange(2).repeat_interleave(3))
     nxt = torch.randint(0, 18, (6, 1))
     got, _ = noisy_model(nxt, cache=rep)
     want, _ = noisy_model(torch.cat([x.repeat_interleave(3, 0), nxt], 1))
