@@ -134,8 +134,9 @@ class GPT(nn.Module):
         flash-attn's bert_padding.unpad_input; a quarter of a packed batch is padding).
         """
         B, T = ids.shape
-        if keep is not None and (pos is None or mask is None or targets is not None):
-            raise ValueError("keep needs pos and mask, and gives logits only")
+        if keep is not None and (pos is None or mask is None or mask.shape[0] != B or targets is not None
+                                 or cache is not None):
+            raise ValueError("keep needs pos and a (B, 1, T, T) mask, and gives logits only (no targets, no cache)")
         start = cache.pos if cache is not None else 0
         if pos is None:
             pos = torch.arange(start, start + T, device=ids.device)

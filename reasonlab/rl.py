@@ -326,8 +326,8 @@ def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random,
 
 
 def all_finite(params: list[torch.Tensor]) -> bool:
-    """No NaN or inf in any parameter: their total norm is finite (a NaN or inf anywhere makes it so; so would
-    values near 1e19, which no sane run reaches). 7x cheaper than isfinite over a concatenated copy."""
+    """No NaN or inf in any parameter: their total norm is finite (a NaN or inf anywhere makes it non-finite; so
+    would values near 1e19, which no sane run reaches). 7x cheaper than isfinite over a concatenated copy."""
     return bool(torch.isfinite(torch.nn.utils.get_total_norm(params, foreach=True)))
 
 

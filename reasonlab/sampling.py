@@ -39,26 +39,27 @@ def _finish(seqs: torch.Tensor, start: int) -> list[list[int]]:
 
 @torch.no_grad()
 def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None = None, temperature: float = 1.0,
-             force: list[str] | None = None, max_new: int = 16, logit_hook=None) -> list[list[int]]:
+             force: list[str] | None = None, max_new: int = 16) -> list[list[int]]:
     """Generate after each prompt (a list of ids ending with "="); returns the outputs, forced prefix included.
 
     Greedy when gen is None or temperature == 0, otherwise sampled from `gen`. `force` (e.g. ["T"]) is written
     before generation starts. An output ends at its first </s>, after max_new generated tokens, or at MAX_LEN.
     Every row is sampled at every step, so the random stream does not depend on when other rows finish.
-    `logit_hook(logits (B, V), tokens so far (B, t)) -> logits` can edit the next-token scores (budget forcing).
     """
-    return generate_n(model, prompts, 1, gen, temperature, force, max_new, logit_hook)
+    return generate_n(model, prompts, 1, gen, temperature, force, max_new)
 
 
 @torch.inference_mode()   # lighter than no_grad (no version counters); the outputs are plain lists
 def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
-               temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16,
-               logit_hook=None) -> list[list[int]]:
-    """n outputs per prompt (problem-major: prompt 0's n outputs first). Same outputs as `generate` on each prompt
-    repeated n times, computed on the tree of distinct prefixes: rows that have written the same tokens so far
-    (at first, a prompt's n rows) share one forward pass and one KV-cache row, and finished rows drop out. A
-    group's samples often agree (a chain that is right, a format the policy prefers): the base model's RL rollouts
-    have about half as many distinct prefixes as live rows, a trained policy far fewer."""
+               temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16) -> list[list[int]]:
+    """n outputs per prompt (problem-major: prompt 0's n outputs first), computed on the tree of distinct
+    prefixes: rows that have written the same tokens so far (at first, a prompt's n rows) share one forward pass
+    and one KV-cache row, and finished rows drop out. A group's samples often agree (a chain that is right, a
+    format the policy prefers): the base model's RL rollouts have about half as many distinct prefixes as live
+    rows, a trained policy far fewer. The outputs are `generate`'s on each prompt repeated n times, token for
+    token on CPU (tested against the naive decoder); on CUDA a batch of another size may take another GEMM kernel,
+    move a logit in its last bit and, rarely, a sample. `sample_tree` is the same walk for the test-time-compute
+    pools, with sequence log-probs and a per-prefix logit hook."""
     if model.training:   # .eval() walks every module: 0.15 ms, once per RL step for nothing
         model.eval()
     p0 = next(model.parameters())
@@ -75,8 +76,6 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
         steps = [seq.repeat_interleave(n, 0)]
         for t in range(n_new):
             row_logits = logits[node]
-            if logit_hook is not None:
-                row_logits = logit_hook(row_logits, torch.cat(steps, 1))
             # every row draws, finished ones too (then overwritten by padding): torch.multinomial takes one
             # exponential per entry of the (B, V) matrix, so the random stream is that of `generate`
             nxt = pick(row_logits, gen, temperature)
@@ -92,8 +91,9 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
             if uniq[0] < 0:
                 uniq, node = uniq[1:], (node - 1).clamp_(min=0)
             parent = uniq // V
-            if len(parent) != cache.kv.shape[2] or not bool((parent == torch.arange(len(parent), device=device)).all()):
-                cache = cache.select(parent)                           # prefixes that branched or ended
+            same = len(parent) == cache.kv.shape[2] and bool((parent == torch.arange(len(parent), device=device)).all())
+            if not same:   # a prefix branched or ended: copy the cache rows the next step needs
+                cache = cache.select(parent)
             logits = model((uniq % V)[:, None], cache=cache)[0][:, -1]
         out_rows = [i * n + j for i in rows for j in range(n)]
         for i, o in zip(out_rows, _finish(torch.cat(steps, 1), plen)):
@@ -232,8 +232,8 @@ def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]])
 @torch.no_grad()
 def sample_tree(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
                 temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16, logit_hook=None):
-    """n samples per prompt, computed on the tree of distinct prefixes: rows that have written the same tokens so
-    far share one forward pass and one KV-cache row. Each row still draws its own next token, so this is exactly
+    """n samples per prompt, computed on the tree of distinct prefixes (as `generate_n`): rows that have written the
+    same tokens so far share one forward pass and one KV-cache row. Each row still draws its own next token, so this is exactly
     n independent samples per prompt; the cost grows with the number of distinct prefixes, not with n (a confident
     model writes few). Prompts must have equal length.
 

@@ -95,8 +95,12 @@ def test_a_packed_row_gives_each_sequence_its_own_logits(noisy_model):
     assert kept.shape == (13, noisy_model.cfg.vocab_size)
     assert torch.allclose(kept[:9], packed[0], atol=1e-5)
     assert torch.allclose(kept[9:], noisy_model(rows[1:, :4])[0][0], atol=1e-5)
-    with pytest.raises(ValueError, match="keep"):
-        noisy_model(row, keep=torch.arange(3))
+    bad = [{},                                                                    # no positions or mask
+           {"pos": pos, "mask": mask[None, None].expand(2, 1, 9, 9)},            # a mask for two rows, ids one
+           {"pos": pos, "mask": mask[None, None], "cache": KVCache(noisy_model.cfg, 1)}]
+    for kw in bad:
+        with pytest.raises(ValueError, match="keep"):
+            noisy_model(row, keep=torch.arange(3), **kw)
 
 
 def test_loss_ignores_minus_100():
