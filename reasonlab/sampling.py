@@ -232,10 +232,10 @@ def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]])
 @torch.no_grad()
 def sample_tree(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
                 temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16, logit_hook=None):
-    """n samples per prompt, computed on the tree of distinct prefixes (as `generate_n`): rows that have written the
-    same tokens so far share one forward pass and one KV-cache row. Each row still draws its own next token, so this is exactly
-    n independent samples per prompt; the cost grows with the number of distinct prefixes, not with n (a confident
-    model writes few). Prompts must have equal length.
+    """n samples per prompt, computed on the tree of distinct prefixes (as `generate_n`): rows that have written
+    the same tokens so far share one forward pass and one KV-cache row. Each row still draws its own next token, so
+    this is exactly n independent samples per prompt; the cost grows with the number of distinct prefixes, not
+    with n (a confident model writes few). Prompts must have equal length.
 
     Returns (tokens (P * n, t) with padding after </s>, logp (P * n,) the sequence log-probability of the generated
     tokens, forced ones excluded). Row i * n + j is prompt i's j-th sample.
