@@ -26,8 +26,8 @@ def main():
     ap.add_argument("--model", default="base-seed0", help="cached model name (trained if missing)")
     args = ap.parse_args()
     from reasonlab.checkpoint import get_model
-    from reasonlab.train import BASE_CFG
-    model = get_model(args.model, dict(BASE_CFG, seed=0), log=None)
+    from reasonlab.train import base_cfg
+    model = get_model(args.model, base_cfg(0), log=None)
     rng = random.Random(0)
     prompts = [prompt_ids(make_digits(rng, rng.randint(2, 8))) for _ in range(args.n)]
     rows = []

@@ -18,11 +18,10 @@ import torch
 import torch.nn.functional as F
 
 from common import best_times
-from reasonlab.checkpoint import get_model
 from reasonlab.rewards import rule_reward
 from reasonlab.rl import RLConfig, train
 from reasonlab.task import ID, MAX_LEN, make_digits, parse, prompt_ids
-from reasonlab.train import BASE_CFG
+from reasonlab.train import base_model
 
 
 @torch.no_grad()
@@ -92,7 +91,7 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    base = get_model("base-seed0", dict(BASE_CFG, seed=0), log=None)
+    base = base_model(0, log=None)
     cfg = RLConfig.preset("grpo", steps=args.steps, log_every=0)
     fast, naive = (t / args.steps for t in best_times([lambda: train(copy.deepcopy(base), base, cfg, log=None),
                                                        lambda: naive_steps(copy.deepcopy(base), base, args.steps)],

@@ -16,10 +16,9 @@ import time
 import torch
 
 from reasonlab import star
-from reasonlab.checkpoint import get_model
 from reasonlab.sampling import generate_n
 from reasonlab.task import K_MAX, K_MIN, make_digits, parse, prompt_ids
-from reasonlab.train import BASE_CFG
+from reasonlab.train import base_model, base_name
 
 
 def main():
@@ -27,11 +26,11 @@ def main():
     ap.add_argument("--problems", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    base = get_model(f"base-seed{args.seed}", dict(BASE_CFG, seed=args.seed), log=None)
+    base = base_model(args.seed, log=None)
     cfg = star.StarConfig(rounds=1, problems=args.problems, seed=args.seed)
     with tempfile.TemporaryDirectory() as cache:
         t = time.perf_counter()
-        hist = star.run(base, f"base-seed{args.seed}", cfg, log=None, cache=cache)
+        hist = star.run(base, base_name(args.seed), cfg, log=None, cache=cache)
         total = time.perf_counter() - t
     r = hist[1]
     rng = random.Random(args.seed)

@@ -13,11 +13,10 @@ import time
 import torch
 
 from reasonlab import tts
-from reasonlab.checkpoint import get_model
 from reasonlab.evaluate import problems_per_k
 from reasonlab.sampling import generate_n
 from reasonlab.task import parse, prompt_ids
-from reasonlab.train import BASE_CFG
+from reasonlab.train import base_model
 
 
 def main():
@@ -26,7 +25,7 @@ def main():
     ap.add_argument("--n-max", type=int, default=64)
     ap.add_argument("--slice", type=int, default=100, help="problems per k for the flat-sampling baseline")
     args = ap.parse_args()
-    model = get_model("base-seed0", dict(BASE_CFG, seed=0), log=None)
+    model = base_model(0, log=None)
     t = time.perf_counter()
     res = tts.run(model, n_per_k=args.n_per_k, n_max=args.n_max, budgets=False, log=None)
     grid = time.perf_counter() - t

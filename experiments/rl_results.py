@@ -14,14 +14,14 @@ import argparse
 import json
 import os
 
-from reasonlab.checkpoint import get_model, write_json, write_text
+from reasonlab.checkpoint import write_json, write_text
 from reasonlab.lab import rl_run
 from reasonlab.report import plot_format_share, plot_rl_runs, rl_table
-from reasonlab.train import BASE_CFG
+from reasonlab.train import base_model
 
 
 def one_run(algo: str, seed: int, steps: int, every: int, lr: float | None) -> dict:
-    base = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), log=None)
+    base = base_model(seed, log=None)
     return rl_run(base, algo, seed, steps, every, lr=lr)
 
 

@@ -16,10 +16,11 @@ import time
 import numpy as np
 
 from . import rewards
-from .evaluate import evaluate, problems_per_k
+from .evaluate import TEST_SEED, evaluate, problems_per_k
 from .model import GPT
-from .report import mean_std
+from .report import mean_std, pareto
 from .rl import RLConfig, train
+from .task import FMT_NAMES
 
 METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "thinkless_fmt", "arm", "adaptthink")
 
@@ -68,7 +69,7 @@ def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e
     policy = copy.deepcopy(base)
     t = time.perf_counter()
     hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None, progress=progress)
-    probs = problems_per_k(n_eval, seed=12345)
+    probs = problems_per_k(n_eval, seed=TEST_SEED)
     out = point(policy, probs)
     out["direct_acc_by_k"] = point(policy, probs, force=["A"])["acc_by_k"]   # how far direct answering was pushed
     return {"method": name, "seed": seed, "seconds": round(time.perf_counter() - t, 1), **out,
@@ -77,7 +78,7 @@ def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e
 
 def fixed_points(bases: list[GPT], n_eval: int = 300) -> dict:
     """Always-A / always-S / always-T (forced, greedy): accuracy, tokens and accuracy per k, mean over the bases."""
-    probs = problems_per_k(n_eval, seed=12345)
+    probs = problems_per_k(n_eval, seed=TEST_SEED)
     return mean_points([{f: point(b, probs, force=[f]) for f in ("A", "S", "T")} for b in bases])
 
 
@@ -89,24 +90,16 @@ def mean_points(per_base: list[dict]) -> dict:
             for f in per_base[0]}
 
 
-def tts_points(base: GPT, n: int = 200) -> dict:
-    """Two test-time-compute points for the plane: maj@8 of direct answers and maj@4 of short chains."""
+def tts_points(base: GPT, n: int = 300) -> dict:
+    """Two test-time-compute points for the plane: maj@8 of direct answers and maj@4 of short chains, on the
+    methods' and fixed formats' problems (the test set), so the whole table compares on one set."""
     from . import tts
-    probs = problems_per_k(n, seed=5)
+    probs = problems_per_k(n, seed=TEST_SEED)
     out = {}
     for f, N in (("A", 8), ("S", 4)):
         pool = tts.sample_pool(base, probs, N, force=[f], seed=1)
         out[f"{f} maj@{N}"] = {"acc": float(tts.majority(pool, N).mean()), "tokens": tts.tokens(pool, N)}
     return out
-
-
-def pareto(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point beats on both accuracy (higher) and tokens (lower)."""
-    keep = []
-    for i, (t, a) in enumerate(points):
-        if not any((t2 <= t and a2 >= a) and (t2 < t or a2 > a) for j, (t2, a2) in enumerate(points) if j != i):
-            keep.append(i)
-    return keep
 
 
 def summarize(runs: list[dict], fixed: dict) -> dict:
@@ -116,7 +109,7 @@ def summarize(runs: list[dict], fixed: dict) -> dict:
         rs = [r for r in runs if r["method"] == m]
         ks = list(rs[0]["share_by_k"])
         out[m] = {"acc": mean_std([r["acc"] for r in rs]), "tokens": mean_std([r["tokens"] for r in rs]),
-                  "share_by_k": {k: {f: float(np.mean([r["share_by_k"][k][f] for r in rs])) for f in ("direct", "short", "full")} for k in ks},
+                  "share_by_k": {k: {f: float(np.mean([r["share_by_k"][k][f] for r in rs])) for f in FMT_NAMES} for k in ks},
                   "acc_by_k": {k: float(np.mean([r["acc_by_k"][k] for r in rs])) for k in ks},
                   "direct_acc_by_k": {k: float(np.mean([r["direct_acc_by_k"][k] for r in rs])) for k in ks}}
     names = list(out) + [f"always {f}" for f in fixed]

@@ -10,6 +10,7 @@ import time
 import torch
 
 from . import __version__
+from .config import add_flags, overrides
 
 
 class UsageError(Exception):
@@ -55,16 +56,6 @@ def parse_digits(text: str) -> list[int]:
     return [int(p) for p in parts]
 
 
-def parse_force(tok: str | None) -> list[str] | None:
-    from .task import FORMATS
-    if tok is None:
-        return None
-    names = {"A": "A", "S": "S", "T": "T", **FORMATS}
-    if tok not in names:
-        raise UsageError(f"unknown format {tok!r}: use A, S or T (or direct, short, full)")
-    return [names[tok]]
-
-
 def add_common(p: argparse.ArgumentParser):
     p.add_argument("--cache-dir", default=None, help="model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
@@ -83,25 +74,25 @@ def check_device(device: str) -> str:
     return device
 
 
-def base_cfg(seed: int, args=None) -> dict:
-    from .train import BASE_CFG, SPEC_CFG
-    cfg = json.loads(json.dumps(SPEC_CFG if args is not None and getattr(args, "recipe", "base") == "spec" else BASE_CFG))
-    cfg["seed"] = seed
-    if args is not None:
-        if getattr(args, "lr", None) is not None:
-            cfg["lr"] = args.lr
-        if getattr(args, "batch", None) is not None:
-            cfg["batch"] = args.batch
-        if getattr(args, "steps", None):
-            if len(args.steps) != len(cfg["phases"]):
-                raise UsageError(f"--steps takes one number per phase ({len(cfg['phases'])} phases), got {len(args.steps)}")
-            for ph, n in zip(cfg["phases"], args.steps):
-                ph[1], ph[2] = n, min(ph[2], n)
+def pretrain_cfg(args) -> dict:
+    """`reasonlab pretrain`'s recipe: the base (or spec) recipe with the flags' overrides."""
+    from .train import base_cfg
+    cfg = base_cfg(args.seed, recipe=args.recipe)
+    if args.lr is not None:
+        cfg["lr"] = args.lr
+    if args.batch is not None:
+        cfg["batch"] = args.batch
+    if args.steps:
+        if len(args.steps) != len(cfg["phases"]):
+            raise UsageError(f"--steps takes one number per phase ({len(cfg['phases'])} phases), got {len(args.steps)}")
+        for ph, n in zip(cfg["phases"], args.steps):
+            ph[1], ph[2] = n, min(ph[2], n)
     return cfg
 
 
 def load_or_train(args, log=print):
-    from .checkpoint import CheckpointError, get_model, load_model, resolve
+    from .checkpoint import CheckpointError, load_model, resolve
+    from .train import base_model
     device = check_device(args.device)
     if args.checkpoint:
         try:
@@ -109,16 +100,16 @@ def load_or_train(args, log=print):
         except CheckpointError as e:
             raise UsageError(str(e)) from None
         return model.to(device)
-    return get_model(f"base-seed{args.seed}", base_cfg(args.seed), log=log, cache=args.cache_dir, device=device,
-                     progress=True)
+    return base_model(args.seed, cache=args.cache_dir, device=device, log=log, progress=True)
 
 
 def cmd_pretrain(args):
     from .checkpoint import fingerprint, get_model
     from .evaluate import eval_table, format_table
-    cfg = base_cfg(args.seed, args)
+    from .train import base_name
+    cfg = pretrain_cfg(args)
     print("config:", json.dumps(cfg))
-    name = args.name or (f"base-seed{args.seed}" if args.recipe == "base" and not (args.steps or args.lr or args.batch)
+    name = args.name or (base_name(args.seed) if args.recipe == "base" and not (args.steps or args.lr or args.batch)
                          else f"{args.recipe}-seed{args.seed}-{fingerprint(cfg)[:8]}")
     t0 = time.perf_counter()
     model = get_model(name, cfg, quick=args.quick, cache=args.cache_dir, device=check_device(args.device), progress=True)
@@ -139,9 +130,9 @@ def cmd_eval(args):
 
 def cmd_sample(args):
     from .sampling import generate
-    from .task import VOCAB, check_chain, parse, prompt_ids, solution
+    from .task import FORMATS, VOCAB, check_chain, format_name, parse, prompt_ids, solution
     digits = parse_digits(args.problem)
-    force = parse_force(args.force)
+    force = None if args.force is None else [FORMATS[format_name(args.force)]]
     model = load_or_train(args, log=lambda s: print(s, file=sys.stderr))
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(args.seed)
     outs = generate(model, [prompt_ids(digits)] * args.n, gen, args.temperature, force)
@@ -163,17 +154,10 @@ def cmd_sample(args):
 def cmd_rl(args):
     import copy
 
-    from .evaluate import evaluate, problems_per_k
+    from .evaluate import PROBE_SEED, evaluate, problems_per_k
     from .report import plot_format_share, plot_rl_runs
     from .rl import RLConfig, train
-    over = {k: getattr(args, k) for k in ("steps", "prompts_per_step", "num_generations", "learning_rate", "beta",
-                                          "kl_estimator", "epsilon", "epsilon_high", "num_iterations", "loss_type",
-                                          "scale_rewards", "table_every", "checkpoint_every", "temperature",
-                                          "force_direct", "forced_trains")
-            if getattr(args, k) is not None}
-    if args.no_clip:
-        over["clip"] = False
-    cfg = RLConfig.preset(args.algo, seed=args.seed, **over)
+    cfg = RLConfig.preset(args.algo, seed=args.seed, **overrides(args, args.config_fields))
     run_dir = args.run_dir or os.path.join("runs", f"rl-{args.algo}-seed{args.seed}")
     if os.path.exists(os.path.join(run_dir, "metrics.jsonl")) and not args.resume:
         raise UsageError(f"run directory {run_dir} already has a run: pass --resume to continue it or --run-dir elsewhere")
@@ -183,9 +167,12 @@ def cmd_rl(args):
     policy = load_or_train(args)
     ref = copy.deepcopy(policy) if (cfg.beta > 0 or args.log_kl) else None
     evals = []
-    probs = problems_per_k(args.eval_n, seed=999)
+    probs = problems_per_k(args.eval_n, seed=PROBE_SEED)
 
-    def greedy_eval(step, model):
+    def greedy_eval(rec, model):
+        step = rec["step"]
+        if not args.eval_every or step % args.eval_every:
+            return
         r = evaluate(model, probs)
         evals.append({"step": step, "acc": r["acc"], "share": r["share"], "length": r["length"],
                       "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()}})
@@ -193,8 +180,7 @@ def cmd_rl(args):
               f"{r['share']['short']:.2f}/{r['share']['full']:.2f} | length {r['length']:.2f}")
 
     t0 = time.perf_counter()
-    hist = train(policy, ref, cfg, run_dir=run_dir, resume=args.resume, callback=greedy_eval,
-                 every=args.eval_every, progress=True)
+    hist = train(policy, ref, cfg, run_dir=run_dir, resume=args.resume, callback=greedy_eval, progress=True)
     print(f"done in {time.perf_counter() - t0:.1f}s")
     if evals:
         from .checkpoint import write_json
@@ -207,7 +193,7 @@ def cmd_rl(args):
 def cmd_tts(args):
     from . import tts
     from .checkpoint import write_json, write_text
-    from .report import plot_budgets, plot_tts_frontier, plot_tts_per_k, plot_tts_vs_n, tts_table
+    from .report import load_json, plot_budgets, plot_tts_frontier, plot_tts_per_k, plot_tts_vs_n, tts_table
     formats = args.formats
     for f in formats:
         if f not in tts.FORCE:
@@ -217,8 +203,7 @@ def cmd_tts(args):
     t0 = time.perf_counter()
     if args.replot:   # re-render the table and plots of an earlier run from its results.json
         try:
-            with open(os.path.join(args.out, "results.json")) as f:
-                res = json.load(f)
+            res = load_json(os.path.join(args.out, "results.json"))
         except (OSError, ValueError) as e:
             raise UsageError(f"--replot: cannot read {args.out}/results.json ({e})") from None
     else:
@@ -241,16 +226,16 @@ def cmd_tts(args):
 
 def cmd_adaptive(args):
     from . import adaptive
-    from .checkpoint import get_model, write_json
-    from .train import BASE_CFG
+    from .checkpoint import write_json
+    from .report import load_json
+    from .train import base_model
     args.methods = args.methods or list(adaptive.METHODS)
     for m in args.methods:
         if m not in adaptive.METHODS:
             raise UsageError(f"unknown method {m!r}: choose from {', '.join(adaptive.METHODS)}")
     if args.replot:   # redraw the table and plots of an earlier run from its summary.json
         try:
-            with open(os.path.join(args.out, "summary.json")) as f:
-                summary = json.load(f)
+            summary = load_json(os.path.join(args.out, "summary.json"))
         except (OSError, ValueError) as e:
             raise UsageError(f"--replot: cannot read {args.out}/summary.json ({e})") from None
         write_adaptive(summary, args.out)
@@ -259,7 +244,7 @@ def cmd_adaptive(args):
     runs, bases = [], []
     t0 = time.perf_counter()
     for seed in args.seeds:
-        base = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=args.cache_dir, device=device, progress=True)
+        base = base_model(seed, cache=args.cache_dir, device=device, progress=True)
         bases.append(base)
         ref_acc = adaptive.reference_accuracy(base)
         for m in args.methods:
@@ -293,10 +278,12 @@ def cmd_star(args):
     from . import star
     from .checkpoint import get_model, write_json, write_text
     from .report import plot_star, star_table
-    from .train import BASE_CFG
+    from .train import base_cfg, base_name
     device = check_device(args.device)
     few = args.start == "few-chains"
-    variants = {"main": {"rationalize": args.rationalize}}
+    user = overrides(args, args.config_fields)
+    star.StarConfig(**user).validate()                 # bad values fail before any model is trained
+    variants = {"main": {}}
     if args.ablations and few:     # where chains can be wrong: the filter and the hint matter
         variants.update({"think": {"force": "T"}, "think+chain-filter": {"force": "T", "filter": "chain"},
                          "think+rationalize": {"force": "T", "rationalize": True},
@@ -309,13 +296,11 @@ def cmd_star(args):
     for vname, over in variants.items():
         for seed in args.seeds:
             name, bcfg = ((f"few-chains-seed{seed}-n{args.n_chains}", star.few_chains_cfg(seed, args.n_chains)) if few
-                          else (f"base-seed{seed}", dict(BASE_CFG, seed=seed)))
+                          else (base_name(seed), base_cfg(seed)))
             base = get_model(name, bcfg, cache=args.cache_dir, device=device, progress=True)
-            kw = dict(rounds=args.rounds, problems=args.problems, samples=args.samples, temperature=args.temperature,
-                      filter=args.filter, cap=args.cap, restart=not args.continue_, pool=args.pool, steps=args.steps,
-                      growth=args.growth, seed=seed, mix=(1.0, 0.0, 0.0) if few else (0.5, 0.3, 0.2),
-                      force=parse_force(args.force)[0] if args.force else None)
-            cfg = star.StarConfig(**{**kw, **over})
+            kw = {"mix": (1.0, 0.0, 0.0)} if few else {}   # few chains: no worked chains in the fresh rows either
+            cfg = star.StarConfig(**{**kw, **user, **over, "seed": seed})
+            cfg.validate()
             print(f"{vname}, seed {seed}: {json.dumps(vars(cfg))}")
             runs.setdefault(vname, []).append(star.run(base, name, cfg, cache=args.cache_dir))
             os.makedirs(args.out, exist_ok=True)
@@ -331,10 +316,11 @@ def cmd_lab(args):
     from dataclasses import asdict
 
     from . import lab, report
-    cfg = lab.LabConfig(seeds=tuple(args.seeds or ((0,) if args.quick else (0, 1, 2))), quick=args.quick,
-                        out=args.out or ("runs/lab-quick" if args.quick else "runs/lab"), cache=args.cache_dir,
-                        device=check_device(args.device), fresh=args.fresh, only=tuple(args.only or lab.EXPERIMENTS),
-                        sizes=lab.QUICK if args.quick else lab.Sizes())
+    user = overrides(args, args.config_fields)
+    quick = user.get("quick", False)
+    cfg = lab.LabConfig(**{"seeds": (0,) if quick else (0, 1, 2), "out": "runs/lab-quick" if quick else "runs/lab",
+                           **user}, cache=args.cache_dir, device=check_device(args.device),
+                        sizes=lab.QUICK if quick else lab.Sizes())
     cfg.validate()
     if args.report_only:
         results = lab.load_results(cfg.out, cfg.seeds)
@@ -363,17 +349,15 @@ def cmd_lab(args):
 
 
 def build_parser() -> Parser:
+    from . import lab, star
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
     ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
 
     p = sub.add_parser("lab", help="the main job: every experiment of the lecture, one run directory, report.html")
     add_common(p)
-    p.add_argument("--quick", action="store_true", help="tiny sizes and a small base model (<= 90 s): checks the pipeline")
-    p.add_argument("--seeds", type=int, nargs="+", default=None, help="base-model seeds (default 0 1 2; quick: 0)")
-    p.add_argument("--out", default=None, help="run directory (default runs/lab, quick: runs/lab-quick)")
-    p.add_argument("--only", nargs="+", default=None, help="run only these experiments: base budgets sampling star rl adaptive")
-    p.add_argument("--fresh", action="store_true", help="rerun experiments that finished earlier with the same settings")
+    # the LabConfig fields are flags (quick: seeds 0 and out runs/lab-quick unless given)
+    p.set_defaults(config_fields=add_flags(p, lab.LabConfig, skip={"cache", "device", "sizes"}))
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from finished experiments")
     p.add_argument("--screenshot", action="store_true", help="render report.html in headless Chromium to report.png and check it")
     p.set_defaults(fn=cmd_lab)
@@ -407,32 +391,15 @@ def build_parser() -> Parser:
     p.add_argument("-n", type=positive(), default=1, help="number of samples")
     p.set_defaults(fn=cmd_sample)
 
-    from .rl import ALGOS
+    from .rl import ALGOS, RLConfig
     p = sub.add_parser("rl", help="RL from the base model: GRPO and its relatives (one run directory per run)")
     add_common(p)
     add_model_choice(p)
-    p.add_argument("--algo", choices=ALGOS, default="grpo")
-    p.add_argument("--steps", type=positive(), default=None)
-    p.add_argument("--prompts-per-step", type=positive(), default=None)
-    p.add_argument("--num-generations", type=positive(), default=None, help="samples per problem (the group)")
-    p.add_argument("--learning-rate", "--lr", type=positive(float), default=None)
-    p.add_argument("--beta", type=nonneg_float, default=None, help="KL weight; 0 drops the reference model")
-    p.add_argument("--kl-estimator", choices=["k1", "k2", "k3", "exact"], default=None)
-    p.add_argument("--epsilon", type=positive(float), default=None)
-    p.add_argument("--epsilon-high", type=positive(float), default=None)
-    p.add_argument("--num-iterations", type=positive(), default=None, help="updates per batch of samples")
-    p.add_argument("--loss-type", choices=["grpo", "dapo", "dr_grpo"], default=None)
-    p.add_argument("--scale-rewards", choices=["group", "batch", "none"], default=None)
-    p.add_argument("--temperature", type=positive(float), default=None)
-    p.add_argument("--no-clip", action="store_true", help="plain policy gradient (no ratio, no clip)")
-    p.add_argument("--force-direct", type=nonneg_float, default=None,
-                   help="share of each group forced to answer directly (A), so that A keeps being tried")
-    p.add_argument("--forced-trains", choices=["all", "format", "answer"], default=None,
-                   help="what forced rollouts train: all tokens, only their A, or only their answer")
+    p.add_argument("--algo", choices=ALGOS, default="grpo", help="the preset; the flags below override its fields")
+    # every RLConfig field is a flag, its help the field's docstring (one source of truth: reasonlab/rl.py)
+    p.set_defaults(config_fields=add_flags(p, RLConfig, skip={"algo", "seed"}, aliases={"learning_rate": ["--lr"]}))
     p.add_argument("--run-dir", default=None, help="default runs/rl-<algo>-seed<seed>")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its checkpoint")
-    p.add_argument("--checkpoint-every", type=positive(), default=None)
-    p.add_argument("--table-every", type=positive(), default=None, help="print sample completions every N steps")
     p.add_argument("--eval-every", type=int, default=0, help="greedy evaluation every N steps (0: never)")
     p.add_argument("--eval-n", type=positive(), default=200, help="problems per k for --eval-every")
     p.add_argument("--log-kl", action="store_true", help="log KL to the base even when beta = 0")
@@ -464,22 +431,12 @@ def build_parser() -> Parser:
     p = sub.add_parser("star", help="STaR self-improvement: sample, verify, fine-tune, round after round")
     add_common(p)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--rounds", type=positive(), default=3)
-    p.add_argument("--problems", type=positive(), default=10_000, help="fresh problems per round")
-    p.add_argument("--samples", type=positive(), default=4, help="outputs sampled per problem")
-    p.add_argument("--temperature", type=nonneg_float, default=1.0)
-    p.add_argument("--filter", choices=["answer", "chain"], default="answer")
-    p.add_argument("--cap", type=positive(), default=1, help="kept outputs per problem")
-    p.add_argument("--continue", dest="continue_", action="store_true", help="fine-tune from the last round's model")
-    p.add_argument("--pool", action="store_true", help="train on all rounds' data")
-    p.add_argument("--steps", type=positive(), default=300, help="fine-tuning steps in round 1")
-    p.add_argument("--growth", type=positive(float), default=1.2, help="step growth per round")
+    # every StarConfig field is a flag, its help the field's docstring (one source of truth: reasonlab/star.py)
+    p.set_defaults(config_fields=add_flags(p, star.StarConfig, skip={"seed"}))
+    p.add_argument("--continue", dest="restart", action="store_false", default=None, help="the same as --no-restart")
     p.add_argument("--start", choices=["base", "few-chains"], default="base",
                    help="the standard base model, or one shown only --n-chains worked chains (and hints)")
     p.add_argument("--n-chains", type=positive(), default=1000, help="worked chains the few-chains base sees")
-    p.add_argument("--force", default=None, help="sample with this format forced (T or S: ask for a rationale)")
-    p.add_argument("--rationalize", action="store_true", help="STaR's hint for problems with no kept output "
-                                                             "(needs --start few-chains: a base that read hints)")
     p.add_argument("--ablations", action="store_true", help="also run the variants: base start: greedy single sample, "
                    "chain filter, continue, pool; few-chains start: forced T sampling with the answer or chain filter, with and "
                    "without rationalization")

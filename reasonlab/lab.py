@@ -17,13 +17,14 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, report, star, tts
-from .report import jget, pm
-from .checkpoint import CACHE_VERSION, cache_key, fingerprint, get_model, write_json
-from .evaluate import eval_table, evaluate, problems_per_k
+from . import adaptive, findings, report, star, tts
+from .report import load_json, pm
+from .checkpoint import CACHE_VERSION, cache_key, fingerprint, write_json
+from .evaluate import PROBE_SEED, TEST_SEED, eval_table, evaluate, problems_per_k
 from .model import GPT
 from .rl import ALGOS, RLConfig, train
-from .train import BASE_CFG
+from .task import FMT_NAMES
+from .train import base_cfg, base_model, base_name
 
 EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive")
 
@@ -45,10 +46,13 @@ class Sizes:
     """fresh problems per STaR round"""
     star_steps: int = 300
     """STaR fine-tuning steps in round 1"""
+    star_filters: tuple[str, ...] = ("answer", "chain")
+    """STaR filters compared, each its own run ("main" is the answer filter)"""
     rl_steps: int = 60
     """RL steps per run (GRPO solves the task in ~12, the spec's REINFORCE in ~43)"""
-    rl_algos: tuple[str, ...] = ("grpo", "reinforce", "dr_grpo")
-    """RL algorithms compared"""
+    rl_algos: tuple[str, ...] = ("grpo", "reinforce", "reinforce_baseline", "dr_grpo")
+    """RL algorithms compared (reinforce_baseline isolates the baseline: REINFORCE's loss and updates with GRPO's
+    group mean subtracted)"""
     rl_eval_every: int = 5
     """greedy evaluation every N RL steps, for time-to-solve"""
     adaptive_steps: int = 200
@@ -61,14 +65,6 @@ class Sizes:
 
 QUICK = Sizes(eval_n=40, budget_n=30, tts_n=40, tts_n_max=8, star_rounds=1, star_problems=400, star_steps=40,
               rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30)
-
-
-def quick_base_cfg(seed: int) -> dict:
-    """The base recipe at half its steps (900): learns T (0.99 on seed 0), S partly (0.67), in ~30 s."""
-    cfg = json.loads(json.dumps(BASE_CFG))
-    for ph in cfg["phases"]:
-        ph[1], ph[2] = ph[1] // 2, min(ph[2], ph[1] // 2)
-    return dict(cfg, seed=seed)
 
 
 @dataclass
@@ -121,8 +117,12 @@ def exp_sampling(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
 
 
 def exp_star(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
-    sc = star.StarConfig(rounds=S.star_rounds, problems=S.star_problems, steps=S.star_steps, seed=seed)
-    return {"main": star.run(model, base_name(seed, cfg.quick), sc, log=None, cache=cfg.cache, progress=True)}
+    out = {}
+    for f in S.star_filters:
+        sc = star.StarConfig(rounds=S.star_rounds, problems=S.star_problems, steps=S.star_steps, seed=seed, filter=f)
+        out["main" if f == "answer" else f] = star.run(model, base_name(seed, cfg.quick), sc, log=None,
+                                                        cache=cfg.cache, progress=True)
+    return out
 
 
 def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
@@ -131,11 +131,14 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
     steps (time-to-solve = first probe at >= 0.99; seconds count training only) and a final evaluation."""
     policy = copy.deepcopy(base)
     cfg = RLConfig.preset(algo, steps=steps, seed=seed, log_every=0, **({"learning_rate": lr} if lr else {}))
-    probe = problems_per_k(probe_n, seed=999)
+    probe = problems_per_k(probe_n, seed=PROBE_SEED)
     state = {"eval_s": 0.0, "solved": None, "curve": []}
     t0 = time.perf_counter()
 
-    def check(step, model):
+    def check(rec, model):
+        step = rec["step"]
+        if not every or step % every:
+            return
         t = time.perf_counter()
         r = evaluate(model, probe)
         state["curve"].append({"step": step, "acc": r["acc"], "length": r["length"], "share": r["share"]})
@@ -144,11 +147,11 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
         state["eval_s"] += time.perf_counter() - t
 
     # the reference is always passed so KL is logged; with beta = 0 (REINFORCE) it does not enter the loss
-    hist = train(policy, copy.deepcopy(base), cfg, callback=check, every=every, log=None, progress=progress)
+    hist = train(policy, copy.deepcopy(base), cfg, callback=check, log=None, progress=progress)
     train_s = time.perf_counter() - t0 - state["eval_s"]
-    probs = problems_per_k(eval_n, seed=12345)
+    probs = problems_per_k(eval_n, seed=TEST_SEED)
     final, start = evaluate(policy, probs), evaluate(base, probs)
-    tail = hist[-10:]
+    tail = [h for h in hist if not h.get("skipped")][-10:]   # DAPO may skip steps: they have no metrics
     sampled = {key: float(np.mean([h[key] for h in tail])) for key in ("acc", "length", "kl_exact", "entropy")}
     sampled["direct"] = float(np.mean([h["share"]["direct"] for h in tail]))
     return {"algo": algo, "seed": seed, "steps": steps, "train_s": round(train_s, 1), "solved": state["solved"],
@@ -166,7 +169,8 @@ def exp_adaptive(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     runs = [adaptive.run_method(model, m, seed, steps=S.adaptive_steps, n_eval=S.adaptive_eval_n, ref_acc=ref_acc,
                                 progress=True)
             for m in S.adaptive_methods]
-    return {"runs": runs, "fixed": adaptive.fixed_points([model], S.adaptive_eval_n), "tts": adaptive.tts_points(model)}
+    return {"runs": runs, "fixed": adaptive.fixed_points([model], S.adaptive_eval_n),
+            "tts": adaptive.tts_points(model, S.adaptive_eval_n)}
 
 
 RUNNERS: dict[str, Callable] = {"base": exp_base, "budgets": exp_budgets, "sampling": exp_sampling, "star": exp_star,
@@ -174,14 +178,6 @@ RUNNERS: dict[str, Callable] = {"base": exp_base, "budgets": exp_budgets, "sampl
 
 
 # ---------------------------------------------------------------------------------------------------------------
-
-def base_name(seed: int, quick: bool) -> str:
-    return f"lab-quick-seed{seed}" if quick else f"base-seed{seed}"
-
-
-def base_cfg(seed: int, quick: bool) -> dict:
-    return quick_base_cfg(seed) if quick else dict(BASE_CFG, seed=seed)
-
 
 SIZE_PREFIX = {"base": "eval_", "budgets": "budget_", "sampling": "tts_", "star": "star_", "rl": "rl_",
                "adaptive": "adaptive_"}   # the Sizes fields each experiment depends on
@@ -218,8 +214,7 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
                     pass                                   # unreadable: rerun it
             if seed not in bases:
                 t = time.perf_counter()
-                bases[seed] = get_model(base_name(seed, cfg.quick), base_cfg(seed, cfg.quick), cache=cfg.cache,
-                                        device=cfg.device, progress=True, log=log)
+                bases[seed] = base_model(seed, cfg.quick, cache=cfg.cache, device=cfg.device, progress=True, log=log)
                 timing["base models"] = round(timing.get("base models", 0.0) + time.perf_counter() - t, 1)
             log(f"[{i + 1}/{len(cfg.only)}] {exp}, seed {seed} ...")
             t = time.perf_counter()
@@ -243,10 +238,7 @@ def load_results(out: str, seeds) -> dict:
     for exp in EXPERIMENTS:
         files = [os.path.join(out, exp, f"seed{s}.json") for s in seeds]
         if all(os.path.exists(p) for p in files):
-            recs = []
-            for p in files:
-                with open(p) as f:
-                    recs.append(json.load(f))
+            recs = [load_json(p) for p in files]
             res[exp] = {"results": [r["result"] for r in recs], "seconds": [r["seconds"] for r in recs]}
     return res
 
@@ -259,7 +251,7 @@ def section_base(rs: list[dict], out: str) -> tuple[str, str]:
     report.plot_lab_base(rs, os.path.join(out, "base", "accuracy_by_k.png"))
     rows = ["| generation | accuracy (k = 2..8) | worst k | mean tokens | free share A / S / T |", "|---|---|---|---|---|"]
     for c in ("free", "A", "S", "T"):
-        share = " / ".join(pm([r[c]["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full")) if c == "free" else ""
+        share = " / ".join(pm([r[c]["share"][f] for r in rs], "{:.2f}") for f in FMT_NAMES) if c == "free" else ""
         rows.append(f"| {'free (the model picks)' if c == 'free' else 'forced ' + c} | {pm([r[c]['acc'] for r in rs])} | "
                     f"{pm([min(r[c]['acc_by_k'].values()) for r in rs])} | {pm([r[c]['length'] for r in rs], '{:.2f}')} | {share} |")
     head = (f"forced S {pm([r['S']['acc'] for r in rs])}, forced T {pm([r['T']['acc'] for r in rs])}, "
@@ -273,9 +265,10 @@ def section_base(rs: list[dict], out: str) -> tuple[str, str]:
 
 {chr(10).join(rows)}
 
-Greedy decoding, problems drawn fresh per k; mean ± std over seeds. A direct answer is a lookup of k digits at
-once and fails beyond k = 2; a chain turns the sum into k small steps it can do. Yet free generation picks A,
-because A was half of the pre-training mix: the model has to learn *when* to think (sections 5–7).
+Greedy decoding on the test set; mean ± std over seeds.
+{findings.verdict_line(findings.chains_beat_direct(rs))} Free generation answers directly (A) in
+{pm([r["free"]["share"]["direct"] for r in rs], "{:.2f}")} of problems: A was half of the pre-training mix, so the
+model has to learn *when* to think (sections 5–7).
 
 *Papers:* chain of thought (Wei et al. 2022, arXiv 2201.11903); scratchpads (Nye et al. 2021, arXiv 2112.00114).
 *Explore:* `reasonlab pretrain --recipe spec` trains the course module's recipe; change the mix in `BASE_CFG`.
@@ -298,6 +291,9 @@ def section_budgets(rs: list[dict], out: str) -> tuple[str, str]:
         rows.append(f"| {b['format']} | {'at most' if b['kind'] == 'max' else 'at least'} {b['budget']} | "
                     f"{b['thinking_tokens']:.2f} | {pm([r['budgets'][i]['acc'] for r in rs])} |")
     t = [b for b in avg if b["format"] == "T" and b["kind"] == "max"]
+    mins = [i for i, b in enumerate(avg) if b["format"] == "T" and b["kind"] == "min"]
+    natural = pm([r["budgets"][[i for i, b in enumerate(avg) if b is t[-1]][0]]["acc"] for r in rs])
+    longest = (avg[mins[-1]]["budget"], pm([r["budgets"][mins[-1]]["acc"] for r in rs])) if mins else ("—", "—")
     head = f"T capped at 0 steps {t[0]['acc']:.2f} → {t[-1]['budget']} steps {t[-1]['acc']:.2f}"
     md = f"""## 2. Thinking longer: forced formats and thinking budgets
 
@@ -310,8 +306,9 @@ def section_budgets(rs: list[dict], out: str) -> tuple[str, str]:
 
 Greedy decoding; "at most b": once the chain has b running sums the answer marker is forced (s1's budget cap);
 "at least b": the end of the chain is suppressed until b sums are written (s1's "Wait"). Error bars: ± std over
-seeds. Capping buys accuracy step by step; forcing the chain past its natural end does not help this model: it
-was never trained to keep going, so the extra steps are noise (a negative result, `docs/LOG.md`).
+seeds. Tokens count up to the end of the answer. {findings.verdict_line(findings.budget_trades_accuracy_for_tokens(rs))}
+Forced past its natural end (T, at least {longest[0]} steps): accuracy {longest[1]} against {natural} with the chain
+uncapped at {t[-1]['budget']} steps.
 
 *Paper:* s1: simple test-time scaling (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `tts.budget_hook(max_chain=b)` on any generation; `reasonlab tts` for the full sweep.
@@ -326,12 +323,12 @@ def section_sampling(rs: list[dict], out: str) -> tuple[str, str]:
             "|---|---|---|---|---|---|---|"]
     for f in rs[0]["formats"]:
         def acc(m, N):
-            return [jget(r["curves"][f][m], N)["acc"] for r in rs]
+            return [r["curves"][f][m][N]["acc"] for r in rs]
         rows.append(f"| {f} | {pm([r['curves'][f]['greedy']['acc'] for r in rs])} | {pm(acc('maj', 1))} | "
                     f"{pm(acc('maj', min(8, n)))} | {pm(acc('maj', n))} | {pm(acc('pass', n))} | "
-                    f"{np.mean([jget(r['curves'][f]['tokens'], n) for r in rs]):.0f} |")
-    rows.append(f"| chance | 0.100 | 0.100 | 0.100 | 0.100 | {1 - 0.9 ** n:.3f} | |")
-    a_maj = pm([jget(r["curves"]["A"]["maj"], n)["acc"] for r in rs])
+                    f"{np.mean([r['curves'][f]['tokens'][n] for r in rs]):.0f} |")
+    rows.append(f"| chance | {' | '.join(f'{tts.chance(m, n):.3f}' for m in ('maj', 'maj', 'maj', 'maj', 'pass'))} | |")
+    a_maj = pm([r["curves"]["A"]["maj"][n]["acc"] for r in rs])
     head = f"A maj@{n} {a_maj} vs greedy A {pm([r['curves']['A']['greedy']['acc'] for r in rs])}"
     md = f"""## 3. Sampling more: voting
 
@@ -343,9 +340,11 @@ def section_sampling(rs: list[dict], out: str) -> tuple[str, str]:
 {chr(10).join(rows)}
 
 {rs[0]['n_per_k']} problems per k, N up to {n} samples at temperature 1, mean ± std over seeds (the picture: first
-seed, 95 % bootstrap bands over problems; grey: chance for one answer and for pass@N, 1 − 0.9^N). Voting over
-direct answers stays near the greedy answer: the samples share the model's systematic error, so the majority is
-the same wrong answer. pass@N climbs, but no faster than guessing would; only thinking (S, T) fixes the answer.
+seed, 95 % bootstrap bands over problems; grey: chance for one answer and for pass@N, 1 − 0.9^N).
+{findings.verdict_line(findings.voting_cannot_rescue_direct(rs))} pass@{n} of direct answers is
+{pm(acc('pass', n))} where guessing gives {tts.chance('pass', n):.3f}; greedy S is {pm([r['curves']['S']['greedy']['acc'] for r in rs])}
+where S is run. Whether voting helps chains that err is measured on the erring thinker (section "Verifiers and
+search").
 
 *Papers:* self-consistency (Wang et al. 2022, arXiv 2203.11171); pass@k (Chen et al. 2021, arXiv 2107.03374);
 repeated sampling (Brown et al. 2024, arXiv 2407.21787).
@@ -359,7 +358,7 @@ def section_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
     n = rs[0]["n_max"]
     rows = [f"| format | maj@{n} | best-of-{n}, process verifier | verified pass@{n} |", "|---|---|---|---|"]
     for f in rs[0]["formats"]:
-        rows.append(f"| {f} | " + " | ".join(pm([jget(r["curves"][f][m], n)["acc"] for r in rs])
+        rows.append(f"| {f} | " + " | ".join(pm([r["curves"][f][m][n]["acc"] for r in rs])
                                              for m in ("maj", "verifier", "verified_pass")) + " |")
     trows = ["| target accuracy | compute-optimal per k: tokens | best fixed strategy: tokens | fixed / optimal |", "|---|---|---|---|"]
     head = ""
@@ -380,9 +379,12 @@ def section_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
 
 {chr(10).join(trows)}
 
-A direct answer has no chain, so the verifier can't help it; with chains, a verified sample is right whenever one
-exists. The frontier picks, per k and on a validation half, the cheapest (format, selection, N) reaching each
-target, and compares its tokens on the test half with the best single strategy for all k. Mean ± std over seeds.
+The rule's process verifier accepts only chains whose every step checks, so it has nothing to say about a direct
+answer (its vote falls back to the plain majority). The frontier's candidates are every strategy run here:
+greedy per format, budget-capped greedy chains, majority, probability-weighted vote and verifier best-of-N at every
+N. Per k and on the validation problems it picks the cheapest candidate reaching each target; on the disjoint
+test problems (`evaluate.split_of`) it compares those tokens with the cheapest single candidate that reaches the
+target at every k. Mean ± std over seeds. {findings.verdict_line(findings.frontier_gain(rs))}
 
 *Papers:* Let's verify step by step (Lightman et al. 2023, arXiv 2305.20050); compute-optimal test-time scaling
 (Snell et al. 2024, arXiv 2408.03314).
@@ -393,7 +395,8 @@ target, and compares its tokens on the test half with the best single strategy f
 
 def section_star(rs: list[dict], out: str) -> tuple[str, str]:
     hists = [r["main"] for r in rs]
-    report.plot_star({"main": hists}, os.path.join(out, "star", "star.png"))
+    variants = {v: [r[v] for r in rs] for v in rs[0]}
+    report.plot_star(variants, os.path.join(out, "star", "star.png"))
     head = f"free accuracy {pm([h[0]['free'] for h in hists])} → {pm([h[-1]['free'] for h in hists])} in {len(hists[0]) - 1} round(s)"
     md = f"""## 5. STaR: the model teaches itself to think
 
@@ -402,11 +405,12 @@ def section_star(rs: list[dict], out: str) -> tuple[str, str]:
 
 ![STaR rounds](star/star.png)
 
-{report.star_table({"main": hists})}
+{report.star_table(variants)}
 
-4 samples per problem at temperature 1, answer filter, each round fine-tuned from the base model; mean ± std over
-seeds. Direct answers are right a third of the time, chains almost always, so the kept data are mostly chains and
-the fine-tuned model thinks. "Right answer, wrong chain" is STaR's false positive, exactly measurable here.
+4 samples per problem at temperature 1, each round fine-tuned from the base model; mean ± std over seeds. Only
+complete templates with the right answer are kept; "right answer, wrong chain" (STaR's false positive, exactly
+measurable here) is the share of those chains with a wrong step. {findings.verdict_line(findings.star_raises_free_accuracy(rs))}
+{findings.verdict_line(findings.chain_filter_vs_answer_filter(rs))}
 
 *Papers:* STaR (Zelikman et al. 2022, arXiv 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825); ReST-EM (Singh
 et al. 2023, arXiv 2312.06585).
@@ -431,7 +435,7 @@ def section_rl(rs: list[dict], out: str) -> tuple[str, str]:
     md = f"""## 6. RL from a rule reward: GRPO against the spec's REINFORCE
 
 > **Question.** Reward only the right answer (plus a format bonus). Does RL move the model from answering directly
-> to thinking, and does the baseline matter?
+> to thinking, and does the baseline matter (REINFORCE with and without GRPO's group mean, all else equal)?
 
 ![RL curves](rl/curves.png)
 
@@ -440,8 +444,9 @@ def section_rl(rs: list[dict], out: str) -> tuple[str, str]:
 {report.rl_table(runs)}
 
 16 problems × 8 samples per step, the spec's settings (lr 3e-5, β 0.04, clip 0.2, 2 inner updates); time-to-solve
-is the first greedy probe (100 problems per k) at ≥ 0.99. GRPO's group baseline separates right from wrong within
-a problem; REINFORCE without a baseline pushes up every sampled answer, right or wrong, and needs more steps.
+is the first greedy probe (100 problems per k, the probe set) at ≥ 0.99. GRPO differs from the spec's REINFORCE in
+its baseline, its std scaling, two clipped updates per batch and the KL; `reinforce_baseline` changes only the
+baseline. {" ".join(findings.verdict_line(f) for f in (findings.rl_faster(rs, "grpo", "reinforce", "GRPO reaches 0.99 in fewer steps than REINFORCE without a baseline"), findings.rl_faster(rs, "reinforce_baseline", "reinforce", "The baseline alone makes REINFORCE reach 0.99 in fewer steps")))}
 
 *Papers:* GRPO (Shao et al. 2024, arXiv 2402.03300); DeepSeek-R1 (2025, arXiv 2501.12948); Dr. GRPO (Liu et al.
 2025, arXiv 2503.20783); REINFORCE (Williams 1992).
@@ -473,8 +478,8 @@ def section_adaptive(rs: list[dict], out: str) -> tuple[str, str]:
 {report.adaptive_table(summary)}
 
 GRPO with Thinkless's per-format reward; half of each group is forced to answer directly so that A keeps being
-tried, and those rollouts train only that choice (`thinkless_fmt`); mean ± std over seeds. The simplest policy
-that loses nothing answers k = 2 directly (always right) and thinks from k = 3 on.
+tried, and those rollouts train only that choice (`thinkless_fmt`); mean ± std over seeds; every point of the
+table and the plane is on the test set. {" ".join(findings.verdict_line(f) for f in findings.adaptive_vs_always_s(rs))}
 
 *Papers:* Thinkless (Fang et al. 2025, arXiv 2505.13379); AdaptThink (Zhang et al. 2025, arXiv 2505.13417);
 length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501.12599).
@@ -497,6 +502,8 @@ def write_report(out: str, results: dict, meta: dict) -> dict:
             md, head = b(results[exp]["results"], out)
             parts.append(md)
             heads.append(f"| {md.splitlines()[0][3:]} | {head} | {sum(results[exp]['seconds']):.0f} s |")
+    fs = findings.lab_findings(results)
+    write_json(os.path.join(out, "findings.json"), fs)
     seeds = ", ".join(map(str, meta["seeds"]))
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
              "results.\n" if meta["quick"] else "")
@@ -507,6 +514,13 @@ A 200K-parameter GPT learns "sum of k digits mod 10" (k = 2..8) and chooses how 
 chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s, of which
 {meta.get('ran', {}).get('base models', 0.0):.0f} s loading or training the base models (experiments reused from an
 earlier run count their original time in the table).{quick}
+
+## Findings
+
+Each claim is checked on this run's results: the statistic, its 95 % interval (t over seeds, or a two-level
+bootstrap over seeds and problems), the per-seed values, the threshold, and the verdict read off the interval.
+
+{findings.table(fs)}
 
 | experiment | headline | compute time |
 |---|---|---|

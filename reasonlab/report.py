@@ -1,6 +1,7 @@
 """Plots (matplotlib, Agg backend) and small statistics helpers shared by the experiments."""
 from __future__ import annotations
 
+import json
 import os
 
 import matplotlib
@@ -9,8 +10,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-FMT_COLORS = {"direct": "#4C72B0", "short": "#DD8452", "full": "#55A868"}
-FMT_LABEL = {"direct": "A (direct)", "short": "S (short chain)", "full": "T (full chain)"}
+from .task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR  # noqa: E402
+from .tts import chance  # noqa: E402
+
+# plot colours by format token, and for free generation
+TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free": FREE_COLOR}
 
 
 def save(fig, path: str) -> str:
@@ -34,9 +38,30 @@ def pm(xs, f: str = "{:.3f}") -> str:
     return f"{f.format(m)} ± {f.format(s)}"
 
 
-def jget(d: dict, k):
-    """d[k], or d[str(k)] in results read back from JSON (which turns int keys into strings)."""
-    return d[k] if k in d else d[str(k)]
+def pareto(points: list[tuple[float, float]]) -> list[int]:
+    """Indices, by increasing tokens, of the (tokens, accuracy) points that no other point beats on both: fewer or
+    equal tokens and higher accuracy (of equal points, the first)."""
+    front, best = [], -np.inf
+    for i in sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1])):
+        if points[i][1] > best:
+            front.append(i)
+            best = points[i][1]
+    return front
+
+
+def int_keys(obj):
+    """JSON turns int keys (k, N) into strings; turn them back, at any depth."""
+    if isinstance(obj, dict):
+        return {(int(k) if isinstance(k, str) and k.isdigit() and k.isascii() else k): int_keys(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [int_keys(v) for v in obj]
+    return obj
+
+
+def load_json(path: str):
+    """A results file, with int keys restored (see int_keys)."""
+    with open(path) as f:
+        return int_keys(json.load(f))
 
 
 def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") -> str:
@@ -65,8 +90,8 @@ def plot_format_share(hist: list[dict], path: str, title: str = "") -> str:
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.6), gridspec_kw={"width_ratios": [2, 1]})
     recs = [h for h in hist if "share" in h]
     x = [h["step"] for h in recs]
-    a.stackplot(x, *[[h["share"][f] for h in recs] for f in FMT_COLORS], colors=list(FMT_COLORS.values()),
-                labels=[FMT_LABEL[f] for f in FMT_COLORS])
+    a.stackplot(x, *[[h["share"][f] for h in recs] for f in FMT_NAMES], colors=list(FMT_COLOR.values()),
+                labels=[FMT_LABEL[f] for f in FMT_NAMES])
     a.set_xlabel("step")
     a.set_ylabel("share of samples")
     a.set_ylim(0, 1)
@@ -75,7 +100,7 @@ def plot_format_share(hist: list[dict], path: str, title: str = "") -> str:
     tail = recs[-max(1, len(recs) // 10):]            # a step has only 16 problems: pool the last 10 % of steps
     ks = sorted({int(k) for h in tail for k in h["share_by_k"]})
     bottom = np.zeros(len(ks))
-    for f, c in FMT_COLORS.items():
+    for f, c in FMT_COLOR.items():
         v = np.array([np.mean([h["share_by_k"][k][f] for h in tail for k in h["share_by_k"] if int(k) == kk])
                       for kk in ks])
         b.bar(ks, v, bottom=bottom, color=c)
@@ -98,7 +123,7 @@ def rl_table(runs: list[dict]) -> str:
         solved = [r for r in rs if r["solved"]]
         steps = pm([r["solved"]["step"] for r in solved], "{:.0f}") if solved else "—"
         secs = pm([r["solved"]["seconds"] for r in solved], "{:.1f}") if solved else "—"
-        share = " / ".join(pm([r["share"][f] for r in rs], "{:.2f}") for f in ("direct", "short", "full"))
+        share = " / ".join(pm([r["share"][f] for r in rs], "{:.2f}") for f in FMT_NAMES)
         rows.append(f"| {algo} | {pm([r['acc'] for r in rs])} | {pm([min(r['acc_by_k'].values()) for r in rs])} | {share} "
                     f"| {pm([r['length'] for r in rs], '{:.2f}')} | {len(solved)}/{len(rs)} | {steps} | {secs} "
                     f"| {pm([r['sampled_last10']['acc'] for r in rs])} | {pm([r['sampled_last10']['direct'] for r in rs], '{:.2f}')} "
@@ -131,10 +156,10 @@ def plot_tts_vs_n(res: dict, path: str) -> str:
         c = res["curves"][f]
         for m, (label, style) in METHOD_STYLE.items():
             Ns = sorted(int(n) for n in c[m])
-            _ci_line(ax, Ns, [jget(c[m], n) for n in Ns], label, style)
+            _ci_line(ax, Ns, [c[m][n] for n in Ns], label, style)
         ax.axhline(c["greedy"]["acc"], color="k", lw=1, label="greedy")
         ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance, one answer (0.1)")
-        ax.plot(Ns, [1 - 0.9 ** n for n in Ns], color="grey", ls="--", lw=1, label="chance, pass@N (1 - 0.9^N)")
+        ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=1, label="chance, pass@N (1 - 0.9^N)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("samples per problem N")
         ax.set_title(f"forced {f}" if f != "free" else "free format")
@@ -148,7 +173,7 @@ def plot_tts_frontier(res: dict, path: str) -> str:
     Pareto front, and the per-k compute-optimal choices."""
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     pts = res["frontier"]["points"]
-    colors = {"A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"], "free": "#8172B3"}
+    colors = TOKEN_COLOR
     for f in res["formats"]:
         p = [q for q in pts if q["format"] == f]
         err = [[q["acc"] - q["ci"][0] for q in p], [q["ci"][1] - q["acc"] for q in p]] if p and "ci" in p[0] else None
@@ -157,11 +182,7 @@ def plot_tts_frontier(res: dict, path: str) -> str:
     for b in res.get("budgets", []):
         if b["kind"] == "max":
             ax.scatter(b["tokens"], b["acc"], marker="x", s=22, color=colors[b["format"]])
-    front, best = [], -1.0
-    for q in sorted(pts, key=lambda q: (q["tokens"], -q["acc"])):
-        if q["acc"] > best:
-            front.append(q)
-            best = q["acc"]
+    front = [pts[i] for i in pareto([(q["tokens"], q["acc"]) for q in pts])]
     ax.plot([q["tokens"] for q in front], [q["acc"] for q in front], color="k", lw=1.2, label="Pareto front (fixed strategies)")
     ad = [t for t in res["frontier"]["targets"] if t.get("reachable")]
     if ad:
@@ -181,19 +202,19 @@ def plot_tts_per_k(res: dict, path: str) -> str:
     """One panel per k: maj@N per format and pass@N of direct answers, with chance."""
     ks = sorted(int(k) for k in res["per_k"][res["formats"][0]])
     fig, axes = plt.subplots(1, len(ks), figsize=(2.6 * len(ks), 3.0), sharey=True)
-    colors = {"A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"], "free": "#8172B3"}
+    colors = TOKEN_COLOR
     for ax, k in zip(axes, ks):
         for f in res["formats"]:
-            d = jget(res["per_k"][f], k)
+            d = res["per_k"][f][k]
             ci = res.get("per_k_ci", {}).get(f, {})
-            ci = ci.get(k, ci.get(str(k)))
+            ci = ci.get(k)
             Ns = sorted(int(n) for n in d["maj"])
-            ax.plot(Ns, [jget(d["maj"], n) for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
+            ax.plot(Ns, [d["maj"][n] for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
             if ci:
-                ax.fill_between(Ns, [jget(ci["maj"], n)[0] for n in Ns], [jget(ci["maj"], n)[1] for n in Ns], color=colors[f], alpha=0.2)
+                ax.fill_between(Ns, [ci["maj"][n][0] for n in Ns], [ci["maj"][n][1] for n in Ns], color=colors[f], alpha=0.2)
             if f == "A":
-                ax.plot(Ns, [jget(d["pass"], n) for n in Ns], ls=":", color=colors[f], label="A pass@N")
-        ax.plot(Ns, [1 - 0.9 ** n for n in Ns], color="grey", ls="--", lw=0.8)
+                ax.plot(Ns, [d["pass"][n] for n in Ns], ls=":", color=colors[f], label="A pass@N")
+        ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=0.8)
         ax.axhline(0.1, color="grey", ls=":", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_title(f"k = {k}")
@@ -206,7 +227,7 @@ def plot_tts_per_k(res: dict, path: str) -> str:
 def plot_budgets(res: dict, path: str) -> str:
     """Greedy accuracy against thinking tokens under s1 budget forcing (max: chain capped; min: chain extended)."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    colors = {"S": FMT_COLORS["short"], "T": FMT_COLORS["full"]}
+    colors = TOKEN_COLOR
     for f in ("S", "T"):
         for kind, style in (("max", "-"), ("min", "--")):
             rows = [b for b in res["budgets"] if b["format"] == f and b["kind"] == kind]
@@ -231,8 +252,8 @@ def tts_table(res: dict, Ns=(1, 8, 64)) -> str:
     rows = [head, "|" + "---|" * (3 + 3 * len(Ns))]
     for f in res["formats"]:
         c = res["curves"][f]
-        t1, tn = jget(c["tokens"], 1), jget(c["tokens"], Ns[-1])
-        rows.append(f"| {f} | {cell(c['greedy'])} | " + " | ".join(cell(jget(c[m], n)) for m in ("maj", "verifier", "pass") for n in Ns)
+        t1, tn = c["tokens"][1], c["tokens"][Ns[-1]]
+        rows.append(f"| {f} | {cell(c['greedy'])} | " + " | ".join(cell(c[m][n]) for m in ("maj", "verifier", "pass") for n in Ns)
                     + f" | {t1:.1f} / {tn:.0f} |")
     rows.append("\nChance: 0.1 for one answer; pass@N 0.1 / 0.570 / 0.999 at N = 1 / 8 / 64. 95 % bootstrap intervals over problems.")
     fr = [t for t in res["frontier"]["targets"] if t.get("reachable")]
@@ -281,11 +302,7 @@ def plot_adaptive_frontier(summary: dict, path: str) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
     pts = [(v["tokens"][0], v["acc"][0]) for v in summary["methods"].values()]
     pts += [(v["tokens"], v["acc"]) for v in summary["fixed"].values()] + [(v["tokens"], v["acc"]) for v in summary.get("tts", {}).values()]
-    line, best = [], -1.0
-    for t, a in sorted(pts, key=lambda p: (p[0], -p[1])):
-        if a > best:
-            line.append((t, a))
-            best = a
+    line = [pts[i] for i in pareto(pts)]
     for ax in axes:
         for m, v in summary["methods"].items():
             ax.errorbar(v["tokens"][0], v["acc"][0], xerr=v["tokens"][1], yerr=v["acc"][1], fmt="o", ms=5, capsize=2, label=m)
@@ -331,7 +348,7 @@ def adaptive_table(summary: dict) -> str:
 
 def star_table(runs: dict[str, list[list[dict]]]) -> str:
     """STaR per round, one row per (variant, round), mean ± std over the seeds of each variant."""
-    fmts = ("direct", "short", "full")
+    fmts = FMT_NAMES
     rows = ["| variant | round | free acc | forced A / S / T | free share A / S / T | used | kept A / S / T | right answer, wrong chain | kept via hint | round s |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for vname, hists in runs.items():
@@ -383,7 +400,7 @@ def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
 def plot_lab_base(runs: list[dict], path: str) -> str:
     """Greedy accuracy per k, free and forced A / S / T: mean over seeds, band = min..max, chance 0.1."""
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    colors = {"free": "#8172B3", "A": FMT_COLORS["direct"], "S": FMT_COLORS["short"], "T": FMT_COLORS["full"]}
+    colors = TOKEN_COLOR
     ks = sorted(runs[0]["free"]["acc_by_k"], key=int)
     for c, color in colors.items():
         y = np.array([[r[c]["acc_by_k"][k] for k in ks] for r in runs])

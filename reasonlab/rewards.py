@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from .task import MAX_LEN, PROMPT_LEN
+from .task import MAX_OUT
 
 
 def rule_reward(digits: list[int], parsed: dict, format_bonus: float = 0.1) -> float:
@@ -18,7 +18,6 @@ def rule_reward(digits: list[int], parsed: dict, format_bonus: float = 0.1) -> f
 # Length- and cost-aware rewards (issue: adaptive thinking). Per-sample rewards are functions of (digits, parsed);
 # group rewards reshape a (P, G) reward tensor with the group's parses (they need the other samples).
 
-MAX_OUT = MAX_LEN - PROMPT_LEN  # the longest output (14 tokens)
 
 
 def correct(digits: list[int], parsed: dict) -> float:

@@ -21,23 +21,24 @@ import os
 import random
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Callable, Literal, NamedTuple, get_args
 
 import torch
 import torch.nn.functional as F
 
+from .config import check_choices
 from .model import GPT
 from .rewards import rule_reward
 from .sampling import generate_n, layout, logits_at
-from .task import FORMATS, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, make_digits, parse, prompt_ids
+from .task import FORMATS, K_MAX, K_MIN, MAX_OUT, make_digits, parse, prompt_ids
 
-ALGOS = ("grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo")
-MAX_OUT = MAX_LEN - PROMPT_LEN  # the longest possible output: Dr. GRPO's constant length normaliser
+Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
+ALGOS = get_args(Algo)
 
 
 @dataclass
 class RLConfig:
-    algo: str = "grpo"
+    algo: Algo = "grpo"
     """name of the preset the other fields came from (grpo, dr_grpo, dapo, rloo, reinforce, reinforce_baseline, gspo)"""
     steps: int = 100
     """optimizer rounds (each: sample, verify, num_iterations updates)"""
@@ -49,7 +50,7 @@ class RLConfig:
     """Adam learning rate, constant"""
     beta: float = 0.04
     """KL penalty weight; 0 skips the reference model entirely"""
-    kl_estimator: str = "k3"
+    kl_estimator: Literal["k1", "k2", "k3", "exact"] = "k3"
     """per-token KL in the loss: k1 = log pi/pi_ref, k2 = (log ratio)^2 / 2, k3 = r - log r - 1 (DeepSeekMath), exact = full-vocabulary KL"""
     epsilon: float = 0.2
     """lower clip: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]"""
@@ -59,13 +60,13 @@ class RLConfig:
     """use the PPO clipped ratio; False gives the plain policy gradient -A * log pi (REINFORCE)"""
     num_iterations: int = 2
     """updates on each batch of samples (the spec's `inner`); the first has ratio exactly 1"""
-    advantage: str = "group"
+    advantage: Literal["group", "rloo", "none"] = "group"
     """baseline: group = r - mean(group) (GRPO), rloo = r - mean(others) (RLOO), none = raw reward (REINFORCE)"""
-    scale_rewards: str = "group"
+    scale_rewards: Literal["group", "batch", "none"] = "group"
     """divide the advantage by the group's std (group, GRPO), the batch's std (batch), or not (none, Dr. GRPO)"""
-    loss_type: str = "grpo"
+    loss_type: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
     """aggregation: grpo = mean over sequences of token means; dapo = mean over all tokens; dr_grpo = sum / (G * MAX_OUT)"""
-    importance_sampling_level: str = "token"
+    importance_sampling_level: Literal["token", "sequence"] = "token"
     """token ratios (PPO/GRPO) or one sequence ratio exp(mean log ratio) per completion (GSPO)"""
     dynamic_sampling: bool = False
     """DAPO: drop groups whose rewards all agree (no signal) and sample new problems in their place"""
@@ -76,7 +77,7 @@ class RLConfig:
     force_direct: float = 0.0
     """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
     here without its importance-sampling correction)"""
-    forced_trains: str = "all"
+    forced_trains: Literal["all", "format", "answer"] = "all"
     """what the policy-gradient term takes from forced-direct rollouts: all their tokens, only the forced "A" (the
     format choice: is answering directly worth it on this problem?), or only the answer tokens (the format's
     reward signal then comes from the policy's own choices alone); the KL penalty still covers every token"""
@@ -119,12 +120,7 @@ class RLConfig:
         """Reject invalid values and combinations with a message naming the field."""
         def bad(msg):
             raise ValueError(f"invalid RL config: {msg}")
-        choices = {"advantage": ("group", "rloo", "none"), "scale_rewards": ("group", "batch", "none"),
-                   "loss_type": ("grpo", "dapo", "dr_grpo"), "importance_sampling_level": ("token", "sequence"),
-                   "kl_estimator": ("k1", "k2", "k3", "exact"), "forced_trains": ("all", "format", "answer")}
-        for name, ok in choices.items():
-            if getattr(self, name) not in ok:
-                bad(f"{name}={getattr(self, name)!r}, expected one of {', '.join(ok)}")
+        check_choices(self, "RL")
         for name in ("steps", "prompts_per_step", "num_generations", "num_iterations"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 bad(f"{name} must be a positive integer, got {getattr(self, name)!r}")
@@ -148,8 +144,11 @@ class RLConfig:
         lo, hi = self.k_range
         if not K_MIN <= lo <= hi <= K_MAX:
             bad(f"k_range {self.k_range} must lie within {K_MIN}..{K_MAX}")
-        if self.micro_batch < 0:
-            bad("micro_batch must be >= 0")
+        for name in ("micro_batch", "max_resample", "log_every", "table_every", "checkpoint_every"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                bad(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
+        if not self.grad_clip > 0 or not math.isfinite(self.format_bonus):
+            bad("grad_clip must be > 0 and format_bonus finite")
         if not 0.0 <= self.force_direct < 1.0:
             bad(f"force_direct must be in [0, 1), got {self.force_direct}")
         if self.forced_trains != "all" and round(self.num_generations * self.force_direct) < 1:
@@ -213,7 +212,9 @@ def policy_loss_terms(lp, old_lp, adv, mask, cfg: RLConfig):
 def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: int, cfg: RLConfig) -> torch.Tensor:
     """Sum of this micro-batch's share of the loss; the denominators are the whole batch's, so micro-batching
     leaves the gradient unchanged."""
-    if cfg.loss_type == "grpo" or cfg.importance_sampling_level == "sequence":  # mean_i (1/|o_i|) sum_t
+    # GSPO's sequence ratio gives every token of a completion the same value; loss_type still says how the
+    # tokens are weighted (TRL honours it too). Its preset keeps loss_type="grpo": the paper's (1/G) sum_i.
+    if cfg.loss_type == "grpo":                                                 # mean_i (1/|o_i|) sum_t
         return ((per_tok * mask).sum(1) / mask.sum(1).clamp(min=1)).sum() / n_seqs
     if cfg.loss_type == "dapo":                                                 # sum_{i,t} / sum_i |o_i|
         return (per_tok * mask).sum() / n_tokens
@@ -223,12 +224,22 @@ def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: 
 # ---------------------------------------------------------------------------------------------------------------
 # Sampling groups (with DAPO's dynamic sampling), metrics and checkpoints.
 
+class Rollouts(NamedTuple):
+    """One step's samples: P' problems (P' < prompts_per_step when dynamic sampling ran dry) x G completions."""
+    digits: list[list[int]]   # the problems
+    outs: list[list[int]]     # P' * G completions, problem-major
+    parsed: list[dict]        # parse() of each completion
+    rewards: torch.Tensor     # (P', G)
+    zero_std: float           # share of groups whose rewards all agree, as first sampled (no learning signal)
+    forced: list[bool]        # completion forced to answer directly (force_direct)
+
+
 def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable,
-                  group_fn: Callable | None = None, step: int = 0):
-    """prompts_per_step problems x num_generations completions, their parses, rewards (P, G) and forced flags.
+                  group_fn: Callable | None = None, step: int = 0) -> Rollouts:
+    """prompts_per_step problems x num_generations completions, verified and rewarded.
 
     With dynamic_sampling, groups whose rewards all agree are dropped and new problems drawn, at most max_resample
-    extra rounds; the step then trains on what it has. Also returns the share of zero-std groups as first sampled.
+    extra rounds; the step then trains on what it has (possibly nothing). A non-finite reward stops the run.
     """
     P, G = cfg.prompts_per_step, cfg.num_generations
     digits, outs, parsed, rewards, forced = [], [], [], [], []
@@ -246,7 +257,7 @@ def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RL
         if group_fn is not None:   # rewards that need the whole group (Kimi length reward, ARM scaling)
             r = group_fn(r, [p[i * G:(i + 1) * G] for i in range(len(d))], step, cfg.steps)
         if not torch.isfinite(r).all():
-            return None
+            raise NonFiniteError(f"non-finite reward at step {step + 1}")
         flat = (r.max(1).values == r.min(1).values)
         zero_std = flat.float().mean().item() if zero_std is None else zero_std
         keep = (~flat).nonzero().flatten().tolist() if cfg.dynamic_sampling else range(len(d))
@@ -259,7 +270,7 @@ def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RL
         if len(digits) == P:
             break
     r = torch.stack(rewards) if rewards else torch.zeros(0, G)
-    return digits, outs, parsed, r, zero_std, forced
+    return Rollouts(digits, outs, parsed, r, zero_std, forced)
 
 
 def forced_weights(forced: list[bool], cfg: RLConfig, L: int) -> torch.Tensor:
@@ -339,14 +350,15 @@ class NonFiniteError(FloatingPointError):
 # The loop.
 
 def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | None = None, run_dir: str | None = None,
-          resume: bool = False, callback: Callable | None = None, every: int = 0, log: Callable | None = print,
+          resume: bool = False, callback: Callable | None = None, log: Callable | None = print,
           progress: bool = False, group_fn: Callable | None = None) -> list[dict]:
     """Run cfg.steps RL steps on `policy` (in place) against the frozen `ref`; returns one record per step.
 
     reward_fn(digits, parsed) -> float (default: the rule reward); group_fn(rewards (P, G), parses per group, step,
     steps) -> rewards reshapes them with the whole group in view. With run_dir: config.json, metrics.jsonl and
     a resumable checkpoint `state` (every cfg.checkpoint_every steps and at the end); resume=True continues it.
-    callback(step, policy) runs every `every` steps.
+    callback(record, policy) runs after every step, skipped ones included.
+    The same step without the bookkeeping, line by line after the spec: `naive_step` in benchmarks/rl_step.py.
     """
     cfg.validate()
     if cfg.beta > 0 and ref is None:
@@ -379,52 +391,48 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         write_json(os.path.join(run_dir, "config.json"), asdict(cfg))
     if not all_finite(params):
         raise NonFiniteError(f"non-finite parameters before step {start + 1}")
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=cfg.steps, initial=start, unit="step", leave=False)
+    book = Logbook(cfg, hist, run_dir, log, callback, start if progress else None,
+                   save=lambda step: save_state(stem, step, policy, ref, opt, rng, gen, cfg, hist) if stem else None)
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
         # 1-2. sample and verify
-        got = sample_groups(policy, rng, gen, cfg, reward_fn, group_fn, step)
-        if got is None:
-            raise NonFiniteError(f"non-finite reward at step {step + 1}")
-        digits, outs, parsed, r, zero_std, forced = got
-        B = len(outs)
-        if B == 0:  # dynamic sampling found no group with signal: nothing to learn from this step
-            hist.append({"step": step + 1, "skipped": True, "frac_reward_zero_std": zero_std})
+        ro = sample_groups(policy, rng, gen, cfg, reward_fn, group_fn, step)
+        B = len(ro.outs)
+        if B == 0:  # DAPO's dynamic sampling found no group with signal: no update, but the step counts and is logged
+            book.end_step(step, {"step": step + 1, "skipped": True, "frac_reward_zero_std": ro.zero_std}, policy)
             continue
-        prompts = [prompt_ids(d) for d in digits for _ in range(G)]
+        prompts = [prompt_ids(d) for d in ro.digits for _ in range(G)]
         # 3. advantages
-        adv = advantages(r, cfg)                                    # (P', G)
+        adv = advantages(ro.rewards, cfg)                           # (P', G)
         A = adv.flatten().to(device)
         # 4. loss and update, num_iterations times on the same samples
         chunks = [slice(i, i + (cfg.micro_batch or B)) for i in range(0, B, cfg.micro_batch or B)]
-        lays = [layout(prompts[sl], outs[sl], G, device) for sl in chunks]   # shared by the reference and updates
-        ref_lg = None
+        lays = [layout(prompts[sl], ro.outs[sl], G, device) for sl in chunks]   # shared by the reference and updates
+        ref_logits = None
         if ref is not None:
             with torch.inference_mode():   # lighter than no_grad; cloned outside it, so backward may keep it
-                ref_lg = [logits_at(ref, lay)[0] for lay in lays]
-            ref_lg = [x.clone() for x in ref_lg]
-        n_tokens = sum(len(o) for o in outs)
-        old_lp: dict[int, torch.Tensor] = {}
+                ref_logits = [logits_at(ref, lay)[0] for lay in lays]
+            ref_logits = [tempered(x.clone(), cfg) for x in ref_logits]
+        n_tokens = sum(len(o) for o in ro.outs)
+        old_logp: dict[int, torch.Tensor] = {}
         clip_lo = clip_hi = 0.0
         diag = {}
         for it in range(cfg.num_iterations):
             opt.zero_grad(set_to_none=True)
             loss_sum = 0.0
             for c, sl in enumerate(chunks):
-                lg, tok, mask = logits_at(policy, lays[c])
-                lp = F.log_softmax(lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+                logits, tok, mask = logits_at(policy, lays[c])
+                logits = tempered(logits, cfg)     # the distribution the rollouts were sampled from
+                logp = F.log_softmax(logits, -1).gather(-1, tok[:, :, None]).squeeze(-1)
                 if it == 0:
-                    old_lp[c] = lp.detach()        # exactly on-policy: the first update's ratio is exactly 1
-                per_tok, lo, hi = policy_loss_terms(lp, old_lp[c], A[sl], mask, cfg)
+                    old_logp[c] = logp.detach()    # exactly on-policy: the first update's ratio is exactly 1
+                per_tok, lo, hi = policy_loss_terms(logp, old_logp[c], A[sl], mask, cfg)
                 if cfg.forced_trains != "all":   # forced rollouts teach the format choice only, or the answer only
-                    per_tok = per_tok * forced_weights(forced[sl], cfg, per_tok.shape[1]).to(device)
-                rlg = ref_lg[c] if ref_lg is not None else None
+                    per_tok = per_tok * forced_weights(ro.forced[sl], cfg, per_tok.shape[1]).to(device)
+                ref_lg = ref_logits[c] if ref_logits is not None else None
                 if cfg.beta > 0:
-                    rlp = F.log_softmax(rlg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
-                    per_tok = per_tok + cfg.beta * kl_terms(lp, rlp, lg, rlg, cfg.kl_estimator)
+                    ref_logp = F.log_softmax(ref_lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+                    per_tok = per_tok + cfg.beta * kl_terms(logp, ref_logp, logits, ref_lg, cfg.kl_estimator)
                 loss = aggregate(per_tok, mask, B, n_tokens, cfg)
                 if not torch.isfinite(loss):
                     raise NonFiniteError(f"non-finite loss at step {step + 1}")
@@ -435,56 +443,92 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
                 clip_hi += (hi.float() * m).sum().item() / n_tokens / cfg.num_iterations
                 if it == 0:
                     with torch.no_grad():
-                        accumulate_diagnostics(diag, lg, lp, tok, mask, rlg, cfg)
+                        accumulate_diagnostics(diag, logits, logp, tok, mask, ref_lg, cfg)
             gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip, foreach=True)
             opt.step()
         if not all_finite(params):
             raise NonFiniteError(f"non-finite parameters after step {step + 1}")
         # 5. log
-        dt = time.perf_counter() - t0
-        lengths = [p["length"] for p in parsed]
-        share, share_k = format_shares(parsed, digits, G)
-        rec = {"step": step + 1, "reward": r.mean().item(), "reward_std": r.std().item() if r.numel() > 1 else 0.0,
-               "acc": sum(p["answer"] == sum(digits[i // G]) % 10 for i, p in enumerate(parsed)) / B,
-               "frac_reward_zero_std": zero_std, "length": sum(lengths) / B, "length_min": min(lengths),
-               "length_max": max(lengths), "share": share, "share_by_k": share_k,
-               "kl": diag.get("kl", 0.0) / n_tokens, "kl_exact": diag.get("kl_exact", 0.0) / n_tokens,
-               "entropy": diag["entropy"] / n_tokens, "clip_low": clip_lo, "clip_high": clip_hi,
-               "grad_norm": float(gnorm), "surrogate": loss_sum, "groups": len(digits), "step_time": dt,
-               "tokens_per_s": n_tokens / dt}
-        hist.append(rec)
-        if run_dir:
-            with open(os.path.join(run_dir, "metrics.jsonl"), "a") as f:
-                f.write(json.dumps(rec) + "\n")
-        if log and cfg.log_every and (step + 1) % cfg.log_every == 0:
-            log(log_line(rec))
-        if log and cfg.table_every and (step + 1) % cfg.table_every == 0:
-            log(completion_table(digits, outs, r, adv, G))
-        if bar is not None:
-            bar.update(1)
-        if stem and ((cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0) or step + 1 == cfg.steps):
-            save_state(stem, step + 1, policy, ref, opt, rng, gen, cfg, hist)
-        if callback is not None and every and (step + 1) % every == 0:
-            callback(step + 1, policy)
-    if bar is not None:
-        bar.close()
+        rec = step_record(step, ro, diag, n_tokens, clip_lo, clip_hi, gnorm, loss_sum, time.perf_counter() - t0)
+        book.end_step(step, rec, policy, table=lambda: completion_table(ro.digits, ro.outs, ro.rewards, adv, G))
+    book.close()
     policy.eval()
     return hist
 
 
-def accumulate_diagnostics(diag: dict, lg, lp, tok, mask, ref_lg, cfg: RLConfig) -> None:
+def tempered(logits: torch.Tensor, cfg: RLConfig) -> torch.Tensor:
+    """Logits of the sampling distribution: rollouts are drawn at cfg.temperature, so the ratio, the KL and the
+    gradient use logits / temperature, as TRL does (a no-op at temperature 1)."""
+    return logits if cfg.temperature == 1.0 else logits / cfg.temperature
+
+
+def step_record(step: int, ro: Rollouts, diag: dict, n_tokens: int, clip_lo: float, clip_hi: float, gnorm,
+                loss_sum: float, dt: float) -> dict:
+    """The metrics of one step (one line of metrics.jsonl)."""
+    B, G = len(ro.outs), ro.rewards.shape[1]
+    r = ro.rewards
+    lengths = [p["length"] for p in ro.parsed]
+    share, share_k = format_shares(ro.parsed, ro.digits, G)
+    return {"step": step + 1, "reward": r.mean().item(), "reward_std": r.std().item() if r.numel() > 1 else 0.0,
+            "acc": sum(p["answer"] == sum(ro.digits[i // G]) % 10 for i, p in enumerate(ro.parsed)) / B,
+            "frac_reward_zero_std": ro.zero_std, "length": sum(lengths) / B, "length_min": min(lengths),
+            "length_max": max(lengths), "share": share, "share_by_k": share_k,
+            "kl": diag.get("kl", 0.0) / n_tokens, "kl_exact": diag.get("kl_exact", 0.0) / n_tokens,
+            "entropy": diag["entropy"] / n_tokens, "clip_low": clip_lo, "clip_high": clip_hi,
+            "grad_norm": float(gnorm), "surrogate": loss_sum, "groups": len(ro.digits), "step_time": dt,
+            "tokens_per_s": n_tokens / dt}
+
+
+class Logbook:
+    """What happens at the end of every step, skipped or not: the history, metrics.jsonl, the console, the progress
+    bar, the checkpoint and the callback."""
+
+    def __init__(self, cfg: RLConfig, hist: list, run_dir: str | None, log: Callable | None,
+                 callback: Callable | None, bar_start: int | None, save: Callable[[int], None]):
+        self.cfg, self.hist, self.log, self.callback, self.save = cfg, hist, log, callback, save
+        self.metrics = os.path.join(run_dir, "metrics.jsonl") if run_dir else None
+        self.bar = None
+        if bar_start is not None:
+            from tqdm import tqdm
+            self.bar = tqdm(total=cfg.steps, initial=bar_start, unit="step", leave=False)
+
+    def end_step(self, step: int, rec: dict, policy: GPT, table: Callable[[], str] | None = None) -> None:
+        cfg, n = self.cfg, step + 1
+        self.hist.append(rec)
+        if self.metrics:
+            with open(self.metrics, "a") as f:
+                f.write(json.dumps(rec) + "\n")
+        if self.log and cfg.log_every and n % cfg.log_every == 0:
+            self.log(log_line(rec))
+        if self.log and table is not None and cfg.table_every and n % cfg.table_every == 0:
+            self.log(table())
+        if self.bar is not None:
+            self.bar.update(1)
+        if (cfg.checkpoint_every and n % cfg.checkpoint_every == 0) or n == cfg.steps:
+            self.save(n)
+        if self.callback is not None:
+            self.callback(rec, policy)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def accumulate_diagnostics(diag: dict, logits, logp, tok, mask, ref_logits, cfg: RLConfig) -> None:
     """Token sums of entropy, the KL estimator and the exact KL (divided by the token count by the caller)."""
     m = mask.float()
-    logp = F.log_softmax(lg, -1)
-    diag["entropy"] = diag.get("entropy", 0.0) + ((-(logp.exp() * logp).sum(-1)) * m).sum().item()
-    if ref_lg is not None:
-        rlp = F.log_softmax(ref_lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+    logp_all = F.log_softmax(logits, -1)
+    diag["entropy"] = diag.get("entropy", 0.0) + ((-(logp_all.exp() * logp_all).sum(-1)) * m).sum().item()
+    if ref_logits is not None:
+        ref_logp = F.log_softmax(ref_logits, -1).gather(-1, tok[:, :, None]).squeeze(-1)
         est = "k3" if cfg.kl_estimator == "exact" else cfg.kl_estimator
-        diag["kl"] = diag.get("kl", 0.0) + (kl_terms(lp, rlp, None, None, est) * m).sum().item()
-        diag["kl_exact"] = diag.get("kl_exact", 0.0) + (kl_terms(lp, rlp, lg, ref_lg, "exact") * m).sum().item()
+        diag["kl"] = diag.get("kl", 0.0) + (kl_terms(logp, ref_logp, None, None, est) * m).sum().item()
+        diag["kl_exact"] = diag.get("kl_exact", 0.0) + (kl_terms(logp, ref_logp, logits, ref_logits, "exact") * m).sum().item()
 
 
 def log_line(rec: dict) -> str:
+    if rec.get("skipped"):
+        return f"step {rec['step']:4d} | skipped: every group's rewards agree (no learning signal)"
     s = rec["share"]
     return (f"step {rec['step']:4d} | reward {rec['reward']:.3f}±{rec['reward_std']:.2f} | acc {rec['acc']:.3f} "
             f"| zero-std {rec['frac_reward_zero_std']:.2f} | len {rec['length']:.1f} ({rec['length_min']}-{rec['length_max']}) "
@@ -493,19 +537,34 @@ def log_line(rec: dict) -> str:
             f"| {rec['step_time']:.3f}s {rec['tokens_per_s']:.0f} tok/s")
 
 
+SPEC_DEFAULTS = {"beta": 0.04, "clip": 0.2, "inner": 2}   # rl_train's keyword defaults, as in the spec
+
+
 def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", prompts_per_step: int = 16, group: int = 8,
              lr: float = 3e-5, beta: float = 0.04, clip: float = 0.2, inner: int = 2, seed: int = 0,
              k_range=(K_MIN, K_MAX), callback: Callable | None = None, every: int = 0, log: Callable | None = None,
              **overrides) -> list[dict]:
     """The spec's entry point: GRPO (or another preset in ALGOS) for `steps` steps, policy updated in place.
 
-    Returns one record per step with the spec's keys (step, reward, acc, length, share, kl) and more. For
-    algo="reinforce" the spec's contrast holds: A = r, no clip, no KL, one update per batch. Extra keyword
-    arguments are RLConfig fields (e.g. kl_estimator="exact", run_dir is not one: use `train`).
+    Returns one record per step with the spec's keys (step, reward, acc, length, share, kl) and more;
+    callback(step, policy) runs every `every` steps. beta, clip (epsilon) and inner (num_iterations) left at the
+    spec's defaults take the preset's values (DAPO and GSPO: no KL; the REINFORCE presets: no KL, no clip, one
+    update); a value other than the default is applied, and a combination the preset cannot take (e.g.
+    algo="reinforce", inner=2) is rejected by RLConfig.validate. For algo="reinforce" the spec's contrast holds:
+    A = r, no clip, no KL, one update per batch. Extra keyword arguments are RLConfig fields (e.g.
+    kl_estimator="exact"; run_dir is not one: use `train`).
     """
     kw = dict(steps=steps, prompts_per_step=prompts_per_step, num_generations=group, learning_rate=lr, seed=seed,
               k_range=tuple(k_range), log_every=0)
-    if algo in ("grpo", "dr_grpo", "rloo"):
-        kw.update(beta=beta, epsilon=clip, num_iterations=inner)
+    given = {"beta": beta, "epsilon": clip, "num_iterations": inner}
+    for (field, v), spec in zip(given.items(), SPEC_DEFAULTS.values()):
+        if algo in ("grpo", "dr_grpo", "rloo") or v != spec:
+            kw[field] = v
     cfg = RLConfig.preset(algo, **{**kw, **overrides})
-    return train(policy, ref, cfg, callback=callback, every=every, log=log)
+    if not cfg.clip and clip != SPEC_DEFAULTS["clip"]:
+        raise ValueError(f"rl_train: algo={algo!r} does not clip the ratio (plain policy gradient); clip={clip} "
+                         "would be ignored")
+    hook = None
+    if callback is not None and every:
+        hook = lambda rec, pol: callback(rec["step"], pol) if rec["step"] % every == 0 else None  # noqa: E731
+    return train(policy, ref, cfg, callback=hook, log=log)

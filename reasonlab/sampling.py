@@ -52,53 +52,74 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
 @torch.inference_mode()   # lighter than no_grad (no version counters); the outputs are plain lists
 def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
                temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16) -> list[list[int]]:
-    """n outputs per prompt (problem-major: prompt 0's n outputs first), computed on the tree of distinct
-    prefixes: rows that have written the same tokens so far (at first, a prompt's n rows) share one forward pass
-    and one KV-cache row, and finished rows drop out. A group's samples often agree (a chain that is right, a
-    format the policy prefers): the base model's RL rollouts have about half as many distinct prefixes as live
-    rows, a trained policy far fewer. The outputs are `generate`'s on each prompt repeated n times, token for
-    token on CPU (tested against the naive decoder); on CUDA a batch of another size may take another GEMM kernel,
-    move a logit in its last bit and, rarely, a sample. `sample_tree` is the same walk for the test-time-compute
-    pools, with sequence log-probs and a per-prefix logit hook."""
+    """n outputs per prompt (problem-major: prompt 0's n outputs first), decoded on the tree of distinct prefixes
+    (`tree_walk`). The outputs are `generate`'s on each prompt repeated n times, token for token on CPU (tested
+    against the naive decoder); on CUDA a batch of another size may take another GEMM kernel, move a logit in its
+    last bit and, rarely, a sample."""
     if model.training:   # .eval() walks every module: 0.15 ms, once per RL step for nothing
         model.eval()
-    p0 = next(model.parameters())
-    device, V = p0.device, model.cfg.vocab_size
+    device = next(model.parameters()).device
     outs: list[list[int] | None] = [None] * (len(prompts) * n)
     forced = [ID[w] for w in force] if force else []
     for plen, rows in _groups(prompts).items():
         seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)  # (P, t)
-        n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
-        cache = KVCache(model.cfg, len(rows), device=device, dtype=p0.dtype)
-        logits = model(seq, cache=cache)[0][:, -1]                   # (U, V): one row per distinct prefix
-        node = torch.arange(len(rows), device=device).repeat_interleave(n)   # (B,): each row's prefix
-        done = torch.zeros(len(node), dtype=torch.bool, device=device)
-        steps = [seq.repeat_interleave(n, 0)]
-        for t in range(n_new):
-            row_logits = logits[node]
-            # every row draws, finished ones too (then overwritten by padding): torch.multinomial takes one
-            # exponential per entry of the (B, V) matrix, so the random stream is that of `generate`
-            nxt = pick(row_logits, gen, temperature)
-            nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
-            steps.append(nxt[:, None])
-            done |= nxt == EOS
-            if bool(done.all()) or t == n_new - 1:
-                break
-            # the live rows' (prefix, token) pairs are the next prefixes; finished rows get key -1 and point at
-            # prefix 0, whose logits they draw from and discard
-            key = torch.where(done, -1, node * V + nxt)
-            uniq, node = torch.unique(key, return_inverse=True)
-            if uniq[0] < 0:
-                uniq, node = uniq[1:], (node - 1).clamp_(min=0)
-            parent = uniq // V
-            same = len(parent) == cache.kv.shape[2] and bool((parent == torch.arange(len(parent), device=device)).all())
-            if not same:   # a prefix branched or ended: copy the cache rows the next step needs
-                cache = cache.select(parent)
-            logits = model((uniq % V)[:, None], cache=cache)[0][:, -1]
+        toks, _ = tree_walk(model, seq, n, gen, temperature, max_new)
         out_rows = [i * n + j for i in rows for j in range(n)]
-        for i, o in zip(out_rows, _finish(torch.cat(steps, 1), plen)):
+        for i, o in zip(out_rows, _finish(toks, plen)):
             outs[i] = o
     return outs  # type: ignore[return-value]
+
+
+def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None, temperature: float,
+              max_new: int = 16, logit_hook=None, want_logp: bool = False):
+    """The one decoder: n continuations of each row of seq (P, t0), on the tree of distinct prefixes. Rows that
+    have written the same tokens so far (at first, a prompt's n rows) share one forward pass and one KV-cache row,
+    and finished rows drop out. A group's samples often agree (a chain that is right, a format the policy
+    prefers): the base model's RL rollouts have about half as many distinct prefixes as live rows, a trained
+    policy far fewer. Each row still draws its own next token, so these are n independent samples per prompt.
+
+    Returns (tokens (P * n, t) with padding after </s>, row i * n + j prompt i's j-th; the sequence log-probability
+    (P * n,) of the generated tokens under the (hooked, tempered) distribution, or None unless want_logp).
+    `logit_hook(logits (U, V), prefixes (U, t)) -> logits` edits the next-token scores of each distinct prefix.
+    """
+    P, V = seq.shape[0], model.cfg.vocab_size
+    device = seq.device
+    n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
+    cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
+    logits = model(seq, cache=cache)[0][:, -1]                          # (U, V): one row per distinct prefix
+    paths = seq if logit_hook is not None else None                      # (U, t): each prefix's tokens
+    node = torch.arange(P, device=device).repeat_interleave(n)           # (B,): each row's prefix
+    done = torch.zeros(len(node), dtype=torch.bool, device=device)
+    logp = torch.zeros(len(node), device=device) if want_logp else None
+    steps = [seq.repeat_interleave(n, 0)]
+    for t in range(n_new):
+        if logit_hook is not None:
+            logits = logit_hook(logits, paths)
+        # every row draws, finished ones too (then overwritten by padding): torch.multinomial takes one
+        # exponential per entry of the (B, V) matrix, so the random stream is that of `generate`
+        nxt = pick(logits[node], gen, temperature)
+        nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
+        if logp is not None:
+            lp_nodes = F.log_softmax(logits.float() / (temperature or 1.0), -1)
+            logp += torch.where(done, torch.zeros_like(logp), lp_nodes[node, nxt])
+        steps.append(nxt[:, None])
+        done |= nxt == EOS
+        if bool(done.all()) or t == n_new - 1:
+            break
+        # the live rows' (prefix, token) pairs are the next prefixes; finished rows get key -1 and point at
+        # prefix 0, whose logits they draw from and discard
+        key = torch.where(done, -1, node * V + nxt)
+        uniq, node = torch.unique(key, return_inverse=True)
+        if uniq[0] < 0:
+            uniq, node = uniq[1:], (node - 1).clamp_(min=0)
+        parent, tok = uniq // V, uniq % V
+        same = len(parent) == cache.kv.shape[2] and bool((parent == torch.arange(len(parent), device=device)).all())
+        if not same:   # a prefix branched or ended: copy the cache rows the next step needs
+            cache = cache.select(parent)
+        if paths is not None:
+            paths = torch.cat([paths[parent], tok[:, None]], 1)
+        logits = model(tok[:, None], cache=cache)[0][:, -1]
+    return torch.cat(steps, 1), logp
 
 
 @torch.no_grad()
@@ -229,51 +250,22 @@ def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]])
     return lp * mask, mask.float()
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def sample_tree(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
                 temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16, logit_hook=None):
-    """n samples per prompt, computed on the tree of distinct prefixes (as `generate_n`): rows that have written
-    the same tokens so far share one forward pass and one KV-cache row. Each row still draws its own next token, so
-    this is exactly n independent samples per prompt; the cost grows with the number of distinct prefixes, not
-    with n (a confident model writes few). Prompts must have equal length.
+    """n samples per prompt on the tree of distinct prefixes (`tree_walk`, the decoder of `generate_n`: the same
+    samples), with their sequence log-probabilities; the cost grows with the number of distinct prefixes, not with
+    n (a confident model writes few). Prompts must have equal length.
 
-    Returns (tokens (P * n, t) with padding after </s>, logp (P * n,) the sequence log-probability of the generated
-    tokens, forced ones excluded). Row i * n + j is prompt i's j-th sample.
-    `logit_hook(logits (U, V), prefixes (U, t)) -> logits` edits the next-token scores of each distinct prefix.
+    Returns (tokens (P * n, t) after the prompt, forced tokens included, padding after </s>; logp (P * n,) the
+    sequence log-probability of the generated tokens, forced ones excluded). Row i * n + j is prompt i's j-th
+    sample. `logit_hook(logits (U, V), prefixes (U, t)) -> logits` edits the next-token scores of each distinct
+    prefix (budget forcing: tts.budget_hook).
     """
+    if len({len(p) for p in prompts}) > 1:
+        raise ValueError("sample_tree needs prompts of equal length")
     model.eval()
-    device = next(model.parameters()).device
     forced = [ID[w] for w in force] if force else []
-    seq = torch.tensor([p + forced for p in prompts], dtype=torch.long, device=device)   # (P, t0)
-    P, V = seq.shape[0], model.cfg.vocab_size
-    n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
-    cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
-    logits = model(seq, cache=cache)[0][:, -1].float()                    # (U, V), U = distinct prefixes
-    paths = seq                                                          # (U, t): each prefix's tokens
-    node = torch.arange(P, device=device).repeat_interleave(n)           # (B,): each row's prefix
-    B = P * n
-    done = torch.zeros(B, dtype=torch.bool, device=device)
-    logp = torch.zeros(B, device=device)
-    toks = [seq.repeat_interleave(n, 0)]
-    for t in range(n_new):
-        if logit_hook is not None:
-            logits = logit_hook(logits, paths)
-        lp_nodes = F.log_softmax(logits / (temperature or 1.0), -1)      # (U, V)
-        if gen is None or temperature == 0:
-            nxt = logits.argmax(-1)[node]
-        else:
-            nxt = torch.multinomial(lp_nodes.exp()[node], 1, generator=gen).squeeze(1)
-        nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
-        logp += torch.where(done, torch.zeros_like(logp), lp_nodes[node, nxt])
-        toks.append(nxt[:, None])
-        done |= nxt == EOS
-        if bool(done.all()) or t == n_new - 1:
-            break
-        key = node * V + nxt                                              # (prefix, token) -> new prefix
-        key = torch.where(done, torch.full_like(key, -1), key)            # finished rows share one dummy prefix
-        uniq, node = torch.unique(key, return_inverse=True)
-        parent, tok = (uniq // V).clamp(min=0), (uniq % V).clamp(min=0)
-        cache = cache.select(parent)
-        paths = torch.cat([paths[parent], tok[:, None]], 1)
-        logits = model(tok[:, None], cache=cache)[0][:, -1].float()
-    return torch.cat(toks, 1)[:, seq.shape[1] - len(forced):], logp
+    seq = torch.tensor([p + forced for p in prompts], dtype=torch.long, device=next(model.parameters()).device)
+    toks, logp = tree_walk(model, seq, n, gen, temperature, max_new, logit_hook, want_logp=True)
+    return toks[:, len(prompts[0]):], logp

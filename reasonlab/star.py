@@ -13,16 +13,16 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
 from .checkpoint import get_model
-from .evaluate import evaluate, problems_per_k
+from .config import check_choices
+from .evaluate import TEST_SEED, evaluate, problems_per_k
 from .model import GPT
 from .sampling import sample_tree
-from .task import FMT_OF, HINT_VOCAB, K_MAX, K_MIN, VOCAB, check_chain, hint_prompt_ids, make_digits, parse, prompt_ids, solution
-
-FMT_NAMES = ("direct", "short", "full")
+from .task import FMT_NAMES, FMT_OF, HINT_VOCAB, K_MAX, K_MIN, VOCAB, check_chain, hint_prompt_ids, make_digits, parse, prompt_ids, solution
 
 
 @dataclass
@@ -35,10 +35,11 @@ class StarConfig:
     """outputs sampled per problem (STaR: 1 near-greedy; RFT / ReST-EM: many)"""
     temperature: float = 1.0
     """sampling temperature (STaR: ~0; RFT / ReST-EM: 0.7; 1.0 explores the base model's 50/30/20 formats)"""
-    force: str | None = None
+    force: Literal["A", "S", "T"] | None = None
     """sample with this format token forced ("T" or "S": STaR prompts for a rationale); None: the model picks"""
-    filter: str = "answer"
-    """answer: keep right answers (STaR); chain: right answer and every chain step checks (RFT's step check)"""
+    filter: Literal["answer", "chain"] = "answer"
+    """answer: keep right answers in complete templates (STaR); chain: and every chain step checks (RFT's step
+    check)"""
     cap: int = 1
     """at most this many distinct kept outputs per problem (ReST-EM caps at 10)"""
     restart: bool = True
@@ -65,10 +66,7 @@ class StarConfig:
     """seeds the problems, the sampling and the fine-tuning"""
 
     def validate(self) -> None:
-        if self.force not in (None, "A", "S", "T"):
-            raise ValueError(f"invalid STaR config: force={self.force!r}, expected A, S, T or None")
-        if self.filter not in ("answer", "chain"):
-            raise ValueError(f"invalid STaR config: filter={self.filter!r}, expected answer or chain")
+        check_choices(self, "STaR")
         for name in ("rounds", "problems", "samples", "cap", "steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid STaR config: {name} must be >= 1")
@@ -91,13 +89,14 @@ def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.G
             d, seen = problems[i], {tuple(o) for o in kept[i]}
             for row in rows[j * cfg.samples:(j + 1) * cfg.samples]:
                 p = parse(row)
-                if p["answer"] != sum(d) % 10:
+                # only complete templates (format, chain, "A", answer, </s>) are training data, under either filter
+                if not p["ok"] or p["answer"] != sum(d) % 10:
                     continue
-                ok_chain = check_chain(d, p)
+                ok_chain = check_chain(d, p)       # on a complete template: False means a wrong step
                 if p["fmt"] in ("short", "full"):
                     stats["right"] += 1
-                    stats["right_wrong_chain"] += ok_chain is False   # STaR's false positive: right answer, wrong steps
-                if cfg.filter == "chain" and (ok_chain is False or not p["ok"]):
+                    stats["right_wrong_chain"] += ok_chain is False   # STaR's false positive: right answer, wrong step
+                if cfg.filter == "chain" and ok_chain is False:
                     continue
                 out = tuple(row[:p["length"]])
                 if max(out) >= len(VOCAB):    # a hint token written into the output: not plain training data
@@ -138,7 +137,7 @@ def few_chains_cfg(seed: int = 0, n_chains: int = 1000, hint_frac: float = 0.1, 
 
 def evaluate_round(model: GPT, n_per_k: int = 300) -> dict:
     """Greedy accuracy per k, free and forced, and the free format shares."""
-    probs = problems_per_k(n_per_k, seed=12345)
+    probs = problems_per_k(n_per_k, seed=TEST_SEED)
     free = evaluate(model, probs)
     out = {"free": free["acc"], "free_by_k": {k: v["acc"] for k, v in free["per_k"].items()},
            "share": free["share"], "share_by_k": {k: v["share"] for k, v in free["per_k"].items()}}

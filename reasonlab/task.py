@@ -14,17 +14,40 @@ import random
 VOCAB = ["<pad>", "<s>", "</s>", "=", "A", "S", "T", "_"] + [str(i) for i in range(10)]
 ID = {w: i for i, w in enumerate(VOCAB)}
 DIGIT0 = ID["0"]
-FORMATS = {"direct": "A", "short": "S", "full": "T"}   # format name -> control token
-FMT_OF = {tok: name for name, tok in FORMATS.items()}   # control token -> format name
+# The one table of formats; every other mapping derives from it. Its order (direct, short, full) is the order of
+# every `mix` and of the format index 0/1/2 in pools.
+FORMAT_TABLE = (
+    # name     token  label              plot colour
+    ("direct", "A",   "A (direct)",      "#4C72B0"),
+    ("short",  "S",   "S (short chain)", "#DD8452"),
+    ("full",   "T",   "T (full chain)",  "#55A868"),
+)
+FORMATS = {name: tok for name, tok, _, _ in FORMAT_TABLE}   # format name -> control token
+FMT_OF = {tok: name for name, tok in FORMATS.items()}       # control token -> format name
+FMT_NAMES = tuple(FORMATS)
+FMT_INDEX = {name: i for i, name in enumerate(FMT_NAMES)}
+FMT_LABEL = {name: label for name, _, label, _ in FORMAT_TABLE}
+FMT_COLOR = {name: colour for name, _, _, colour in FORMAT_TABLE}
+FREE_COLOR = "#8172B3"   # free generation (the model picks the format) in plots
 K_MIN, K_MAX = 2, 8
 MAX_LEN = 24
 IGNORE = -100
 PROMPT_LEN = K_MAX + 2  # <s>, K_MAX slots, "="
+MAX_OUT = MAX_LEN - PROMPT_LEN  # the longest output after "=" (14 tokens; Dr. GRPO's constant normaliser)
 # STaR's rationalization hint (off unless a model is pre-trained with hints): the token H<a> takes the place of <s>,
 # "the answer is a". Same length and positions as the plain prompt; the vocabulary grows by these ten only in
 # models trained with a hint share (train.py's hint_frac), so the spec's vocabulary and prompts stay as they are.
 HINT0 = len(VOCAB)
 HINT_VOCAB = VOCAB + [f"H{d}" for d in range(10)]
+
+
+def format_name(x: str) -> str:
+    """A format given as its token (A, S, T) or its name (direct, short, full) -> its name."""
+    if x in FORMATS:
+        return x
+    if x in FMT_OF:
+        return FMT_OF[x]
+    raise ValueError(f"unknown format {x!r}: use A, S or T (or direct, short, full)")
 
 
 def make_digits(rng: random.Random, k: int) -> list[int]:
@@ -69,7 +92,8 @@ def parse(out_ids: list[int]) -> dict:
     """Read what the model wrote after "=".
 
     Returns {"fmt": "direct"|"short"|"full"|None, "chain": [int], "answer": int|None, "ok": bool,
-    "length": tokens up to and including the first </s>}. `ok` means the whole template holds: format
+    "length": tokens up to and including the first </s>, "answer_end": tokens up to the end of the answer (its
+    </s> included when it follows; `length` when no answer was read)}. `ok` means the whole template holds: format
     token, digits, "A", one digit, "</s>", and a chain exactly when the format is not direct. An answer
     is read even when the template is broken after it (no </s>, junk). Never raises: ids outside the
     vocabulary read as an unknown word.
@@ -77,7 +101,7 @@ def parse(out_ids: list[int]) -> dict:
     words = [VOCAB[i] if 0 <= i < len(VOCAB) else "?" for i in out_ids]
     if "</s>" in words:
         words = words[:words.index("</s>") + 1]
-    res = {"fmt": None, "chain": [], "answer": None, "ok": False, "length": len(words)}
+    res = {"fmt": None, "chain": [], "answer": None, "ok": False, "length": len(words), "answer_end": len(words)}
     if not words or words[0] not in FMT_OF:
         return res
     res["fmt"] = FMT_OF[words[0]]
@@ -92,6 +116,7 @@ def parse(out_ids: list[int]) -> dict:
     if i < len(words) and words[i].isdigit():
         res["answer"] = int(words[i])
         closed = i + 1 < len(words) and words[i + 1] == "</s>"
+        res["answer_end"] = i + 1 + closed
         res["ok"] = closed and (res["fmt"] == "direct") == (not res["chain"])
     return res
 

@@ -1,6 +1,7 @@
 """Supervised training: vectorised batches, the base-model recipe, and a small AdamW trainer."""
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -10,10 +11,9 @@ import numpy as np
 import torch
 
 from .model import GPT
-from .task import (DIGIT0, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
+from .task import (DIGIT0, FMT_NAMES, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
                    prompt_ids)
 
-FORMAT_NAMES = list(FORMATS)  # index 0/1/2 = direct/short/full, the order of every `mix`
 
 
 def build_model(seed: int = 0, vocab_size: int = len(VOCAB)) -> GPT:
@@ -52,7 +52,7 @@ def make_sequences(rng: np.random.Generator, batch: int, mix=(0.5, 0.3, 0.2), k_
     seq[:, 1:K_MAX + 1] = np.where(np.arange(K_MAX)[None, :] < k[:, None], DIGIT0 + digits, ID["_"])
     seq[:, K_MAX + 1] = ID["="]
     answer = DIGIT0 + csum[np.arange(batch), k - 1]
-    for f, name in enumerate(FORMAT_NAMES):
+    for f, name in enumerate(FMT_NAMES):
         for kk in range(k_range[0], k_range[1] + 1):
             rows = np.nonzero((fmt == f) & (k == kk))[0]
             if len(rows) == 0:
@@ -106,8 +106,10 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, min_frac: float = 0.1) 
 def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, lr: float = 1e-3, log_every: int = 0,
                      log: Callable | None = print, warmup: int = 0, weight_decay: float = 0.0, grad_clip: float = 1.0,
                      min_lr_frac: float = 0.1, metrics_path: str | None = None, progress: bool = False,
-                     device: str | torch.device | None = None, optimizer: torch.optim.Optimizer | None = None) -> list[dict]:
-    """AdamW on get_batch(step) for `steps` steps; returns the per-step losses.
+                     device: str | torch.device | None = None, optimizer: torch.optim.Optimizer | None = None,
+                     stop: Callable[[int], bool] | None = None) -> list[dict]:
+    """AdamW on get_batch(step) for `steps` steps (fewer if stop(step) says so before a step); returns the
+    per-step losses.
 
     One log line every log_every steps (0: none); the same metrics go to metrics_path (JSON lines) if given.
     A non-finite loss stops training with an error naming the step.
@@ -122,6 +124,8 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
         from tqdm import tqdm
         bar = tqdm(total=steps, leave=False, unit="step")
     for step in range(steps):
+        if stop is not None and stop(step):
+            break
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr, warmup, min_lr_frac)
         inp, tgt = get_batch(step)
@@ -174,6 +178,29 @@ BASE_CFG = {"seed": 0, "lr": 3e-3,
 PyTorch's default init and lr 3e-3 make it learn in 1800 steps of batch 64."""
 
 
+def base_cfg(seed: int, quick: bool = False, recipe: str = "base") -> dict:
+    """A fresh copy of the base recipe (or the spec's) with this seed. quick: every phase at half its steps (900
+    in all), the lab's and the tests' quick base model."""
+    cfg = copy.deepcopy(SPEC_CFG if recipe == "spec" else BASE_CFG)
+    if quick:
+        for ph in cfg["phases"]:
+            ph[1], ph[2] = ph[1] // 2, min(ph[2], ph[1] // 2)
+    return dict(cfg, seed=seed)
+
+
+def base_name(seed: int, quick: bool = False) -> str:
+    """The base model's name in the model cache."""
+    return f"lab-quick-seed{seed}" if quick else f"base-seed{seed}"
+
+
+def base_model(seed: int, quick: bool = False, cache: str | None = None, device: str | None = None,
+               log: Callable | None = print, progress: bool = False) -> GPT:
+    """The cached base model of this seed, trained first if the cache has none."""
+    from .checkpoint import get_model
+    return get_model(base_name(seed, quick), base_cfg(seed, quick), cache=cache, device=device, log=log,
+                     progress=progress)
+
+
 def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Callable | None = None, log_every: int = 0,
              progress: bool = False, device: str | None = None, metrics_path: str | None = None,
              callback: Callable[[int, GPT], bool] | None = None, every: int = 0) -> GPT:
@@ -192,23 +219,23 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
     done = 0
     for mix, steps, warmup, k_range, *lr_mult in cfg["phases"]:
         steps = 30 if quick else steps
-        stop = []
+        stopped = []
+
+        def stop(step, done=done):   # the callback's verdict, every `every` steps of the whole recipe
+            if callback is not None and every and step and (done + step) % every == 0 and callback(done + step, model):
+                stopped.append(step)
+            return bool(stopped)
 
         def get_batch(step, mix=mix, k_range=k_range):
-            if callback is not None and every and (done + step) % every == 0 and step and callback(done + step, model):
-                stop.append(step)
-                raise StopIteration
             model.train()
             return split_targets(make_sequences(rng, batch, mix, k_range, fixed, cfg.get("fixed_frac", 1.0),
                                                 cfg.get("hint_frac", 0.0)))
 
-        try:
-            train_on_batches(model, get_batch, steps, lr=cfg.get("lr", 1e-3) * (lr_mult[0] if lr_mult else 1.0), warmup=min(warmup, steps),
-                             weight_decay=cfg.get("weight_decay", 0.0), log=log, log_every=log_every,
-                             metrics_path=metrics_path, progress=progress)
-        except StopIteration:
-            model.eval()
-            return model
+        train_on_batches(model, get_batch, steps, lr=cfg.get("lr", 1e-3) * (lr_mult[0] if lr_mult else 1.0), warmup=min(warmup, steps),
+                         weight_decay=cfg.get("weight_decay", 0.0), log=log, log_every=log_every,
+                         metrics_path=metrics_path, progress=progress, stop=stop)
+        if stopped:
+            break
         done += steps
     model.eval()
     return model

@@ -15,9 +15,7 @@ import torch
 
 from .model import GPT
 from .sampling import sample_tree
-from .task import DIGIT0, ID, PROMPT_LEN, check_chain, parse, prompt_ids
-
-FMT_INDEX = {"direct": 0, "short": 1, "full": 2}
+from .task import DIGIT0, FMT_INDEX, ID, PROMPT_LEN, check_chain, parse, prompt_ids
 
 
 @dataclass
@@ -29,7 +27,8 @@ class Pool:
     correct: np.ndarray    # (P, N) answer right
     verified: np.ndarray   # (P, N) the process verifier accepts: chain checks (a direct answer has no chain: False)
     fmt: np.ndarray        # (P, N) 0/1/2 = A/S/T, -1 none
-    length: np.ndarray     # (P, N) output tokens up to </s>, forced ones included
+    length: np.ndarray     # (P, N) output tokens up to the end of the answer (task.parse's answer_end: its </s>
+                           # included, text written after an answer that does not close is not), forced ones included
     chain: np.ndarray      # (P, N) thinking tokens: running sums written before the answer
     logp: np.ndarray       # (P, N) sequence log-probability of the sampled tokens
 
@@ -84,7 +83,7 @@ def sample_pool(model: GPT, problems: list[list[int]], n: int, force: list[str] 
         parsed = [parse(row) for row in uniq.tolist()]
         ans = np.array([-1 if p["answer"] is None else p["answer"] for p in parsed])[inv]
         fmt = np.array([FMT_INDEX.get(p["fmt"], -1) for p in parsed])[inv]
-        length = np.array([p["length"] for p in parsed])[inv]
+        length = np.array([p["answer_end"] for p in parsed])[inv]
         chain = np.array([len(p["chain"]) for p in parsed])[inv]
         # the verifier needs the problem: check each distinct (problem, output) pair once
         pairs, pair_of_row = np.unique(np.stack([digits_of_row, inv], 1), axis=0, return_inverse=True)
@@ -99,9 +98,13 @@ def sample_pool(model: GPT, problems: list[list[int]], n: int, force: list[str] 
 # ---------------------------------------------------------------------------------------------------------------
 # Aggregation over the first N samples. Each returns a per-problem score in [0, 1] (mean = accuracy).
 
-def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray | None = None) -> np.ndarray:
-    """Answer with the most (weighted) votes among the first N samples is right? Ties go to the smallest answer.
-    `only` restricts the vote to accepted samples; problems with none accepted fall back to the plain vote."""
+def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray | None = None,
+         seed: int = 0) -> np.ndarray:
+    """Answer with the most (weighted) votes among the first N samples is right? A tie is broken uniformly at
+    random among the tied answers (a seeded generator: the same pool, N and seed give the same picks), so that a
+    tie scores its expected value and maj@2 cannot fall below maj@1 on average; breaking ties towards the smallest
+    answer would favour problems whose answer happens to be small. `only` restricts the vote to accepted samples;
+    problems with none accepted fall back to the plain vote."""
     ans = pool.answer[:, :N]
     w = np.ones(ans.shape) if weight is None else weight[:, :N]
     w = np.where(ans >= 0, w, 0.0)
@@ -110,7 +113,10 @@ def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray 
         w = np.where(acc.any(1, keepdims=True), np.where(acc, w, 0.0), w)
     tally = np.zeros((len(ans), 10))
     np.add.at(tally, (np.repeat(np.arange(len(ans)), N), np.clip(ans, 0, 9).ravel()), w.ravel())
-    pick = tally.argmax(1)
+    top = tally.max(1, keepdims=True)
+    tied = np.isclose(tally, top) & (top > 0)
+    noise = np.random.default_rng([seed, N]).random(tally.shape)     # a random order among the tied answers
+    pick = np.where(tied, noise, -1.0).argmax(1)
     truth = np.array([sum(d) % 10 for d in pool.problems])
     return ((pick == truth) & (tally.max(1) > 0)).astype(float)
 
@@ -133,6 +139,8 @@ def best_of_n_verified(pool: Pool, N: int) -> np.ndarray:
 def pass_at(c: np.ndarray, n: int, N: int) -> np.ndarray:
     """Unbiased pass@N from c right out of n samples: 1 - C(n - c, N) / C(n, N) = 1 - prod_{j=n-c+1}^{n} (1 - N/j)
     (Chen et al. 2021's stable form), via cumulative sums of log(1 - N/j) over j > N."""
+    if not 1 <= N <= n:
+        raise ValueError(f"pass@N needs 1 <= N <= n (the samples drawn), got N={N}, n={n}")
     c = np.asarray(c)
     out = np.ones(len(c))
     ok = n - c >= N                                        # otherwise every N-subset holds a right sample
@@ -204,65 +212,78 @@ def budget_sweep(model: GPT, problems: list[list[int]], fmt: str, budgets, kind:
     return rows
 
 
-def frontier(pools: dict[str, Pool], seed: int = 0, Ns=NS) -> dict:
-    """Compute-optimal strategy per k (Snell et al.): on a validation half pick, for each target accuracy, the
-    cheapest (format, method, N) per k that reaches it; on the test half compare its tokens with the cheapest single
-    strategy used for every k. Returns the strategies' points and the token ratios at each target."""
-    P = len(next(iter(pools.values())).problems)
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(P)
-    val, test = perm[: P // 2], perm[P // 2:]
-    ks = sorted(set(next(iter(pools.values())).k.tolist()))
-    points = []  # one per (format, method, N): accuracy and tokens per k, on val and test
+def candidates(pools: dict[str, Pool], greedy: dict[str, Pool] | None = None, budget: dict[str, Pool] | None = None,
+               Ns=NS) -> list[dict]:
+    """Every strategy the lab can run, as per-problem scores and tokens on one problem set: each sampled pool's
+    selectors at every N (maj@1 is one sample), greedy decoding per format, and greedy with the chain capped at b
+    steps (s1's budget forcing, `budget` keyed like "T<=3")."""
+    out = []
     for fmt, pool in pools.items():
         for m in SELECTORS:
             for N in Ns:
-                if N > pool.n or (m != "maj" and N == 1):
-                    continue
-                score = METHODS[m](pool, N)
-                toks = pool.length[:, :N].sum(1).astype(float)
-                pt = {"format": fmt, "method": m, "N": N}
-                for split, idx in (("val", val), ("test", test)):
-                    pt[split] = {k: (float(score[idx][pool.k[idx] == k].mean()), float(toks[idx][pool.k[idx] == k].mean()))
-                                 for k in ks}
-                    pt[split + "_all"] = (float(score[idx].mean()), float(toks[idx].mean()))
-                pt["test_ci"] = bootstrap_ci(score[test], n_boot=300, seed=seed)
-                points.append(pt)
-    out = {"targets": []}
-    for target in (0.5, 0.8, 0.9, 0.95, 0.99):
-        # per k: cheapest strategy whose validation accuracy at that k reaches the target
-        chosen, ok = {}, True
-        for k in ks:
-            cands = [p for p in points if p["val"][k][0] >= target]
-            if not cands:
-                ok = False
-                break
-            chosen[k] = min(cands, key=lambda p: p["val"][k][1])
-        fixed = [p for p in points if min(p["val"][k][0] for k in ks) >= target]
-        if not ok or not fixed:
+                if N <= pool.n and (m == "maj" or N > 1):
+                    out.append({"format": fmt, "method": m, "N": N, "score": METHODS[m](pool, N),
+                                "tokens": pool.length[:, :N].sum(1).astype(float)})
+    for kind, extra in (("greedy", greedy or {}), ("budget", budget or {})):
+        for name, pool in extra.items():
+            out.append({"format": name.split("<")[0], "method": kind if kind == "greedy" else name, "N": 1,
+                        "score": pool.correct[:, 0].astype(float), "tokens": pool.length[:, 0].astype(float)})
+    return out
+
+
+def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
+             targets=(0.5, 0.8, 0.9, 0.95, 0.99)) -> dict:
+    """Compute-optimal strategy per k (Snell et al.): for each target accuracy, on the validation problems pick,
+    for each k, the cheapest candidate that reaches it; on the disjoint test problems (evaluate.split_of) compare its
+    tokens with the cheapest single candidate that reaches the target at every k on validation. Every candidate
+    competes on both sides, greedy decoding included. The ratio is reported whatever it is (1 when one strategy is
+    best everywhere)."""
+    from .evaluate import split_of
+    split = np.array([split_of(d) for d in problems])
+    kk = np.array([len(d) for d in problems])
+    ks = sorted(set(kk.tolist()))
+    name = lambda c: f"{c['format']}/{c['method']}@{c['N']}"   # noqa: E731
+    for c in cands:
+        for sp in ("val", "test"):
+            c[sp] = {k: (float(c["score"][(split == sp) & (kk == k)].mean()), float(c["tokens"][(split == sp) & (kk == k)].mean()))
+                     for k in ks}
+            c[sp + "_all"] = (float(c["score"][split == sp].mean()), float(c["tokens"][split == sp].mean()))
+    out = {"targets": [], "n_val": int((split == "val").sum()), "n_test": int((split == "test").sum())}
+    for target in targets:
+        chosen = {k: min((c for c in cands if c["val"][k][0] >= target), key=lambda c: c["val"][k][1], default=None)
+                  for k in ks}
+        fixed = [c for c in cands if min(c["val"][k][0] for k in ks) >= target]
+        if None in chosen.values() or not fixed:
             out["targets"].append({"target": target, "reachable": False})
             continue
-        best_fixed = min(fixed, key=lambda p: p["val_all"][1])
-        adaptive_tokens = float(np.mean([chosen[k]["test"][k][1] for k in ks]))
-        adaptive_acc = float(np.mean([chosen[k]["test"][k][0] for k in ks]))
+        best = min(fixed, key=lambda c: c["val_all"][1])
+        # the per-k choice scored on test, each k weighted as in the test set
+        w = {k: float(((split == "test") & (kk == k)).sum()) for k in ks}
+        tot = sum(w.values())
+        acc = sum(w[k] * chosen[k]["test"][k][0] for k in ks) / tot
+        toks = sum(w[k] * chosen[k]["test"][k][1] for k in ks) / tot
         out["targets"].append({
             "target": target, "reachable": True,
-            "adaptive": {"acc": adaptive_acc, "tokens": adaptive_tokens,
-                         "per_k": {k: f"{chosen[k]['format']}/{chosen[k]['method']}@{chosen[k]['N']}" for k in ks}},
-            "fixed": {"acc": best_fixed["test_all"][0], "tokens": best_fixed["test_all"][1],
-                      "strategy": f"{best_fixed['format']}/{best_fixed['method']}@{best_fixed['N']}"},
-            "ratio": best_fixed["test_all"][1] / adaptive_tokens})
-    out["points"] = [{"format": p["format"], "method": p["method"], "N": p["N"], "acc": p["test_all"][0],
-                      "tokens": p["test_all"][1], "ci": p["test_ci"]} for p in points]
+            "adaptive": {"acc": acc, "tokens": toks, "per_k": {k: name(chosen[k]) for k in ks}},
+            "fixed": {"acc": best["test_all"][0], "tokens": best["test_all"][1], "strategy": name(best)},
+            "ratio": best["test_all"][1] / toks})
+    test = split == "test"
+    out["points"] = [{"format": c["format"], "method": c["method"], "N": c["N"], "acc": c["test_all"][0],
+                      "tokens": c["test_all"][1], "ci": bootstrap_ci(c["score"][test], n_boot=300, seed=seed)}
+                     for c in cands]
     return out
 
 
 def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"), seed: int = 0,
         budgets: bool = True, log=print) -> dict:
-    """The whole test-time-compute grid. Returns a JSON-able dict (see `report_tts` for the pictures)."""
+    """The whole test-time-compute grid. Returns a JSON-able dict (report.plot_tts_vs_n, plot_tts_frontier,
+    plot_tts_per_k, plot_budgets and tts_table draw it)."""
     import time
     from .evaluate import problems_per_k
-    problems = problems_per_k(n_per_k, seed=seed)
+    # one problem set for the whole grid: half from the validation side of the problem space, half from the test
+    # side (evaluate.split_of), so the frontier selects and scores on disjoint problems
+    problems = problems_per_k(n_per_k // 2, seed=seed, split="val") + problems_per_k(n_per_k - n_per_k // 2, seed=seed,
+                                                                                   split="test")
     res = {"n_per_k": n_per_k, "n_max": n_max, "seed": seed, "formats": list(formats), "timing": {}}
     pools = {}
     t0 = time.perf_counter()
@@ -287,7 +308,10 @@ def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"
                                     for m in ("maj", "pass")} for k in ks}
         for k in ks:
             res["per_k"][fmt][k]["greedy"] = float(greedy[fmt].correct[greedy[fmt].k == k, 0].mean())
-    res["frontier"] = frontier(pools, seed)
+    caps = [(f, b) for f, bs in (("T", range(0, 8)), ("S", range(0, 4))) if f in formats for b in bs]
+    budget = {f"{f}<={b}": sample_pool(model, problems, 1, force=FORCE[f], temperature=0.0, logit_hook=budget_hook(max_chain=b))
+              for f, b in caps}
+    res["frontier"] = frontier(candidates(pools, greedy, budget), problems, seed)
     res["timing"]["grid"] = round(time.perf_counter() - t0, 2)
     if budgets:
         t = time.perf_counter()

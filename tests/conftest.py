@@ -33,8 +33,7 @@ def prompts():
 @pytest.fixture(scope="session")
 def quick_cache(tmp_path_factory):
     """A model cache holding the lab's quick base model (seed 0), trained once per test session (~30 s)."""
-    from reasonlab.checkpoint import get_model
-    from reasonlab.lab import base_name, quick_base_cfg
+    from reasonlab.train import base_model
     path = str(tmp_path_factory.mktemp("quick-cache"))
-    get_model(base_name(0, True), quick_base_cfg(0), cache=path, log=None)
+    base_model(0, quick=True, cache=path, log=None)
     return path

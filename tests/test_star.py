@@ -104,3 +104,40 @@ def test_outputs_with_hint_tokens_are_not_kept(monkeypatch):
     monkeypatch.setattr(star, "sample_tree", sample_tree)
     d = star.collect(None, PROB, star.StarConfig(samples=2, cap=5), None)
     assert d["n_kept"] == 0
+
+
+def test_only_complete_templates_count_or_are_kept(monkeypatch):
+    """A right chain without </s> is neither a false positive nor training data; the false positive is a complete
+    template with a wrong step."""
+    fake_collect(monkeypatch, ["S 8 9 6 A 6", "S 8 9 6 A 6 </s>", "S 1 9 6 A 6 </s>", "A 6"])
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10), None)
+    assert [" ".join(w) for _, w in d["kept"]] == ["S 8 9 6 A 6 </s>", "S 1 9 6 A 6 </s>"]
+    assert d["false_positive_rate"] == pytest.approx(0.5)          # of the two complete right S outputs, one errs
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10, filter="chain"), None)
+    assert [" ".join(w) for _, w in d["kept"]] == ["S 8 9 6 A 6 </s>"]
+
+
+@pytest.mark.parametrize("restart,pool", [(True, False), (False, False), (True, True)])
+def test_restart_continue_and_pool_semantics(monkeypatch, restart, pool):
+    """restart: every round fine-tunes from the base; continue: from the last round's model. pool: the data of
+    all rounds so far; otherwise the last round's alone."""
+    base = object()
+    calls = []
+
+    def fake_get_model(name, ft, init=None, **kw):
+        calls.append({"init": init, "fixed": list(ft["fixed"])})
+        return f"model-r{len(calls)}"
+
+    rounds_data = iter([[([1, 2], ["A", "3", "</s>"])], [([4, 4], ["A", "8", "</s>"])], [([5, 5], ["A", "0", "</s>"])]])
+    monkeypatch.setattr(star, "get_model", fake_get_model)
+    monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": next(rounds_data), "used": 1.0, "n_kept": 1,
+                                                           "fmt_mix": {}, "false_positive_rate": 0.0, "rationalized": 0.0})
+    monkeypatch.setattr(star, "evaluate_round", lambda model: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
+    monkeypatch.setattr(torch, "Generator", lambda device=None: type("G", (), {"manual_seed": lambda self, s: self})())
+    fake_base = type("B", (), {"parameters": lambda self: iter([torch.zeros(1)]), "cfg": type("C", (), {"vocab_size": 18})})()
+    star.run(fake_base, "b", star.StarConfig(rounds=3, problems=1, restart=restart, pool=pool), log=None)
+    assert [c["init"] for c in calls] == ([fake_base] * 3 if restart else [fake_base, "model-r1", "model-r2"])
+    sizes = [len(c["fixed"]) for c in calls]
+    assert sizes == ([1, 2, 3] if pool else [1, 1, 1])
+    assert calls[2]["fixed"][-1] == ([5, 5], ["A", "0", "</s>"])
+    del base
