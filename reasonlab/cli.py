@@ -175,10 +175,8 @@ def cmd_rl(args):
         over["clip"] = False
     cfg = RLConfig.preset(args.algo, seed=args.seed, **over)
     run_dir = args.run_dir or os.path.join("runs", f"rl-{args.algo}-seed{args.seed}")
-    if os.path.exists(os.path.join(run_dir, "metrics.jsonl")) and not args.resume:
-        raise UsageError(f"run directory {run_dir} already has a run: pass --resume to continue it or --run-dir elsewhere")
-    if args.resume and not os.path.exists(os.path.join(run_dir, "state.json")):
-        raise UsageError(f"--resume: no checkpoint in {run_dir}")
+    from .runs import precheck
+    precheck(run_dir, args.resume)   # before any work: usable, locked (a second process is refused), no clobbering
     print("config:", json.dumps(vars(cfg)))
     policy = load_or_train(args)
     ref = copy.deepcopy(policy) if (cfg.beta > 0 or args.log_kl) else None
@@ -201,7 +199,7 @@ def cmd_rl(args):
         write_json(os.path.join(run_dir, "eval.json"), evals)
     plot_rl_runs({args.algo: [hist]}, os.path.join(run_dir, "curves.png"), f"{args.algo}, seed {args.seed}")
     plot_format_share(hist, os.path.join(run_dir, "formats.png"), f"{args.algo}, seed {args.seed}")
-    print(f"wrote {run_dir}/ (config.json, metrics.jsonl, state.*, curves.png, formats.png)")
+    print(f"wrote {run_dir}/ (config.json, metrics.jsonl, ckpt-*/state.*, curves.png, formats.png)")
 
 
 def cmd_tts(args):

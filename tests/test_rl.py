@@ -202,7 +202,7 @@ def test_nan_reward_stops_naming_the_step_and_keeps_the_last_checkpoint(tmp_path
     with pytest.raises(FloatingPointError, match="step 3"):
         train(build_model(0), None, cfg("grpo", steps=5, beta=0.0, checkpoint_every=1), reward_fn=flaky,
               run_dir=str(tmp_path), log=None)
-    meta = json.loads((tmp_path / "state.json").read_text())
+    meta = json.loads((tmp_path / "ckpt-000002" / "state.json").read_text())
     assert meta["step"] == 2
 
 
