@@ -100,7 +100,8 @@ def _sizes(args) -> None:
         fits("--n-chains", args.n_chains, TRAIN_ROW // 16)
         if not args.growth <= GROWTH_MAX:
             raise ArgError(f"--growth must be at most {GROWTH_MAX:g}, got {args.growth:g}")
-        last = args.steps * args.growth ** (args.rounds - 1)
+        log_last = math.log(args.steps) + (args.rounds - 1) * math.log(args.growth)   # no float overflow
+        last = math.exp(min(log_last, 700.0))
         if last > STEPS_MAX:
             raise ArgError(f"--steps {args.steps} x --growth {args.growth:g} ^ (--rounds {args.rounds} - 1) = "
                            f"{last:.3g} fine-tuning steps in the last round, more than {STEPS_MAX:,}")
