@@ -86,23 +86,18 @@ def test_kill_between_checkpoint_files_then_resume_is_bit_identical(tmp_path, re
 
 
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, reference):
+    import shutil
     run = tmp_path / "run"
-    run_rl(run)                               # checkpoint at 4 (step 2's was removed once 4 was complete)
-    keep = run / "ckpt-000004"
-    older = run / "ckpt-000002"
-    os.rename(keep, older)                    # pretend the older one is step 2's ...
-    meta = json.loads((older / "state.json").read_text())
-    assert meta["step"] == 4
-    run_rl(tmp_path / "two", steps=2)
-    os.rename(tmp_path / "two" / "ckpt-000002", run / "ckpt-000002.x")
-    os.replace(older, run / "ckpt-000004")
-    os.rename(run / "ckpt-000002.x", run / "ckpt-000002")   # ... now a real step-2 and step-4 pair
+    run_rl(run, steps=2)
+    shutil.copytree(run / "ckpt-000002", tmp_path / "kept")
+    run_rl(run, resume=True)                                   # ckpt-000004 replaces ckpt-000002 ...
+    shutil.copytree(tmp_path / "kept", run / "ckpt-000002")     # ... which we put back beside it
     with open(run / "ckpt-000004" / "state.safetensors", "r+b") as f:
-        f.truncate(100)                       # the newest is damaged
+        f.truncate(100)                                        # the newest is damaged
     logs = []
     policy, hist = run_rl(run, resume=True, logs=logs)
-    assert any("falling back" in s for s in logs) and any("step 2" in s for s in logs if "resumed" in s)
-    assert same(policy, reference)
+    assert any("falling back" in s for s in logs) and any("at step 2" in s for s in logs if "resumed" in s)
+    assert same(policy, reference) and [h["step"] for h in hist] == [1, 2, 3, 4]
 
 
 def test_torn_final_log_line_is_dropped_on_resume(tmp_path, reference):
@@ -385,9 +380,6 @@ def test_hostile_values_are_one_line_and_exit_2(argv, msg, monkeypatch, capsys):
 
 def test_run_stopped_is_on_its_own_line(monkeypatch, capsys, ckpt, tmp_path):
     import reasonlab.rl as rl
-
-    def nan_reward(digits, parsed):
-        return float("nan")
     monkeypatch.setattr(rl, "rule_reward", lambda *a: float("nan"))
     rc = main(["rl", "--checkpoint", ckpt, "--steps", "3", "--prompts-per-step", "2", "--num-generations", "2",
                "--run-dir", str(tmp_path / "r")])
