@@ -1,21 +1,28 @@
 """Checkpoints as safetensors + JSON, written atomically, and the spec's train-once cache `get_model`.
 
 A checkpoint `<stem>` is two files: `<stem>.safetensors` (tensors) and `<stem>.json` (metadata, including the
-SHA-256 of the tensor file). The JSON is written last, so a checkpoint whose JSON exists and whose hash matches
-is complete; anything else is reported as unreadable. Nothing is ever unpickled.
+SHA-256 of the tensor bytes written). The JSON is written last, so a checkpoint whose JSON exists and whose hash
+matches is complete; anything else is reported as unreadable. Nothing is ever unpickled. A model's config is
+checked against bounds and the tensors' shapes before the model is built, and its weights must be finite.
+(An RL run's checkpoint is one directory renamed into place: reasonlab/runs.py.)
 """
 from __future__ import annotations
 
+import fcntl
+import glob
 import hashlib
 import json
+import math
 import os
 import re
+import stat
 import tempfile
 import time
 from typing import Callable
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load as load_bytes
+from safetensors.torch import save as save_bytes
 
 from .model import GPT
 
@@ -24,8 +31,60 @@ CACHE_VERSION = 1  # bump when a change to training makes old cached models stal
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
+# Bounds on a model config read from a file, checked before anything is allocated: a crafted JSON must not make
+# us build a 5 GB model (d_model 8192) or loop a million times (n_layers 10**6) before a shape check fails.
+MODEL_BOUNDS = {"vocab_size": (1, 4096), "d_model": (1, 4096), "n_layers": (1, 64), "n_heads": (1, 256),
+                "max_len": (1, 4096)}
+MAX_FILE_BYTES = 2 << 30   # a checkpoint file larger than this is refused unread
+STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer
+
+
 class CheckpointError(Exception):
     """A checkpoint that is missing, truncated, corrupt or of the wrong shape."""
+
+
+class PathError(ValueError):
+    """A path the user gave that cannot be used (a file where a directory is needed, unwritable, not regular)."""
+
+
+def regular_file(path: str, what: str = "file") -> str:
+    """`path` if it is a regular file; PathError otherwise. A FIFO would block open() forever, a directory or a
+    device would fail later with a less clear message."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise PathError(f"{what} {path} not found") from None
+    except OSError as e:
+        raise PathError(f"{what} {path} is unreadable: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise PathError(f"{what} {path} is not a regular file")
+    return path
+
+
+def writable_dir(path: str, what: str = "directory") -> str:
+    """Create `path` if needed and prove it writable by creating and removing a unique temp file in it, so a bad
+    --cache-dir / --out / --run-dir fails at once, not after minutes of work."""
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise PathError(f"{what} {path} is a file, not a directory")
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".tmp-probe-")
+        os.close(fd)
+        os.remove(probe)
+    except PathError:
+        raise
+    except OSError as e:
+        raise PathError(f"{what} {path} is not writable: {e.strerror or e}") from None
+    return path
+
+
+def writable_file(path: str, what: str = "file") -> str:
+    """A file we may (atomically) write: not a directory, in a writable directory."""
+    if os.path.isdir(path):
+        raise PathError(f"{what} {path} is a directory, not a file")
+    writable_dir(os.path.dirname(os.path.abspath(path)) or ".", f"{what}'s directory")
+    return path
 
 
 def cache_dir(path: str | None = None) -> str:
@@ -35,13 +94,14 @@ def cache_dir(path: str | None = None) -> str:
 
 def check_name(name: str) -> str:
     """A cache name is letters, digits, '_', '.', '-' (no separators, no '..'): it cannot leave the cache."""
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:   # match()'s $ also matches before a final newline
         raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.' and '-' only")
     return name
 
 
 def atomic_write(path: str, write: Callable[[str], None]) -> None:
-    """Call write(tmp) on a temporary file beside `path`, then rename it into place."""
+    """Call write(tmp) on a temporary file beside `path`, then rename it into place. The temp name is unique
+    (mkstemp), so two writers never share one; on any failure (ENOSPC included) it is removed."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=os.path.basename(path))
     os.close(fd)
@@ -68,29 +128,46 @@ def write_json(path: str, obj) -> None:
     atomic_write(path, w)
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def strict_json(obj):
+    """obj with every NaN / inf float replaced by None: strict JSON (RFC 8259 has no NaN) for files others read."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
 
 
 def save_tensors(stem: str, tensors: dict[str, torch.Tensor], meta: dict) -> None:
-    """Write <stem>.safetensors then <stem>.json (meta + the tensor file's hash), each atomically."""
-    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
-    atomic_write(stem + ".safetensors", lambda tmp: save_file(tensors, tmp))
-    write_json(stem + ".json", dict(meta, sha256=_sha256(stem + ".safetensors")))
+    """Write <stem>.safetensors then <stem>.json (meta + the hash of the bytes written), each atomically.
+
+    The hash is of the bytes this process wrote, not of the file after the rename: a second writer that replaced
+    the tensor file in between would otherwise get its weights certified under our metadata."""
+    data = save_bytes({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
+
+    def w(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+    atomic_write(stem + ".safetensors", w)
+    write_json(stem + ".json", dict(meta, sha256=hashlib.sha256(data).hexdigest()))
 
 
 def load_tensors(stem: str) -> tuple[dict[str, torch.Tensor], dict]:
     """Read a checkpoint written by save_tensors; CheckpointError if missing, truncated or corrupt."""
     try:
+        for ext in (".json", ".safetensors"):   # regular files only: a FIFO would hang open()
+            if os.path.exists(stem + ext) and not stat.S_ISREG(os.stat(stem + ext).st_mode):
+                raise CheckpointError(f"checkpoint {stem}{ext} is not a regular file")
+            if os.path.exists(stem + ext) and os.path.getsize(stem + ext) > MAX_FILE_BYTES:
+                raise CheckpointError(f"checkpoint {stem}{ext} is larger than {MAX_FILE_BYTES >> 30} GiB")
         with open(stem + ".json") as f:
             meta = json.load(f)
-        if not isinstance(meta, dict) or _sha256(stem + ".safetensors") != meta.get("sha256"):
+        with open(stem + ".safetensors", "rb") as f:
+            data = f.read()   # hash and parse the same bytes: the file may be replaced between two reads
+        if not isinstance(meta, dict) or hashlib.sha256(data).hexdigest() != meta.get("sha256"):
             raise CheckpointError(f"checkpoint {stem} is corrupt (tensor file does not match its metadata)")
-        return load_file(stem + ".safetensors"), meta
+        return load_bytes(data), meta
     except CheckpointError:
         raise
     except FileNotFoundError as e:
@@ -103,15 +180,57 @@ def save_model(stem: str, model: GPT, meta: dict) -> None:
     save_tensors(stem, model.state_dict(), dict(meta, model=model.config()))
 
 
+def check_model_config(cfg, state: dict[str, torch.Tensor], where: str = "checkpoint") -> dict:
+    """The saved model config, checked against bounds and against the tensors' shapes before any model is built:
+    a crafted config (n_heads 3 or -4, d_model 8192, n_layers 10**6) is refused without allocating anything."""
+    def bad(msg):
+        raise CheckpointError(f"{where} has an invalid model config: {msg}")
+    if not isinstance(cfg, dict) or set(cfg) != set(MODEL_BOUNDS):
+        bad(f"expected the fields {', '.join(sorted(MODEL_BOUNDS))}, got {cfg!r:.200}")
+    for k, (lo, hi) in MODEL_BOUNDS.items():
+        v = cfg[k]
+        if type(v) is not int or not lo <= v <= hi:
+            bad(f"{k}={v!r:.40} (must be an integer in {lo}..{hi})")
+    d, h = cfg["d_model"], cfg["n_heads"]
+    if h > d or d % h:
+        bad(f"d_model={d} is not divisible by n_heads={h}")
+    want = {"tok.weight": (cfg["vocab_size"], d), "pos.weight": (cfg["max_len"], d), "head.weight": (cfg["vocab_size"], d),
+            "ln_f.weight": (d,)}
+    for i in range(cfg["n_layers"]):
+        want[f"blocks.{i}.attn.qkv.weight"] = (3 * d, d)
+        want[f"blocks.{i}.mlp.0.weight"] = (4 * d, d)
+    n_blocks = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
+    if n_blocks != cfg["n_layers"]:
+        bad(f"n_layers={cfg['n_layers']} but the weights hold {n_blocks} blocks")
+    for k, shape in want.items():
+        if k not in state or tuple(state[k].shape) != shape:
+            got = tuple(state[k].shape) if k in state else "missing"
+            bad(f"tensor {k} is {got}, the config needs {shape}")
+    return cfg
+
+
+def check_finite(state: dict[str, torch.Tensor], where: str) -> None:
+    """NaN or inf weights make every logit NaN, and greedy decoding then silently answers token 0: refuse them."""
+    for k, v in state.items():
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise CheckpointError(f"{where} has non-finite weights (NaN or inf in {k})")
+
+
 def load_model(stem: str) -> tuple[GPT, dict]:
-    """A GPT rebuilt from its saved config, weights loaded strictly."""
+    """A GPT rebuilt from its saved config, weights loaded strictly; config, shapes and finiteness checked first."""
     state, meta = load_tensors(stem)
+    cfg = check_model_config(meta.get("model"), state, f"checkpoint {stem}")
+    check_finite(state, f"checkpoint {stem}")
     try:
-        model = GPT(**meta["model"])
+        model = GPT(**cfg)
         model.load_state_dict(state, strict=True)
     except (KeyError, TypeError, RuntimeError) as e:
         raise CheckpointError(f"checkpoint {stem} does not fit the model: {e}") from None
-    return model.eval(), meta
+    with torch.no_grad():   # finite weights can still overflow (1e30 everywhere): one tiny forward proves them
+        logits, _ = model.eval()(torch.zeros(1, min(2, cfg["max_len"]), dtype=torch.long).clamp(max=cfg["vocab_size"] - 1))
+    if not bool(torch.isfinite(logits).all()):
+        raise CheckpointError(f"checkpoint {stem} gives non-finite logits")
+    return model, meta
 
 
 def resolve(path: str) -> str:
@@ -141,32 +260,85 @@ def cache_key(cfg: dict, init: GPT | None = None) -> dict:
     return json.loads(json.dumps(key))  # normalise tuples to lists so it compares equal after a round trip
 
 
+def train_estimate(cfg: dict, quick: bool = False) -> str:
+    """A rough duration for the recipe, said before training starts (about 33 ms per step of batch 64 on 2 cores)."""
+    steps = sum(30 if quick else ph[1] for ph in cfg.get("phases", []))
+    s = steps * 0.033 * max(1.0, cfg.get("batch", 64) / 64)
+    return f"about {max(1, round(s / 60))} min" if s >= 90 else f"about {max(1, round(s))} s"
+
+
+class _NameLock:
+    """An advisory lock on one cache name (<cache>/.<name>.lock, fcntl): one process trains a model while another
+    wanting the same name waits, then loads what the first stored instead of training it again."""
+
+    def __init__(self, stem: str, log: Callable | None):
+        self.path = os.path.join(os.path.dirname(stem), f".{os.path.basename(stem)}.lock")
+        self.log = log
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self.fd, 32, 0).decode(errors="replace").strip() or "?"
+            if self.log:
+                self.log(f"  (process {holder} is training {os.path.basename(self.path)[1:-5]}: waiting for it)")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)   # closing the descriptor releases the lock; the file stays (removing it would race)
+
+
+def clean_orphans(directory: str, name: str, older_than: float = STALE_TMP_S) -> int:
+    """Remove temp files of `name` left by a killed writer (atomic_write's .tmp-*<name>.* files). Called with
+    the name's lock held; the age limit also spares a writer that does not take the lock (store())."""
+    n = 0
+    for f in glob.glob(os.path.join(glob.escape(directory), f".tmp-*{glob.escape(name)}.*")):
+        try:
+            if time.time() - os.path.getmtime(f) > older_than:
+                os.remove(f)
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
 def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = print, init: GPT | None = None,
               cache: str | None = None, device: str | None = None, progress: bool = False) -> GPT:
     """Load <cache>/<name> if it was trained with this cfg (and fixed data, and init); else train and save it.
 
     quick=True trains 30 steps per phase and neither reads nor writes the cache. A corrupt or stale cached file
-    is reported and retrained.
+    is reported and retrained. An unusable cache directory is an error at once (PathError), before any training;
+    the name is locked while it is trained, so a second process waits and then loads it.
     """
     from .train import pretrain
 
     stem = os.path.join(cache_dir(cache), check_name(name))
     key = cache_key(cfg, init)
-    if not quick and os.path.exists(stem + ".json"):
-        try:
-            model, meta = load_model(stem)
-            if meta.get("key") == key:
-                if log:
-                    log(f"  (loaded cached model {stem}.safetensors)")
-                return model.to(device or "cpu")
-            if log:
-                log(f"  (cached {name} was trained with another config: retraining)")
-        except CheckpointError as e:
-            if log:
-                log(f"  ({e}: retraining)")
-    t0 = time.perf_counter()
-    model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress)
-    if not quick:
+    if quick:
+        return pretrain(cfg, quick=True, init=init, device=device, progress=progress)
+    writable_dir(cache_dir(cache), "model cache")
+    with _NameLock(stem, log):
+        clean_orphans(cache_dir(cache), name)
+        why = f"no cached model {name} in {cache_dir(cache)}"
+        if os.path.exists(stem + ".json"):
+            try:
+                model, meta = load_model(stem)
+                if meta.get("key") == key:
+                    if log:
+                        log(f"  (loaded cached model {stem}.safetensors)")
+                    return model.to(device or "cpu")
+                why = f"cached {name} was trained with another config"
+            except CheckpointError as e:
+                why = str(e)
+        if log:   # said before the work starts, with its rough length
+            verb = "training it" if why.startswith("no cached") else "retraining"
+            log(f"  ({why}: {verb}, {train_estimate(cfg)})")
+        t0 = time.perf_counter()
+        model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress)
         store(name, cfg, model, init=init, cache=cache, train_seconds=round(time.perf_counter() - t0, 2))
         if log:
             log(f"  (saved {stem}.safetensors)")

@@ -13,8 +13,9 @@ from . import __version__
 from .config import add_flags, overrides
 
 
-class UsageError(Exception):
-    """Bad input from the user: reported as one line, exit code 2."""
+class UsageError(ValueError):
+    """Bad input from the user: reported as one line, exit code 2. (A ValueError, so that main() catches it even
+    when raised by a second copy of this module: `python -m reasonlab.cli` runs it as __main__.)"""
 
 
 class Parser(argparse.ArgumentParser):
@@ -45,11 +46,14 @@ def nonneg_float(s):
 
 
 def parse_digits(text: str) -> list[int]:
+    import re
+
     from .task import K_MAX, K_MIN
     parts = text.replace(",", " ").split()
-    if len(parts) == 1 and len(parts[0]) > 1 and parts[0].isdigit():
+    if len(parts) == 1 and len(parts[0]) > 1 and re.fullmatch(r"[0-9]+", parts[0]):
         parts = list(parts[0])
-    if not all(p.isdigit() and len(p) == 1 for p in parts):
+    # ASCII digits only: str.isdigit() also accepts "٣" (Arabic-Indic) and "²", which int() reads or rejects
+    if not all(re.fullmatch(r"[0-9]", p) for p in parts):
         raise UsageError(f"problem {text!r}: digits must be single digits 0-9, e.g. \"3 5 9 2 7\"")
     if not K_MIN <= len(parts) <= K_MAX:
         raise UsageError(f"problem {text!r} has {len(parts)} digits; k must be in {K_MIN}..{K_MAX}")
@@ -67,10 +71,14 @@ def add_model_choice(p: argparse.ArgumentParser):
 
 
 def check_device(device: str) -> str:
-    if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA device is available")
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise UsageError(f"unknown device {device!r}: use cpu or cuda")
+    import re
+    m = re.fullmatch(r"cuda(?::(\d{1,3}))?", device)
+    if device != "cpu" and not m:
+        raise UsageError(f"unknown device {device!r}: use cpu, cuda or cuda:N")
+    if m and not torch.cuda.is_available():
+        raise UsageError(f"--device {device}: no CUDA device is available")
+    if m and m.group(1) is not None and int(m.group(1)) >= torch.cuda.device_count():
+        raise UsageError(f"--device {device}: there are only {torch.cuda.device_count()} CUDA devices")
     return device
 
 
@@ -125,7 +133,9 @@ def cmd_eval(args):
     print(format_table(table))
     if args.json:
         from .checkpoint import write_json
-        write_json(args.json, {c: {k: v for k, v in t.items() if k not in ("results", "outputs")} for c, t in table.items()})
+        from .checkpoint import strict_json   # NaN (no S/T answer to check) becomes null: strict JSON
+        write_json(args.json, strict_json({c: {k: v for k, v in t.items() if k not in ("results", "outputs")}
+                                           for c, t in table.items()}))
 
 
 def cmd_sample(args):
@@ -159,10 +169,8 @@ def cmd_rl(args):
     from .rl import RLConfig, train
     cfg = RLConfig.preset(args.algo, seed=args.seed, **overrides(args, args.config_fields))
     run_dir = args.run_dir or os.path.join("runs", f"rl-{args.algo}-seed{args.seed}")
-    if os.path.exists(os.path.join(run_dir, "metrics.jsonl")) and not args.resume:
-        raise UsageError(f"run directory {run_dir} already has a run: pass --resume to continue it or --run-dir elsewhere")
-    if args.resume and not os.path.exists(os.path.join(run_dir, "state.json")):
-        raise UsageError(f"--resume: no checkpoint in {run_dir}")
+    from .runs import precheck
+    precheck(run_dir, args.resume)   # before any work: usable, locked (a second process is refused), no clobbering
     print("config:", json.dumps(vars(cfg)))
     policy = load_or_train(args)
     ref = copy.deepcopy(policy) if (cfg.beta > 0 or args.log_kl) else None
@@ -187,7 +195,7 @@ def cmd_rl(args):
         write_json(os.path.join(run_dir, "eval.json"), evals)
     plot_rl_runs({args.algo: [hist]}, os.path.join(run_dir, "curves.png"), f"{args.algo}, seed {args.seed}")
     plot_format_share(hist, os.path.join(run_dir, "formats.png"), f"{args.algo}, seed {args.seed}")
-    print(f"wrote {run_dir}/ (config.json, metrics.jsonl, state.*, curves.png, formats.png)")
+    print(f"wrote {run_dir}/ (config.json, metrics.jsonl, ckpt-*/state.*, curves.png, formats.png)")
 
 
 def cmd_tts(args):
@@ -445,23 +453,58 @@ def build_parser() -> Parser:
     return ap
 
 
+def one_line(e: BaseException) -> str:
+    """An exception as one line: messages that quote multi-line text (a JSON error, a torch message) collapsed."""
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def close_bars() -> None:
+    """Close any live tqdm bar, so an error is printed on its own line, not after the bar's carriage return."""
+    tq = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tq, "tqdm", None), "_instances", None) or []):
+        bar.close()
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Exit codes: 0 done; 2 bad input or an unusable path (one line on stderr, before any long
+    work where it can be known then); 1 a run stopped by a numeric fault, or an internal error (one line; the
+    traceback only with REASONLAB_DEBUG=1); 130 interrupted."""
+    from .checkpoint import CheckpointError
     ap = build_parser()
+    args = None
+
+    def fail(msg: str, code: int) -> int:
+        close_bars()
+        print(f"reasonlab: {msg}", file=sys.stderr)
+        return code
     try:
         args = ap.parse_args(argv)
+        from .guard import preflight
+        preflight(args)   # bounds, finite numbers, memory estimates, usable paths: before any work
         args.fn(args)
-    except UsageError as e:
-        print(f"reasonlab: error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:  # invalid names and configs raised from the library
-        print(f"reasonlab: error: {e}", file=sys.stderr)
-        return 2
+    except (UsageError, ValueError, CheckpointError) as e:  # ValueError: invalid names, configs, paths, run dirs
+        return fail(f"error: {one_line(e)}", 2)
     except FloatingPointError as e:  # a NaN stopped a run: not bad input, but no traceback either
-        print(f"reasonlab: run stopped: {e}", file=sys.stderr)
-        return 1
+        return fail(f"run stopped: {one_line(e)}", 1)
+    except OSError as e:  # a failed read or write (full disk, read-only, vanished directory): nothing partial left
+        where = f" {e.filename}" if e.filename else ""
+        return fail(f"error: cannot read or write{where}: {e.strerror or one_line(e)}", 2)
     except KeyboardInterrupt:
-        print("reasonlab: interrupted", file=sys.stderr)
-        return 130
+        return fail("interrupted", 130)
+    except (KeyError, TypeError, IndexError, AttributeError) as e:
+        if args is not None and getattr(args, "replot", False):   # a results file of another shape
+            return fail(f"error: --replot: {args.out} does not hold results this version can read "
+                        f"({type(e).__name__}: {one_line(e)})", 2)
+        if os.environ.get("REASONLAB_DEBUG"):
+            raise
+        return fail(f"internal error: {type(e).__name__}: {one_line(e)} (REASONLAB_DEBUG=1 shows the traceback)", 1)
+    except Exception as e:
+        if os.environ.get("REASONLAB_DEBUG"):
+            raise
+        return fail(f"internal error: {type(e).__name__}: {one_line(e)} (REASONLAB_DEBUG=1 shows the traceback)", 1)
+    finally:
+        from .runs import unlock_all
+        unlock_all()
     return 0
 
 

@@ -19,11 +19,11 @@ TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free"
 
 def save(fig, path: str) -> str:
     """Write a figure atomically (temp file + rename) and close it."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
-    plt.close(fig)
+    from .checkpoint import atomic_write   # a unique temp name: two writers never share one, a failure leaves none
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png"))
+    finally:
+        plt.close(fig)
     return path
 
 

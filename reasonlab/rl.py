@@ -15,7 +15,6 @@ arXiv 2507.18071), KL estimators k1/k2/k3 (Schulman 2020, "Approximating KL dive
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -303,9 +302,12 @@ def completion_table(digits, outs, r, adv, G: int, n_problems: int = 2) -> str:
 
 
 def save_state(stem: str, step: int, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator,
-               cfg: RLConfig, hist: list[dict]) -> None:
-    """Everything a bit-identical resume needs: weights, Adam moments, both RNG states, step, config, history."""
-    from .checkpoint import save_tensors
+               cfg: RLConfig, hist: list[dict]) -> str:
+    """Everything a bit-identical resume needs: weights, Adam moments, both RNG states, step, config, history.
+
+    stem is <run_dir>/state: the checkpoint goes to <run_dir>/ckpt-<step>/state.* as one atomic unit
+    (runs.save_checkpoint); returns its stem."""
+    from .runs import save_checkpoint
     t = {f"policy.{k}": v for k, v in policy.state_dict().items()}
     if ref is not None:
         t.update({f"ref.{k}": v for k, v in ref.state_dict().items()})
@@ -315,12 +317,14 @@ def save_state(stem: str, step: int, policy: GPT, ref: GPT | None, opt, rng: ran
     t["rng.torch"] = gen.get_state()
     meta = {"step": step, "config": asdict(cfg), "model": policy.config(), "param_groups": osd["param_groups"],
             "rng_python": rng.getstate(), "history": hist}
-    save_tensors(stem, t, meta)
+    return save_checkpoint(os.path.dirname(stem), step, t, meta)
 
 
-def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator) -> tuple[int, list]:
-    from .checkpoint import load_tensors
-    t, meta = load_tensors(stem)
+def apply_state(t: dict, meta: dict, policy: GPT, ref: GPT | None, opt, rng: random.Random,
+                gen: torch.Generator) -> tuple[int, list]:
+    """Restore a checkpoint's tensors and metadata (verified by load_tensors) into the run's objects."""
+    from .checkpoint import check_finite
+    check_finite({k: v for k, v in t.items() if k.startswith("policy.")}, f"checkpoint at step {meta.get('step')}")
     policy.load_state_dict({k[7:]: v for k, v in t.items() if k.startswith("policy.")}, strict=True)
     if ref is not None and any(k.startswith("ref.") for k in t):
         ref.load_state_dict({k[4:]: v for k, v in t.items() if k.startswith("ref.")}, strict=True)
@@ -334,6 +338,12 @@ def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random,
     v, s, g = meta["rng_python"]
     rng.setstate((v, tuple(s), g))
     return meta["step"], meta["history"]
+
+
+def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator) -> tuple[int, list]:
+    """Restore the checkpoint <stem>.safetensors + <stem>.json (runs.latest(run_dir) names the newest)."""
+    from .checkpoint import load_tensors
+    return apply_state(*load_tensors(stem), policy, ref, opt, rng, gen)
 
 
 def all_finite(params: list[torch.Tensor]) -> bool:
@@ -371,24 +381,11 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     opt = torch.optim.Adam(params, lr=cfg.learning_rate, fused=True)   # one kernel for all tensors
     G = cfg.num_generations
     stem = os.path.join(run_dir, "state") if run_dir else None
-    start, hist = 0, []
-    if run_dir:
-        os.makedirs(run_dir, exist_ok=True)
-        from .checkpoint import atomic_write, write_json
-        if resume:
-            start, hist = load_state(stem, policy, ref, opt, rng, gen)
-            # steps logged after the checkpoint (a crash between checkpoints) are run again: drop their lines
-            path = os.path.join(run_dir, "metrics.jsonl")
-            if os.path.exists(path):
-                with open(path) as f:
-                    keep = [line for line in f if line.strip() and json.loads(line)["step"] <= start]
-                def rewrite(tmp):
-                    with open(tmp, "w") as f:
-                        f.writelines(keep)
-                atomic_write(path, rewrite)
-            if log:
-                log(f"resumed {run_dir} at step {start}")
-        write_json(os.path.join(run_dir, "config.json"), asdict(cfg))
+    start, hist, locked = 0, [], False
+    if run_dir:   # locked, resumed from the newest complete checkpoint (or step 0), torn log line dropped: runs.py
+        from . import runs
+        start, hist, locked = runs.open_run(run_dir, asdict(cfg), resume,
+                                            lambda t, m: apply_state(t, m, policy, ref, opt, rng, gen), log)
     if not all_finite(params):
         raise NonFiniteError(f"non-finite parameters before step {start + 1}")
     book = Logbook(cfg, hist, run_dir, log, callback, start if progress else None,
@@ -452,6 +449,8 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         rec = step_record(step, ro, diag, n_tokens, clip_lo, clip_hi, gnorm, loss_sum, time.perf_counter() - t0)
         book.end_step(step, rec, policy, table=lambda: completion_table(ro.digits, ro.outs, ro.rewards, adv, G))
     book.close()
+    if locked:
+        runs.unlock(run_dir)
     policy.eval()
     return hist
 
@@ -486,7 +485,7 @@ class Logbook:
     def __init__(self, cfg: RLConfig, hist: list, run_dir: str | None, log: Callable | None,
                  callback: Callable | None, bar_start: int | None, save: Callable[[int], None]):
         self.cfg, self.hist, self.log, self.callback, self.save = cfg, hist, log, callback, save
-        self.metrics = os.path.join(run_dir, "metrics.jsonl") if run_dir else None
+        self.run_dir = run_dir
         self.bar = None
         if bar_start is not None:
             from tqdm import tqdm
@@ -495,9 +494,9 @@ class Logbook:
     def end_step(self, step: int, rec: dict, policy: GPT, table: Callable[[], str] | None = None) -> None:
         cfg, n = self.cfg, step + 1
         self.hist.append(rec)
-        if self.metrics:
-            with open(self.metrics, "a") as f:
-                f.write(json.dumps(rec) + "\n")
+        if self.run_dir:
+            from .runs import append_metric
+            append_metric(self.run_dir, rec)
         if self.log and cfg.log_every and n % cfg.log_every == 0:
             self.log(log_line(rec))
         if self.log and table is not None and cfg.table_every and n % cfg.table_every == 0:

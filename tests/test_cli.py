@@ -78,7 +78,8 @@ def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     argv = ["rl", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
             "--run-dir", run, "--checkpoint-every", "1", "--eval-every", "2", "--eval-n", "2"]
     assert main(argv) == 0
-    for f in ("config.json", "metrics.jsonl", "state.json", "state.safetensors", "curves.png", "formats.png", "eval.json"):
+    for f in ("config.json", "metrics.jsonl", "ckpt-000002/state.json", "ckpt-000002/state.safetensors", "curves.png",
+              "formats.png", "eval.json"):
         assert (tmp_path / "run" / f).exists(), f
     assert main(argv) == 2 and "--resume" in capsys.readouterr().err          # never overwrite a run silently
     assert main(argv[:4] + ["4"] + argv[5:] + ["--resume"]) == 0
@@ -90,7 +91,6 @@ def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     (["--algo", "ppo"], "invalid choice"),
     (["--num-generations", "1"], "num_generations"),
     (["--beta", "-1"], ">= 0"),
-    (["--resume"], "no checkpoint"),
     (["--forced-trains", "format"], "force_direct > 0"),
     (["--force-direct", "1.5"], "force_direct"),
 ])

@@ -236,7 +236,7 @@ def test_nan_reward_stops_naming_the_step_and_keeps_the_last_checkpoint(tmp_path
     with pytest.raises(FloatingPointError, match="step 3"):
         train(build_model(0), None, cfg("grpo", steps=5, beta=0.0, checkpoint_every=1), reward_fn=flaky,
               run_dir=str(tmp_path), log=None)
-    meta = json.loads((tmp_path / "state.json").read_text())
+    meta = json.loads((tmp_path / "ckpt-000002" / "state.json").read_text())
     assert meta["step"] == 2
 
 
@@ -286,7 +286,7 @@ def test_a_skipped_step_is_logged_checkpointed_and_called_back(tmp_path):
     assert [x.get("skipped", False) for x in h] == [False, True] and calls == [1, 2]
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in lines] == [1, 2] and lines[1]["skipped"]
-    assert json.loads((tmp_path / "state.json").read_text())["step"] == 2
+    assert json.loads((tmp_path / "ckpt-000002" / "state.json").read_text())["step"] == 2
 
 
 def test_resume_across_a_skipped_step_is_bit_identical(tmp_path):

@@ -1,0 +1,166 @@
+"""Checks on a parsed command line that cost nothing and come before any work: bounds on numbers, finite floats,
+memory estimates for batch sizes, and usable paths. Each failure is a ValueError with one line naming the flag;
+`reasonlab.cli.main` turns it into exit code 2. (Wrong values caught only after minutes of training, or as a
+traceback from deep inside torch, are what this module exists to prevent.)
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from .checkpoint import PathError, cache_dir, regular_file, resolve, writable_dir, writable_file
+
+SEED_MAX = 2**32 - 1          # numpy's and torch's seeding take it; 2**70 overflows torch.manual_seed
+TEMPERATURE = (1e-3, 1e3)     # logits / 1e-300 are inf and sampling gets NaN probabilities; 0 (greedy) is allowed
+GROWTH_MAX = 10.0
+STEPS_MAX = 10**7             # any step count beyond this is a typo, not a run
+# Rough bytes per sequence, measured on the 200K-parameter model (KV cache 4 x 2 x 64 x 24 floats = 48 KiB, plus
+# logits and activations): generating one, training on one (activations kept for backward), keeping one sample.
+GEN_ROW = 64 << 10
+TRAIN_ROW = 1 << 20
+SAMPLE_ROW = 256
+N_K = 7                       # k = 2..8: evaluation commands draw n problems per k
+
+
+class ArgError(ValueError):
+    """A command-line value out of bounds."""
+
+
+def mem_available() -> int:
+    """Bytes of memory available now (MemAvailable), or physical memory where /proc is absent."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 8 << 30
+
+
+def fits(flag: str, rows: int, per_row: int, unit: int = 1) -> None:
+    """Refuse a size whose memory estimate exceeds half of the available memory, saying the largest that fits."""
+    budget = mem_available() // 2
+    if rows * per_row > budget:
+        most = max(1, budget // per_row // unit)
+        raise ArgError(f"{flag}: about {rows * per_row / 2**30:.1f} GiB for {rows:,} sequences, more than half of the "
+                       f"{2 * budget / 2**30:.1f} GiB available; use at most {most:,}")
+
+
+def _floats(args) -> None:
+    for k, v in vars(args).items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ArgError(f"--{k.replace('_', '-')} must be a finite number, got {v}")
+
+
+def _seeds(args) -> None:
+    for k in ("seed", "problem_seed", "seeds"):
+        vals = getattr(args, k, None)
+        for v in (vals if isinstance(vals, list) else [] if vals is None else [vals]):
+            if not 0 <= v <= SEED_MAX:
+                raise ArgError(f"--{k.replace('_', '-')} must be in 0..{SEED_MAX}, got {v}")
+
+
+def _temperature(args) -> None:
+    t = getattr(args, "temperature", None)
+    if t is not None and t != 0 and not TEMPERATURE[0] <= t <= TEMPERATURE[1]:
+        raise ArgError(f"--temperature must be 0 (greedy) or in {TEMPERATURE[0]:g}..{TEMPERATURE[1]:g}, got {t:g}")
+
+
+def _steps(args) -> None:
+    s = getattr(args, "steps", None)
+    for v in (s if isinstance(s, list) else [] if s is None else [s]):
+        if v > STEPS_MAX:
+            raise ArgError(f"--steps {v} is more than {STEPS_MAX:,}")
+    if getattr(args, "eval_every", 0) < 0:
+        raise ArgError(f"--eval-every must be >= 0, got {args.eval_every}")
+
+
+def _sizes(args) -> None:
+    cmd = args.cmd
+    if cmd in ("eval", "pretrain"):
+        fits("-n", args.n * N_K, GEN_ROW, N_K)
+    if cmd == "pretrain" and args.batch:
+        fits("--batch", args.batch, TRAIN_ROW)
+    if cmd == "sample":
+        fits("-n", args.n, GEN_ROW)
+    if cmd == "rl":
+        fits("--prompts-per-step", (args.prompts_per_step or 16) * (args.num_generations or 8), TRAIN_ROW,
+             args.num_generations or 8)
+        fits("--num-generations", (args.prompts_per_step or 16) * (args.num_generations or 8), TRAIN_ROW,
+             args.prompts_per_step or 16)
+        fits("--eval-n", args.eval_n * N_K, GEN_ROW, N_K)
+    if cmd == "tts":
+        fits("--n-per-k", args.n_per_k * N_K * args.n_max, SAMPLE_ROW, N_K * args.n_max)
+    if cmd == "star":
+        from .star import StarConfig
+        d = StarConfig()   # the flags are StarConfig's fields, None where the user left the default
+        problems, samples, growth, steps, rounds = (d.__dict__[n] if getattr(args, n) is None else getattr(args, n)
+                                                    for n in ("problems", "samples", "growth", "steps", "rounds"))
+        fits("--problems", problems * samples, GEN_ROW, samples)
+        fits("--n-chains", args.n_chains, TRAIN_ROW // 16)
+        if not growth <= GROWTH_MAX:
+            raise ArgError(f"--growth must be at most {GROWTH_MAX:g}, got {growth:g}")
+        if min(steps, rounds) >= 1 and growth > 0:         # other values: StarConfig.validate names them
+            log_last = math.log(steps) + (rounds - 1) * math.log(growth)   # no float overflow
+            last = math.exp(min(log_last, 700.0))
+            if last > STEPS_MAX:
+                raise ArgError(f"--steps {steps} x --growth {growth:g} ^ (--rounds {rounds} - 1) = "
+                               f"{last:.3g} fine-tuning steps in the last round, more than {STEPS_MAX:,}")
+    if cmd == "adaptive":
+        fits("--n-eval", args.n_eval * N_K, GEN_ROW, N_K)
+
+
+def _paths(args) -> None:
+    cmd = args.cmd
+    replot = getattr(args, "replot", False) or getattr(args, "report_only", False)
+    uses_cache = {"pretrain": not args.quick if cmd == "pretrain" else False,
+                  "eval": not getattr(args, "checkpoint", None), "sample": not getattr(args, "checkpoint", None),
+                  "rl": not getattr(args, "checkpoint", None),
+                  "tts": not getattr(args, "checkpoint", None) and not replot,
+                  "star": True, "adaptive": not replot, "lab": not replot}.get(cmd, False)
+    if uses_cache or getattr(args, "cache_dir", None):
+        writable_dir(cache_dir(getattr(args, "cache_dir", None)), "model cache")
+    if getattr(args, "checkpoint", None):
+        stem = resolve(args.checkpoint)
+        for ext in (".json", ".safetensors"):   # regular files only: a FIFO named X.json would hang the reader
+            if os.path.lexists(stem + ext):
+                regular_file(stem + ext, "checkpoint")
+    out = getattr(args, "out", None)
+    if out is not None:
+        if cmd == "tts" and args.replot:
+            regular_file(os.path.join(out, "results.json"), "--replot: results file")
+        if cmd == "adaptive" and args.replot:
+            regular_file(os.path.join(out, "summary.json"), "--replot: summary file")
+        writable_dir(out, "--out")
+    if cmd == "rl" and args.run_dir is not None:
+        writable_dir(args.run_dir, "--run-dir")
+    if getattr(args, "json", None):
+        writable_file(args.json, "--json")
+
+
+def preflight(args) -> None:
+    """Every check above, in the order a user would want to hear about them."""
+    from .cli import check_device, parse_digits
+    from .task import format_name
+    _floats(args)
+    _seeds(args)
+    _temperature(args)
+    _steps(args)
+    if hasattr(args, "device"):
+        check_device(args.device)
+    if args.cmd == "sample":
+        parse_digits(args.problem)
+        if args.force is not None:
+            format_name(args.force)
+    if args.cmd == "pretrain" and args.name is not None:
+        from .checkpoint import check_name
+        check_name(args.name)
+    _sizes(args)
+    _paths(args)
+
+
+__all__ = ["preflight", "ArgError", "PathError", "fits", "mem_available"]
