@@ -179,6 +179,7 @@ def cmd_rl(args):
         raise UsageError(f"run directory {run_dir} already has a run: pass --resume to continue it or --run-dir elsewhere")
     if args.resume and not os.path.exists(os.path.join(run_dir, "state.json")):
         raise UsageError(f"--resume: no checkpoint in {run_dir}")
+    check_report_to(args)
     print("config:", json.dumps(vars(cfg)))
     policy = load_or_train(args)
     ref = copy.deepcopy(policy) if (cfg.beta > 0 or args.log_kl) else None
@@ -192,9 +193,21 @@ def cmd_rl(args):
         print(f"  eval step {step}: greedy acc {r['acc']:.3f} | A/S/T {r['share']['direct']:.2f}/"
               f"{r['share']['short']:.2f}/{r['share']['full']:.2f} | length {r['length']:.2f}")
 
+    follow = tensorboard_follower(args, run_dir)
+
+    def on_step(step, model):
+        if args.eval_every and step % args.eval_every == 0:
+            greedy_eval(step, model)
+            if follow:
+                follow.w.add_eval(step, {"accuracy": evals[-1]["acc"], "mean_length": evals[-1]["length"]})
+        if follow:
+            follow()
+
     t0 = time.perf_counter()
-    hist = train(policy, ref, cfg, run_dir=run_dir, resume=args.resume, callback=greedy_eval,
-                 every=args.eval_every, progress=True)
+    hist = train(policy, ref, cfg, run_dir=run_dir, resume=args.resume, callback=on_step,
+                 every=1 if follow else args.eval_every, progress=True)
+    if follow:
+        follow.close()
     print(f"done in {time.perf_counter() - t0:.1f}s")
     if evals:
         from .checkpoint import write_json
@@ -334,7 +347,8 @@ def cmd_lab(args):
     cfg = lab.LabConfig(seeds=tuple(args.seeds or ((0,) if args.quick else (0, 1, 2))), quick=args.quick,
                         out=args.out or ("runs/lab-quick" if args.quick else "runs/lab"), cache=args.cache_dir,
                         device=check_device(args.device), fresh=args.fresh, only=tuple(args.only or lab.EXPERIMENTS),
-                        sizes=lab.QUICK if args.quick else lab.Sizes())
+                        sizes=lab.QUICK if args.quick else lab.Sizes(), execution=exec_config(args),
+                        report_to=args.report_to)
     cfg.validate()
     if args.report_only:
         results = lab.load_results(cfg.out, cfg.seeds)
@@ -348,7 +362,7 @@ def cmd_lab(args):
         paths = lab.write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick})
     else:
         print("config:", json.dumps(asdict(cfg)))
-        lab.run(cfg)
+        run_or_exit_1(lambda: lab.run(cfg))
         paths = {"html": os.path.join(cfg.out, "report.html")}
     if args.screenshot:
         png = os.path.join(cfg.out, "report.png")
@@ -360,6 +374,91 @@ def cmd_lab(args):
         print(f"screenshot {png}: {json.dumps(check)}")
         if not check["ok"]:
             raise UsageError(f"the report's screenshot looks wrong: {json.dumps(check)}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scale-out: executors (--executor, --workers, --ray-address, --retries), --report-to, and `reasonlab sweep`.
+
+def add_scale_out(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scale-out")
+    g.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: this process or a process pool (--workers); ray: Ray tasks (needs reasonlab[ray])")
+    g.add_argument("--workers", type=positive(), default=1,
+                   help="local: processes (1 = this process, one torch thread each otherwise); ray: CPUs of a local Ray")
+    g.add_argument("--ray-address", default=None, help="join a running Ray cluster (auto, or ray://host:10001)")
+    g.add_argument("--retries", type=int, default=1, help="extra attempts for a unit that raised or whose worker died")
+    add_report_to(p)
+
+
+def add_report_to(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--report-to", choices=["none", "tensorboard"], default="none",
+                   help="tensorboard: event files per RL run (view with tensorboard --logdir <dir>)")
+
+
+def exec_config(args):
+    from .executor import ExecConfig
+    ex = ExecConfig(executor=args.executor, workers=args.workers, ray_address=args.ray_address, retries=args.retries)
+    ex.validate()
+    return ex
+
+
+def check_report_to(args) -> None:
+    from . import tblog
+    tblog.check(args.report_to)
+
+
+def tensorboard_follower(args, run_dir: str):
+    if args.report_to != "tensorboard":
+        return None
+    from .tblog import JsonlFollower
+    return JsonlFollower(run_dir, os.path.join(run_dir, "tensorboard"))
+
+
+def run_or_exit_1(fn):
+    """Run the lab or a sweep; units that failed after their retries end the command with one line and exit 1."""
+    from .executor import UnitsFailed
+    try:
+        return fn()
+    except UnitsFailed as e:
+        print(f"reasonlab: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def cmd_sweep(args):
+    from . import sweep
+    spec = sweep.load_toml(args.config) if args.config else {"grid": {}, "fixed": {}}
+    spec["grid"].update(sweep.parse_assignments(args.grid, many=True))
+    spec["fixed"].update(sweep.parse_assignments(args.set, many=False))
+    if not spec["grid"] and not spec["fixed"]:
+        raise UsageError("an empty sweep: give --config grid.toml or --grid key=v1,v2 (e.g. --grid beta=0,0.04)")
+    cfg = sweep.SweepConfig(grid=spec["grid"], fixed=spec["fixed"],
+                            seeds=tuple(args.seeds if args.seeds is not None else spec.get("seeds", (0, 1, 2))),
+                            base=args.base or spec.get("base", "standard"), eval_n=args.eval_n or spec.get("eval_n", 200),
+                            out=args.out, cache=args.cache_dir, device=check_device(args.device), fresh=args.fresh,
+                            report_to=args.report_to, execution=exec_config(args))
+    cfg.validate()     # every cell's config, before any training
+    summary = sweep.run(cfg)
+    print(sweep.table(summary))
+    if summary["failed"]:
+        print(f"reasonlab: {len(summary['failed'])} unit(s) failed after retries: see {cfg.out}/table.md", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def add_sweep_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="a grid over RL settings, adaptive methods and seeds, on an executor")
+    add_common(p)
+    p.add_argument("--config", default=None, help="a TOML grid (sections [grid] and [set]; seeds, base, eval_n)")
+    p.add_argument("--grid", nargs="+", action="extend", default=[], metavar="KEY=V1,V2",
+                   help="grid axes: RLConfig fields, algo, method (adaptive methods)")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=V", help="fields fixed in every cell, e.g. steps=60")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2")
+    p.add_argument("--base", choices=["standard", "quick", "tiny"], default=None,
+                   help="base model recipe (default standard; tiny: for smoke tests)")
+    p.add_argument("--eval-n", type=positive(), default=None, help="greedy evaluation problems per k (default 200)")
+    p.add_argument("--out", default="runs/sweep")
+    p.add_argument("--fresh", action="store_true", help="rerun units that finished earlier with the same settings")
+    add_scale_out(p)
+    p.set_defaults(fn=cmd_sweep)
 
 
 def build_parser() -> Parser:
@@ -376,7 +475,9 @@ def build_parser() -> Parser:
     p.add_argument("--fresh", action="store_true", help="rerun experiments that finished earlier with the same settings")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from finished experiments")
     p.add_argument("--screenshot", action="store_true", help="render report.html in headless Chromium to report.png and check it")
+    add_scale_out(p)
     p.set_defaults(fn=cmd_lab)
+    add_sweep_parser(sub)
 
     p = sub.add_parser("pretrain", help="train (or load) the base model and print its evaluation table")
     add_common(p)
@@ -436,6 +537,7 @@ def build_parser() -> Parser:
     p.add_argument("--eval-every", type=int, default=0, help="greedy evaluation every N steps (0: never)")
     p.add_argument("--eval-n", type=positive(), default=200, help="problems per k for --eval-every")
     p.add_argument("--log-kl", action="store_true", help="log KL to the base even when beta = 0")
+    add_report_to(p)
     p.set_defaults(fn=cmd_rl)
 
     p = sub.add_parser("tts", help="test-time compute: budgets, voting, verifiers, pass@N, the compute frontier")

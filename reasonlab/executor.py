@@ -73,6 +73,10 @@ class Unit:
     """the unit's stdout and stderr go to this file (appended, one header per attempt); None: the console"""
 
 
+class UnitsFailed(RuntimeError):
+    """Some units still failed after their retries (the others' results are written)."""
+
+
 @dataclass
 class Outcome:
     uid: str
@@ -145,9 +149,9 @@ def cached_model(name: str, cfg: dict, cache: str | None = None, device: str | N
 # The driver: one loop per backend around one book of attempts, retries, progress and results.
 
 class _Book:
-    def __init__(self, units: list[Unit], ex: ExecConfig, on_done, log, progress):
+    def __init__(self, units: list[Unit], ex: ExecConfig, on_done, log, progress, on_start=None):
         self.todo: deque[Unit] = deque(units)
-        self.ex, self.on_done, self.log = ex, on_done, log
+        self.ex, self.on_done, self.log, self.on_start = ex, on_done, log, on_start
         self.attempts: dict[str, int] = {}
         self.out: dict[str, Outcome] = {}
         self.bar = None
@@ -158,6 +162,8 @@ class _Book:
     def next(self) -> tuple[Unit, int]:
         u = self.todo.popleft()
         self.attempts[u.uid] = self.attempts.get(u.uid, 0) + 1
+        if self.on_start is not None:
+            self.on_start(u, self.attempts[u.uid])
         return u, self.attempts[u.uid]
 
     def done(self, u: Unit, result, secs: float) -> None:
@@ -191,14 +197,15 @@ class _Book:
 
 
 def run_units(units: list[Unit], ex: ExecConfig | None = None, on_done: Callable | None = None,
-              log: Callable | None = print, progress: bool = True) -> dict[str, Outcome]:
+              log: Callable | None = print, progress: bool = True, on_start: Callable | None = None) -> dict[str, Outcome]:
     """Run every unit on the executor; on_done(unit, result, seconds) is called in this process as each one
-    finishes (write its result file there). Returns {uid: Outcome}, in the units' order."""
+    finishes (write its result file there), on_start(unit, attempt) as each is handed to a worker. Returns
+    {uid: Outcome}, in the units' order."""
     ex = ex or ExecConfig()
     ex.validate()
     if len({u.uid for u in units}) != len(units):
         raise ValueError("unit ids must be unique")
-    book = _Book(units, ex, on_done, log, progress and bool(units))
+    book = _Book(units, ex, on_done, log, progress and bool(units), on_start)
     try:
         if units:
             if ex.executor == "ray":
