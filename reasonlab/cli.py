@@ -384,7 +384,8 @@ def add_scale_out(p: argparse.ArgumentParser) -> None:
     g.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local: this process or a process pool (--workers); ray: Ray tasks (needs reasonlab[ray])")
     g.add_argument("--workers", type=positive(), default=1,
-                   help="local: processes (1 = this process, one torch thread each otherwise); ray: CPUs of a local Ray")
+                   help="local: processes (1 = this process, one torch thread each otherwise); ray: CPUs of a local "
+                        "Ray instance (default: all)")
     g.add_argument("--ray-address", default=None, help="join a running Ray cluster (auto, or ray://host:10001)")
     g.add_argument("--retries", type=int, default=1, help="extra attempts for a unit that raised or whose worker died")
     add_report_to(p)

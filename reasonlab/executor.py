@@ -37,7 +37,8 @@ class ExecConfig:
     executor: Literal["local", "ray"] = "local"
     """local: this process (workers = 1) or a process pool; ray: Ray tasks, on a local instance or a cluster"""
     workers: int = 1
-    """local: processes in the pool (1 = run in this process); ray without an address: CPUs of the local instance"""
+    """local: processes in the pool (1 = run in this process); ray without an address: CPUs of the local instance
+    (1: all of this machine's)"""
     ray_address: str | None = None
     """join this Ray cluster (e.g. auto, or ray://head:10001); None starts a local instance"""
     retries: int = 1
@@ -324,8 +325,9 @@ def ray_init(ex: ExecConfig) -> bool:
         pp = os.environ.get("PYTHONPATH", "")
         if root not in pp.split(os.pathsep):
             os.environ["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
-        ray.init(num_cpus=ex.workers, include_dashboard=False, object_store_memory=200 * 2 ** 20,
-                 log_to_driver=False)
+        # workers = 1 (the default) means "not given": Ray then uses every CPU of this machine
+        ray.init(num_cpus=ex.workers if ex.workers > 1 else None, include_dashboard=False,
+                 object_store_memory=200 * 2 ** 20, log_to_driver=False)
     return True
 
 

@@ -50,3 +50,33 @@ def test_cached_model_trains_once_and_leaves_a_lock_file(tmp_path):
     b = cached_model("tiny-x", cfg, cache=str(tmp_path), log=None)
     assert a is b                                            # memoized in this process
     assert os.path.exists(tmp_path / "tiny-x.safetensors") and os.path.exists(tmp_path / "tiny-x.lock")
+
+
+@pytest.mark.slow
+def test_lab_on_two_local_workers_writes_the_same_files_as_in_process(quick_cache, tmp_path):
+    import json
+
+    from reasonlab import lab
+
+    def files(out):
+        res = {}
+        for exp in ("base", "budgets", "rl"):
+            with open(os.path.join(out, exp, "seed0.json")) as f:
+                r = json.load(f)
+            res[exp] = (r["key"], untimed(r["result"]))
+        return res
+    outs = []
+    for w in (1, 2):
+        out = str(tmp_path / f"w{w}")
+        lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache=quick_cache, sizes=lab.QUICK,
+                              only=("base", "budgets", "rl"), execution=ExecConfig(workers=w, threads=1)), log=lambda s: None)
+        outs.append(files(out))
+    assert outs[0] == outs[1]
+
+
+def untimed(x):
+    if isinstance(x, dict):
+        return {k: untimed(v) for k, v in x.items() if k not in ("seconds", "train_s", "step_time", "tokens_per_s")}
+    if isinstance(x, list):
+        return [untimed(v) for v in x]
+    return x
