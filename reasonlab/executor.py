@@ -146,6 +146,19 @@ def cached_model(name: str, cfg: dict, cache: str | None = None, device: str | N
     return _MODELS[key]
 
 
+def model_in_cache(name: str, cfg: dict, cache: str | None = None) -> bool:
+    """Whether the cache holds `name` trained with `cfg` (its JSON key matches; the tensors are checked on load).
+    Cheap: lets a driver skip the base-model stage, and the start of a process pool for it."""
+    import json
+
+    from .checkpoint import cache_dir, cache_key
+    try:
+        with open(os.path.join(cache_dir(cache), name + ".json")) as f:
+            return json.load(f).get("key") == cache_key(cfg)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The driver: one loop per backend around one book of attempts, retries, progress and results.
 

@@ -20,7 +20,7 @@ import numpy as np
 from . import adaptive, report, star, tts
 from .report import jget, pm
 from .checkpoint import CACHE_VERSION, cache_dir, cache_key, fingerprint, write_json
-from .executor import ExecConfig, Unit, UnitsFailed, cached_model, run_units
+from .executor import ExecConfig, Unit, UnitsFailed, cached_model, model_in_cache, run_units
 from .evaluate import eval_table, evaluate, problems_per_k
 from .model import GPT
 from .rl import ALGOS, RLConfig, train
@@ -245,7 +245,8 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
             uid = f"{exp}/seed{seed}"
             units.append(Unit(uid, lab_unit, dict(cfg=ucfg, exp=exp, seed=seed), log=os.path.join(logs, f"{exp}-seed{seed}.log")))
             where[uid] = (i, path, key)
-    seeds = sorted({u.kwargs["seed"] for u in units})
+    seeds = sorted(s for s in {u.kwargs["seed"] for u in units}
+                   if not model_in_cache(base_name(s, cfg.quick), base_cfg(s, cfg.quick), ucfg.cache))
     if seeds:
         t = time.perf_counter()
         run_units([Unit(f"base/seed{s}", lab_base, dict(cfg=ucfg, seed=s), log=os.path.join(logs, f"base-model-seed{s}.log"))

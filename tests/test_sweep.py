@@ -109,3 +109,18 @@ def test_tensorboard_event_files_per_rl_run(tmp_path, capsys):
                  "--run-dir", str(run_dir), "--report-to", "tensorboard"]) == 0
     sc = scalars(run_dir / "tensorboard")
     assert [st for st, _ in sc["train/reward"]] == [1, 2, 3] and [st for st, _ in sc["eval/accuracy"]] == [2]
+
+
+def test_lab_tensorboard_files_come_from_its_rl_results(tmp_path):
+    pytest.importorskip("tensorboard")
+    from reasonlab import tblog
+    hist = [{"step": s, "reward": 0.1 * s, "kl": 0.01, "share": {"direct": 1 - 0.2 * s}} for s in (1, 2, 3)]
+    results = {"rl": {"results": [{"grpo": {"seed": 4, "hist": hist, "curve": [{"step": 2, "acc": 0.5}]}}]},
+               "adaptive": {"results": [{"runs": [{"method": "kimi", "seed": 4, "share_direct_over_steps": [0.5, 0.25]}]}]}}
+    tblog.write_lab(str(tmp_path), results)
+    sc = scalars(tmp_path / "tensorboard" / "rl" / "grpo" / "seed4")
+    assert sc["train/reward"] == [(1, pytest.approx(0.1)), (2, pytest.approx(0.2)), (3, pytest.approx(0.3))]
+    assert sc["eval/acc"] == [(2, 0.5)]
+    assert scalars(tmp_path / "tensorboard" / "adaptive" / "kimi" / "seed4")["train/share/direct"] == [(1, 0.5), (2, 0.25)]
+    with pytest.raises(ValueError, match="unknown --report-to"):
+        tblog.check("wandb")
