@@ -282,28 +282,29 @@ def _run_pool(book: _Book) -> None:
         proc.start()
         there.close()
         return {"proc": proc, "conn": here, "unit": None}
-    slots = [start() for _ in range(min(ex.workers, len(book.todo)))]
+    slots: list[dict | None] = [None] * min(ex.workers, len(book.todo))   # None: no process (started on demand)
     try:
         while True:
-            for s in slots:
-                if s["unit"] is None and book.todo:
+            for i, s in enumerate(slots):
+                if book.todo and (s is None or s["unit"] is None):
+                    s = slots[i] = s or start()
                     u, n = book.next()
                     s["unit"] = u
                     s["conn"].send((u.fn, u.kwargs, u.log, n))
-            busy = [s for s in slots if s["unit"] is not None]
+            busy = [s for s in slots if s is not None and s["unit"] is not None]
             if not busy:
                 break
             wait([s["conn"] for s in busy] + [s["proc"].sentinel for s in busy])
             for i, s in enumerate(slots):
-                u = s["unit"]
-                if u is None or not (s["conn"].poll() or not s["proc"].is_alive()):
+                if s is None or s["unit"] is None or not (s["conn"].poll() or not s["proc"].is_alive()):
                     continue
+                u = s["unit"]
                 try:
                     kind, val = s["conn"].recv()
-                except (EOFError, OSError):       # the process died mid-unit
+                except (EOFError, OSError):       # the process died mid-unit: a new one starts if there is work
                     s["proc"].join(1)
                     book.failed(u, f"worker process died (exit code {s['proc'].exitcode})")
-                    slots[i] = start()
+                    slots[i] = None
                     continue
                 s["unit"] = None
                 if kind == "ok":
@@ -311,12 +312,13 @@ def _run_pool(book: _Book) -> None:
                 else:
                     book.failed(u, val)
     finally:
-        for s in slots:
+        live = [s for s in slots if s is not None]
+        for s in live:
             try:
                 s["conn"].send(None)
             except (OSError, ValueError):
                 pass
-        for s in slots:
+        for s in live:
             s["proc"].join(5)
             if s["proc"].is_alive():
                 s["proc"].terminate()

@@ -66,3 +66,24 @@ def test_ray_reruns_a_unit_whose_worker_was_killed_and_reports_one_that_keeps_ra
     assert out["u1"].ok and out["u1"].result["attempt"] == 2      # killed mid-unit, rerun, done
     assert not out["u2"].ok and out["u2"].attempts == 2 and "RuntimeError: probe unit 2" in out["u2"].error
     assert out["u0"].ok and out["u3"].ok and out["u3"].result["square"] == 9
+
+
+@pytest.mark.slow
+def test_sweep_joins_a_running_cluster_by_address(tmp_path):
+    """--ray-address: the driver joins a cluster it did not start and ships the package with runtime_env."""
+    from ray.cluster_utils import Cluster
+
+    from reasonlab.cli import main
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False,
+                                                            "object_store_memory": 200 * 2 ** 20})
+    try:
+        argv = ["sweep", "--grid", "algo=grpo,rloo", "--set", "steps=2", "prompts_per_step=4", "num_generations=4",
+                "--seeds", "0", "--base", "tiny", "--eval-n", "10", "--cache-dir", str(tmp_path / "cache")]
+        assert main(argv + ["--out", str(tmp_path / "cluster"), "--executor", "ray", "--ray-address", cluster.address]) == 0
+        assert not ray.is_initialized()                      # the driver disconnected; the cluster is still up
+        assert main(argv + ["--out", str(tmp_path / "local")]) == 0
+        assert result_files(str(tmp_path / "cluster")) == result_files(str(tmp_path / "local"))
+    finally:
+        cluster.shutdown()
