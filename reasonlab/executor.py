@@ -137,7 +137,9 @@ def cached_model(name: str, cfg: dict, cache: str | None = None, device: str | N
     key = (cache_dir(cache), check_name(name), fingerprint(cfg), device or "cpu")
     if key not in _MODELS:
         os.makedirs(key[0], exist_ok=True)
-        with open(os.path.join(key[0], name + ".lock"), "a") as f:
+        # a name of its own: a lock that checkpoint.get_model may take inside (on <name>.lock) must not be this
+        # one, or this process would wait on itself (flock locks of two open() calls conflict)
+        with open(os.path.join(key[0], name + ".unit-lock"), "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)      # released when f is closed, also if this process dies
             try:
                 _MODELS[key] = get_model(name, cfg, cache=cache, device=device, progress=progress, log=log)

@@ -352,6 +352,7 @@ def plot_cells(summary: dict, path: str) -> str:
     a.set_yticks(y, [_label(r["params"], keys) for r in rows], fontsize=8)
     a.invert_yaxis()
     a.axvline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    a.set_xlim(0, 1.02)
     a.set_xlabel("greedy accuracy (bar: mean over seeds; whisker: 95 % bootstrap CI)")
     a.legend(fontsize=8)
     for r in rows:

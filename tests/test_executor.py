@@ -49,7 +49,7 @@ def test_cached_model_trains_once_and_leaves_a_lock_file(tmp_path):
     a = cached_model("tiny-x", cfg, cache=str(tmp_path), log=None)
     b = cached_model("tiny-x", cfg, cache=str(tmp_path), log=None)
     assert a is b                                            # memoized in this process
-    assert os.path.exists(tmp_path / "tiny-x.safetensors") and os.path.exists(tmp_path / "tiny-x.lock")
+    assert os.path.exists(tmp_path / "tiny-x.safetensors") and os.path.exists(tmp_path / "tiny-x.unit-lock")
 
 
 @pytest.mark.slow
@@ -81,3 +81,14 @@ def untimed(x):
     if isinstance(x, list):
         return [untimed(v) for v in x]
     return x
+
+
+@pytest.mark.slow   # two more worker start-ups; the default suite's budget is tight
+def test_two_workers_asking_for_one_missing_model_train_it_once(tmp_path):
+    cfg = {"seed": 0, "lr": 3e-3, "batch": 8, "phases": [[[0.0, 0.0, 1.0], 40, 1, [2, 8]]]}
+    us = [Unit(f"w{i}", cached_model, dict(name="tiny-y", cfg=cfg, cache=str(tmp_path)), log=str(tmp_path / f"w{i}.log"))
+          for i in range(2)]
+    out = run_units(us, ExecConfig(workers=2, threads=1), log=None, progress=False)
+    assert all(o.ok for o in out.values())
+    logs = [open(tmp_path / f"w{i}.log").read() for i in range(2)]
+    assert sum("(saved" in x for x in logs) == 1 and sum("(loaded cached model" in x for x in logs) == 1
