@@ -171,6 +171,7 @@ def cmd_rl(args):
     run_dir = args.run_dir or os.path.join("runs", f"rl-{args.algo}-seed{args.seed}")
     from .runs import precheck
     precheck(run_dir, args.resume)   # before any work: usable, locked (a second process is refused), no clobbering
+    check_report_to(args)
     print("config:", json.dumps(vars(cfg)))
     policy = load_or_train(args)
     ref = copy.deepcopy(policy) if (cfg.beta > 0 or args.log_kl) else None
@@ -187,8 +188,19 @@ def cmd_rl(args):
         print(f"  eval step {step}: greedy acc {r['acc']:.3f} | A/S/T {r['share']['direct']:.2f}/"
               f"{r['share']['short']:.2f}/{r['share']['full']:.2f} | length {r['length']:.2f}")
 
+    follow = tensorboard_follower(args, run_dir)
+
+    def on_step(rec, model):
+        greedy_eval(rec, model)                   # only every --eval-every steps
+        if follow:
+            if evals and evals[-1]["step"] == rec["step"]:
+                follow.w.add_eval(rec["step"], {"accuracy": evals[-1]["acc"], "mean_length": evals[-1]["length"]})
+            follow()
+
     t0 = time.perf_counter()
-    hist = train(policy, ref, cfg, run_dir=run_dir, resume=args.resume, callback=greedy_eval, progress=True)
+    hist = train(policy, ref, cfg, run_dir=run_dir, resume=args.resume, callback=on_step, progress=True)
+    if follow:
+        follow.close()
     print(f"done in {time.perf_counter() - t0:.1f}s")
     if evals:
         from .checkpoint import write_json
@@ -328,7 +340,7 @@ def cmd_lab(args):
     quick = user.get("quick", False)
     cfg = lab.LabConfig(**{"seeds": (0,) if quick else (0, 1, 2), "out": "runs/lab-quick" if quick else "runs/lab",
                            **user}, cache=args.cache_dir, device=check_device(args.device),
-                        sizes=lab.QUICK if quick else lab.Sizes())
+                        sizes=lab.QUICK if quick else lab.Sizes(), execution=exec_config(args), report_to=args.report_to)
     cfg.validate()
     if args.report_only:
         results = lab.load_results(cfg.out, cfg.seeds)
@@ -342,7 +354,7 @@ def cmd_lab(args):
         paths = lab.write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick})
     else:
         print("config:", json.dumps(asdict(cfg)))
-        lab.run(cfg)
+        run_or_exit_1(lambda: lab.run(cfg))
         paths = {"html": os.path.join(cfg.out, "report.html")}
     if args.screenshot:
         png = os.path.join(cfg.out, "report.png")
@@ -356,6 +368,92 @@ def cmd_lab(args):
             raise UsageError(f"the report's screenshot looks wrong: {json.dumps(check)}")
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Scale-out: executors (--executor, --workers, --ray-address, --retries), --report-to, and `reasonlab sweep`.
+
+def add_scale_out(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scale-out")
+    g.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: this process or a process pool (--workers); ray: Ray tasks (needs reasonlab[ray])")
+    g.add_argument("--workers", type=positive(), default=1,
+                   help="local: processes (1 = this process, one torch thread each otherwise); ray: CPUs of a local "
+                        "Ray instance (default: all)")
+    g.add_argument("--ray-address", default=None, help="join a running Ray cluster (auto, or ray://host:10001)")
+    g.add_argument("--retries", type=int, default=1, help="extra attempts for a unit that raised or whose worker died")
+    add_report_to(p)
+
+
+def add_report_to(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--report-to", choices=["none", "tensorboard"], default="none",
+                   help="tensorboard: event files per RL run (view with tensorboard --logdir <dir>)")
+
+
+def exec_config(args):
+    from .executor import ExecConfig
+    ex = ExecConfig(executor=args.executor, workers=args.workers, ray_address=args.ray_address, retries=args.retries)
+    ex.validate()
+    return ex
+
+
+def check_report_to(args) -> None:
+    from . import tblog
+    tblog.check(args.report_to)
+
+
+def tensorboard_follower(args, run_dir: str):
+    if args.report_to != "tensorboard":
+        return None
+    from .tblog import JsonlFollower
+    return JsonlFollower(run_dir, os.path.join(run_dir, "tensorboard"))
+
+
+def run_or_exit_1(fn):
+    """Run the lab or a sweep; units that failed after their retries end the command with one line and exit 1."""
+    from .executor import UnitsFailed
+    try:
+        return fn()
+    except UnitsFailed as e:
+        print(f"reasonlab: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def cmd_sweep(args):
+    from . import sweep
+    spec = sweep.load_toml(args.config) if args.config else {"grid": {}, "fixed": {}}
+    spec["grid"].update(sweep.parse_assignments(args.grid, many=True))
+    spec["fixed"].update(sweep.parse_assignments(args.set, many=False))
+    if not spec["grid"] and not spec["fixed"]:
+        raise UsageError("an empty sweep: give --config grid.toml or --grid key=v1,v2 (e.g. --grid beta=0,0.04)")
+    cfg = sweep.SweepConfig(grid=spec["grid"], fixed=spec["fixed"],
+                            seeds=tuple(args.seeds if args.seeds is not None else spec.get("seeds", (0, 1, 2))),
+                            base=args.base or spec.get("base", "standard"), eval_n=args.eval_n or spec.get("eval_n", 200),
+                            out=args.out, cache=args.cache_dir, device=check_device(args.device), fresh=args.fresh,
+                            report_to=args.report_to, execution=exec_config(args))
+    cfg.validate()     # every cell's config, before any training
+    summary = sweep.run(cfg)
+    print(sweep.table(summary))
+    if summary["failed"]:
+        print(f"reasonlab: {len(summary['failed'])} unit(s) failed after retries: see {cfg.out}/table.md", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def add_sweep_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="a grid over RL settings, adaptive methods and seeds, on an executor")
+    add_common(p)
+    p.add_argument("--config", default=None, help="a TOML grid (sections [grid] and [set]; seeds, base, eval_n)")
+    p.add_argument("--grid", nargs="+", action="extend", default=[], metavar="KEY=V1,V2",
+                   help="grid axes: RLConfig fields, algo, method (adaptive methods)")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=V", help="fields fixed in every cell, e.g. steps=60")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2")
+    p.add_argument("--base", choices=["standard", "quick", "tiny"], default=None,
+                   help="base model recipe (default standard; tiny: for smoke tests)")
+    p.add_argument("--eval-n", type=positive(), default=None, help="greedy evaluation problems per k (default 200)")
+    p.add_argument("--out", default="runs/sweep")
+    p.add_argument("--fresh", action="store_true", help="rerun units that finished earlier with the same settings")
+    add_scale_out(p)
+    p.set_defaults(fn=cmd_sweep)
+
+
 def build_parser() -> Parser:
     from . import lab, star
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
@@ -365,10 +463,12 @@ def build_parser() -> Parser:
     p = sub.add_parser("lab", help="the main job: every experiment of the lecture, one run directory, report.html")
     add_common(p)
     # the LabConfig fields are flags (quick: seeds 0 and out runs/lab-quick unless given)
-    p.set_defaults(config_fields=add_flags(p, lab.LabConfig, skip={"cache", "device", "sizes"}))
+    p.set_defaults(config_fields=add_flags(p, lab.LabConfig, skip={"cache", "device", "sizes", "execution", "report_to"}))
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from finished experiments")
     p.add_argument("--screenshot", action="store_true", help="render report.html in headless Chromium to report.png and check it")
+    add_scale_out(p)
     p.set_defaults(fn=cmd_lab)
+    add_sweep_parser(sub)
 
     p = sub.add_parser("pretrain", help="train (or load) the base model and print its evaluation table")
     add_common(p)
@@ -411,6 +511,7 @@ def build_parser() -> Parser:
     p.add_argument("--eval-every", type=int, default=0, help="greedy evaluation every N steps (0: never)")
     p.add_argument("--eval-n", type=positive(), default=200, help="problems per k for --eval-every")
     p.add_argument("--log-kl", action="store_true", help="log KL to the base even when beta = 0")
+    add_report_to(p)
     p.set_defaults(fn=cmd_rl)
 
     p = sub.add_parser("tts", help="test-time compute: budgets, voting, verifiers, pass@N, the compute frontier")

@@ -12,19 +12,20 @@ import copy
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, Literal
 
 import numpy as np
 
 from . import adaptive, findings, report, star, tts
 from .report import load_json, pm
-from .checkpoint import CACHE_VERSION, cache_key, fingerprint, write_json
+from .checkpoint import CACHE_VERSION, cache_dir, cache_key, fingerprint, write_json
+from .executor import ExecConfig, Unit, UnitsFailed, cached_model, model_in_cache, run_units
 from .evaluate import PROBE_SEED, TEST_SEED, eval_table, evaluate, problems_per_k
 from .model import GPT
 from .rl import ALGOS, RLConfig, train
 from .task import FMT_NAMES
-from .train import base_cfg, base_model, base_name
+from .train import base_cfg, base_name
 
 EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive")
 
@@ -85,8 +86,15 @@ class LabConfig:
     """the experiments to run (the report covers those that have results)"""
     sizes: Sizes = field(default_factory=Sizes)
     """set from `quick` unless given"""
+    execution: ExecConfig = field(default_factory=ExecConfig)
+    """where the (experiment, seed) units run: this process (default), a local process pool, or Ray"""
+    report_to: Literal["none", "tensorboard"] = "none"
+    """tensorboard: event files of the RL runs under <out>/tensorboard/"""
 
     def validate(self) -> None:
+        from . import tblog
+        self.execution.validate()
+        tblog.check(self.report_to)
         bad = [e for e in self.only if e not in EXPERIMENTS]
         if bad:
             raise ValueError(f"unknown experiment {bad[0]!r}: choose from {', '.join(EXPERIMENTS)}")
@@ -192,14 +200,32 @@ def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
                         "version": __version__, "cache_version": CACHE_VERSION})
 
 
+def lab_base(cfg: LabConfig, seed: int) -> dict:
+    """A unit that puts the seed's base model into the cache (trained under a lock, or found there)."""
+    cached_model(base_name(seed, cfg.quick), base_cfg(seed, cfg.quick), cache=cfg.cache, device=cfg.device,
+                 progress=True)
+    return {"seed": seed}
+
+
+def lab_unit(cfg: LabConfig, exp: str, seed: int) -> dict:
+    """One (experiment, seed) unit: the seed's base model from the cache (memoized per process), then the experiment."""
+    model = cached_model(base_name(seed, cfg.quick), base_cfg(seed, cfg.quick), cache=cfg.cache, device=cfg.device,
+                         progress=True)
+    return RUNNERS[exp](model, cfg.sizes, seed, cfg)
+
+
 def run(cfg: LabConfig, log: Callable = print) -> dict:
-    """Run (or reuse) every experiment for every seed, then write the report. Returns {experiment: [per-seed results]}."""
+    """Run (or reuse) every experiment for every seed on cfg.execution, then write the report. Returns
+    {experiment: [per-seed results]}. The base models are units of their own, run first (one per seed, in
+    parallel where the executor is), so no worker waits on another's training."""
     cfg.validate()
     os.makedirs(cfg.out, exist_ok=True)
     write_json(os.path.join(cfg.out, "config.json"), asdict(cfg))
     t_lab = time.perf_counter()
-    bases: dict[int, GPT] = {}
     timing: dict[str, float] = {}
+    ucfg = replace(cfg, cache=cache_dir(cfg.cache))   # workers elsewhere (another cwd or node): an absolute path
+    logs = os.path.abspath(os.path.join(cfg.out, "logs"))
+    units, where = [], {}
     for i, exp in enumerate(cfg.only):
         for seed in cfg.seeds:
             path = os.path.join(cfg.out, exp, f"seed{seed}.json")
@@ -212,23 +238,42 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
                             continue
                 except (OSError, ValueError):
                     pass                                   # unreadable: rerun it
-            if seed not in bases:
-                t = time.perf_counter()
-                bases[seed] = base_model(seed, cfg.quick, cache=cfg.cache, device=cfg.device, progress=True, log=log)
-                timing["base models"] = round(timing.get("base models", 0.0) + time.perf_counter() - t, 1)
-            log(f"[{i + 1}/{len(cfg.only)}] {exp}, seed {seed} ...")
-            t = time.perf_counter()
-            res = RUNNERS[exp](bases[seed], cfg.sizes, seed, cfg)
-            secs = time.perf_counter() - t
-            timing[f"{exp}/seed{seed}"] = round(secs, 1)
-            write_json(path, {"key": key, "seconds": round(secs, 1), "result": res})
-            log(f"    done in {secs:.1f}s")
+            uid = f"{exp}/seed{seed}"
+            units.append(Unit(uid, lab_unit, dict(cfg=ucfg, exp=exp, seed=seed), log=os.path.join(logs, f"{exp}-seed{seed}.log")))
+            where[uid] = (i, path, key)
+    seeds = sorted(s for s in {u.kwargs["seed"] for u in units}
+                   if not model_in_cache(base_name(s, cfg.quick), base_cfg(s, cfg.quick), ucfg.cache))
+    if seeds:
+        t = time.perf_counter()
+        run_units([Unit(f"base/seed{s}", lab_base, dict(cfg=ucfg, seed=s), log=os.path.join(logs, f"base-model-seed{s}.log"))
+                   for s in seeds], cfg.execution, log=log, progress=False)   # a failure here resurfaces in the units
+        timing["base models"] = round(time.perf_counter() - t, 1)
+
+    def on_start(u: Unit, attempt: int) -> None:
+        i = where[u.uid][0]
+        log(f"[{i + 1}/{len(cfg.only)}] {u.kwargs['exp']}, seed {u.kwargs['seed']} ..."
+            + (f" (attempt {attempt})" if attempt > 1 else ""))
+
+    def on_done(u: Unit, res: dict, secs: float) -> None:
+        _, path, key = where[u.uid]
+        timing[u.uid] = round(secs, 1)
+        write_json(path, {"key": key, "seconds": round(secs, 1), "result": res})
+        log(f"    {u.uid} done in {secs:.1f}s")
+    outcomes = run_units(units, cfg.execution, on_done=on_done, log=log, on_start=on_start)
+    failed = {uid: o.error for uid, o in outcomes.items() if not o.ok}
     results = load_results(cfg.out, cfg.seeds)
     wall = time.perf_counter() - t_lab
-    meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing}
+    meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
+            "executor": asdict(cfg.execution), **({"failed": failed} if failed else {})}
     write_json(os.path.join(cfg.out, "timing.json"), meta)
     paths = write_report(cfg.out, results, meta)
+    if cfg.report_to == "tensorboard":
+        from . import tblog
+        tblog.write_lab(cfg.out, results)
     log(f"lab finished in {wall:.0f}s; report: {paths['html']} and {paths['md']}")
+    if failed:
+        raise UnitsFailed(f"{len(failed)} unit(s) failed after retries (see {logs}): "
+                          + "; ".join(f"{u}: {e}" for u, e in failed.items()))
     return results
 
 

@@ -1,0 +1,422 @@
+"""`reasonlab sweep`: a grid over RL settings, adaptive-thinking methods and seeds, run on an executor.
+
+A grid maps keys to values; the cells are their product, and each cell runs once per seed. Keys are RLConfig
+fields (steps, learning_rate, beta, ...), `algo` (an RL preset, default grpo) and `method` (an adaptive-thinking
+reward from adaptive.METHODS; its cells start from the adaptive defaults: 200 steps, lr 1e-4, beta 0.04).
+One (cell, seed) is a unit: `run_cell` trains from the base model of that seed and evaluates greedily; its
+result goes to <out>/cells/<cell>/seed<s>.json with a key of everything it depends on, so a rerun reuses finished
+units and runs only new or failed ones. `render` aggregates over seeds (mean ± std, and a 95 % bootstrap interval
+over the evaluation problems of all seeds) into table.md, plots and report.html.
+
+A grid from TOML:
+
+    seeds = [0, 1, 2]
+    base = "standard"          # standard | quick | tiny (the base model recipe)
+    [grid]
+    method = ["grpo", "cost0.3", "thinkless_fmt"]
+    [set]                      # fields fixed in every cell
+    steps = 100
+
+or from the command line: `reasonlab sweep --grid learning_rate=1e-5,3e-5 --grid beta=0,0.04 --set steps=40`.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Callable, Literal
+
+import numpy as np
+
+from .executor import ExecConfig, Unit, cached_model, run_units
+
+SPECIAL = ("algo", "method")
+NOT_SWEPT = ("seed", "log_every", "table_every", "checkpoint_every", "k_range")   # set by the sweep, or not scalar
+ADAPTIVE_DEFAULTS = dict(steps=200, learning_rate=1e-4, beta=0.04)   # adaptive.run_method's
+HIST_KEYS = ("step", "reward", "reward_std", "acc", "length", "kl", "kl_exact", "entropy", "frac_reward_zero_std",
+             "share", "step_time")
+
+
+@dataclass
+class SweepConfig:
+    grid: dict = field(default_factory=dict)
+    """key -> list of values; the cells are the product (keys: RLConfig fields, algo, method)"""
+    fixed: dict = field(default_factory=dict)
+    """key -> value set in every cell"""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """every cell runs once per seed (base model, problems and sampling all follow it)"""
+    base: Literal["standard", "quick", "tiny"] = "standard"
+    """base model recipe: the lab's standard one, the quick lab's, or a tiny one for tests (numbers mean nothing)"""
+    eval_n: int = 200
+    """greedy evaluation problems per k after training"""
+    out: str = "runs/sweep"
+    """run directory: cells/, logs/, table.md, plots, report.html"""
+    cache: str | None = None
+    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab); on a cluster, a path every node sees"""
+    device: str = "cpu"
+    """cpu or cuda"""
+    fresh: bool = False
+    """rerun every unit even where a finished result with the same settings exists"""
+    report_to: Literal["none", "tensorboard"] = "none"
+    """tensorboard: event files per RL run under <out>/tensorboard/<cell>/seed<s>"""
+    execution: ExecConfig = field(default_factory=ExecConfig)
+    """where the units run"""
+
+    def cells(self) -> list[dict]:
+        keys = list(self.grid)
+        return [{**self.fixed, **dict(zip(keys, vals))} for vals in itertools.product(*(self.grid[k] for k in keys))]
+
+    def validate(self) -> None:
+        """Every cell's RLConfig is built (and so checked) here, before any training."""
+        from . import adaptive, tblog
+        from .rl import RLConfig
+        self.execution.validate()
+        tblog.check(self.report_to)
+        if not self.seeds:
+            raise ValueError("a sweep needs at least one seed")
+        if self.base not in ("standard", "quick", "tiny"):
+            raise ValueError(f"unknown base {self.base!r}: choose from standard, quick, tiny")
+        if self.eval_n < 1:
+            raise ValueError("eval_n must be positive")
+        for k, vs in self.grid.items():
+            if not isinstance(vs, list) or not vs:
+                raise ValueError(f"grid key {k!r} needs a non-empty list of values")
+        for k in list(self.grid) + list(self.fixed):
+            check_key(k)
+        for cell in self.cells():
+            p = dict(cell)
+            method, algo = p.pop("method", None), p.pop("algo", "grpo")
+            if method is not None:
+                if method not in adaptive.METHODS:
+                    raise ValueError(f"unknown adaptive method {method!r}: choose from {', '.join(adaptive.METHODS)}")
+                p = {**ADAPTIVE_DEFAULTS, **adaptive.method_parts(method, {})[2], **p}
+            RLConfig.preset(algo, **p, seed=0, log_every=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Grids from the command line and TOML, typed by RLConfig's fields.
+
+def field_defaults() -> dict:
+    from .rl import RLConfig
+    return {f.name: getattr(RLConfig(), f.name) for f in fields(RLConfig) if f.name not in NOT_SWEPT}
+
+
+def check_key(k: str) -> None:
+    if k == "seed":
+        raise ValueError("seeds are not a grid key: use --seeds (or seeds = [...] in the TOML file)")
+    if k not in SPECIAL and k not in field_defaults():
+        raise ValueError(f"unknown sweep key {k!r}: use algo, method or an RLConfig field "
+                         f"({', '.join(k for k in field_defaults() if k != 'algo')})")
+
+
+def parse_value(key: str, text):
+    """A value for `key`, typed by its RLConfig default (TOML values arrive typed and are checked the same way)."""
+    check_key(key)
+    if key in SPECIAL:
+        return str(text)
+    default = field_defaults()[key]
+    try:
+        if isinstance(default, bool):
+            if isinstance(text, bool):
+                return text
+            if str(text).lower() in ("true", "1", "yes", "false", "0", "no"):
+                return str(text).lower() in ("true", "1", "yes")
+            raise ValueError
+        if isinstance(default, int):
+            if isinstance(text, float) and not text.is_integer():
+                raise ValueError
+            return int(text)
+        if isinstance(default, float) or default is None:
+            if default is None and str(text).lower() in ("none", "null"):
+                return None
+            return float(text)
+        return str(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"bad value {text!r} for {key} (expected {type(default).__name__ if default is not None else 'a number or none'})") from None
+
+
+def parse_assignments(items: list[str], many: bool) -> dict:
+    """["key=v1,v2", ...] -> {key: [v1, v2]} (many) or ["key=v"] -> {key: v}."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"expected key=value{'s' if many else ''}, got {item!r}")
+        k, v = item.split("=", 1)
+        k = k.strip().replace("-", "_")
+        vals = [parse_value(k, x.strip()) for x in v.split(",")] if many else parse_value(k, v.strip())
+        if many and not vals:
+            raise ValueError(f"--grid {k}: no values")
+        out[k] = vals
+    return out
+
+
+def load_toml(path: str) -> dict:
+    """{grid, fixed, seeds?, base?, eval_n?} from a TOML file; ValueError naming the problem."""
+    try:
+        import tomllib
+    except ImportError:            # Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise ValueError("a TOML grid needs Python 3.11 or `pip install tomli`") from None
+    try:
+        with open(path, "rb") as f:
+            d = tomllib.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: {e}") from None
+    extra = set(d) - {"grid", "set", "seeds", "base", "eval_n"}
+    if extra:
+        raise ValueError(f"{path}: unknown key {sorted(extra)[0]!r} (use grid, set, seeds, base, eval_n)")
+    grid = {k: [parse_value(k, x) for x in (v if isinstance(v, list) else [v])] for k, v in d.get("grid", {}).items()}
+    out = {"grid": grid, "fixed": {k: parse_value(k, v) for k, v in d.get("set", {}).items()}}
+    for k in ("seeds", "base", "eval_n"):
+        if k in d:
+            out[k] = tuple(d[k]) if k == "seeds" else d[k]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One unit: a cell and a seed.
+
+def tiny_base_cfg(seed: int) -> dict:
+    """A base model trained for a few seconds: for tests and overhead measurements, not for results."""
+    from .train import base_cfg
+    cfg = base_cfg(seed)
+    for ph in cfg["phases"]:
+        ph[1], ph[2] = 5, 1
+    return dict(cfg, batch=32)
+
+
+def base_model(base: str, seed: int) -> tuple[str, dict]:
+    """(cache name, recipe) of the base model for `seed`."""
+    from .train import base_cfg, base_name
+    if base == "tiny":
+        return f"sweep-tiny-seed{seed}", tiny_base_cfg(seed)
+    return base_name(seed, base == "quick"), base_cfg(seed, base == "quick")
+
+
+def run_cell(params: dict, seed: int, base: str = "standard", cache: str | None = None, device: str = "cpu",
+             eval_n: int = 200) -> dict:
+    """Train from the seed's base model with the cell's settings, evaluate greedily; a JSON-able result."""
+    from . import adaptive
+    from .evaluate import evaluate, problems_per_k
+    from .rl import RLConfig, train
+    name, bcfg = base_model(base, seed)
+    model = cached_model(name, bcfg, cache=cache, device=device, progress=False)
+    p = dict(params)
+    method, algo = p.pop("method", None), p.pop("algo", "grpo")
+    reward_fn = group_fn = None
+    if method is not None:
+        ref_acc = adaptive.reference_accuracy(model) if method == "adaptthink" else None
+        reward_fn, group_fn, extra = adaptive.method_parts(method, ref_acc)
+        p = {**ADAPTIVE_DEFAULTS, **extra, **p}
+    cfg = RLConfig.preset(algo, **p, seed=seed, log_every=0)
+    print(f"cell {json.dumps(params, sort_keys=True)} seed {seed}: {json.dumps(asdict(cfg))}", flush=True)
+    policy = copy.deepcopy(model)
+    t = time.perf_counter()
+    hist = train(policy, copy.deepcopy(model), cfg, reward_fn=reward_fn, group_fn=group_fn, log=print, progress=False)
+    train_s = time.perf_counter() - t
+    probs = problems_per_k(eval_n, seed=12345)
+    r = evaluate(policy, probs)
+    return {"params": params, "seed": seed, "algo": algo, "method": method, "acc": r["acc"], "tokens": r["length"],
+            "share": r["share"], "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()},
+            "correct": "".join("1" if x["answer"] == sum(d) % 10 else "0" for x, d in zip(r["results"], probs)),
+            "train_s": round(train_s, 2), "hist": [{k: h[k] for k in HIST_KEYS if k in h} for h in hist]}
+
+
+def cell_id(params: dict, keys: list[str]) -> str:
+    """A readable, unique directory name for a cell: its grid values, then a short hash of all its params."""
+    from .checkpoint import fingerprint
+    slug = "_".join(f"{k}={params[k]}" for k in keys) or "cell"
+    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "-", slug)[:80]
+    return f"{slug}-{fingerprint(params)[:6]}"
+
+
+def unit_key(params: dict, seed: int, cfg: SweepConfig) -> str:
+    from . import __version__
+    from .checkpoint import CACHE_VERSION, cache_key, fingerprint
+    return fingerprint({"params": params, "seed": seed, "eval_n": cfg.eval_n, "version": __version__,
+                        "base": cache_key(base_model(cfg.base, seed)[1]), "cache_version": CACHE_VERSION})
+
+
+def _finished(path: str, key: str) -> bool:
+    try:
+        with open(path) as f:
+            return json.load(f).get("key") == key
+    except (OSError, ValueError):
+        return False
+
+
+def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
+    """Run (or reuse) every (cell, seed) on the executor, then aggregate and render. Returns the summary."""
+    from . import tblog
+    from .checkpoint import write_json
+    cfg.validate()
+    out = os.path.abspath(cfg.out)           # workers may run elsewhere (another cwd, another node)
+    cache = os.path.abspath(os.path.expanduser(cfg.cache)) if cfg.cache else None
+    os.makedirs(out, exist_ok=True)
+    write_json(os.path.join(out, "config.json"), asdict(cfg))
+    cells = cfg.cells()
+    ids = [cell_id(c, list(cfg.grid)) for c in cells]
+    units, paths = [], {}
+    for cid, params in zip(ids, cells):
+        for seed in cfg.seeds:
+            uid = f"{cid}/seed{seed}"
+            path = os.path.join(out, "cells", cid, f"seed{seed}.json")
+            key = unit_key(params, seed, cfg)
+            paths[uid] = (path, key, params, seed)
+            if not cfg.fresh and _finished(path, key):
+                continue
+            units.append(Unit(uid, run_cell, dict(params=params, seed=seed, base=cfg.base, cache=cache,
+                                                  device=cfg.device, eval_n=cfg.eval_n),
+                              log=os.path.join(out, "logs", f"{cid}-seed{seed}.log")))
+    if log:
+        log(f"sweep: {len(cells)} cell(s) x {len(cfg.seeds)} seed(s) = {len(paths)} units, {len(paths) - len(units)} "
+            f"finished earlier, {len(units)} to run on {cfg.execution.executor} x {cfg.execution.workers}")
+    t0 = time.perf_counter()
+
+    def on_done(u: Unit, result: dict, secs: float) -> None:
+        path, key, _, seed = paths[u.uid]
+        write_json(path, {"key": key, "seconds": round(secs, 1), "result": result})
+        if cfg.report_to == "tensorboard":
+            tblog.write_run(os.path.join(out, "tensorboard", u.uid), result["hist"],
+                            hparams=result["params"])
+    outcomes = run_units(units, cfg.execution, on_done=on_done, log=log)
+    failed = {uid: o.error for uid, o in outcomes.items() if not o.ok}
+    results = {}
+    for cid, params in zip(ids, cells):
+        rs = []
+        for seed in cfg.seeds:
+            path, key, _, _ = paths[f"{cid}/seed{seed}"]
+            if _finished(path, key):
+                with open(path) as f:
+                    rs.append(json.load(f))
+        results[cid] = {"params": params, "runs": [r["result"] for r in rs], "seconds": [r["seconds"] for r in rs]}
+    summary = aggregate(results, cfg)
+    summary.update(failed=failed, wall_s=round(time.perf_counter() - t0, 1), ran=len(units),
+                   executor=asdict(cfg.execution))
+    write_json(os.path.join(out, "summary.json"), summary)
+    render(summary, out)
+    if log:
+        log(f"sweep finished in {summary['wall_s']:.0f}s ({len(failed)} unit(s) failed); "
+            f"report: {os.path.join(out, 'report.html')}")
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Aggregation and the report.
+
+def aggregate(results: dict, cfg: SweepConfig) -> dict:
+    """Per cell: accuracy mean ± std over seeds and a 95 % bootstrap interval over all seeds' evaluation problems;
+    tokens, direct share and training seconds mean ± std."""
+    from .report import mean_std
+    from .tts import bootstrap_ci
+    rows = []
+    for cid, r in results.items():
+        runs = r["runs"]
+        row = {"cell": cid, "params": r["params"], "seeds_done": [x["seed"] for x in runs], "n": len(runs)}
+        if runs:
+            correct = np.array([c == "1" for x in runs for c in x["correct"]], dtype=float)
+            row.update(acc=mean_std([x["acc"] for x in runs]), acc_ci=bootstrap_ci(correct),
+                       tokens=mean_std([x["tokens"] for x in runs]),
+                       direct=mean_std([x["share"]["direct"] for x in runs]),
+                       train_s=mean_std([x["train_s"] for x in runs]))
+        rows.append(row)
+    return {"cells": rows, "seeds": list(cfg.seeds), "grid": cfg.grid, "fixed": cfg.fixed, "base": cfg.base,
+            "eval_n": cfg.eval_n, "hists": {cid: [x["hist"] for x in r["runs"]] for cid, r in results.items()}}
+
+
+def _label(params: dict, keys: list[str]) -> str:
+    return ", ".join(f"{k}={params[k]}" for k in keys) or "default"
+
+
+def plot_cells(summary: dict, path: str) -> str:
+    """Accuracy per cell (mean, 95 % bootstrap interval) and accuracy against tokens."""
+    import matplotlib.pyplot as plt
+
+    from .report import save
+    rows = [r for r in summary["cells"] if r["n"]]
+    keys = list(summary["grid"])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, max(3.2, 0.35 * len(rows) + 1.5)))
+    y = np.arange(len(rows))
+    m = np.array([r["acc"][0] for r in rows])
+    lo = np.array([r["acc_ci"][0] for r in rows])
+    hi = np.array([r["acc_ci"][1] for r in rows])
+    a.barh(y, m, xerr=[m - lo, hi - m], color="#4C72B0", alpha=0.8, capsize=3)
+    a.set_yticks(y, [_label(r["params"], keys) for r in rows], fontsize=8)
+    a.invert_yaxis()
+    a.axvline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    a.set_xlim(0, 1.02)
+    a.set_xlabel("greedy accuracy (bar: mean over seeds; whisker: 95 % bootstrap CI)")
+    a.legend(fontsize=8)
+    for r in rows:
+        b.errorbar(r["tokens"][0], r["acc"][0], xerr=r["tokens"][1], yerr=r["acc"][1], fmt="o", capsize=2,
+                   label=_label(r["params"], keys))
+    b.set_xlabel("mean generated tokens")
+    b.set_ylabel("greedy accuracy")
+    b.set_title("accuracy against tokens (± std over seeds)")
+    if len(rows) <= 12:
+        b.legend(fontsize=7)
+    return save(fig, path)
+
+
+def table(summary: dict) -> str:
+    keys = list(summary["grid"])
+    head = keys + ["accuracy (mean ± std)", "95 % CI", "tokens", "direct share", "train s", "seeds"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in summary["cells"]:
+        vals = [str(r["params"][k]) for k in keys]
+        if r["n"]:
+            vals += [f"{r['acc'][0]:.3f} ± {r['acc'][1]:.3f}", f"[{r['acc_ci'][0]:.3f}, {r['acc_ci'][1]:.3f}]",
+                     f"{r['tokens'][0]:.2f} ± {r['tokens'][1]:.2f}", f"{r['direct'][0]:.2f}",
+                     f"{r['train_s'][0]:.1f}", f"{r['n']}/{len(summary['seeds'])}"]
+        else:
+            vals += ["failed", "", "", "", "", f"0/{len(summary['seeds'])}"]
+        lines.append("| " + " | ".join(vals) + " |")
+    return "\n".join(lines)
+
+
+def render(summary: dict, out: str) -> str:
+    """table.md, cells.png, curves.png and report.md/report.html; returns the markdown section."""
+    from .checkpoint import write_text
+    from .report import plot_rl_runs, write_report
+    md_table = table(summary)
+    write_text(os.path.join(out, "table.md"), md_table + "\n")
+    keys = list(summary["grid"])
+    done = [r for r in summary["cells"] if r["n"]]
+    pics = ""
+    if done:
+        plot_cells(summary, os.path.join(out, "cells.png"))
+        pics = "![accuracy per cell](cells.png)\n"
+        if len(done) <= 10:
+            plot_rl_runs({_label(r["params"], keys): summary["hists"][r["cell"]] for r in done},
+                         os.path.join(out, "curves.png"), "training curves (mean over seeds; band = min..max)")
+            pics += "\n![training curves](curves.png)\n"
+        best = max(done, key=lambda r: (r["acc"][0], -r["tokens"][0]))
+        head = (f"Best cell: **{_label(best['params'], keys)}**, accuracy {best['acc'][0]:.3f} ± {best['acc'][1]:.3f} "
+                f"(95 % CI [{best['acc_ci'][0]:.3f}, {best['acc_ci'][1]:.3f}]) at {best['tokens'][0]:.2f} tokens.")
+    else:
+        head = "No cell finished."
+    failed = summary.get("failed") or {}
+    fail_md = ("\n**Failed units** (after their retries; rerun the sweep to retry them):\n\n"
+               + "\n".join(f"- `{u}`: {e}" for u, e in failed.items()) + "\n") if failed else ""
+    md = f"""## Sweep: {' × '.join(f'{k} ({len(v)})' for k, v in summary['grid'].items()) or 'one cell'} × {len(summary['seeds'])} seeds
+
+{head}
+
+{pics}
+{md_table}
+
+Each cell trains from the {summary['base']} base model of each seed (seeds {', '.join(map(str, summary['seeds']))})
+with the fixed settings `{json.dumps(summary['fixed'], sort_keys=True)}` and is evaluated greedily on
+{summary['eval_n']} problems per k. Accuracy: mean ± std over seeds (ddof 1), and a 95 % percentile bootstrap
+interval over the evaluation problems of all seeds pooled (it ignores the spread between seeds).
+{fail_md}"""
+    write_report(out, "# reasonlab sweep\n\n" + md, "reasonlab sweep")
+    return md
