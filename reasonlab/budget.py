@@ -46,7 +46,7 @@ Variant = Literal["exact", "max", "exact+sft", "max+sft"]
 
 @dataclass
 class BudgetConfig:
-    variants: tuple[Variant, ...] = ("exact", "max", "max+sft")
+    variants: tuple[Variant, ...] = ("exact", "max", "exact+sft", "max+sft")
     """trained budget models: L1-Exact, L1-Max, each optionally after an SFT warm start on budget-annotated chains"""
     steps: int = 100
     """GRPO steps per variant"""
@@ -162,7 +162,7 @@ def reward_fn(kind: str, alpha: float, delta: float, log: dict | None = None) ->
         n, b = steps_of(p), d.budget
         if log is not None:
             s = log.setdefault(b, np.zeros(5))
-            s += (1, n <= b, abs(n - b), c, p["length"])
+            s += (1, n <= b, abs(n - b), c, tokens_used(p))
         return l1_exact(c, b, n, alpha) if kind == "exact" else l1_max(c, b, n, alpha, delta)
     return r
 
@@ -234,7 +234,7 @@ def quick_adherence(model: GPT, seed: int, n: int = 8) -> dict:
         s = np.zeros(5)
         for d, o in zip(probs, generate(model, [budget_prompt_ids(d, b) for d in probs])):
             p = parse(o)
-            s += (1, steps_of(p) <= b, abs(steps_of(p) - b), p["answer"] == sum(d) % 10, p["length"])
+            s += (1, steps_of(p) <= b, abs(steps_of(p) - b), p["answer"] == sum(d) % 10, tokens_used(p))
         out[b] = cell(s)
     return out
 
@@ -283,6 +283,15 @@ def stride_group(label: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # Evaluation: every (budget, k) cell, for budget models, s1 forcing on the base model and the fixed formats.
 
+def tokens_used(p: dict) -> int:
+    """Tokens up to the answer and a closing </s> (chain steps + 4, or 3 for a direct answer): s1 stops generating at
+    the answer, so what a cut chain writes after it (the base model, forced to "A" mid-chain, often goes on) is not
+    counted; the whole output when no answer was read."""
+    if p["answer"] is None:
+        return p["length"]
+    return 3 if p["fmt"] == "direct" else len(p["chain"]) + 4
+
+
 def score(problems: list[list[int]], outs: list[list[int]], b: int | None, keep_examples: int = 0) -> dict:
     """Per-k cells {acc, tokens, steps, within, abs_err, strides} for outputs at budget b (None: no budget)."""
     by_k: dict[int, list] = {}
@@ -297,7 +306,7 @@ def score(problems: list[list[int]], outs: list[list[int]], b: int | None, keep_
         for lab in labels:
             groups[stride_group(lab)] = groups.get(stride_group(lab), 0) + 1
         c = {"acc": sum(p["answer"] == sum(d) % 10 for d, _, p in rows) / n,
-             "tokens": sum(p["length"] for _, _, p in rows) / n, "steps": sum(steps) / n,
+             "tokens": sum(tokens_used(p) for _, _, p in rows) / n, "steps": sum(steps) / n,
              "strides": {g: v / n for g, v in groups.items()},
              "stride_labels": {lab: labels.count(lab) / n for lab in sorted(set(labels))}}
         if b is not None:

@@ -410,7 +410,7 @@ def build_parser() -> Parser:
     p.add_argument("--quick", action="store_true", help="tiny sizes and a small base model (<= 90 s): checks the pipeline")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="base-model seeds (default 0 1 2; quick: 0)")
     p.add_argument("--out", default=None, help="run directory (default runs/lab, quick: runs/lab-quick)")
-    p.add_argument("--only", nargs="+", default=None, help="run only these experiments: base budgets sampling star rl adaptive")
+    p.add_argument("--only", nargs="+", default=None, help="run only these experiments: base budgets sampling star rl adaptive l1")
     p.add_argument("--fresh", action="store_true", help="rerun experiments that finished earlier with the same settings")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from finished experiments")
     p.add_argument("--screenshot", action="store_true", help="render report.html in headless Chromium to report.png and check it")
@@ -450,7 +450,7 @@ def build_parser() -> Parser:
     p = sub.add_parser("budget", help="thinking on a budget: L1-Exact / L1-Max by GRPO against s1 forcing")
     add_common(p)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--variants", nargs="+", default=["exact", "max", "max+sft"],
+    p.add_argument("--variants", nargs="+", default=["exact", "max", "exact+sft", "max+sft"],
                    help="exact, max, exact+sft, max+sft (+sft: a supervised warm start first)")
     p.add_argument("--steps", type=positive(), default=None, help="GRPO steps per variant (default 100)")
     p.add_argument("--sft-steps", type=int, default=None, help="warm-start steps of +sft variants (default 300)")
