@@ -6,10 +6,14 @@ is trained with GRPO (rl.train) on L1's rewards, one budget drawn uniformly per 
     L1-Exact  r = c - alpha * |b - n|
     L1-Max    r = c * clip(alpha * (b - n) + delta, 0, 1)
 with c = 1 for the right answer and n = the chain steps written (Aggarwal & Welleck 2025, arXiv 2503.04697, eqs. 1
-and 3). Where L1's code (cmu-l3/l1) differs from its paper (../shared/research/tts_star_anchors.md, L1 row):
-    - Max: deepscaler's `get_delta_score_linear_both` computes (clip(-alpha (n - b), -1, 1) + 1) / 2, which is the
-      paper's formula with alpha halved and delta = 0.5; and the paper's Max run is initialised from the Exact
-      checkpoint, not from the base model (here both start from the base model, as the issue asks);
+and 3). Where L1's code (cmu-l3/l1) differs from its paper (../shared/research/tts_star_anchors.md, L1 row, and the
+math_reward.py versions the code index holds, which do not name their repository):
+    - the length term is added to the correctness reward and only for a right answer (`final_score =
+      reward + S_delta` under `if is_correct`); a wrong answer gets the plain correctness reward whatever its length,
+      where the paper's Exact charges every sample alpha |b - n|;
+    - Max: `get_delta_score_linear_both` gives (clip(-alpha (n - b), -1, 1) + 1) / 2, the paper's clip with alpha
+      halved and delta = 0.5, added to c instead of multiplying it; and the paper's Max run is initialised from the
+      Exact checkpoint, not from the base model (here every variant starts from the base model, as the issue asks);
     - n counts the whole response in the code (thinking + solution, l1 issue #23); here n counts chain steps only,
       the response's frame (format token, "A", the answer, </s>) being fixed;
     - the budget is a number written in the prompt ("Think for N tokens."); here it is one token per budget.
@@ -312,6 +316,7 @@ def score(problems: list[list[int]], outs: list[list[int]], b: int | None, keep_
         if b is not None:
             c["within"] = sum(s <= b for s in steps) / n
             c["abs_err"] = sum(abs(s - b) for s in steps) / n
+            c["acc_within"] = sum(p["answer"] == sum(d) % 10 and s <= b for (d, _, p), s in zip(rows, steps)) / n
         if keep_examples:
             ex: dict[str, list] = {}
             for (d, o, p), lab in zip(rows, labels):
@@ -481,6 +486,9 @@ def findings(results: list[dict]) -> list[dict]:
     for v in vs:
         name = f"L1-{v}"
         allc = [cells_where(r, None) for r in results]
+        add(f"{name} reads its budget: mean chain steps at b = 8 exceed those at b = 0 by more than 1 (over k)",
+            [np.mean([jk(jk(m[name], 8), k)["steps"] - jk(jk(m[name], 0), k)["steps"] for k in ks_of(r)])
+             for r, m in zip(results, ms)], 1.0)
         if v.startswith("exact"):
             add(f"{name} tracks the budget: mean |steps - b| falls below the base model's free choice (reduction > 0)",
                 [mean_cells(r["base_free"], "abs_err", c) - mean_cells(m[name], "abs_err", c)
@@ -493,6 +501,10 @@ def findings(results: list[dict]) -> list[dict]:
         for low, what in ((True, "b < ceil(k/2)"), (False, "b >= ceil(k/2)")):
             add(f"at equal tokens, {name} is more accurate than s1 forcing for {what} (gain > 0)",
                 [equal_token_gain(m[name], m[forcing], cells_where(r, low)) for r, m in zip(results, ms)], 0.0)
+            add(f"at equal budget, {name} is right within its budget (right answer, steps <= b) more often than s1 "
+                f"forcing for {what} (gain > 0)",
+                [mean_cells(m[name], "acc_within", c) - mean_cells(m[forcing], "acc_within", c)
+                 for m, c in zip(ms, [cells_where(r, low) for r in results])], 0.0)
         lowc = [cells_where(r, True) for r in results]
         add(f"with b < ceil(k/2), {name} invents a chain of stride >= 3 in more than 5 % of problems",
             [np.mean([jk(jk(m[name], b), k)["strides"].get("stride >= 3 (new)", 0.0) for b, k in c])
@@ -528,7 +540,7 @@ def plot_accuracy(results: list[dict], path: str) -> str:
     import matplotlib.pyplot as plt
     from .report import save
     ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7), sharey=True)
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7.5), sharey=True, layout="constrained")
     for ax, k in zip(axes.flat, ks):
         for name in ms[0]:
             acc = np.array([[jk(jk(m[name], b), k)["acc"] for b in BUDGETS] for m in ms])
@@ -556,7 +568,8 @@ def plot_strides(results: list[dict], path: str) -> str:
     from .report import save
     vs, ks = list(results[0]["variants"]), ks_of(results[0])
     colors = dict(zip(STRIDE_GROUPS, ["#4C72B0", "#55A868", "#DD8452", "#C44E52", "#8172B2", "#937860", "#999999"]))
-    fig, axes = plt.subplots(len(vs), len(ks), figsize=(2.3 * len(ks), 2.4 * len(vs)), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(len(vs), len(ks), figsize=(2.3 * len(ks), 2.4 * len(vs) + 0.6), sharey=True, squeeze=False,
+                             layout="constrained")
     for i, v in enumerate(vs):
         for j, k in enumerate(ks):
             ax, bottom = axes[i][j], np.zeros(len(BUDGETS))
@@ -582,7 +595,7 @@ def plot_adherence(results: list[dict], path: str) -> str:
     import matplotlib.pyplot as plt
     from .report import save
     ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     for name in ms[0]:
         if name.startswith("always"):
             continue
@@ -622,6 +635,11 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
         acc_rows.append(f"| {n} | " + " | ".join(
             _ms([np.mean([jk(jk(m[n], b), k)["acc"] for k in ks]) for m in ms]) +
             f" ({np.mean([jk(jk(m[n], b), k)['tokens'] for m in ms for k in ks]):.1f})" for b in BUDGETS) + " |")
+    # right within budget (right answer and steps <= b), mean over k
+    aw_rows = [head, "|---" * (len(BUDGETS) + 1) + "|"]
+    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
+        aw_rows.append(f"| {n} | " + " | ".join(
+            _ms([np.mean([jk(jk(m[n], b), k)["acc_within"] for k in ks]) for m in ms]) for b in BUDGETS) + " |")
     # per k at equal tokens: accuracy / tokens for every method and k
     perk = ["| method | k | " + " | ".join(f"b={b}" for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 2) + "|"]
     for n in names:
@@ -695,7 +713,7 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     secs = "; ".join(f"L1-{v} {_ms([r['variants'][v]['train_seconds'] for r in results], '{:.0f}')} s"
                      for v in vs)
     cfg = results[0]["config"]
-    main = "L1-max" if "max" in vs else f"L1-{vs[0]}"
+    main = "L1-" + next((v for v in ("max+sft", "max", "exact+sft") if v in vs), vs[0])
     gain = next((f for f in fs if f["claim"].startswith(f"at equal tokens, {main} ") and "b < " in f["claim"]), None)
     ctrl = [s1_metrics(m[main], ks)["control"] for m in ms]
     headline = (f"{main}: within budget {_ms(ctrl)}, best accuracy "
@@ -718,6 +736,10 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
 {len(results)} seeds; mean tokens in brackets; chance 0.1):
 
 {chr(10).join(acc_rows)}
+
+**Right within budget** (right answer and steps ≤ b; s1 forcing is within budget by construction), mean over k:
+
+{chr(10).join(aw_rows)}
 
 **Per k** (accuracy / mean tokens, mean over seeds), to read accuracy at equal tokens:
 
@@ -764,8 +786,11 @@ GRPO ({cfg['steps']} steps, {cfg['prompts_per_step']} problems × {cfg['num_gene
 step, δ = {cfg['delta']:g}; `+sft` variants first fine-tune {cfg['sft_steps']} steps on budget-annotated outputs
 (the longest fixed format within the budget). Training time per seed: {secs}. s1 forcing forces a T chain on the
 base model and forces "A" after b steps (`tts.budget_hook`); equal tokens: each budget model's accuracy minus the
-forcing curve's (per k, interpolated at the same mean tokens). L1's code differs from its paper: Max uses
-(clip(α(b − n), −1, 1) + 1)/2 (α halved), Max starts from the Exact checkpoint, and n counts the whole response.
+forcing curve's (per k, interpolated at the same mean tokens; tokens up to the answer and </s>): a model that ignores
+its budget and writes a full chain wins that comparison by overspending, which the "right within budget" check
+does not let it do. L1's code differs
+from its paper: the length term is added only to right answers, Max uses (clip(α(b − n), −1, 1) + 1)/2 (α halved),
+Max starts from the Exact checkpoint, and n counts the whole response (budget.py's docstring has the details).
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
