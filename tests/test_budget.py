@@ -98,6 +98,9 @@ def test_stride_classifier_on_hand_written_chains():
     assert B.classify_chain(d, [5, 5]) == "wrong"
     assert B.classify_chain(d, [8, 9, 6]) == "wrong"                          # S's steps, then a wrong last one
     assert B.classify_chain([3, 5, 9, 2, 7], [8, 9, 6]) == "stride 2"         # S for odd k ends at the last digit
+    assert B.classify_chain([3, 0, 0, 5], [3]) == "truncated 1"               # a cut T chain, not one step of 4...
+    assert B.classify_chain([3, 0, 0, 5], [8]) == "stride 4"                  # ...which is the total alone
+    assert B.classify_chain([3, 0, 0], [3]) == "truncated 1"                  # the total by coincidence: known first
     assert [B.stride_group(x) for x in ("stride 1", "stride 2", "stride 5", "truncated 2", "wrong")] == \
         ["stride 1 (T)", "stride 2 (S)", "stride >= 3 (new)", "truncated", "wrong"]
 
