@@ -143,9 +143,12 @@ def cmd_sample(args):
     from .task import FORMATS, VOCAB, check_chain, format_name, parse, prompt_ids, solution
     digits = parse_digits(args.problem)
     force = None if args.force is None else [FORMATS[format_name(args.force)]]
+    if args.budget is not None and not args.checkpoint:   # the base models have no budget tokens: say so at once
+        raise UsageError("--budget needs a budget model: pass --checkpoint runs/budget/model-max-seed0 (from `reasonlab budget`)")
     model = load_or_train(args, log=lambda s: print(s, file=sys.stderr))
+    budget_model_check(model, args.budget)
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(args.seed)
-    outs = generate(model, [prompt_ids(digits)] * args.n, gen, args.temperature, force)
+    outs = generate(model, [prompt_ids(digits)] * args.n, gen, args.temperature, force, budget=args.budget)
     truth = sum(digits) % 10
     print(f"problem {' '.join(map(str, digits))}  (answer {truth})")
     for o in outs:
@@ -159,6 +162,41 @@ def cmd_sample(args):
         verdict = "right" if p["answer"] == truth else "wrong"
         print(f"= {text:<30} format {p['fmt'] or '?':<6} answer {p['answer']} {verdict}{steps}"
               + ("" if chain is None else f" | chain checks: {chain}"))
+
+
+# ---- thinking on a budget (budget.py) ----
+def budget_model_check(model, budget) -> None:
+    from .task import BUDGET_VOCAB
+    if budget is not None and model.cfg.vocab_size < len(BUDGET_VOCAB):
+        raise UsageError("--budget needs a budget model; this one has no budget tokens (train one with `reasonlab budget`)")
+
+
+def cmd_budget(args):
+    from . import budget
+    from .checkpoint import write_json, write_text
+    given = {f: getattr(args, f) for f in ("steps", "alpha", "delta", "eval_n", "sft_steps") if getattr(args, f) is not None}
+    cfg = budget.BudgetConfig(variants=tuple(args.variants), out=args.out, **{**(budget.QUICK if args.quick else {}), **given})
+    cfg.validate()
+    check_device(args.device)
+    paths = [os.path.join(args.out, f"seed{s}.json") for s in args.seeds]
+    if args.replot:
+        try:
+            results = [json.load(open(p)) for p in paths]
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--replot: cannot read the results in {args.out} ({e})") from None
+    else:
+        from .checkpoint import get_model
+        from .lab import base_cfg, base_name
+        results = []
+        for s in args.seeds:
+            base = get_model(base_name(s, args.quick), base_cfg(s, args.quick), cache=args.cache_dir,
+                             device=args.device, progress=True)
+            results.append(budget.run(cfg, s, base=base, progress=True))
+    md, head = budget.render(results, args.out)
+    write_text(os.path.join(args.out, "report.md"), md)
+    write_json(os.path.join(args.out, "findings.json"), budget.findings(results))
+    print(head)
+    print(f"report: {os.path.join(args.out, 'report.md')}")
 
 
 def cmd_rl(args):
@@ -497,7 +535,24 @@ def build_parser() -> Parser:
     p.add_argument("--force", default=None, help="force a format: A, S or T")
     p.add_argument("--temperature", type=nonneg_float, default=0.0, help="0 = greedy")
     p.add_argument("-n", type=positive(), default=1, help="number of samples")
+    p.add_argument("--budget", type=int, choices=range(0, 9), default=None, metavar="B",
+                   help="chain steps allowed, 0..8 (needs a budget model from `reasonlab budget`)")
     p.set_defaults(fn=cmd_sample)
+
+    p = sub.add_parser("budget", help="thinking on a budget: L1-Exact / L1-Max by GRPO against s1 forcing")
+    add_common(p)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--variants", nargs="+", default=["exact", "max", "exact+sft", "max+sft"],
+                   help="exact, max, exact+sft, max+sft (+sft: a supervised warm start first)")
+    p.add_argument("--steps", type=positive(), default=None, help="GRPO steps per variant (default 100)")
+    p.add_argument("--sft-steps", type=int, default=None, help="warm-start steps of +sft variants (default 300)")
+    p.add_argument("--alpha", type=positive(float), default=None, help="L1's length weight per step (default 0.25)")
+    p.add_argument("--delta", type=nonneg_float, default=None, help="L1-Max's offset (default 0.5)")
+    p.add_argument("--eval-n", type=positive(), default=None, help="test problems per k (default 100)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes and the lab's quick base model (checks the pipeline)")
+    p.add_argument("--replot", action="store_true", help="only redraw the report from --out/seed*.json")
+    p.add_argument("--out", default="runs/budget")
+    p.set_defaults(fn=cmd_budget)
 
     from .rl import ALGOS, RLConfig
     p = sub.add_parser("rl", help="RL from the base model: GRPO and its relatives (one run directory per run)")

@@ -225,4 +225,7 @@ def lab_findings(results: dict) -> list[dict]:
                           "(same loss, updates, no clip, no KL)")]
     if "adaptive" in rs:
         out += adaptive_vs_always_s(rs["adaptive"])
+    if "l1" in rs:
+        from . import budget
+        out += budget.findings(rs["l1"])
     return out

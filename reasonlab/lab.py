@@ -17,7 +17,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from . import adaptive, findings, report, star, tts
+from . import adaptive, budget, findings, report, star, tts
 from .report import load_json, pm
 from .checkpoint import CACHE_VERSION, cache_dir, cache_key, fingerprint, write_json
 from .executor import ExecConfig, Unit, UnitsFailed, cached_model, model_in_cache, run_units
@@ -27,7 +27,7 @@ from .rl import ALGOS, RLConfig, train
 from .task import FMT_NAMES
 from .train import base_cfg, base_name
 
-EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive")
+EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1")
 
 
 @dataclass
@@ -62,10 +62,19 @@ class Sizes:
     """adaptive-thinking rewards compared (see adaptive.METHODS)"""
     adaptive_eval_n: int = 300
     """greedy evaluation problems per k for adaptive thinking"""
+    l1_variants: tuple[str, ...] = ("exact", "max", "exact+sft", "max+sft")
+    """budget models trained for "thinking on a budget" (see budget.VARIANTS)"""
+    l1_steps: int = 100
+    """GRPO steps per budget model"""
+    l1_sft_steps: int = 300
+    """warm-start steps of the +sft budget models"""
+    l1_eval_n: int = 100
+    """greedy test problems per k and budget"""
 
 
 QUICK = Sizes(eval_n=40, budget_n=30, tts_n=40, tts_n_max=8, star_rounds=1, star_problems=400, star_steps=40,
-              rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30)
+              rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30,
+              l1_steps=4, l1_sft_steps=10, l1_eval_n=8)
 
 
 @dataclass
@@ -181,14 +190,20 @@ def exp_adaptive(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
             "tts": adaptive.tts_points(model, S.adaptive_eval_n)}
 
 
+def exp_l1(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
+    bc = budget.BudgetConfig(variants=tuple(S.l1_variants), steps=S.l1_steps, sft_steps=S.l1_sft_steps,
+                             eval_n=S.l1_eval_n, log_every=max(1, S.l1_steps // 5))
+    return budget.run(bc, seed, base=model, log=None, progress=True)
+
+
 RUNNERS: dict[str, Callable] = {"base": exp_base, "budgets": exp_budgets, "sampling": exp_sampling, "star": exp_star,
-                                "rl": exp_rl, "adaptive": exp_adaptive}
+                                "rl": exp_rl, "adaptive": exp_adaptive, "l1": exp_l1}
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
 SIZE_PREFIX = {"base": "eval_", "budgets": "budget_", "sampling": "tts_", "star": "star_", "rl": "rl_",
-               "adaptive": "adaptive_"}   # the Sizes fields each experiment depends on
+               "adaptive": "adaptive_", "l1": "l1_"}   # the Sizes fields each experiment depends on
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
@@ -533,8 +548,13 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
     return md, head
 
 
+def section_l1(rs: list[dict], out: str) -> tuple[str, str]:
+    md, head = budget.render(rs, out, prefix="l1")
+    return md.replace("## Thinking on a budget", "## 8. Thinking on a budget", 1), head
+
+
 SECTIONS = {"base": [section_base], "budgets": [section_budgets], "sampling": [section_sampling, section_verifiers],
-            "star": [section_star], "rl": [section_rl], "adaptive": [section_adaptive]}
+            "star": [section_star], "rl": [section_rl], "adaptive": [section_adaptive], "l1": [section_l1]}
 
 
 def write_report(out: str, results: dict, meta: dict) -> dict:

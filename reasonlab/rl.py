@@ -234,7 +234,8 @@ class Rollouts(NamedTuple):
 
 
 def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable,
-                  group_fn: Callable | None = None, step: int = 0) -> Rollouts:
+                  group_fn: Callable | None = None, step: int = 0, problem_fn: Callable = make_digits,
+                  prompt_fn: Callable = prompt_ids) -> Rollouts:
     """prompts_per_step problems x num_generations completions, verified and rewarded.
 
     With dynamic_sampling, groups whose rewards all agree are dropped and new problems drawn, at most max_resample
@@ -244,11 +245,11 @@ def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RL
     digits, outs, parsed, rewards, forced = [], [], [], [], []
     zero_std = None
     for _ in range(1 + (cfg.max_resample if cfg.dynamic_sampling else 0)):
-        d = [make_digits(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
+        d = [problem_fn(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
         n_forced = round(G * cfg.force_direct)
-        o = generate_n(policy, [prompt_ids(x) for x in d], G - n_forced, gen, cfg.temperature)
+        o = generate_n(policy, [prompt_fn(x) for x in d], G - n_forced, gen, cfg.temperature)
         if n_forced:   # the last n_forced samples of each group answer directly
-            f = generate_n(policy, [prompt_ids(x) for x in d], n_forced, gen, cfg.temperature, force=["A"])
+            f = generate_n(policy, [prompt_fn(x) for x in d], n_forced, gen, cfg.temperature, force=["A"])
             o = [row for i in range(len(d)) for row in o[i * (G - n_forced):(i + 1) * (G - n_forced)]
                  + f[i * n_forced:(i + 1) * n_forced]]
         p = [parse(x) for x in o]
@@ -361,13 +362,16 @@ class NonFiniteError(FloatingPointError):
 
 def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | None = None, run_dir: str | None = None,
           resume: bool = False, callback: Callable | None = None, log: Callable | None = print,
-          progress: bool = False, group_fn: Callable | None = None) -> list[dict]:
+          progress: bool = False, group_fn: Callable | None = None, problem_fn: Callable = make_digits,
+          prompt_fn: Callable = prompt_ids) -> list[dict]:
     """Run cfg.steps RL steps on `policy` (in place) against the frozen `ref`; returns one record per step.
 
     reward_fn(digits, parsed) -> float (default: the rule reward); group_fn(rewards (P, G), parses per group, step,
     steps) -> rewards reshapes them with the whole group in view. With run_dir: config.json, metrics.jsonl and
     a resumable checkpoint `state` (every cfg.checkpoint_every steps and at the end); resume=True continues it.
-    callback(record, policy) runs after every step, skipped ones included.
+    callback(record, policy) runs after every step, skipped ones included. problem_fn(rng, k) -> digits and
+    prompt_fn(digits) -> prompt ids replace make_digits and prompt_ids (budget.py: digits that carry a budget, and
+    its prompt).
     The same step without the bookkeeping, line by line after the spec: `naive_step` in benchmarks/rl_step.py.
     """
     cfg.validate()
@@ -393,12 +397,12 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
         # 1-2. sample and verify
-        ro = sample_groups(policy, rng, gen, cfg, reward_fn, group_fn, step)
+        ro = sample_groups(policy, rng, gen, cfg, reward_fn, group_fn, step, problem_fn, prompt_fn)
         B = len(ro.outs)
         if B == 0:  # DAPO's dynamic sampling found no group with signal: no update, but the step counts and is logged
             book.end_step(step, {"step": step + 1, "skipped": True, "frac_reward_zero_std": ro.zero_std}, policy)
             continue
-        prompts = [prompt_ids(d) for d in ro.digits for _ in range(G)]
+        prompts = [prompt_fn(d) for d in ro.digits for _ in range(G)]
         # 3. advantages
         adv = advantages(ro.rewards, cfg)                           # (P', G)
         A = adv.flatten().to(device)

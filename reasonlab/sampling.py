@@ -39,13 +39,23 @@ def _finish(seqs: torch.Tensor, start: int) -> list[list[int]]:
 
 @torch.no_grad()
 def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None = None, temperature: float = 1.0,
-             force: list[str] | None = None, max_new: int = 16) -> list[list[int]]:
+             force: list[str] | None = None, max_new: int = 16, budget: int | None = None) -> list[list[int]]:
     """Generate after each prompt (a list of ids ending with "="); returns the outputs, forced prefix included.
 
     Greedy when gen is None or temperature == 0, otherwise sampled from `gen`. `force` (e.g. ["T"]) is written
     before generation starts. An output ends at its first </s>, after max_new generated tokens, or at MAX_LEN.
     Every row is sampled at every step, so the random stream does not depend on when other rows finish.
+    `budget` (0..8 chain steps) puts the budget token in place of each prompt's "=" (task.budget_prompt_ids);
+    a model without budget tokens (budget.py trains those) raises ValueError.
     """
+    if budget is not None:
+        from .task import BUDGET0, BUDGET_VOCAB, BUDGETS
+        if model.cfg.vocab_size < len(BUDGET_VOCAB):
+            raise ValueError(f"budget={budget}: this model has no budget tokens (vocabulary {model.cfg.vocab_size} < "
+                             f"{len(BUDGET_VOCAB)}); train one with `reasonlab budget`")
+        if budget not in BUDGETS:
+            raise ValueError(f"budget {budget!r} must be an integer in {BUDGETS[0]}..{BUDGETS[-1]} (chain steps)")
+        prompts = [p[:-1] + [BUDGET0 + budget] for p in prompts]
     return generate_n(model, prompts, 1, gen, temperature, force, max_new)
 
 

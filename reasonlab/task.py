@@ -133,3 +133,22 @@ def check_chain(digits: list[int], parsed: dict) -> bool | None:
         return None
     want = [sum(digits[:i]) % 10 for i in chain_steps(len(digits), parsed["fmt"])]
     return parsed["chain"] == want and parsed["answer"] == sum(digits) % 10
+
+
+# Thinking on a budget (L1, Aggarwal & Welleck 2025, arXiv 2503.04697): the token B<b> takes the place of "=", "think
+# for b chain steps" (b = running sums written before "A", 0..K_MAX). Steps, not tokens: every output is its steps plus
+# a fixed frame (A: 3 tokens, a chain: steps + 4), so a token budget would only rename these numbers. Appended after the
+# hint tokens, so ids stay unique; only budget models (vocab_size >= len(BUDGET_VOCAB), budget.py) read them, and the
+# spec's vocabulary, prompts and cached models stay as they are. Same length and positions as the plain prompt.
+BUDGETS = tuple(range(K_MAX + 1))
+BUDGET0 = len(HINT_VOCAB)
+BUDGET_VOCAB = HINT_VOCAB + [f"B{b}" for b in BUDGETS]
+
+
+def budget_prompt_ids(digits: list[int], budget: int) -> list[int]:
+    """The prompt with "=" replaced by the budget token B<budget> (for models with BUDGET_VOCAB). At the last prompt
+    position the budget sits in the residual stream that predicts the format token: with B<b> at <s>'s place the
+    model never learned to read it (the first position is an attention sink; budget.py, tried first)."""
+    if budget not in BUDGETS:
+        raise ValueError(f"budget {budget!r} must be an integer in {BUDGETS[0]}..{BUDGETS[-1]} (chain steps)")
+    return prompt_ids(digits)[:-1] + [BUDGET0 + budget]
