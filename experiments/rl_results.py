@@ -1,12 +1,13 @@
-"""RL results for the README: GRPO vs the spec's REINFORCE (no baseline) vs Dr. GRPO, from the base model, 3 seeds.
+"""RL results: GRPO vs the spec's REINFORCE (no baseline) vs REINFORCE with a baseline vs Dr. GRPO, from the base
+model, 3 seeds: the lab's RL experiment (lab.rl_run) at other sizes, rendered by the lab's protocol (lab.render).
 
 For each algorithm and seed: the base model of that seed (cached), RL with the spec's defaults (16 problems x 8
-samples, lr 3e-5, beta 0.04, clip 0.2, 2 inner updates) unless flags say otherwise, a greedy evaluation on 100
-problems per k every --eval-every steps (time-to-solve = first evaluation with accuracy >= 0.99; seconds count
-training only), and a final greedy evaluation on 500 problems per k.
+samples, lr 3e-5, beta 0.04, clip 0.2, 2 inner updates) unless flags say otherwise, a greedy evaluation on the probe
+set every --eval-every steps (time-to-solve = first evaluation with accuracy >= 0.99; seconds count training
+only), and a final greedy evaluation on the test set.
 
-    python experiments/rl_results.py --seeds 0 1 2 --algos grpo reinforce dr_grpo --steps 200
-Writes results/rl/{summary.json, table.md, curves.png, formats_<algo>.png}.
+    python experiments/rl_results.py --seeds 0 1 2 --algos grpo reinforce reinforce_baseline dr_grpo --steps 100
+Writes results/rl/{seed<s>.json, report.md, report.html, rl/curves.png, rl/formats_<algo>.png}.
 """
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import argparse
 import json
 import os
 
-from reasonlab.checkpoint import write_json, write_text
+from reasonlab.checkpoint import write_json
+from reasonlab.cli import write_page
 from reasonlab.lab import rl_run
-from reasonlab.report import plot_format_share, plot_rl_runs, rl_table
 from reasonlab.train import base_model
 
 
@@ -28,28 +29,19 @@ def one_run(algo: str, seed: int, steps: int, every: int, lr: float | None) -> d
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--algos", nargs="+", default=["grpo", "reinforce", "dr_grpo"])
+    ap.add_argument("--algos", nargs="+", default=["grpo", "reinforce", "reinforce_baseline", "dr_grpo"])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--lr", type=float, default=None, help="override every algorithm's learning rate")
     ap.add_argument("--out", default="results/rl")
     args = ap.parse_args()
-    runs = []
-    for algo in args.algos:
-        for seed in args.seeds:
-            r = one_run(algo, seed, args.steps, args.eval_every, args.lr)
-            runs.append(r)
+    rs = []
+    for seed in args.seeds:
+        rs.append({a: one_run(a, seed, args.steps, args.eval_every, args.lr) for a in args.algos})
+        for r in rs[-1].values():
             print(json.dumps({k: v for k, v in r.items() if k not in ("hist", "curve", "share_by_k")}), flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    write_json(os.path.join(args.out, "summary.json"), [{k: v for k, v in r.items() if k != "hist"} for r in runs])
-    md = rl_table(runs)
-    write_text(os.path.join(args.out, "table.md"), md + "\n")
-    print(md)
-    plot_rl_runs({a: [r["hist"] for r in runs if r["algo"] == a] for a in args.algos}, os.path.join(args.out, "curves.png"),
-                 "RL from the base model (mean over seeds; band = min..max)")
-    for a in args.algos:
-        plot_format_share(next(r["hist"] for r in runs if r["algo"] == a), os.path.join(args.out, f"formats_{a}.png"),
-                          f"{a}, seed {args.seeds[0]}")
+        write_json(os.path.join(args.out, f"seed{seed}.json"), {"config": vars(args), "result": rs[-1]})
+    write_page(args.out, "RL results", ["rl"], rs)
 
 
 if __name__ == "__main__":

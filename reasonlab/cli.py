@@ -250,8 +250,8 @@ def cmd_rl(args):
 
 def cmd_tts(args):
     from . import tts
-    from .checkpoint import write_json, write_text
-    from .report import load_json, plot_budgets, plot_tts_frontier, plot_tts_per_k, plot_tts_vs_n, tts_table
+    from .checkpoint import write_json
+    from .report import load_json
     formats = args.formats
     for f in formats:
         if f not in tts.FORCE:
@@ -271,40 +271,28 @@ def cmd_tts(args):
                       budgets=not args.no_budgets)
         os.makedirs(args.out, exist_ok=True)
         write_json(os.path.join(args.out, "results.json"), res)
-    table = tts_table(res)
-    write_text(os.path.join(args.out, "table.md"), table + "\n")
-    plot_tts_vs_n(res, os.path.join(args.out, "acc_vs_n.png"))
-    plot_tts_frontier(res, os.path.join(args.out, "frontier.png"))
-    plot_tts_per_k(res, os.path.join(args.out, "per_k.png"))
-    if "budgets" in res:
-        plot_budgets(res, os.path.join(args.out, "budgets.png"))
-    print(table)
-    print(f"grid {res['timing']['grid']:.1f}s, total {time.perf_counter() - t0:.1f}s; wrote {args.out}/")
+    write_page(args.out, "reasonlab tts", ["budgets", "sampling"] if "budgets" in res else ["sampling"], [res])
+    print(f"grid {res['timing']['grid']:.1f}s, total {time.perf_counter() - t0:.1f}s; wrote {args.out}/report.md")
 
 
 def cmd_adaptive(args):
     from . import adaptive
     from .checkpoint import write_json
-    from .report import load_json
     from .train import base_model
     args.methods = args.methods or list(adaptive.METHODS)
     for m in args.methods:
         if m not in adaptive.METHODS:
             raise UsageError(f"unknown method {m!r}: choose from {', '.join(adaptive.METHODS)}")
-    if args.replot:   # redraw the table and plots of an earlier run from its summary.json
-        try:
-            summary = load_json(os.path.join(args.out, "summary.json"))
-        except (OSError, ValueError) as e:
-            raise UsageError(f"--replot: cannot read {args.out}/summary.json ({e})") from None
-        write_adaptive(summary, args.out)
+    if args.replot:   # redraw the report of an earlier run from its per-seed results
+        write_page(args.out, "reasonlab adaptive", ["adaptive"], load_seeds(args.out, args.seeds))
         return
     device = check_device(args.device)
-    runs, bases = [], []
+    rs = []
     t0 = time.perf_counter()
-    for seed in args.seeds:
+    for seed in args.seeds:    # per seed: the lab's adaptive result (methods, fixed formats, TTS points: one set)
         base = base_model(seed, cache=args.cache_dir, device=device, progress=True)
-        bases.append(base)
         ref_acc = adaptive.reference_accuracy(base)
+        runs = []
         for m in args.methods:
             r = adaptive.run_method(base, m, seed, steps=args.steps, lr=args.lr, n_eval=args.n_eval, ref_acc=ref_acc,
                                     beta=args.beta)
@@ -312,30 +300,36 @@ def cmd_adaptive(args):
             a_share = " ".join(f"{v['direct']:.2f}" for v in r["share_by_k"].values())
             print(f"  seed {seed} {m:<11} acc {r['acc']:.3f} tokens {r['tokens']:.2f} A-share by k {a_share} "
                   f"({r['seconds']:.0f}s)", flush=True)
-    fixed = adaptive.fixed_points(bases, args.n_eval)
-    ttsp = adaptive.tts_points(bases[0])
-    summary = {"methods": adaptive.summarize(runs, fixed), "fixed": fixed, "tts": ttsp, "seeds": args.seeds,
-               "steps": args.steps, "lr": args.lr, "beta": args.beta}
-    os.makedirs(args.out, exist_ok=True)
-    write_json(os.path.join(args.out, "summary.json"), {**summary, "runs": runs})
-    write_adaptive(summary, args.out)
-    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
+        rs.append({"runs": runs, "fixed": adaptive.fixed_points([base], args.n_eval),
+                   "tts": adaptive.tts_points(base, args.n_eval)})
+        write_json(os.path.join(args.out, f"seed{seed}.json"), {"config": {k: getattr(args, k) for k in (
+            "steps", "lr", "beta", "n_eval", "methods")}, "result": rs[-1]})
+    write_page(args.out, "reasonlab adaptive", ["adaptive"], rs)
+    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/report.md")
 
 
-def write_adaptive(summary: dict, out: str) -> None:
-    from .checkpoint import write_text
-    from .report import adaptive_table, plot_adaptive_frontier, plot_adaptive_heatmap
-    plot_adaptive_heatmap(summary, os.path.join(out, "heatmap.png"))
-    plot_adaptive_frontier(summary, os.path.join(out, "frontier.png"))
-    md = adaptive_table(summary)
-    write_text(os.path.join(out, "table.md"), md + "\n")
-    print(md)
+def load_seeds(out: str, seeds) -> list[dict]:
+    """The per-seed results a command wrote (<out>/seed<s>.json), for --replot."""
+    from .report import load_json
+    try:
+        return [load_json(os.path.join(out, f"seed{s}.json"))["result"] for s in seeds]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"--replot: cannot read the per-seed results in {out} ({e})") from None
+
+
+def write_page(out: str, title: str, exps: list[str], rs: list[dict]) -> None:
+    """A command's report: its experiments' sections, rendered by the lab's protocol (lab.render), as
+    <out>/report.md and a self-contained report.html; the headlines go to the console."""
+    from . import lab, report
+    secs = [sec for exp in exps for sec in lab.render(exp, rs, out)]
+    report.write_report(out, f"# {title}\n\n" + "\n".join(md for md, _ in secs), title)
+    for md, head in secs:
+        print(f"{md.splitlines()[0][3:]}: {head}")
 
 
 def cmd_star(args):
     from . import star
-    from .checkpoint import get_model, write_json, write_text
-    from .report import plot_star, star_table
+    from .checkpoint import get_model, write_json
     from .train import base_cfg, base_name
     device = check_device(args.device)
     few = args.start == "few-chains"
@@ -363,11 +357,9 @@ def cmd_star(args):
             runs.setdefault(vname, []).append(star.run(base, name, cfg, cache=args.cache_dir))
             os.makedirs(args.out, exist_ok=True)
             write_json(os.path.join(args.out, "runs.json"), runs)     # after every run: a crash loses one run
-    plot_star(runs, os.path.join(args.out, "star.png"))
-    md = star_table(runs)
-    write_text(os.path.join(args.out, "table.md"), md + "\n")
-    print(md)
-    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/")
+    # per seed: {variant: rounds}, the lab's STaR result
+    write_page(args.out, "reasonlab star", ["star"], [{v: runs[v][i] for v in runs} for i in range(len(args.seeds))])
+    print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/report.md")
 
 
 def cmd_lab(args):
@@ -576,7 +568,7 @@ def build_parser() -> Parser:
     p.add_argument("--n-max", type=positive(), default=64, help="samples per problem in the pool (1, 2, 4, ..., 64)")
     p.add_argument("--formats", nargs="+", default=["A", "S", "T"], help="A S T free")
     p.add_argument("--no-budgets", action="store_true", help="skip the budget-forcing sweep")
-    p.add_argument("--replot", action="store_true", help="only redraw the table and plots from --out/results.json")
+    p.add_argument("--replot", action="store_true", help="only redraw the report from --out/results.json")
     p.add_argument("--out", default="runs/tts")
     p.set_defaults(fn=cmd_tts)
 
@@ -589,7 +581,7 @@ def build_parser() -> Parser:
     p.add_argument("--beta", type=nonneg_float, default=0.04, help="KL weight to the base model (0: none)")
     p.add_argument("--n-eval", type=positive(), default=300, help="greedy evaluation problems per k")
     p.add_argument("--out", default="runs/adaptive")
-    p.add_argument("--replot", action="store_true", help="only redraw the table and plots from --out/summary.json")
+    p.add_argument("--replot", action="store_true", help="only redraw the report from --out/seed<s>.json")
     p.set_defaults(fn=cmd_adaptive)
 
     p = sub.add_parser("star", help="STaR self-improvement: sample, verify, fine-tune, round after round")

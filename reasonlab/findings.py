@@ -121,6 +121,8 @@ def chains_beat_direct(base: list[dict]) -> dict:
 def voting_cannot_rescue_direct(sampling: list[dict], margin: float = 0.05) -> dict:
     """Voting over N direct answers gains less than `margin` over the greedy direct answer."""
     n = sampling[0]["n_max"]
+    if "A" not in sampling[0]["curves"]:
+        return missing("3 sampling", "Voting cannot rescue direct answers", "needs the A (direct) pool")
     gain = [r["curves"]["A"]["maj"][n]["acc"] - r["curves"]["A"]["greedy"]["acc"] for r in sampling]
     return seed_check("3 sampling", f"Voting cannot rescue direct answers: maj@{n} of A gains less than {margin} "
                       "over greedy A", f"acc(A maj@{n}) - acc(A greedy)", gain, margin, test=at_most)

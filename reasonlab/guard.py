@@ -134,7 +134,8 @@ def _paths(args) -> None:
         if cmd == "tts" and args.replot:
             regular_file(os.path.join(out, "results.json"), "--replot: results file")
         if cmd == "adaptive" and args.replot:
-            regular_file(os.path.join(out, "summary.json"), "--replot: summary file")
+            for seed in args.seeds:
+                regular_file(os.path.join(out, f"seed{seed}.json"), "--replot: per-seed results file")
         writable_dir(out, "--out")
     if cmd == "rl" and args.run_dir is not None:
         writable_dir(args.run_dir, "--run-dir")

@@ -13,7 +13,7 @@ import json
 import os
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Literal
+from typing import Callable, Literal, NamedTuple
 
 import numpy as np
 
@@ -196,8 +196,6 @@ def exp_l1(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     return budget.run(bc, seed, base=model, log=None, progress=True)
 
 
-RUNNERS: dict[str, Callable] = {"base": exp_base, "budgets": exp_budgets, "sampling": exp_sampling, "star": exp_star,
-                                "rl": exp_rl, "adaptive": exp_adaptive, "l1": exp_l1}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -226,7 +224,7 @@ def lab_unit(cfg: LabConfig, exp: str, seed: int) -> dict:
     """One (experiment, seed) unit: the seed's base model from the cache (memoized per process), then the experiment."""
     model = cached_model(base_name(seed, cfg.quick), base_cfg(seed, cfg.quick), cache=cfg.cache, device=cfg.device,
                          progress=True)
-    return RUNNERS[exp](model, cfg.sizes, seed, cfg)
+    return PROTOCOL[exp].run(model, cfg.sizes, seed, cfg)
 
 
 def run(cfg: LabConfig, log: Callable = print) -> dict:
@@ -378,6 +376,7 @@ uncapped at {t[-1]['budget']} steps.
 
 def section_sampling(rs: list[dict], out: str) -> tuple[str, str]:
     report.plot_tts_vs_n(rs[0], os.path.join(out, "sampling", "acc_vs_n.png"))
+    report.plot_tts_per_k(rs[0], os.path.join(out, "sampling", "per_k.png"))
     n = rs[0]["n_max"]
     rows = ["| format | greedy | maj@1 | maj@8 | maj@" + str(n) + " | pass@" + str(n) + " (oracle) | tokens@" + str(n) + " |",
             "|---|---|---|---|---|---|---|"]
@@ -388,8 +387,15 @@ def section_sampling(rs: list[dict], out: str) -> tuple[str, str]:
                     f"{pm(acc('maj', min(8, n)))} | {pm(acc('maj', n))} | {pm(acc('pass', n))} | "
                     f"{np.mean([r['curves'][f]['tokens'][n] for r in rs]):.0f} |")
     rows.append(f"| chance | {' | '.join(f'{tts.chance(m, n):.3f}' for m in ('maj', 'maj', 'maj', 'maj', 'pass'))} | |")
-    a_maj = pm([r["curves"]["A"]["maj"][n]["acc"] for r in rs])
-    head = f"A maj@{n} {a_maj} vs greedy A {pm([r['curves']['A']['greedy']['acc'] for r in rs])}"
+    fmts = rs[0]["formats"]
+    if "A" in fmts:
+        head = f"A maj@{n} {pm([r['curves']['A']['maj'][n]['acc'] for r in rs])} vs greedy A " \
+               f"{pm([r['curves']['A']['greedy']['acc'] for r in rs])}"
+        direct = (f"pass@{n} of direct answers is {pm([r['curves']['A']['pass'][n]['acc'] for r in rs])} where "
+                  f"guessing gives {tts.chance('pass', n):.3f}.")
+    else:
+        head, direct = f"{fmts[0]} maj@{n} {pm([r['curves'][fmts[0]]['maj'][n]['acc'] for r in rs])}", ""
+    greedy = "; ".join(f"greedy {f} {pm([r['curves'][f]['greedy']['acc'] for r in rs])}" for f in fmts)
     md = f"""## 3. Sampling more: voting
 
 > **Question.** Instead of thinking, sample N direct answers and take the majority. Does voting buy what a chain
@@ -397,14 +403,14 @@ def section_sampling(rs: list[dict], out: str) -> tuple[str, str]:
 
 ![accuracy against N](sampling/acc_vs_n.png)
 
+![per k](sampling/per_k.png)
+
 {chr(10).join(rows)}
 
 {rs[0]['n_per_k']} problems per k, N up to {n} samples at temperature 1, mean ± std over seeds (the picture: first
 seed, 95 % bootstrap bands over problems; grey: chance for one answer and for pass@N, 1 − 0.9^N).
-{findings.verdict_line(findings.voting_cannot_rescue_direct(rs))} pass@{n} of direct answers is
-{pm(acc('pass', n))} where guessing gives {tts.chance('pass', n):.3f}; greedy S is {pm([r['curves']['S']['greedy']['acc'] for r in rs])}
-where S is run. Whether voting helps chains that err is measured on the erring thinker (section "Verifiers and
-search").
+{findings.verdict_line(findings.voting_cannot_rescue_direct(rs))} {direct} For comparison: {greedy}. Whether
+voting helps chains that err is measured on the erring thinker (section "Verifiers and search").
 
 *Papers:* self-consistency (Wang et al. 2022, arXiv 2203.11171); pass@k (Chen et al. 2021, arXiv 2107.03374);
 repeated sampling (Brown et al. 2024, arXiv 2407.21787).
@@ -553,18 +559,42 @@ def section_l1(rs: list[dict], out: str) -> tuple[str, str]:
     return md.replace("## Thinking on a budget", "## 8. Thinking on a budget", 1), head
 
 
-SECTIONS = {"base": [section_base], "budgets": [section_budgets], "sampling": [section_sampling, section_verifiers],
-            "star": [section_star], "rl": [section_rl], "adaptive": [section_adaptive], "l1": [section_l1]}
+class Experiment(NamedTuple):
+    """The one experiment protocol. run(base model, sizes, seed, lab config) -> a JSON-able result for one seed;
+    render(results over seeds, out) -> the report's sections [(markdown, headline)], writing their plots under out.
+    The lab, the CLI commands (`reasonlab tts`, `star`, `adaptive`, their --replot) and experiments/ call these
+    two; nothing else renders results."""
+    run: Callable
+    render: Callable
+
+
+def sections(*builders) -> Callable:
+    return lambda rs, out: [b(rs, out) for b in builders]
+
+
+PROTOCOL: dict[str, Experiment] = {
+    "base": Experiment(exp_base, sections(section_base)),
+    "budgets": Experiment(exp_budgets, sections(section_budgets)),
+    "sampling": Experiment(exp_sampling, sections(section_sampling, section_verifiers)),
+    "star": Experiment(exp_star, sections(section_star)),
+    "rl": Experiment(exp_rl, sections(section_rl)),
+    "adaptive": Experiment(exp_adaptive, sections(section_adaptive)),
+    "l1": Experiment(exp_l1, sections(section_l1)),
+}
+
+
+def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
+    """One experiment's sections from its per-seed results (the lab's report, and each CLI command's)."""
+    return PROTOCOL[exp].render(results, out)
 
 
 def write_report(out: str, results: dict, meta: dict) -> dict:
     """Build every section with results, the headline table on top; write report.md and report.html."""
     parts, heads = [], []
-    for exp, builders in SECTIONS.items():
+    for exp in PROTOCOL:
         if exp not in results:
             continue
-        for b in builders:
-            md, head = b(results[exp]["results"], out)
+        for md, head in render(exp, results[exp]["results"], out):
             parts.append(md)
             heads.append(f"| {md.splitlines()[0][3:]} | {head} | {sum(results[exp]['seconds']):.0f} s |")
     fs = findings.lab_findings(results)

@@ -242,40 +242,6 @@ def plot_budgets(res: dict, path: str) -> str:
     return save(fig, path)
 
 
-def tts_table(res: dict, Ns=(1, 8, 64)) -> str:
-    """Headline markdown table: greedy, maj@N, best-of-N (verifier), pass@N per format at N = 1, 8, 64, with CIs."""
-    Ns = tuple(n for n in Ns if n <= res["n_max"])
-
-    def cell(c):
-        return f"{c['acc']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
-    head = "| format | greedy | " + " | ".join(f"{m}@{n}" for m in ("maj", "verifier", "pass") for n in Ns) + f" | tokens@1 / @{Ns[-1]} |"
-    rows = [head, "|" + "---|" * (3 + 3 * len(Ns))]
-    for f in res["formats"]:
-        c = res["curves"][f]
-        t1, tn = c["tokens"][1], c["tokens"][Ns[-1]]
-        rows.append(f"| {f} | {cell(c['greedy'])} | " + " | ".join(cell(c[m][n]) for m in ("maj", "verifier", "pass") for n in Ns)
-                    + f" | {t1:.1f} / {tn:.0f} |")
-    rows.append("\nChance: 0.1 for one answer; pass@N 0.1 / 0.570 / 0.999 at N = 1 / 8 / 64. 95 % bootstrap intervals over problems.")
-    fr = [t for t in res["frontier"]["targets"] if t.get("reachable")]
-    if fr:
-        rows.append("\n| target accuracy | compute-optimal per k: accuracy, tokens | best fixed strategy: accuracy, tokens | fixed / optimal tokens |")
-        rows.append("|---|---|---|---|")
-        for t in fr:
-            rows.append(f"| {t['target']} | {t['adaptive']['acc']:.3f}, {t['adaptive']['tokens']:.2f} | {t['fixed']['acc']:.3f}, "
-                        f"{t['fixed']['tokens']:.2f} ({t['fixed']['strategy']}) | {t['ratio']:.2f}× |")
-    if res.get("budgets"):
-        rows.append("\nBudget forcing, greedy: requested chain budget b (at most / at least b steps), chain steps produced, accuracy.")
-        rows.append("\n| format | budget | b | produced chain steps | accuracy [95 % CI] | tokens |")
-        rows.append("|---|---|---|---|---|---|")
-        for b in res["budgets"]:
-            rows.append(f"| {b['format']} | {'at most' if b['kind'] == 'max' else 'at least'} | {b['budget']} | "
-                        f"{b['thinking_tokens']:.2f} | {b['acc']:.3f} [{b['lo']:.3f}, {b['hi']:.3f}] | {b['tokens']:.2f} |")
-    return "\n".join(rows)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Adaptive thinking.
-
 def plot_adaptive_heatmap(summary: dict, path: str) -> str:
     """Format share by k for each method: one row per method, colour = share of direct answers; the cell text
     gives A/S/T shares."""

@@ -276,8 +276,8 @@ def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
 
 def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"), seed: int = 0,
         budgets: bool = True, log=print) -> dict:
-    """The whole test-time-compute grid. Returns a JSON-able dict (report.plot_tts_vs_n, plot_tts_frontier,
-    plot_tts_per_k, plot_budgets and tts_table draw it)."""
+    """The whole test-time-compute grid. Returns a JSON-able dict, the lab's "sampling" result (with budgets, also
+    its "budgets" result): lab.render draws it."""
     import time
     from .evaluate import problems_per_k
     # one problem set for the whole grid: half from the validation side of the problem space, half from the test

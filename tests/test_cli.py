@@ -102,8 +102,12 @@ def test_rl_bad_input(ckpt, tmp_path, extra, msg, capsys):
 def test_tts_end_to_end_small(ckpt, tmp_path, capsys):
     out = tmp_path / "tts"
     assert main(["tts", "--checkpoint", ckpt, "--n-per-k", "6", "--n-max", "4", "--out", str(out)]) == 0
-    for f in ("results.json", "table.md", "acc_vs_n.png", "frontier.png", "per_k.png", "budgets.png"):
+    # rendered by the lab's protocol (lab.render): the same sections as the lab's report
+    for f in ("results.json", "report.md", "report.html", "sampling/acc_vs_n.png", "sampling/frontier.png",
+              "sampling/per_k.png", "budgets/budgets.png"):
         assert (out / f).exists(), f
+    md = (out / "report.md").read_text()
+    assert "## 2. Thinking longer" in md and "## 3. Sampling more" in md and "## 4. Verifiers" in md
     data = json.loads((out / "results.json").read_text())
     assert set(data["curves"]) == {"A", "S", "T"} and "maj" in data["curves"]["A"]
 

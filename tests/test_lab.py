@@ -85,3 +85,23 @@ def test_lab_cli_bad_input(capsys):
     assert main(["lab", "--only", "nothing"]) == 2
     assert "unknown experiment 'nothing'" in capsys.readouterr().err
     assert main(["lab", "--report-only", "--out", "/nonexistent/lab"]) == 2
+
+
+def test_rendering_saved_results_is_byte_identical(quick_lab, tmp_path):
+    """The report is a function of the saved results: rendered twice from the files, every file is the same."""
+    import filecmp
+    cfg, _, _ = quick_lab
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        shutil.copytree(cfg.out, out)
+        for f in out.rglob("*"):
+            if f.suffix in (".png", ".md", ".html") or f.name == "findings.json":
+                f.unlink()
+        results = lab.load_results(str(out), (0,))
+        lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0})
+        outs.append(out)
+    rendered = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.suffix in (".png", ".md", ".html", ".json"))
+    assert any(str(p) == "report.html" for p in rendered) and any(p.suffix == ".png" for p in rendered)
+    for p in rendered:
+        assert filecmp.cmp(outs[0] / p, outs[1] / p, shallow=False), p

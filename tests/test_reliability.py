@@ -350,7 +350,8 @@ def test_full_disk_while_saving_a_plot_leaves_no_temp_file(tmp_path, monkeypatch
 
 def test_replot_of_a_file_with_the_wrong_schema_is_exit_2(tmp_path, capsys):
     (tmp_path / "results.json").write_text('{"grid": 1}')
-    (tmp_path / "summary.json").write_text('[1, 2]')
+    for seed in (0, 1, 2):                      # adaptive --replot reads the per-seed results
+        (tmp_path / f"seed{seed}.json").write_text('[1, 2]')
     assert "--replot" in one_line_error(capsys, 2, main(["tts", "--replot", "--out", str(tmp_path)]))
     assert "--replot" in one_line_error(capsys, 2, main(["adaptive", "--replot", "--out", str(tmp_path)]))
 
