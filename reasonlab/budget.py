@@ -711,11 +711,11 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     for v in vs:
         for i in (0, len(results[0]["variants"][v]["logs"]) // 2, -1):
             lg = [r["variants"][v]["logs"][i] for r in results]
+            def at(b, key):   # a short log window may have drawn no prompt with budget b: "–"
+                xs = [c[key] for c in (l["by_budget"].get(b, l["by_budget"].get(str(b))) for l in lg) if c]
+                return f"{np.mean(xs):.2f}" if xs else "–"
             tl.append(f"| L1-{v} | {lg[0]['step']} | " + " | ".join(
-                f"{np.mean([jk(l['by_budget'], b)['within'] for l in lg]):.2f} / "
-                f"{np.mean([jk(l['by_budget'], b)['abs_err'] for l in lg]):.2f} / "
-                f"{np.mean([jk(l['by_budget'], b)['acc'] for l in lg]):.2f} / "
-                f"{np.mean([jk(l['by_budget'], b)['tokens'] for l in lg]):.1f}" for b in BUDGETS) + " |")
+                " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS) + " |")
     fs = findings(results)
     f_lines = "\n".join(f"- **{f['verdict']}**: {f['claim']}. Mean {f['mean']:+.3f}, 95 % CI [{f['ci'][0]:+.3f}, "
                         f"{f['ci'][1]:+.3f}] (t over {len(f['per_seed'])} seeds; per seed {f['per_seed']}), "
