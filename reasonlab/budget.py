@@ -804,6 +804,6 @@ Max starts from the Exact checkpoint, and n counts the whole response (budget.py
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
---budget 1 --checkpoint runs/budget/model-max-seed0` (a model the CLI saved).
+--budget 1 --checkpoint runs/budget/model-max-sft-seed0` (a model the CLI saved).
 """
     return md, headline
