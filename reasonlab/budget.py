@@ -691,11 +691,11 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     for v in vs:
         for i in (0, len(results[0]["variants"][v]["logs"]) // 2, -1):
             lg = [r["variants"][v]["logs"][i] for r in results]
+            def at(b, key):   # a short log window may have drawn no prompt with budget b: "–"
+                xs = [c[key] for c in (l["by_budget"].get(b, l["by_budget"].get(str(b))) for l in lg) if c]
+                return f"{np.mean(xs):.2f}" if xs else "–"
             tl.append(f"| L1-{v} | {lg[0]['step']} | " + " | ".join(
-                f"{np.mean([jk(l['by_budget'], b)['within'] for l in lg]):.2f} / "
-                f"{np.mean([jk(l['by_budget'], b)['abs_err'] for l in lg]):.2f} / "
-                f"{np.mean([jk(l['by_budget'], b)['acc'] for l in lg]):.2f} / "
-                f"{np.mean([jk(l['by_budget'], b)['tokens'] for l in lg]):.1f}" for b in BUDGETS) + " |")
+                " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS) + " |")
     fs = findings(results)
     f_lines = F.table(fs)
     secs = "; ".join(f"L1-{v} {_ms([r['variants'][v]['train_seconds'] for r in results], '{:.0f}')} s"
@@ -782,6 +782,6 @@ Max starts from the Exact checkpoint, and n counts the whole response (budget.py
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
---budget 1 --checkpoint runs/budget/model-max-seed0` (a model the CLI saved).
+--budget 1 --checkpoint runs/budget/model-max-sft-seed0` (a model the CLI saved).
 """
     return md, headline
