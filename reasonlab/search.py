@@ -104,7 +104,7 @@ def _advance(model: GPT, cache: KVCache, node: torch.Tensor, tok: torch.Tensor):
 
 def _finish(model: GPT, cache: KVCache, node: torch.Tensor, first: torch.Tensor, gen, temperature: float,
             room: int) -> list[list[int]]:
-    """Rows that wrote the answer marker `first` ("A"): decode each on to </s> (at most `room` tokens in all) from
+    """Rows that wrote the answer marker `first` ("A", or a token that breaks the chain): decode each on to </s> (at most `room` tokens in all) from
     its prefix's cache row, sharing rows while they agree. Returns each row's new tokens, `first` included."""
     out = [[int(t)] for t in first.tolist()]
     done = first == EOS
@@ -155,7 +155,9 @@ def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees:
         tl = tok.tolist()
         room = MAX_LEN - seq.shape[1] - (len(b_toks[0]) - 1)              # tokens left after this one, plus one
         is_digit = [DIGIT0 <= t < DIGIT0 + 10 for t in tl]
-        ans_rows = [i for i, t in enumerate(tl) if t == A_TOK and room > 1]
+        # the answer marker ends the chain: decode on to </s>; so does anything else that is not a digit (a broken
+        # template is written out as a sampler would write it, and scored as it stands)
+        ans_rows = [i for i, t in enumerate(tl) if not is_digit[i] and t != EOS and room > 1]
         tails = {}
         if ans_rows:
             idx = torch.tensor(ans_rows, device=device)
@@ -240,9 +242,14 @@ def pool_of(problems, outputs: list[list[list[int]]]) -> tts.Pool:
                     np.zeros(ans.shape))
 
 
+def pick_best(scores: np.ndarray, N: int) -> np.ndarray:
+    """(P,) column of the highest-scored of the first N samples (ties: the first)."""
+    return scores[:, :N].argmax(1)
+
+
 def best_of_n(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
-    """1.0 where the highest-scored of the first N samples is right (ties: the first)."""
-    pick = scores[:, :N].argmax(1)
+    """1.0 where the highest-scored of the first N samples is right."""
+    pick = pick_best(scores, N)
     return pool.correct[np.arange(len(pick)), pick].astype(float)
 
 
