@@ -132,3 +132,19 @@ def test_verifier_cache_round_trip(tmp_path):
     outs = [w("S 8 9 6 A 6 </s>"), w("T 3 8")]
     assert np.allclose(v1.score([D] * 2, outs), v2.score([D] * 2, outs))
     assert v2.meta["kind"] == "prm" and v2.meta["n_outputs"] == 7 * 3
+
+
+def test_erring_recipe_is_the_base_recipe_with_a_stop_rule_and_is_deterministic():
+    from reasonlab.train import BASE_CFG, ERR_CFG, pretrain
+    assert ERR_CFG["phases"] == BASE_CFG["phases"] and ERR_CFG["lr"] == BASE_CFG["lr"]
+    assert ERR_CFG["stop"]["format"] == "S" and 0 < ERR_CFG["stop"]["acc"] < 1
+    # a stop rule that fires at once ends training at the first check; the same cfg gives the same weights
+    cfg = {"seed": 3, "lr": 3e-3, "phases": [[[0.0, 0.5, 0.5], 12, 2, [2, 8]]],
+           "stop": {"format": "S", "k": 2, "acc": 0.0, "every": 4, "n": 4, "probe_seed": 1}}
+    a, b = pretrain(cfg), pretrain(cfg)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    full = pretrain(dict(cfg, stop=dict(cfg["stop"], acc=1.01)))          # never fires: the whole phase runs
+    five = pretrain(dict(cfg, phases=[[[0.0, 0.5, 0.5], 12, 2, [2, 8]]], stop=None), callback=lambda s, m: s >= 4,
+                    every=4)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), five.state_dict().values()))
+    assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), full.state_dict().values()))
