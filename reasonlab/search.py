@@ -263,9 +263,9 @@ def weighted(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
 
 @dataclass
 class SearchConfig:
-    thinker: Literal["err", "base", "quick"] = "err"
-    """the generator: the erring thinker (train.ERR_CFG), the standard base model (the contrast), or the lab's quick
-    base model (half the recipe: its S chains err; for tests and quick runs)"""
+    thinker: Literal["erring", "base", "quick"] = "erring"
+    """the generator: the erring thinker (train.get_erring_model), the standard base model (the contrast), or the
+    lab's quick base model (half the recipe: its S chains err; for tests and quick runs)"""
     force: Literal["S", "T"] = "S"
     """the chain format every method writes (forced as the first token)"""
     n_val: int = 50
@@ -293,8 +293,8 @@ class SearchConfig:
 
     def validate(self) -> None:
         from .verifier import KINDS
-        if self.thinker not in ("err", "base", "quick"):
-            raise ValueError(f"invalid thinker {self.thinker!r}: use err, base or quick")
+        if self.thinker not in ("erring", "base", "quick"):
+            raise ValueError(f"invalid thinker {self.thinker!r}: use erring, base or quick")
         if self.force not in ("S", "T"):
             raise ValueError(f"invalid search format {self.force!r}: use S or T (a chain to search over)")
         if self.n_max not in NS:
@@ -350,9 +350,9 @@ def thinker_model(kind: str, seed: int, cache: str | None = None, device: str = 
         from .lab import base_name, quick_base_cfg
         return get_model(base_name(seed, True), quick_base_cfg(seed), cache=cache, device=device, log=log)
     from . import train
-    if not hasattr(train, "ERR_CFG"):
-        raise ValueError("the erring thinker's recipe (train.ERR_CFG) is not available: use --thinker base or quick")
-    return get_model(f"err-seed{seed}", dict(train.ERR_CFG, seed=seed), cache=cache, device=device, log=log)
+    if not hasattr(train, "get_erring_model"):
+        raise ValueError("the erring thinker (train.get_erring_model) is not available: use --thinker base or quick")
+    return train.get_erring_model(seed, cache=cache, device=device, log=log)
 
 
 def _bits(x) -> str:
@@ -631,3 +631,172 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
                     "statistic": "token ratio", "value": None, "ci95": None, "per_seed": [], "threshold": ">1",
                     "verdict": "inconclusive", "note": "no accuracy target reached at every k by a single strategy in every seed"})
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The report: plots, tables, findings.
+
+METHOD_COLOR = {"greedy": "k", "majority": "#555555", "bon": "#4C72B0", "weighted": "#DD8452", "beam": "#55A868",
+                "dvts": "#C44E52"}
+VER_STYLE = {"prm": "-", "oracle": ":", "orm": "--", "prm-mc": "-.", None: "-"}
+
+
+def curve(results: list[dict], name: str, x: str = "N", k: int | None = None):
+    """Per N: x (N, mean FLOPs or tokens over seeds) and test accuracy mean and std over seeds."""
+    Ns = sorted(int(n) for n in results[0]["strategies"][name]["test"])
+    xs, m, s = [], [], []
+    for N in Ns:
+        per = [per_problem(r, name, N, k=k) for r in results]
+        acc = [p[0].mean() for p in per]
+        xv = {"N": N, "flops": np.mean([p[3].mean() for p in per]), "gen": np.mean([p[1].mean() for p in per]),
+              "ver": np.mean([p[2].mean() for p in per])}[x]
+        xs.append(xv)
+        m.append(float(np.mean(acc)))
+        s.append(float(np.std(acc, ddof=1)) if len(acc) > 1 else 0.0)
+    return np.array(xs), np.array(m), np.array(s)
+
+
+def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
+    """Test accuracy against N (or FLOPs) for every strategy; one panel for all k, then one per k; band = ± std
+    over seeds; grey: chance (0.1)."""
+    from .report import plt, save
+    ks = sorted(set(results[0]["k"]["test"]))
+    panels = [None] + ks
+    cols = 4
+    fig, axes = plt.subplots((len(panels) + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.3 * ((len(panels) + cols - 1) // cols)),
+                             sharey=True, squeeze=False)
+    names = list(results[0]["strategies"])
+    for ax, k in zip(axes.flat, panels):
+        for name in names:
+            meth, _, ver = name.partition("/")
+            xs, m, s = curve(results, name, x, k)
+            if name == "greedy":
+                ax.axhline(m[0], color="k", lw=1, label="greedy")
+                continue
+            line, = ax.plot(xs, m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o", ms=2,
+                            label=name)
+            ax.fill_between(xs, m - s, m + s, color=line.get_color(), alpha=0.12)
+        ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+        ax.set_xscale("log", base=2 if x == "N" else 10)
+        ax.set_title("all k" if k is None else f"k = {k}", fontsize=9)
+        ax.set_xlabel({"N": "N (samples / beams)", "flops": "FLOPs per problem (generator + verifier)"}[x], fontsize=8)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    axes[0, 0].set_ylabel("test accuracy")
+    axes[0, 0].legend(fontsize=5.5, ncol=2, loc="lower right")
+    r0 = results[0]["config"]
+    fig.suptitle(f"{r0['thinker']} thinker, forced {r0['force']}, M = {r0['width']}, {len(results)} seed(s); "
+                 f"solid: learned PRM, dotted: oracle, dashed: ORM, dash-dot: Math-Shepherd PRM", fontsize=9)
+    return save(fig, path)
+
+
+def plot_tokens(results: list[dict], path: str) -> str:
+    """All k: test accuracy against generated tokens and against verifier tokens per problem."""
+    from .report import plt, save
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, x in zip(axes, ("gen", "ver")):
+        for name in results[0]["strategies"]:
+            meth, _, ver = name.partition("/")
+            if x == "ver" and not ver:
+                continue
+            xs, m, _ = curve(results, name, x)
+            ax.plot(np.maximum(xs, 1), m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o",
+                    ms=2, label=name)
+        ax.axhline(0.1, color="grey", ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel({"gen": "generated tokens per problem", "ver": "verifier tokens per problem"}[x])
+    axes[0].set_ylabel("test accuracy (all k)")
+    axes[1].legend(fontsize=6, ncol=2)
+    return save(fig, path)
+
+
+def table(results: list[dict], Ns=(1, 4, 16, 64)) -> str:
+    """Test accuracy (mean ± std over seeds) per strategy at a few N, with compute at the largest."""
+    from .report import pm
+    nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
+    Ns = [n for n in Ns if n <= nmax]
+    rows = ["| strategy | " + " | ".join(f"acc @{n}" for n in Ns) + f" | generated tokens @{Ns[-1]} | verifier tokens "
+            f"@{Ns[-1]} | GFLOPs @{Ns[-1]} |", "|---" * (4 + len(Ns)) + "|"]
+    for name in results[0]["strategies"]:
+        cells, last = [], None
+        for N in Ns:
+            if name == "greedy" and N > 1:     # one answer: compute stays that of N = 1
+                cells.append("—")
+                continue
+            per = [per_problem(r, name, N) for r in results]
+            cells.append(pm([p[0].mean() for p in per]))
+            last = per
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {np.mean([p[1].mean() for p in last]):.1f} | "
+                    f"{np.mean([p[2].mean() for p in last]):.1f} | {np.mean([p[3].mean() for p in last]) / 1e9:.3f} |")
+    return "\n".join(rows)
+
+
+def findings_table(fs: list[dict]) -> str:
+    rows = ["| claim | statistic | value [95 % CI] | per seed | threshold | verdict |", "|---|---|---|---|---|---|"]
+    for f in fs:
+        val = "—" if f["value"] is None else f"{f['value']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"
+        extra = "; ".join(f"{k.replace('_', ' ')} {v['value']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]"
+                          for k, v in f.items() if isinstance(v, dict) and "ci95" in v)
+        if "test_acc" in f:
+            extra = f"test accuracy: compute-optimal {f['test_acc']['compute_optimal']:.3f}, best single " \
+                    f"{f['test_acc']['best_single']:.3f} ({f['strategies'][0]['single']})"
+        rows.append(f"| {f['claim']}{' (' + extra + ')' if extra else ''} | {f['statistic']} | {val} | "
+                    f"{', '.join(f'{v:.3f}' for v in f['per_seed'])} | {f['threshold']} | **{f['verdict']}** |")
+    return "\n".join(rows)
+
+
+def render(results: list[dict], out: str, prefix: str = "") -> str:
+    """Plots (acc_vs_n.png, acc_vs_compute.png, tokens.png), the tables and the findings, as a markdown section
+    whose pictures are linked as prefix + file name (the lab: "search/"); also writes out/findings.json and
+    out/section.md."""
+    import os
+    from .checkpoint import write_json, write_text
+    plot_curves(results, os.path.join(out, "acc_vs_n.png"), "N")
+    plot_curves(results, os.path.join(out, "acc_vs_compute.png"), "flops")
+    plot_tokens(results, os.path.join(out, "tokens.png"))
+    fs = findings(results)
+    write_json(os.path.join(out, "findings.json"), fs)
+    c = results[0]["config"]
+    P = len(results[0]["k"]["test"])
+    md = f"""## Verifiers and search
+
+> **Question.** With a thinker whose chains err and verifiers learned from its own samples, which search turns
+> more test-time compute into accuracy: best-of-N, weighted majority, PRM-guided beam search or DVTS? Where is a
+> learned verifier fooled, and what does the compute-optimal strategy per k save?
+
+![accuracy against N]({prefix}acc_vs_n.png)
+
+![accuracy against compute]({prefix}acc_vs_compute.png)
+
+![accuracy against generated and verifier tokens]({prefix}tokens.png)
+
+{table(results)}
+
+{P} test problems ({c['n_test']} per k) and {c['n_val']} validation problems per k, both from the quarter of
+problem space no verifier trains on; the {c['thinker']} thinker writes forced {c['force']} chains at temperature
+{c['temperature']}; seeds {', '.join(str(r['seed']) for r in results)} (mean ± std over seeds). Best-of-N and
+weighted vote score finished outputs with `{c['agg']}` of the step scores; beam search (N/M beams, M = {c['width']})
+and DVTS (N/M subtrees) rank partial chains by the `{c['step_agg']}` step score. Compute: generated tokens include
+the forced format token; verifier tokens = prompt + output per scored sequence, every expansion re-read;
+FLOPs = 2 · P_gen · (prompt + generated) + 2 · P_ver · verifier tokens. Chance is 0.1.
+
+**Findings** (95 % intervals: two-level bootstrap, seeds then test problems; verdicts computed from them):
+
+{findings_table(fs)}
+
+*Papers:* Lightman et al. 2023 (arXiv 2305.20050); Snell et al. 2024 (arXiv 2408.03314); Math-Shepherd (Wang et
+al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-learn (beam search, DVTS).
+*Explore:* `reasonlab search --method beam dvts --width 2`, `--agg prod`, `--thinker base` (the contrast).
+"""
+    write_text(os.path.join(out, "section.md"), md)
+    return md
+
+
+def headline(results: list[dict]) -> str:
+    """One line for the lab's summary table, computed from the findings."""
+    fs = findings(results)
+    nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
+    acc = {n: np.mean([per_problem(r, n, nmax if n != "greedy" else 1)[0].mean() for r in results])
+           for n in ("greedy", "majority", "weighted/prm", "bon/oracle") if cell(results[0], n, 1)}
+    held = sum(f["verdict"] == "holds" for f in fs)
+    return (", ".join(f"{n} {v:.3f}" for n, v in acc.items()) + f" (N = {nmax}); {held}/{len(fs)} findings hold")
