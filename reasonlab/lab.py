@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import adaptive, report, star, tts
+from . import adaptive, report, search, star, tts
 from .report import jget, pm
 from .checkpoint import CACHE_VERSION, cache_key, fingerprint, get_model, write_json
 from .evaluate import eval_table, evaluate, problems_per_k
@@ -25,7 +25,7 @@ from .model import GPT
 from .rl import ALGOS, RLConfig, train
 from .train import BASE_CFG
 
-EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive")
+EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive", "search")
 
 
 @dataclass
@@ -57,10 +57,19 @@ class Sizes:
     """adaptive-thinking rewards compared (see adaptive.METHODS)"""
     adaptive_eval_n: int = 300
     """greedy evaluation problems per k for adaptive thinking"""
+    search_n_test: int = 100
+    """verifiers and search: test problems per k"""
+    search_n_val: int = 50
+    """verifiers and search: validation problems per k (compute-optimal selection)"""
+    search_n_max: int = 64
+    """verifiers and search: largest N"""
+    search_quick_verifiers: bool = False
+    """verifiers and search: tiny verifiers (quick mode)"""
 
 
 QUICK = Sizes(eval_n=40, budget_n=30, tts_n=40, tts_n_max=8, star_rounds=1, star_problems=400, star_steps=40,
-              rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30)
+              rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30,
+              search_n_test=4, search_n_val=3, search_n_max=4, search_quick_verifiers=True)
 
 
 def quick_base_cfg(seed: int) -> dict:
@@ -169,8 +178,24 @@ def exp_adaptive(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     return {"runs": runs, "fixed": adaptive.fixed_points([model], S.adaptive_eval_n), "tts": adaptive.tts_points(model)}
 
 
+def exp_search(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
+    """Issue 17: learned verifiers' quality, then search with them, on the erring thinker (quick: the quick base)."""
+    from . import verifier
+    sc = search.SearchConfig(thinker="quick" if cfg.quick else "erring", n_test=S.search_n_test, n_val=S.search_n_val,
+                             n_max=S.search_n_max, quick_verifiers=S.search_quick_verifiers)
+    thinker = search.thinker_model(sc.thinker, seed, cfg.cache, cfg.device)
+    vcfg = search.verifier_config(sc)
+    quality = {"seed": seed, "thinker": sc.thinker, "kinds": {}}
+    for kind in sc.verifiers:          # verifier.run's measurement, on this thinker (quick mode has its own)
+        v = verifier.train_verifier(kind, thinker, seed, vcfg, cache=cfg.cache, log=None)
+        q = verifier.verifier_quality(v, thinker, seed, S.search_n_test, vcfg)
+        quality["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in ("seconds", "n_outputs", "n_steps",
+                                                                        "positive_share", "loss_first", "loss_last")}}
+    return {"verifiers": quality, "search": search.run(sc, seed, cache=cfg.cache, device=cfg.device, log=None)}
+
+
 RUNNERS: dict[str, Callable] = {"base": exp_base, "budgets": exp_budgets, "sampling": exp_sampling, "star": exp_star,
-                                "rl": exp_rl, "adaptive": exp_adaptive}
+                                "rl": exp_rl, "adaptive": exp_adaptive, "search": exp_search}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,7 +209,7 @@ def base_cfg(seed: int, quick: bool) -> dict:
 
 
 SIZE_PREFIX = {"base": "eval_", "budgets": "budget_", "sampling": "tts_", "star": "star_", "rl": "rl_",
-               "adaptive": "adaptive_"}   # the Sizes fields each experiment depends on
+               "adaptive": "adaptive_", "search": "search_"}   # the Sizes fields each experiment depends on
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
@@ -483,8 +508,22 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
     return md, head
 
 
+def section_learned_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
+    from . import verifier
+    q = [r["verifiers"] for r in rs]
+    md = verifier.render(q, out)        # writes out/verifier_quality.png, linked from report.md beside it
+    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k]['step_auroc'] for x in q])}" for k in q[0]["kinds"])
+    return md, head
+
+
+def section_search(rs: list[dict], out: str) -> tuple[str, str]:
+    res = [r["search"] for r in rs]
+    return search.render(res, os.path.join(out, "search"), prefix="search/"), search.headline(res)
+
+
 SECTIONS = {"base": [section_base], "budgets": [section_budgets], "sampling": [section_sampling, section_verifiers],
-            "star": [section_star], "rl": [section_rl], "adaptive": [section_adaptive]}
+            "star": [section_star], "rl": [section_rl], "adaptive": [section_adaptive],
+            "search": [section_learned_verifiers, section_search]}
 
 
 def write_report(out: str, results: dict, meta: dict) -> dict:

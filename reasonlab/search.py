@@ -355,6 +355,12 @@ def thinker_model(kind: str, seed: int, cache: str | None = None, device: str = 
     return train.get_erring_model(seed, cache=cache, device=device, log=log)
 
 
+def verifier_config(config: SearchConfig):
+    """The verifiers' training settings: verifier.VerifierConfig's defaults, or tiny ones (quick runs, tests)."""
+    from .verifier import VerifierConfig
+    return VerifierConfig(n_per_k=20, steps=20, rollouts=2, batch=64) if config.quick_verifiers else VerifierConfig()
+
+
 def _bits(x) -> str:
     return "".join("1" if v else "0" for v in np.asarray(x).astype(bool))
 
@@ -368,13 +374,13 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
     """Every method x verifier x N on the validation and test problems of one seed. Writes <out>/seed<seed>.json
     when out is given. Per strategy and split: per-problem correctness (a 0/1 string) and token counts, so findings
     can bootstrap over problems and seeds."""
-    from .verifier import OracleVerifier, VerifierConfig, train_verifier
+    from .verifier import OracleVerifier, train_verifier
     config.validate()
     t_all = time.perf_counter()
     timing = {}
     model = thinker_model(config.thinker, seed, cache, device, log)
     t = time.perf_counter()
-    vcfg = VerifierConfig(n_per_k=60, steps=60, rollouts=4) if config.quick_verifiers else VerifierConfig()
+    vcfg = verifier_config(config)
     verifiers = {"oracle": OracleVerifier()}
     for kind in config.verifiers:
         verifiers[kind] = train_verifier(kind, model, seed=seed, config=vcfg, cache=cache, log=log)
