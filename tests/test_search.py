@@ -168,3 +168,20 @@ def test_config_rejects_bad_values():
                 dict(search_verifiers=("orm",), verifiers=("prm",))):
         with pytest.raises(ValueError):
             search.SearchConfig(**bad).validate()
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["search", "--method", "bfs"], "invalid choice"),
+    (["search", "--width", "3"], "power of two"),
+    (["search", "--n-max", "48"], "n_max"),
+    (["search", "--search-verifiers", "orm", "--verifiers", "prm"], "search verifier"),
+    (["search", "--force", "A"], "invalid choice"),
+    (["search", "--replot", "--out", "/nonexistent/search"], "--replot"),
+    (["verifier", "train", "--kind", "xyz"], "invalid choice"),
+    (["verifier"], "required"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
+    from reasonlab.cli import main
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("reasonlab: error:") and msg in err
