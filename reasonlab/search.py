@@ -74,6 +74,17 @@ class Scorer:
             self.calls += len(todo)
         return [self.memo[k] for k in keys]
 
+    def add_prefixes(self, digits_list, outputs) -> None:
+        """Memoise every step prefix of outputs already scored: a causal verifier's score at a step depends only on
+        the tokens up to it, so a prefix's step scores are the first ones of any output that continues it (up to
+        float rounding of another batch shape). Beam search then re-reads few of the pool's prefixes."""
+        for d, o in zip(digits_list, outputs):
+            full = self.memo.get((tuple(d), tuple(o)))
+            if full is None:
+                continue
+            for j, (i, _, _) in enumerate(read_steps(o)):
+                self.memo.setdefault((tuple(d), tuple(o[:i + 1])), full[:j + 1])
+
     def score(self, digits_list, outputs, agg: str) -> np.ndarray:
         """One score per output; an output that gives no answer (a chain cut off, junk) scores 0: the right steps of
         a chain that never answers must not outrank a finished one (the oracle would give "S 2 </s>" a 1.0)."""
@@ -411,6 +422,8 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
         flat_o = [o for row in outs for o in row]
         scores = {k: sc.score(flat_d, flat_o, config.agg).reshape(len(probs), config.n_max)
                   for k, sc in scorers.items()}
+        for sc in scorers.values():
+            sc.add_prefixes(flat_d, flat_o)
         timing[f"score_{split}"] = round(time.perf_counter() - t, 1)
         vt = PROMPT_LEN + pool.length                                   # verifier tokens per sample
         for N in config.Ns:
