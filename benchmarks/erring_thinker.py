@@ -120,7 +120,9 @@ def markdown(runs: list[dict]) -> str:
             f"Target greedy S in [{lo2}, {hi2}] at k = 2 and in [{lo8}, {hi8}] at k = 8: met for "
             f"{sum(ok)} / {len(runs)} seeds (per seed: " + ", ".join(
                 f"seed {r['seed']} {r['greedy']['S'][2]:.3f} → {r['greedy']['S'][8]:.3f}" for r in runs) + "). "
-            f"Greedy S never rises by more than 0.05 from one k to the next: {sum(mono)} / {len(runs)} seeds.",
+            f"Greedy S never rises by more than 0.05 from one k to the next: {sum(mono)} / {len(runs)} seeds. "
+            "Training stopped at step " + ", ".join(f"{r['stopped_at_step']} (seed {r['seed']})" for r in runs)
+            + f" of the base recipe's {sum(p[1] for p in ERR_CFG['phases'])}.",
             "", f"Recipe (`train.ERR_CFG`): `{ {k: v for k, v in ERR_CFG.items() if k != 'seed'} }`."]
     return "\n".join(out)
 
@@ -130,7 +132,18 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("-n", "--n-per-k", type=int, default=500)
     ap.add_argument("--out", default="results/erring_thinker")
+    ap.add_argument("--render-only", action="store_true", help="rebuild the .md from the .json")
     a = ap.parse_args()
+    if a.render_only:
+        import json
+        with open(a.out + ".json") as f:
+            runs = json.load(f)["runs"]
+        for r in runs:   # JSON keys are strings
+            r["greedy"] = {f: {int(k): v for k, v in d.items()} for f, d in r["greedy"].items()}
+            r["sampled"] = {f: {int(k): v for k, v in d.items()} for f, d in r["sampled"].items()}
+        write_text(a.out + ".md", markdown(runs) + "\n")
+        print(markdown(runs))
+        return
     runs = []
     for s in a.seeds:
         r = measure(s, a.n_per_k)

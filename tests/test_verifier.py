@@ -148,3 +148,32 @@ def test_erring_recipe_is_the_base_recipe_with_a_stop_rule_and_is_deterministic(
                     every=4)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), five.state_dict().values()))
     assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), full.state_dict().values()))
+
+
+def _fake_result(seed, prm_auroc, mc_auroc):
+    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "step_ece": 0.02, "n_outputs": 70,
+                   "outcome_auroc": {"last": a, "min": a, "prod": a}, "step_auroc_by_k": {str(k): a for k in range(2, 9)},
+                   "step_bins": [{"lo": 0.9, "hi": 1.0, "score": 0.95, "positive": 0.9, "n": 10}],
+                   "train": {"seconds": {"total": 1.0}}}
+    return {"seed": seed, "thinker": "erring", "kinds": {"orm": q(0.8), "prm": q(prm_auroc), "prm-mc": q(mc_auroc)}}
+
+
+def test_render_states_the_math_shepherd_margin_as_a_computed_check(tmp_path):
+    close = [_fake_result(s, 0.93, 0.92 + 0.002 * s) for s in range(3)]
+    md = V.render(close, str(tmp_path), margin=0.05)
+    assert "**holds**" in md and (tmp_path / "verifier_quality.png").exists()
+    far = [_fake_result(s, 0.93, 0.70 + 0.01 * s) for s in range(3)]
+    assert "**does not hold**" in V.render(far, str(tmp_path), margin=0.05)
+    m, lo, hi = V.mean_ci([0.1, 0.2, 0.3])
+    assert m == pytest.approx(0.2) and lo < 0.2 < hi and hi - lo == pytest.approx(2 * 4.303 * 0.1 / 3 ** 0.5)
+
+
+@pytest.mark.slow
+def test_verifier_on_oracle_labels_reaches_step_auroc_09_on_held_out_samples():
+    from reasonlab.train import get_erring_model
+    thinker = get_erring_model(0, log=None)
+    v = V.train_verifier("prm", thinker, 0, cache="", log=None)
+    q = V.verifier_quality(v, thinker, seed=0, n_per_k=100)
+    assert 0.5 < q["step_positive_share"] < 0.97      # both classes present: the thinker errs
+    assert q["step_auroc"] >= 0.9, q["step_auroc"]
+    assert q["step_ece"] < 0.1
