@@ -49,7 +49,6 @@ from .sampling import EOS, PAD, sample_tree
 from .task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
 from .verifier import aggregate, steps as read_steps
 
-A_TOK = ID["A"]
 NS = (1, 2, 4, 8, 16, 32, 64)
 METHODS = ("bon", "weighted", "beam", "dvts")
 
@@ -115,8 +114,9 @@ def _advance(model: GPT, cache: KVCache, node: torch.Tensor, tok: torch.Tensor):
 
 def _finish(model: GPT, cache: KVCache, node: torch.Tensor, first: torch.Tensor, gen, temperature: float,
             room: int) -> list[list[int]]:
-    """Rows that wrote the answer marker `first` ("A", or a token that breaks the chain): decode each on to </s> (at most `room` tokens in all) from
-    its prefix's cache row, sharing rows while they agree. Returns each row's new tokens, `first` included."""
+    """Rows that wrote the answer marker `first` ("A", or a token that breaks the chain): decode each on to </s>
+    (at most `room` tokens in all) from its prefix's cache row, sharing rows while they agree. Returns each row's new
+    tokens, `first` included."""
     out = [[int(t)] for t in first.tolist()]
     done = first == EOS
     tok = first
@@ -145,7 +145,7 @@ def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees:
     "gen_tokens": (P,), "ver_tokens": (P,)}."""
     model.eval()
     device = next(model.parameters()).device
-    P, V = len(problems), model.cfg.vocab_size
+    P = len(problems)
     forced = [ID[force]]
     seq = torch.tensor([prompt_ids(d) + forced for d in problems], dtype=torch.long, device=device)
     cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
@@ -369,7 +369,7 @@ def thinker_model(kind: str, seed: int, cache: str | None = None, device: str = 
 def verifier_config(config: SearchConfig):
     """The verifiers' training settings: verifier.VerifierConfig's defaults, or tiny ones (quick runs, tests)."""
     from .verifier import VerifierConfig
-    return VerifierConfig(n_per_k=20, steps=20, rollouts=2, batch=64) if config.quick_verifiers else VerifierConfig()
+    return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if config.quick_verifiers else VerifierConfig()
 
 
 def _bits(x) -> str:
@@ -514,7 +514,8 @@ def _diff(a, b):
 
 
 def _finding(claim, stat_name, value, ci, per_seed, threshold, verdict, **detail) -> dict:
-    return {"claim": claim, "statistic": stat_name, "value": round(value, 4), "ci95": [round(ci[0], 4), round(ci[1], 4)],
+    return {"claim": claim, "statistic": stat_name, "value": round(value, 4),
+            "ci95": [round(ci[0], 4), round(ci[1], 4)],
             "per_seed": [round(v, 4) for v in per_seed], "threshold": threshold, "verdict": verdict, **detail}
 
 
@@ -580,6 +581,10 @@ def compute_optimal(res: dict, targets=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)) ->
     return out
 
 
+def _mean_acc(co, i, which) -> float:
+    return round(float(np.mean([c[i][which][0].mean() for c in co])), 4)
+
+
 def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, noninf: float = 0.01) -> list[dict]:
     """The issue's claims as computed checks over seeds (test problems; 95 % two-level bootstrap intervals).
     Each: claim, statistic, value, ci95, per_seed, threshold, verdict (holds / does not hold / inconclusive)."""
@@ -589,15 +594,16 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
     lv = [v for v in r0["config"]["search_verifiers"] if v != "oracle"]
     prm = lv[0] if lv else "prm"
     out = []
-    for a, b in ((f"weighted/prm", "weighted/orm"), ("weighted/orm", "majority"), ("majority", "greedy")):
-        f = _compare(results, a, b, Nmax if b != "greedy" else None, f"at N = {Nmax}, {a} beats {b} ({r0['config']['thinker']} thinker)")
-        if b == "greedy":    # greedy is one sample: compare maj@Nmax with greedy's single answer
-            arrs = [(per_problem(r, a, Nmax)[0], per_problem(r, b, 1)[0]) for r in results]
-            v, ci, ps = hier_bootstrap(arrs, _diff)
-            f = _finding(f"at N = {Nmax}, majority beats greedy ({r0['config']['thinker']} thinker)", f"acc(majority@{Nmax}) - acc(greedy)",
-                         v, ci, ps, ">0", _greater(ci, 0.0))
+    who = f"({r0['config']['thinker']} thinker)"
+    for a, b in (("weighted/prm", "weighted/orm"), ("weighted/orm", "majority")):
+        f = _compare(results, a, b, Nmax, f"at N = {Nmax}, {a} beats {b} {who}")
         if f:
             out.append(f)
+    # greedy is one answer: maj@Nmax against greedy's single answer
+    arrs = [(per_problem(r, "majority", Nmax)[0], per_problem(r, "greedy", 1)[0]) for r in results]
+    v, ci, ps = hier_bootstrap(arrs, _diff)
+    out.append(_finding(f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - acc(greedy)", v, ci,
+                        ps, ">0", _greater(ci, 0.0)))
     small = min(4, Nmax)
     f = _compare(results, f"beam/{prm}", f"bon/{prm}", small, f"beam search beats best-of-N at a small budget "
                  f"(N = {small}) on the hardest k ({ks[-1]})", k=ks[-1])
@@ -616,10 +622,12 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
 
         def growth(o_hi, l_hi, o_lo, l_lo):
             return (o_hi.mean() - l_hi.mean()) - (o_lo.mean() - l_lo.mean())
-        arrs = [tuple(per_problem(r, n, N)[0] for N in (Nmax, lo_n) for n in ("bon/oracle", f"bon/{prm}")) for r in results]
+        arrs = [tuple(per_problem(r, n, N)[0] for N in (Nmax, lo_n) for n in ("bon/oracle", f"bon/{prm}"))
+                for r in results]
         v, ci, ps = hier_bootstrap(arrs, growth)
         gap = hier_bootstrap([(a[0], a[1]) for a in arrs], _diff)
-        rise = hier_bootstrap([(a[1], per_problem(r, f"bon/{prm}", max(1, Nmax // 4))[0]) for a, r in zip(arrs, results)], _diff)
+        rise = hier_bootstrap([(a[1], per_problem(r, f"bon/{prm}", max(1, Nmax // 4))[0])
+                               for a, r in zip(arrs, results)], _diff)
         out.append(_finding(f"the learned verifier ({prm}) is over-optimised in best-of-N: its gap to the oracle grows "
                             f"from N = {lo_n} to N = {Nmax}", f"gap@{Nmax} - gap@{lo_n}, gap = acc(bon/oracle) - "
                             f"acc(bon/{prm})", v, ci, ps, ">0", _greater(ci, 0.0),
@@ -642,13 +650,14 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
                             f"accuracy {co[0][i]['target']} (chosen on validation, read on test)",
                             "tokens(best single) / tokens(compute-optimal per k), tokens = generated + verifier",
                             v, ci, ps, ">1", _greater(ci, 1.0),
-                            test_acc={"compute_optimal": round(float(np.mean([c[i]["adaptive_test"][0].mean() for c in co])), 4),
-                                      "best_single": round(float(np.mean([c[i]["fixed_test"][0].mean() for c in co])), 4)},
+                            test_acc={"compute_optimal": _mean_acc(co, i, "adaptive_test"),
+                                      "best_single": _mean_acc(co, i, "fixed_test")},
                             strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
     else:
         out.append({"claim": "the compute-optimal strategy per k beats the best single strategy in tokens",
                     "statistic": "token ratio", "value": None, "ci95": None, "per_seed": [], "threshold": ">1",
-                    "verdict": "inconclusive", "note": "no accuracy target reached at every k by a single strategy in every seed"})
+                    "verdict": "inconclusive",
+                    "note": "no accuracy target reached at every k by a single strategy in every seed"})
     return out
 
 
@@ -682,8 +691,8 @@ def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
     ks = sorted(set(results[0]["k"]["test"]))
     panels = [None] + ks
     cols = 4
-    fig, axes = plt.subplots((len(panels) + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.3 * ((len(panels) + cols - 1) // cols)),
-                             sharey=True, squeeze=False)
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), sharey=True, squeeze=False)
     names = list(results[0]["strategies"])
     for ax, k in zip(axes.flat, panels):
         for name in names:

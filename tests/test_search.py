@@ -152,7 +152,8 @@ def test_findings_are_computed_from_results():
                     c = rng.random(P) < p
                     strat.setdefault(name, {}).setdefault(split, {})[str(N)] = {
                         "correct": search._bits(c), "gen": [5.0 * N] * P, "ver": [0.0] * P}
-        return {"strategies": strat, "k": {"val": k, "test": k}, "n_params": 1000, "ver_params": dict.fromkeys(("orm", "prm", "prm-mc", "oracle"), 1000),
+        return {"strategies": strat, "k": {"val": k, "test": k}, "n_params": 1000,
+                "ver_params": dict.fromkeys(("orm", "prm", "prm-mc", "oracle"), 1000),
                 "config": {"search_verifiers": ["prm", "oracle"], "thinker": "test"}}
     f = search.findings([res("weighted/prm", "greedy", s) for s in range(3)])
     first = f[0]
