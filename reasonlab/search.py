@@ -697,7 +697,8 @@ def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
     panels = [None] + ks
     cols = 4
     rows = (len(panels) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), sharey=True, squeeze=False)
+    fig.subplots_adjust(hspace=0.4)
     names = list(results[0]["strategies"])
     for ax, k in zip(axes.flat, panels):
         for name in names:
