@@ -186,3 +186,21 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("reasonlab: error:") and msg in err
+
+
+def test_prefix_memo_gives_what_the_verifier_gives_on_the_prefix(noisy_model):
+    """add_prefixes memoises a prefix's step scores from a longer output: right only if a (causal) learned verifier
+    scores the prefix alone the same way."""
+    from reasonlab.verifier import Verifier, build_net
+    torch.manual_seed(0)
+    v = Verifier(build_net(noisy_model), "prm")
+    probs, outs = random_pool(1, P=10, n=3)
+    digs, flat = [d for d, row in zip(probs, outs) for _ in row], [o for row in outs for o in row]
+    memo = search.Scorer(v)
+    memo.steps(digs, flat)
+    memo.add_prefixes(digs, flat)
+    prefixes = [(d, o[:i + 1]) for d, o in zip(digs, flat) for i in range(1, len(o))]
+    fresh = v.score_steps([d for d, _ in prefixes], [p for _, p in prefixes])
+    got = [memo.memo[(tuple(d), tuple(p))] for d, p in prefixes if (tuple(d), tuple(p)) in memo.memo]
+    want = [f for (d, p), f in zip(prefixes, fresh) if (tuple(d), tuple(p)) in memo.memo]
+    assert len(got) > 20 and all(np.allclose(a, b, atol=1e-5) for a, b in zip(got, want))
