@@ -608,18 +608,20 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
     out.append(_finding(f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - acc(greedy)", v, ci,
                         ps, ">0", _greater(ci, 0.0)))
     small = min(4, Nmax)
-    f = _compare(results, f"beam/{prm}", f"bon/{prm}", small, f"beam search beats best-of-N at a small budget "
-                 f"(N = {small}) on the hardest k ({ks[-1]})", k=ks[-1])
-    if f:
-        out.append(f)
-    f = _compare(results, f"beam/{prm}", f"bon/{prm}", Nmax, f"beam search loses to or ties best-of-N at a large "
-                 f"budget (N = {Nmax}) on the easiest k ({ks[0]}), tie margin {tie}", k=ks[0], kind="at_most", thr=tie)
-    if f:
-        out.append(f)
-    f = _compare(results, f"dvts/{prm}", f"beam/{prm}", Nmax, f"DVTS is at least as good as beam search at N = {Nmax} "
-                 f"(non-inferiority margin {noninf})", kind="at_least", thr=noninf)
-    if f:
-        out.append(f)
+    for v in dict.fromkeys((prm, "oracle")):          # the learned PRM (the claim), then the oracle (its upper bound)
+        f = _compare(results, f"beam/{v}", f"bon/{v}", small, f"beam search beats best-of-N at a small budget "
+                     f"(N = {small}) on the hardest k ({ks[-1]}), {v} verifier", k=ks[-1])
+        if f:
+            out.append(f)
+        f = _compare(results, f"beam/{v}", f"bon/{v}", Nmax, f"beam search loses to or ties best-of-N at a large "
+                     f"budget (N = {Nmax}) on the easiest k ({ks[0]}), tie margin {tie}, {v} verifier", k=ks[0],
+                     kind="at_most", thr=tie)
+        if f:
+            out.append(f)
+        f = _compare(results, f"dvts/{v}", f"beam/{v}", Nmax, f"DVTS is at least as good as beam search at "
+                     f"N = {Nmax} (non-inferiority margin {noninf}), {v} verifier", kind="at_least", thr=noninf)
+        if f:
+            out.append(f)
     if cell(r0, f"bon/{prm}", Nmax) and cell(r0, "bon/oracle", Nmax):
         lo_n = min(4, Nmax)
 
