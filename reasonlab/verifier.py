@@ -195,15 +195,16 @@ class VerifierConfig:
     """sequences per step"""
     lr: float = 1e-3
     """peak learning rate (warmup 20 steps, cosine to 0.1 x); 3e-3 overfits"""
-    init: Literal["thinker", "scratch"] = "thinker"
+    init: Literal["thinker", "base", "scratch"] = "thinker"
     """start from the thinker's weights (a reward model is initialised from the policy, as in Lightman et al.
-    and Math-Shepherd) or from scratch; the scalar head is always new"""
+    and Math-Shepherd), from the standard base model of the same seed (a stronger backbone than the generator, as
+    the HF blog's 8B PRM guiding a 1B model), or from scratch; the scalar head is always new"""
 
     def validate(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"invalid verifier kind {self.kind!r}: use orm, prm or prm-mc")
-        if self.init not in ("thinker", "scratch"):
-            raise ValueError(f"invalid verifier init {self.init!r}: use thinker or scratch")
+        if self.init not in ("thinker", "base", "scratch"):
+            raise ValueError(f"invalid verifier init {self.init!r}: use thinker, base or scratch")
         if len(self.formats) != len(self.format_weights) or any(f not in FORCE_TOKENS for f in self.formats):
             raise ValueError("invalid verifier formats: A, S or T, one weight each")
         for name in ("n_per_k", "samples", "rollouts", "steps", "batch"):
@@ -402,7 +403,12 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     labels = make_labels(kind, thinker, digs, outs, cfg, gen)
     t_label = time.perf_counter() - t0 - t_sample
     ids, y, m = _targets(digs, outs, labels)
-    net = build_net(thinker if cfg.init == "thinker" else None, cfg=thinker.config())
+    src = thinker if cfg.init == "thinker" else None
+    if cfg.init == "base":
+        from .checkpoint import get_model
+        from .train import BASE_CFG
+        src = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=cache or None, log=log)
+    net = build_net(src, cfg=thinker.config())
     losses = fit(net, ids, y, m, cfg, seed)
     seconds = time.perf_counter() - t0
     meta = {"key": key, "kind": kind, "model": thinker.config(), "seed": seed, "config": asdict(cfg),
