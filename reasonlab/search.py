@@ -376,6 +376,15 @@ def _bits(x) -> str:
     return "".join("1" if v else "0" for v in np.asarray(x).astype(bool))
 
 
+def _ints(x) -> str:
+    """Token counts (integers) as one comma-separated string: the JSON stays small with indent=1."""
+    return ",".join(str(int(round(v))) for v in np.asarray(x, float))
+
+
+def unints(s) -> np.ndarray:
+    return np.asarray(s, float) if isinstance(s, list) else np.array(s.split(","), float) if s else np.zeros(0)
+
+
 def unbits(s: str) -> np.ndarray:
     return np.frombuffer(s.encode(), dtype=np.uint8) - ord("0")
 
@@ -405,8 +414,7 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
 
     def put(name, split, N, correct, gen, ver):
         res["strategies"].setdefault(name, {}).setdefault(split, {})[str(N)] = {
-            "correct": _bits(correct), "gen": np.round(np.asarray(gen, float), 2).tolist(),
-            "ver": np.round(np.asarray(ver, float), 2).tolist()}
+            "correct": _bits(correct), "gen": _ints(gen), "ver": _ints(ver)}
 
     for split, probs in problems.items():
         t = time.perf_counter()
@@ -482,7 +490,7 @@ def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = No
     c = cell(res, name, N, split)
     ks = np.array(res["k"][split])
     m = np.ones(len(ks), bool) if k is None else ks == k
-    gen, ver = np.array(c["gen"])[m], np.array(c["ver"])[m]
+    gen, ver = unints(c["gen"])[m], unints(c["ver"])[m]
     vk = name.split("/")[1] if "/" in name else None
     flops = 2 * res["n_params"] * (PROMPT_LEN + gen) + (2 * res["ver_params"][vk] * ver if vk else 0.0)
     return unbits(c["correct"])[m].astype(float), gen, ver, flops
