@@ -9,6 +9,7 @@ results/verifiers.md (verifier.render), and prints the per-kind training times.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -23,10 +24,14 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--thinker", choices=["erring", "base"], default="erring")
     ap.add_argument("--out", default="results/verifiers")
+    ap.add_argument("--render-only", action="store_true", help="rebuild the .md and plot from <out>/seed<s>.json")
     a = ap.parse_args()
     cfg = VerifierExpConfig(thinker=a.thinker, out=a.out)
     results = []
-    for s in a.seeds:
+    for s in a.seeds if a.render_only else []:
+        with open(os.path.join(a.out, f"seed{s}.json")) as f:
+            results.append(json.load(f))
+    for s in [] if a.render_only else a.seeds:
         r = run(cfg, s)
         results.append(r)
         print(f"seed {s}: " + "; ".join(f"{k} train {v['train']['seconds']['total']:.1f}s "

@@ -577,7 +577,7 @@ def plot_quality(results: list[dict], path: str) -> str:
     return save(fig, path)
 
 
-def render(results: list[dict], out: str, margin: float = 0.05) -> str:
+def render(results: list[dict], out: str, margin: float = 0.05, time_budget: float = 30.0) -> str:
     """The verifier section: quality table (mean ± std over seeds), the Math-Shepherd margin as a check, the plot."""
     from .report import pm
     kinds = list(results[0]["kinds"])
@@ -599,6 +599,17 @@ def render(results: list[dict], out: str, margin: float = 0.05) -> str:
         lines.append(f"Math-Shepherd labels within {margin} step AUROC of the oracle-label PRM: gap (prm − prm-mc) "
                      f"{m:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] over {len(gap)} seeds (per seed "
                      + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
+    if "prm" in kinds and "orm" in kinds:
+        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["orm"]["step_auroc"] for r in results]
+        m, lo, hi = mean_ci(gap)
+        verdict = ("inconclusive (fewer than 2 seeds)" if lo != lo else "holds" if lo > 0
+                   else "does not hold" if hi < 0 else "inconclusive")
+        lines.append(f"The PRM separates steps better than the ORM (step AUROC gap prm − orm > 0): {m:.3f}, 95 % CI "
+                     f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
+    secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
+    lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
+                 f"(sampling, labels and fitting; wall time on a shared machine): "
+                 f"**{'holds' if max(secs) <= time_budget else 'does not hold'}**.")
     n_out = results[0]["kinds"][kinds[0]]["n_outputs"]
     seeds = ", ".join(str(r["seed"]) for r in results)
     return f"""## Verifiers: learned ORM and PRMs against the oracle
@@ -610,8 +621,7 @@ def render(results: list[dict], out: str, margin: float = 0.05) -> str:
 
 {chr(10).join(rows)}
 
-{chr(10).join(lines)}
-
+{chr(10).join(l + chr(10) for l in lines)}
 The {results[0]['thinker']} thinker's samples (temperature 1, formats forced S / T / A) of held-out problems
 ({n_out} outputs per seed, problems from a quarter of problem space no verifier trains on); seeds {seeds};
 mean ± std over seeds. Step AUROC: all steps (chain sums and the answer) scored against the rule's step labels

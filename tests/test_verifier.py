@@ -160,10 +160,16 @@ def _fake_result(seed, prm_auroc, mc_auroc):
 
 def test_render_states_the_math_shepherd_margin_as_a_computed_check(tmp_path):
     close = [_fake_result(s, 0.93, 0.92 + 0.002 * s) for s in range(3)]
+    def line(md, start):
+        return next(x for x in md.splitlines() if x.startswith(start))
     md = V.render(close, str(tmp_path), margin=0.05)
-    assert "**holds**" in md and (tmp_path / "verifier_quality.png").exists()
+    assert line(md, "Math-Shepherd labels within 0.05").endswith("**holds**.")
+    assert (tmp_path / "verifier_quality.png").exists()
     far = [_fake_result(s, 0.93, 0.70 + 0.01 * s) for s in range(3)]
-    assert "**does not hold**" in V.render(far, str(tmp_path), margin=0.05)
+    md = V.render(far, str(tmp_path), margin=0.05, time_budget=0.5)
+    assert line(md, "Math-Shepherd labels within 0.05").endswith("**does not hold**.")
+    assert line(md, "The PRM separates steps better").endswith("**holds**.")        # 0.93 vs the ORM's 0.8
+    assert line(md, "Each verifier trains in ≤ 0.5 s").endswith("**does not hold**.")  # 1.0 s each
     m, lo, hi = V.mean_ci([0.1, 0.2, 0.3])
     assert m == pytest.approx(0.2) and lo < 0.2 < hi and hi - lo == pytest.approx(2 * 4.303 * 0.1 / 3 ** 0.5)
 
