@@ -362,6 +362,42 @@ def cmd_star(args):
     print(f"done in {time.perf_counter() - t0:.0f}s; wrote {args.out}/report.md")
 
 
+def cmd_verifier(args):
+    """`reasonlab verifier train`: train and measure learned verifiers (issue 17), plots and table in --out."""
+    from . import verifier
+    from .checkpoint import write_text
+    cfg = verifier.VerifierExpConfig(kinds=tuple(dict.fromkeys(args.kind)), thinker=args.thinker, out=args.out,
+                                     cache=args.cache_dir, n_test_per_k=args.n_test)
+    check_device(args.device)
+    results = [verifier.run(cfg, seed) for seed in args.seeds]
+    md = verifier.render(results, args.out)
+    write_text(os.path.join(args.out, "section.md"), md)
+    print(md)
+
+
+def cmd_search(args):
+    """`reasonlab search`: best-of-N, weighted majority, beam search, DVTS with learned verifiers and the oracle."""
+    from . import search
+    cfg = search.SearchConfig(thinker=args.thinker, force=args.force, n_val=args.n_val, n_test=args.n_test,
+                              n_max=args.n_max, width=args.width, agg=args.agg, methods=tuple(args.method),
+                              verifiers=tuple(args.verifiers), search_verifiers=tuple(args.search_verifiers),
+                              temperature=args.temperature)
+    cfg.validate()                                   # bad input stops here, before any model is loaded
+    device = check_device(args.device)
+    if args.replot:
+        try:
+            results = []
+            for seed in args.seeds:
+                with open(os.path.join(args.out, f"seed{seed}.json")) as f:
+                    results.append(json.load(f))
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--replot: cannot read the results in {args.out} ({e})") from None
+    else:
+        results = [search.run(cfg, seed, out=args.out, cache=args.cache_dir, device=device) for seed in args.seeds]
+    print(search.render(results, args.out))
+    print(f"wrote {args.out}/ (seed*.json, findings.json, section.md, acc_vs_n.png, acc_vs_compute.png, tokens.png)")
+
+
 def cmd_lab(args):
     from dataclasses import asdict
 
@@ -598,6 +634,36 @@ def build_parser() -> Parser:
                    "without rationalization")
     p.add_argument("--out", default="runs/star")
     p.set_defaults(fn=cmd_star)
+    # issue 17: learned verifiers and search
+    p = sub.add_parser("verifier", help="learned verifiers (ORM, PRM, Math-Shepherd PRM): train, measure, plot")
+    vsub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
+    p = vsub.add_parser("train", help="train verifiers on the thinker's samples; AUROC and calibration on held-out ones")
+    add_common(p)
+    p.add_argument("--kind", nargs="+", choices=["orm", "prm", "prm-mc"], default=["orm", "prm", "prm-mc"])
+    p.add_argument("--thinker", choices=["erring", "base"], default="erring")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--n-test", type=positive(), default=100, help="held-out problems per k for the quality check")
+    p.add_argument("--out", default="runs/verifier")
+    p.set_defaults(fn=cmd_verifier)
+
+    p = sub.add_parser("search", help="best-of-N, weighted majority, beam search, DVTS with verifiers; findings")
+    add_common(p)
+    p.add_argument("--method", nargs="+", choices=["bon", "weighted", "beam", "dvts"],
+                   default=["bon", "weighted", "beam", "dvts"], help="greedy and majority always run")
+    p.add_argument("--thinker", choices=["erring", "base", "quick"], default="erring")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--force", choices=["S", "T"], default="S", help="the chain format searched over")
+    p.add_argument("--n-max", type=positive(), default=64, help="largest N (1, 2, 4, ..., 64)")
+    p.add_argument("--width", type=positive(), default=4, help="M: expansions per beam per step")
+    p.add_argument("--n-test", type=positive(), default=100, help="test problems per k")
+    p.add_argument("--n-val", type=positive(), default=50, help="validation problems per k (strategy selection)")
+    p.add_argument("--agg", choices=["last", "min", "prod"], default="min", help="step scores -> one per output")
+    p.add_argument("--temperature", type=positive(float), default=1.0)
+    p.add_argument("--verifiers", nargs="+", choices=["orm", "prm", "prm-mc"], default=["orm", "prm", "prm-mc"])
+    p.add_argument("--search-verifiers", nargs="+", default=["prm", "oracle"], help="verifiers guiding beam/DVTS")
+    p.add_argument("--out", default="runs/search")
+    p.add_argument("--replot", action="store_true", help="only redraw plots and findings from --out/seed*.json")
+    p.set_defaults(fn=cmd_search)
     return ap
 
 

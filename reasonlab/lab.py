@@ -17,7 +17,7 @@ from typing import Callable, Literal, NamedTuple
 
 import numpy as np
 
-from . import adaptive, budget, findings, report, star, tts
+from . import adaptive, budget, findings, report, search, star, tts
 from .report import load_json, pm
 from .checkpoint import CACHE_VERSION, cache_dir, cache_key, fingerprint, write_json
 from .executor import ExecConfig, Unit, UnitsFailed, cached_model, model_in_cache, run_units
@@ -27,7 +27,7 @@ from .rl import ALGOS, RLConfig, train
 from .task import FMT_NAMES
 from .train import base_cfg, base_name
 
-EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1")
+EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search")
 
 
 @dataclass
@@ -70,11 +70,20 @@ class Sizes:
     """warm-start steps of the +sft budget models"""
     l1_eval_n: int = 100
     """greedy test problems per k and budget"""
+    search_n_test: int = 100
+    """verifiers and search: test problems per k"""
+    search_n_val: int = 50
+    """verifiers and search: validation problems per k (compute-optimal selection)"""
+    search_n_max: int = 64
+    """verifiers and search: largest N"""
+    search_quick_verifiers: bool = False
+    """verifiers and search: tiny verifiers (quick mode)"""
 
 
 QUICK = Sizes(eval_n=40, budget_n=30, tts_n=40, tts_n_max=8, star_rounds=1, star_problems=400, star_steps=40,
               rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30,
-              l1_steps=4, l1_sft_steps=10, l1_eval_n=8)
+              l1_steps=4, l1_sft_steps=10, l1_eval_n=8, search_n_test=4, search_n_val=3, search_n_max=4,
+              search_quick_verifiers=True)
 
 
 @dataclass
@@ -196,12 +205,28 @@ def exp_l1(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     return budget.run(bc, seed, base=model, log=None, progress=True)
 
 
+def exp_search(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
+    """Issue 17: learned verifiers' quality, then search with them, on the erring thinker (quick: the quick base)."""
+    from . import verifier
+    sc = search.SearchConfig(thinker="quick" if cfg.quick else "erring", n_test=S.search_n_test, n_val=S.search_n_val,
+                             n_max=S.search_n_max, quick_verifiers=S.search_quick_verifiers)
+    thinker = search.thinker_model(sc.thinker, seed, cfg.cache, cfg.device)
+    vcfg = search.verifier_config(sc)
+    quality = {"seed": seed, "thinker": sc.thinker, "kinds": {}}
+    for kind in sc.verifiers:          # verifier.run's measurement, on this thinker (quick mode has its own)
+        v = verifier.train_verifier(kind, thinker, seed, vcfg, cache=cfg.cache, log=None)
+        q = verifier.verifier_quality(v, thinker, seed, S.search_n_test, vcfg)
+        quality["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in ("seconds", "n_outputs", "n_steps",
+                                                                        "positive_share", "loss_first", "loss_last")}}
+    return {"verifiers": quality, "search": search.run(sc, seed, cache=cfg.cache, device=cfg.device, log=None)}
+
+
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
 SIZE_PREFIX = {"base": "eval_", "budgets": "budget_", "sampling": "tts_", "star": "star_", "rl": "rl_",
-               "adaptive": "adaptive_", "l1": "l1_"}   # the Sizes fields each experiment depends on
+               "adaptive": "adaptive_", "l1": "l1_", "search": "search_"}   # the Sizes fields each experiment depends on
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
@@ -559,6 +584,19 @@ def section_l1(rs: list[dict], out: str) -> tuple[str, str]:
     return md.replace("## Thinking on a budget", "## 8. Thinking on a budget", 1), head
 
 
+def section_learned_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
+    from . import verifier
+    q = [r["verifiers"] for r in rs]
+    md = verifier.render(q, out)        # writes out/verifier_quality.png, linked from report.md beside it
+    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k]['step_auroc'] for x in q])}" for k in q[0]["kinds"])
+    return md, head
+
+
+def section_search(rs: list[dict], out: str) -> tuple[str, str]:
+    res = [r["search"] for r in rs]
+    return search.render(res, os.path.join(out, "search"), prefix="search/"), search.headline(res)
+
+
 class Experiment(NamedTuple):
     """The one experiment protocol. run(base model, sizes, seed, lab config) -> a JSON-able result for one seed;
     render(results over seeds, out) -> the report's sections [(markdown, headline)], writing their plots under out.
@@ -580,6 +618,7 @@ PROTOCOL: dict[str, Experiment] = {
     "rl": Experiment(exp_rl, sections(section_rl)),
     "adaptive": Experiment(exp_adaptive, sections(section_adaptive)),
     "l1": Experiment(exp_l1, sections(section_l1)),
+    "search": Experiment(exp_search, sections(section_learned_verifiers, section_search)),
 }
 
 

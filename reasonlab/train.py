@@ -208,6 +208,8 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
 
     callback(total_step, model) runs every `every` steps; returning True stops training early.
     """
+    if cfg.get("stop") and callback is None:   # a recipe that ends at a quality target (ERR_CFG)
+        callback, every = stop_rule(cfg["stop"]), cfg["stop"]["every"]
     vocab = init.cfg.vocab_size if init is not None else len(HINT_VOCAB) if cfg.get("hint_frac") else len(VOCAB)
     model = build_model(cfg.get("seed", 0), vocab)
     if init is not None:
@@ -239,3 +241,33 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
         done += steps
     model.eval()
     return model
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The erring thinker (issue 17): the base recipe stopped early, so its chains are right with a probability that
+# falls with k. Test-time search and learned verifiers need a thinker that errs; the base model's chains are ~100 %
+# right. An optional cfg["stop"] ends pretrain() at the first check where forced-format greedy accuracy on a fixed
+# probe set (k digits, disjoint from evaluate's problems by seed) reaches `acc`. Stopping at a quality target rather
+# than at a fixed step: seeds cross the learning transition hundreds of steps apart (benchmarks/erring_thinker.py).
+
+ERR_CFG = {**BASE_CFG, "stop": {"format": "S", "k": 8, "acc": 0.5, "every": 10, "n": 300, "probe_seed": 4321}}
+"""The erring thinker: BASE_CFG's phases, stopped at the first check (every 10 steps) where greedy forced S at
+k = 8 is right on half of 300 probe problems (results/erring_thinker.md has the per-k accuracies for seeds 0-4)."""
+
+
+def stop_rule(stop: dict) -> Callable[[int, GPT], bool]:
+    """pretrain's callback for cfg["stop"]: True once greedy forced `format` accuracy at k = `k` on `n` probe
+    problems (drawn with probe_seed) is >= `acc`."""
+    from .evaluate import evaluate, problems_per_k
+    probe = problems_per_k(stop["n"], seed=stop["probe_seed"], ks=[stop["k"]])
+
+    def check(step: int, model: GPT) -> bool:
+        return evaluate(model, probe, force=[stop["format"]])["acc"] >= stop["acc"]
+    return check
+
+
+def get_erring_model(seed: int, cache: str | None = None, device: str | None = None, log: Callable | None = print
+                     ) -> GPT:
+    """The erring thinker for `seed` (ERR_CFG), trained once and cached as err-seed<seed>."""
+    from .checkpoint import get_model
+    return get_model(f"err-seed{seed}", dict(ERR_CFG, seed=seed), cache=cache, device=device, log=log)

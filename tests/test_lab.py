@@ -34,7 +34,9 @@ def test_quick_lab_runs_every_experiment_and_writes_the_report(quick_lab):
     assert sections == [str(i) for i in range(1, 9)]
     for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):          # every picture the markdown names exists
         assert os.path.getsize(os.path.join(cfg.out, img)) > 1000
-    assert md.count("*Paper") == 8 and md.count("*Explore:*") == 8 and md.count("**Question.**") == 8
+    n = 8 + 2                                     # + learned verifiers, verifiers and search (issue 17; unnumbered)
+    assert md.count("*Paper") == n and md.count("*Explore:*") == n and md.count("**Question.**") == n
+    assert "## Verifiers and search" in md and "| claim | statistic |" in md
     # numbers are the experiments' own: the RL table's base accuracy is the base section's free accuracy
     base_free = results["base"]["results"][0]["free"]["acc"]
     assert f"Base model (free, greedy): accuracy {results['rl']['results'][0]['grpo']['base_acc']:.3f}" in md
@@ -59,7 +61,7 @@ def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_p
     lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache=cfg.cache, sizes=lab.QUICK), log=logs.append)
     reused = [line for line in logs if "reused" in line]
     assert len(reused) == len(lab.EXPERIMENTS) - 1 and not any("rl," in line for line in reused)
-    assert any(line.startswith("[5/7] rl, seed 0 ...") for line in logs)
+    assert any(line.startswith(f"[5/{len(lab.EXPERIMENTS)}] rl, seed 0 ...") for line in logs)
     # other sizes: a different key, so that experiment reruns
     other = lab.LabConfig(quick=True, sizes=lab.Sizes(**{**lab.QUICK.__dict__, "eval_n": 30}))
     assert lab.unit_key("base", 0, other) != lab.unit_key("base", 0, cfg)

@@ -1,0 +1,846 @@
+"""Search with verifiers: best-of-N, weighted majority, step-level beam search and DVTS, with compute accounting.
+
+Methods (every one with a learned verifier and with the rule's oracle, `verifier.OracleVerifier`):
+- best-of-N (Cobbe et al. 2021, arXiv 2110.14168): N i.i.d. samples, the one the verifier scores highest;
+- weighted majority (Li et al. 2023 DiVeRSe; search-and-learn's `find_answer_with_largest_sum`): the verifier's
+  scores summed per answer, the answer with the largest sum;
+- beam search over steps (Snell et al. 2024, arXiv 2408.03314; search-and-learn `search/beam_search.py`): N/M live
+  beams, each expanded M times by one chain step (one running sum, or the final "A d </s>"), the N candidates
+  scored by the PRM (the last step's score), the best N/M kept;
+- DVTS (search-and-learn `search/diverse_verifier_tree_search.py`): N/M independent subtrees, each keeping its one
+  best of M expansions per step (greedy per subtree, diverse across subtrees).
+Baselines: greedy decoding and plain majority (tts.majority). Best-of-N, weighted and majority are read from one
+pool of n_max samples per problem, subsampled to N = 1, 2, 4, ... (the first N; search-and-learn's score.py draws
+its curves so); beam search and DVTS are re-run for every N (recipes/README.md).
+
+Beam search and DVTS are one routine, `tree_search(subtrees, keep, width)`: beam search is one subtree keeping N/M
+beams, DVTS N/M subtrees keeping one; so DVTS with a single subtree is beam search with N = M. It runs on the
+generator's KV cache the way sampling.sample_tree does: a cache row per distinct prefix, so beams (and subtrees)
+that wrote the same tokens share a row and one forward pass.
+
+Compute, per problem (stated once, used everywhere):
+- generated tokens: every token the generator samples, the forced format token included (as tts.tokens counts);
+  best-of-N: the N samples' lengths; beam search and DVTS: every candidate's new step, pruned ones too.
+- verifier tokens: `Verifier.tokens`: each scored sequence read from its start, prompt included (PROMPT_LEN +
+  output length), no cache between calls, as search-and-learn calls its PRM once per expansion on the full text.
+  Beam search and DVTS score every candidate at every expansion, so they read more verifier tokens than best-of-N
+  at the same N. Majority and greedy read none. The oracle is charged what a learned verifier would read.
+- FLOPs = 2 * P_gen * (PROMPT_LEN + generated tokens) + 2 * P_ver * verifier tokens (Kaplan et al. 2020's forward
+  cost, 2 FLOPs per parameter per token; attention's share is negligible at length 24; the generator reads its
+  prompt once per problem). The oracle's FLOPs use P_ver = a learned verifier's size (the thinker's).
+Memoisation (a verifier's step scores cached per (problem, prefix); a causal verifier scores a prefix as it
+scores that prefix inside a longer output) saves time, not counted tokens: the counts are what the method reads.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import tts
+from .model import GPT, KVCache
+from .sampling import EOS, PAD, sample_tree
+from .task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
+from .verifier import aggregate, steps as read_steps
+
+NS = (1, 2, 4, 8, 16, 32, 64)
+METHODS = ("bon", "weighted", "beam", "dvts")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scoring with a memo: each distinct (problem, output) is read by the verifier once per run.
+
+class Scorer:
+    """A verifier's step scores, memoised per (problem, output): beam search at N = 64 re-scores the prefixes it
+    scored at N = 32, and best-of-N's pool holds most of them."""
+
+    def __init__(self, verifier):
+        self.v, self.memo = verifier, {}
+        self.calls = 0                       # sequences the verifier actually read (the counted tokens are nominal)
+
+    def steps(self, digits_list, outputs) -> list[list[float]]:
+        keys = [(tuple(d), tuple(o)) for d, o in zip(digits_list, outputs)]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.memo))
+        if todo:
+            got = self.v.score_steps([list(d) for d, _ in todo], [list(o) for _, o in todo])
+            self.memo.update(zip(todo, got))
+            self.calls += len(todo)
+        return [self.memo[k] for k in keys]
+
+    def add_prefixes(self, digits_list, outputs) -> None:
+        """Memoise every step prefix of outputs already scored: a causal verifier's score at a step depends only on
+        the tokens up to it, so a prefix's step scores are the first ones of any output that continues it (up to
+        float rounding of another batch shape). Beam search then re-reads few of the pool's prefixes."""
+        for d, o in zip(digits_list, outputs):
+            full = self.memo.get((tuple(d), tuple(o)))
+            if full is None:
+                continue
+            for j, (i, _, _) in enumerate(read_steps(o)):
+                self.memo.setdefault((tuple(d), tuple(o[:i + 1])), full[:j + 1])
+
+    def score(self, digits_list, outputs, agg: str) -> np.ndarray:
+        """One score per output; an output that gives no answer (a chain cut off, junk) scores 0: the right steps of
+        a chain that never answers must not outrank a finished one (the oracle would give "S 2 </s>" a 1.0)."""
+        answered = np.array([bool(st) and st[-1][2] for st in map(read_steps, outputs)])
+        return np.where(answered, aggregate(self.steps(digits_list, outputs), agg), 0.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Beam search and DVTS on the KV cache.
+
+def _sample(logits: torch.Tensor, node: torch.Tensor, gen, temperature: float) -> torch.Tensor:
+    """One token per row from its prefix's logits (U, V): sample_tree's draw, so one chain matches it exactly."""
+    lp = F.log_softmax(logits / (temperature or 1.0), -1)
+    if gen is None or temperature == 0:
+        return logits.argmax(-1)[node]
+    return torch.multinomial(lp.exp()[node], 1, generator=gen).squeeze(1)
+
+
+def _advance(model: GPT, cache: KVCache, node: torch.Tensor, tok: torch.Tensor):
+    """Rows that append `tok` to prefix `node`: the distinct (prefix, token) pairs become the new prefixes (one cache
+    row and one forward each). Returns (cache, logits (U, V), each row's new prefix)."""
+    V = model.cfg.vocab_size
+    uniq, new_node = torch.unique(node * V + tok, return_inverse=True)
+    cache = cache.select(uniq // V)
+    logits = model((uniq % V)[:, None], cache=cache)[0][:, -1].float()
+    return cache, logits, new_node
+
+
+def _finish(model: GPT, cache: KVCache, node: torch.Tensor, first: torch.Tensor, gen, temperature: float,
+            room: int) -> list[list[int]]:
+    """Rows that wrote the answer marker `first` ("A", or a token that breaks the chain): decode each on to </s>
+    (at most `room` tokens in all) from its prefix's cache row, sharing rows while they agree. Returns each row's new
+    tokens, `first` included."""
+    out = [[int(t)] for t in first.tolist()]
+    done = first == EOS
+    tok = first
+    for _ in range(room - 1):
+        if bool(done.all()):
+            break
+        cache, logits, node = _advance(model, cache, node, tok)
+        tok = _sample(logits, node, gen, temperature)
+        for i in (~done).nonzero().squeeze(1).tolist():
+            out[i].append(int(tok[i]))
+        done |= tok == EOS
+    return out
+
+
+@torch.inference_mode()
+def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees: int, keep: int, width: int,
+                force: str = "S", gen: torch.Generator | None = None, temperature: float = 1.0,
+                step_agg: str = "last", agg: str = "min") -> dict:
+    """Step-level search for each problem: `subtrees` independent subtrees, each keeping its `keep` best live beams
+    and expanding each `width` times per step. Beam search: subtrees=1, keep=N/M, width=M; DVTS: subtrees=N/M,
+    keep=1, width=M. A step is one chain digit, or "A", the answer and "</s>" (an output ends there). Live candidates
+    are ranked by their step scores aggregated with `step_agg` ("last": search-and-learn); a problem's answer is its
+    finished candidate with the highest `agg` score (ties: the first finished).
+
+    Returns {"outputs": [[finished outputs] per problem], "scores": [[...]], "pick": [chosen output per problem],
+    "gen_tokens": (P,), "ver_tokens": (P,)}."""
+    model.eval()
+    device = next(model.parameters()).device
+    P = len(problems)
+    forced = [ID[force]]
+    seq = torch.tensor([prompt_ids(d) + forced for d in problems], dtype=torch.long, device=device)
+    cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
+    logits = model(seq, cache=cache)[0][:, -1].float()                  # (U, V): one row per distinct prefix
+    # live beams: problem, subtree, cache row, tokens after "="; each subtree starts with `keep` copies of the root
+    b_prob = np.repeat(np.arange(P), subtrees * keep)
+    b_tree = np.tile(np.repeat(np.arange(subtrees), keep), P)
+    b_node = torch.as_tensor(b_prob, device=device)
+    b_toks: list[list[int]] = [list(forced) for _ in range(len(b_prob))]
+    first_step = True
+    finished: list[list[list[int]]] = [[] for _ in range(P)]
+    gen_tok, ver_tok = np.zeros(P), np.zeros(P)
+    while len(b_prob):
+        # expand every live beam `width` times by one step
+        c_beam = np.repeat(np.arange(len(b_prob)), width)
+        c_node = b_node.repeat_interleave(width)
+        tok = _sample(logits, c_node, gen, temperature)
+        tl = tok.tolist()
+        room = MAX_LEN - seq.shape[1] - (len(b_toks[0]) - 1)              # tokens left after this one, plus one
+        is_digit = [DIGIT0 <= t < DIGIT0 + 10 for t in tl]
+        # the answer marker ends the chain: decode on to </s>; so does anything else that is not a digit (a broken
+        # template is written out as a sampler would write it, and scored as it stands)
+        ans_rows = [i for i, t in enumerate(tl) if not is_digit[i] and t != EOS and room > 1]
+        tails = {}
+        if ans_rows:
+            idx = torch.tensor(ans_rows, device=device)
+            sub_node, inv = torch.unique(c_node[idx], return_inverse=True)
+            for i, t in zip(ans_rows, _finish(model, cache.select(sub_node), inv, tok[idx], gen, temperature, room)):
+                tails[i] = t
+        c_toks = [b_toks[b] + tails.get(i, [tl[i]]) for i, b in enumerate(c_beam)]
+        c_prob = b_prob[c_beam]
+        for i, t in enumerate(c_toks):
+            gen_tok[c_prob[i]] += len(t) - len(b_toks[c_beam[i]]) + (len(forced) if first_step else 0)
+        live = np.array([is_digit[i] and room > 1 for i in range(len(tl))])
+        digs = [problems[p] for p in c_prob]
+        ver = np.array([PROMPT_LEN + len(t) for t in c_toks], dtype=float)
+        np.add.at(ver_tok, c_prob, ver)
+        s_live = aggregate(scorer.steps(digs, c_toks), step_agg)
+        for i in np.flatnonzero(~live):
+            finished[c_prob[i]].append(c_toks[i])
+        # keep each subtree's `keep` best live candidates (stable: ties keep the earlier candidate)
+        li = np.flatnonzero(live)
+        if not len(li):
+            break
+        grp = c_prob * subtrees + b_tree[c_beam]                          # each candidate's subtree
+        order = li[np.lexsort((li, -s_live[li], grp[li]))]               # by subtree, then score, then index
+        g = grp[order]
+        rank = np.arange(len(order)) - np.searchsorted(g, g, side="left")   # place within its subtree
+        kept = np.sort(order[rank < keep])
+        kt = torch.as_tensor(kept, device=device)
+        cache, logits, b_node = _advance(model, cache, c_node[kt], tok[kt])
+        b_prob, b_tree = c_prob[kept], b_tree[c_beam[kept]]
+        b_toks = [c_toks[i] for i in kept]
+        first_step = False
+    scores, picks = [], []
+    for p in range(P):
+        s = scorer.score([problems[p]] * len(finished[p]), finished[p], agg) if finished[p] else np.zeros(0)
+        scores.append(s.tolist())
+        picks.append(finished[p][int(np.argmax(s))] if len(s) else [])
+    return {"outputs": finished, "scores": scores, "pick": picks, "gen_tokens": gen_tok, "ver_tokens": ver_tok}
+
+
+def beam_search(model, scorer, problems, N: int, M: int, **kw) -> dict:
+    """N beams in all, width M (N/M live beams, each expanded M times per step)."""
+    M = min(M, N)
+    return tree_search(model, scorer, problems, 1, N // M, M, **kw)
+
+
+def dvts(model, scorer, problems, N: int, M: int, **kw) -> dict:
+    """N/M independent subtrees of width M, each keeping its best expansion."""
+    M = min(M, N)
+    return tree_search(model, scorer, problems, N // M, 1, M, **kw)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Best-of-N and weighted majority on one pool.
+
+def _strip(row: list[int]) -> list[int]:
+    return row[:row.index(EOS) + 1] if EOS in row else [t for t in row if t != PAD]
+
+
+def sample_outputs(model: GPT, problems, n: int, force: str, seed: int, temperature: float = 1.0,
+                   chunk: int = 1000) -> list[list[list[int]]]:
+    """n sampled outputs per problem (sample_tree: shared prefixes share cache rows), as token lists."""
+    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    outs = []
+    for s in range(0, len(problems), chunk):
+        probs = problems[s:s + chunk]
+        toks, _ = sample_tree(model, [prompt_ids(d) for d in probs], n, gen, temperature, [force])
+        rows = [_strip(r) for r in toks.tolist()]
+        outs += [rows[i * n:(i + 1) * n] for i in range(len(probs))]
+    return outs
+
+
+def pool_of(problems, outputs: list[list[list[int]]]) -> tts.Pool:
+    """A tts.Pool from output lists (answers, correctness, the rule's check), so tts's votes apply."""
+    parsed = [[parse(o) for o in row] for row in outputs]
+    ans = np.array([[-1 if p["answer"] is None else p["answer"] for p in row] for row in parsed])
+    truth = np.array([sum(d) % 10 for d in problems])[:, None]
+    ver = np.array([[check_chain(d, p) is True for p in row] for d, row in zip(problems, parsed)])
+    fmt = np.array([[tts.FMT_INDEX.get(p["fmt"], -1) for p in row] for row in parsed])
+    length = np.array([[len(o) for o in row] for row in outputs])
+    chain = np.array([[len(p["chain"]) for p in row] for row in parsed])
+    return tts.Pool(list(problems), np.array([len(d) for d in problems]), ans, ans == truth, ver, fmt, length, chain,
+                    np.zeros(ans.shape))
+
+
+def pick_best(scores: np.ndarray, N: int) -> np.ndarray:
+    """(P,) column of the highest-scored of the first N samples (ties: the first)."""
+    return scores[:, :N].argmax(1)
+
+
+def best_of_n(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
+    """1.0 where the highest-scored of the first N samples is right."""
+    pick = pick_best(scores, N)
+    return pool.correct[np.arange(len(pick)), pick].astype(float)
+
+
+def weighted(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
+    """Weighted majority: the answer whose samples' scores sum highest among the first N (tts.vote's ties)."""
+    return tts.vote(pool, N, weight=scores)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The experiment.
+
+@dataclass
+class SearchConfig:
+    thinker: Literal["erring", "base", "quick"] = "erring"
+    """the generator: the erring thinker (train.get_erring_model), the standard base model (the contrast), or the
+    lab's quick base model (half the recipe: its S chains err; for tests and quick runs)"""
+    force: Literal["S", "T"] = "S"
+    """the chain format every method writes (forced as the first token)"""
+    n_val: int = 50
+    """validation problems per k (strategy selection)"""
+    n_test: int = 100
+    """test problems per k (every reported number); disjoint from validation and from every verifier's training"""
+    n_max: int = 64
+    """largest N; N runs over 1, 2, 4, ... up to it"""
+    width: int = 4
+    """M, the beam width (expansions per beam per step) of beam search and DVTS (min(M, N) where N < M)"""
+    temperature: float = 1.0
+    """sampling temperature of every method"""
+    agg: Literal["last", "min", "prod"] = "min"
+    """how a finished output's step scores become one score (best-of-N, weighted, the final pick of a search)"""
+    step_agg: Literal["last", "min", "prod"] = "last"
+    """how a partial chain is ranked during beam search and DVTS (search-and-learn: the last step's score)"""
+    verifiers: tuple[str, ...] = ("orm", "prm", "prm-mc")
+    """learned verifiers (verifier.KINDS); the oracle always runs too"""
+    search_verifiers: tuple[str, ...] = ("prm", "oracle")
+    """verifiers that guide beam search and DVTS (each costs a search per N)"""
+    methods: tuple[str, ...] = METHODS
+    """search methods to run (bon, weighted, beam, dvts); greedy and majority always run"""
+    quick_verifiers: bool = False
+    """train the verifiers small (tests and quick runs: the numbers mean little)"""
+
+    def validate(self) -> None:
+        from .verifier import KINDS
+        if self.thinker not in ("erring", "base", "quick"):
+            raise ValueError(f"invalid thinker {self.thinker!r}: use erring, base or quick")
+        if self.force not in ("S", "T"):
+            raise ValueError(f"invalid search format {self.force!r}: use S or T (a chain to search over)")
+        if self.n_max not in NS:
+            raise ValueError(f"invalid n_max {self.n_max}: use one of {', '.join(map(str, NS))}")
+        if self.width < 1 or self.width & (self.width - 1):
+            raise ValueError(f"invalid width {self.width}: a power of two >= 1")
+        if self.n_val < 1 or self.n_test < 1:
+            raise ValueError("n_val and n_test must be >= 1")
+        if self.temperature <= 0:
+            raise ValueError("temperature must be > 0 (search samples)")
+        for a in (self.agg, self.step_agg):
+            if a not in ("last", "min", "prod"):
+                raise ValueError(f"invalid aggregation {a!r}: use last, min or prod")
+        for v in self.verifiers:
+            if v not in KINDS:
+                raise ValueError(f"unknown verifier {v!r}: use {', '.join(KINDS)}")
+        for v in self.search_verifiers:
+            if v not in (*self.verifiers, "oracle"):
+                raise ValueError(f"search verifier {v!r} must be oracle or one of --verifiers")
+        for m in self.methods:
+            if m not in METHODS:
+                raise ValueError(f"unknown search method {m!r}: use {', '.join(METHODS)}")
+
+    @property
+    def Ns(self) -> tuple[int, ...]:
+        return tuple(n for n in NS if n <= self.n_max)
+
+
+def split_problems(n_per_k: int, seed: int, part: str, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
+    """Problems from the verifiers' held-out quarter (verifier.held_out), halved again by another hash byte into a
+    validation and a test part, so the two are disjoint as sets (k = 2 has ~25 held-out problems: draws repeat)."""
+    from .verifier import held_out
+    rng = random.Random(f"search-{seed}-{part}")
+    want = part == "val"
+    out = []
+    for k in ks:
+        got = 0
+        while got < n_per_k:
+            d = make_digits(rng, k)
+            if held_out(d) and (hashlib.sha256(bytes([len(d)] + d)).digest()[1] % 2 == 0) == want:
+                out.append(d)
+                got += 1
+    return out
+
+
+def thinker_model(kind: str, seed: int, cache: str | None = None, device: str = "cpu", log=None) -> GPT:
+    """The generator the search runs on (see SearchConfig.thinker)."""
+    from .checkpoint import get_model
+    from .train import BASE_CFG
+    if kind == "base":
+        return get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=cache, device=device, log=log)
+    if kind == "quick":
+        from .lab import base_name, quick_base_cfg
+        return get_model(base_name(seed, True), quick_base_cfg(seed), cache=cache, device=device, log=log)
+    from . import train
+    if not hasattr(train, "get_erring_model"):
+        raise ValueError("the erring thinker (train.get_erring_model) is not available: use --thinker base or quick")
+    return train.get_erring_model(seed, cache=cache, device=device, log=log)
+
+
+def verifier_config(config: SearchConfig):
+    """The verifiers' training settings: verifier.VerifierConfig's defaults, or tiny ones (quick runs, tests)."""
+    from .verifier import VerifierConfig
+    return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if config.quick_verifiers else VerifierConfig()
+
+
+def _bits(x) -> str:
+    return "".join("1" if v else "0" for v in np.asarray(x).astype(bool))
+
+
+def _ints(x) -> str:
+    """Token counts (integers) as one comma-separated string: the JSON stays small with indent=1."""
+    return ",".join(str(int(round(v))) for v in np.asarray(x, float))
+
+
+def unints(s) -> np.ndarray:
+    return np.asarray(s, float) if isinstance(s, list) else np.array(s.split(","), float) if s else np.zeros(0)
+
+
+def unbits(s: str) -> np.ndarray:
+    return np.frombuffer(s.encode(), dtype=np.uint8) - ord("0")
+
+
+def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | None = None, device: str = "cpu",
+        log=print) -> dict:
+    """Every method x verifier x N on the validation and test problems of one seed. Writes <out>/seed<seed>.json
+    when out is given. Per strategy and split: per-problem correctness (a 0/1 string) and token counts, so findings
+    can bootstrap over problems and seeds."""
+    from .verifier import OracleVerifier, train_verifier
+    config.validate()
+    t_all = time.perf_counter()
+    timing = {}
+    model = thinker_model(config.thinker, seed, cache, device, log)
+    t = time.perf_counter()
+    vcfg = verifier_config(config)
+    verifiers = {"oracle": OracleVerifier()}
+    for kind in config.verifiers:
+        verifiers[kind] = train_verifier(kind, model, seed=seed, config=vcfg, cache=cache, log=log)
+    timing["verifiers"] = round(time.perf_counter() - t, 1)
+    n_params = sum(p.numel() for p in model.parameters())
+    scorers = {k: Scorer(v) for k, v in verifiers.items()}
+    problems = {"val": split_problems(config.n_val, seed, "val"), "test": split_problems(config.n_test, seed, "test")}
+    res = {"config": asdict(config), "seed": seed, "n_params": n_params,
+           "ver_params": {k: (v.flops_per_token / 2 or n_params + model.cfg.d_model + 1) for k, v in verifiers.items()},
+           "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
+
+    def put(name, split, N, correct, gen, ver):
+        res["strategies"].setdefault(name, {}).setdefault(split, {})[str(N)] = {
+            "correct": _bits(correct), "gen": _ints(gen), "ver": _ints(ver)}
+
+    for split, probs in problems.items():
+        t = time.perf_counter()
+        greedy = sample_outputs(model, probs, 1, config.force, seed, temperature=0.0)
+        gp = pool_of(probs, greedy)
+        put("greedy", split, 1, gp.correct[:, 0], gp.length[:, 0], np.zeros(len(probs)))
+        outs = sample_outputs(model, probs, config.n_max, config.force, seed + 1000 * (split == "test"),
+                              config.temperature)
+        pool = pool_of(probs, outs)
+        timing[f"sample_{split}"] = round(time.perf_counter() - t, 1)
+        t = time.perf_counter()
+        flat_d = [d for d, row in zip(probs, outs) for _ in row]
+        flat_o = [o for row in outs for o in row]
+        scores = {k: sc.score(flat_d, flat_o, config.agg).reshape(len(probs), config.n_max)
+                  for k, sc in scorers.items()}
+        for sc in scorers.values():
+            sc.add_prefixes(flat_d, flat_o)
+        timing[f"score_{split}"] = round(time.perf_counter() - t, 1)
+        vt = PROMPT_LEN + pool.length                                   # verifier tokens per sample
+        for N in config.Ns:
+            gen = pool.length[:, :N].sum(1)
+            put("majority", split, N, tts.majority(pool, N), gen, np.zeros(len(probs)))
+            for k in scorers:
+                if "bon" in config.methods:
+                    put(f"bon/{k}", split, N, best_of_n(pool, scores[k], N), gen, vt[:, :N].sum(1))
+                if "weighted" in config.methods:
+                    put(f"weighted/{k}", split, N, weighted(pool, scores[k], N), gen, vt[:, :N].sum(1))
+        t = time.perf_counter()
+        truth = np.array([sum(d) % 10 for d in probs])
+        for m in ("beam", "dvts"):
+            if m not in config.methods:
+                continue
+            for k in config.search_verifiers:
+                for N in config.Ns:
+                    gen_ = torch.Generator(device=next(model.parameters()).device).manual_seed(
+                        seed * 1000 + N + 100 * (m == "dvts") + 50 * (split == "test"))
+                    f = beam_search if m == "beam" else dvts
+                    r = _chunked(f, model, scorers[k], probs, N, config, gen_)
+                    ans = np.array([-1 if (a := parse(o)["answer"]) is None else a for o in r["pick"]])
+                    put(f"{m}/{k}", split, N, ans == truth, r["gen_tokens"], r["ver_tokens"])
+        timing[f"search_{split}"] = round(time.perf_counter() - t, 1)
+    timing["verifier_sequences_read"] = {k: s.calls for k, s in scorers.items()}
+    timing["total"] = round(time.perf_counter() - t_all, 1)
+    if log:
+        log(f"  search grid, seed {seed}: {timing['total']:.0f}s ({timing})")
+    if out:
+        import os
+        from .checkpoint import write_json
+        write_json(os.path.join(out, f"seed{seed}.json"), res)
+    return res
+
+
+def _chunked(f, model, scorer, probs, N, config: SearchConfig, gen, rows: int = 4096) -> dict:
+    """Run a search over problems in chunks of about `rows` candidates (the KV cache holds a row per prefix)."""
+    step = max(1, rows // N)
+    parts = [f(model, scorer, probs[s:s + step], N, config.width, force=config.force, gen=gen,
+               temperature=config.temperature, step_agg=config.step_agg, agg=config.agg)
+             for s in range(0, len(probs), step)]
+    return {"pick": [p for r in parts for p in r["pick"]],
+            "gen_tokens": np.concatenate([r["gen_tokens"] for r in parts]),
+            "ver_tokens": np.concatenate([r["ver_tokens"] for r in parts])}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading results: accuracy and compute per strategy, bootstrap over problems and seeds, findings.
+
+def cell(res: dict, name: str, N, split: str = "test") -> dict | None:
+    return res["strategies"].get(name, {}).get(split, {}).get(str(N))
+
+
+def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = None):
+    """(correct (P,), generated tokens (P,), verifier tokens (P,), FLOPs (P,)) of one strategy, k = one k or all."""
+    c = cell(res, name, N, split)
+    ks = np.array(res["k"][split])
+    m = np.ones(len(ks), bool) if k is None else ks == k
+    gen, ver = unints(c["gen"])[m], unints(c["ver"])[m]
+    vk = name.split("/")[1] if "/" in name else None
+    flops = 2 * res["n_params"] * (PROMPT_LEN + gen) + (2 * res["ver_params"][vk] * ver if vk else 0.0)
+    return unbits(c["correct"])[m].astype(float), gen, ver, flops
+
+
+def strategies(res: dict) -> list[tuple[str, int]]:
+    return [(name, int(N)) for name, d in res["strategies"].items() for N in d["test"]]
+
+
+def hier_bootstrap(arrays: list[tuple[np.ndarray, ...]], stat, n_boot: int = 1000, seed: int = 0):
+    """Statistic averaged over seeds, and its 95 % interval from a two-level bootstrap: seeds drawn with
+    replacement, then each seed's problems with replacement (paired arrays keep their pairing). With 3 seeds the
+    interval counts both the seed-to-seed and the problem-to-problem spread."""
+    rng = np.random.default_rng(seed)
+    vals = [float(stat(*a)) for a in arrays]
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        tot = 0.0
+        for s in rng.integers(0, len(arrays), len(arrays)):
+            n = len(arrays[s][0])
+            idx = rng.integers(0, n, n)
+            tot += float(stat(*(x[idx] for x in arrays[s])))
+        boots[b] = tot / len(arrays)
+    return float(np.mean(vals)), (float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))), vals
+
+
+def _diff(a, b):
+    return a.mean() - b.mean()
+
+
+def _finding(claim, stat_name, value, ci, per_seed, threshold, verdict, **detail) -> dict:
+    return {"claim": claim, "statistic": stat_name, "value": round(value, 4),
+            "ci95": [round(ci[0], 4), round(ci[1], 4)],
+            "per_seed": [round(v, 4) for v in per_seed], "threshold": threshold, "verdict": verdict, **detail}
+
+
+def _greater(ci, thr):
+    """A > B by more than thr: holds when the whole interval is above it, does not hold when it is at or below."""
+    return "holds" if ci[0] > thr else "does not hold" if ci[1] <= thr else "inconclusive"
+
+
+def _compare(results, a, b, N, claim, k=None, kind="greater", thr=0.0):
+    arrs = []
+    for r in results:
+        if cell(r, a, N) is None or cell(r, b, N) is None:
+            return None
+        arrs.append((per_problem(r, a, N, k=k)[0], per_problem(r, b, N, k=k)[0]))
+    v, ci, ps = hier_bootstrap(arrs, _diff)
+    if kind == "greater":
+        verdict = _greater(ci, thr)
+    elif kind == "at_most":          # A - B <= thr (A loses or ties)
+        verdict = "holds" if ci[1] <= thr else "does not hold" if ci[0] > 0 else "inconclusive"
+    else:                            # "at_least": A - B >= -thr (non-inferior within thr)
+        verdict = "holds" if ci[0] > -thr else "does not hold" if ci[1] < 0 else "inconclusive"
+    sign = {"greater": ">", "at_most": "<=", "at_least": ">= -"}[kind]
+    return _finding(claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), v, ci, ps,
+                    f"{sign}{thr}", verdict)
+
+
+def compute_optimal(res: dict, targets=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), oracle: bool = False) -> list[dict]:
+    """Snell et al.'s compute-optimal strategy per k, chosen on the validation problems and read on the test ones.
+    Candidates: every method x learned verifier x N, greedy and majority included (the oracle's strategies only with
+    oracle=True: no deployed system has the rule); cost = generated + verifier tokens. Per-k choices that maximise
+    accuracy - lambda * tokens at each k trace the per-k frontier (a Lagrangian sweep over lambda); for each target
+    overall accuracy the cheapest frontier point that reaches it on validation is compared with the cheapest single
+    strategy that reaches it. Overall accuracy is the mean over k (equal problems per k)."""
+    ks = sorted(set(res["k"]["test"]))
+    pts = []
+    for name, N in strategies(res):
+        if cell(res, name, N, "val") is None or (name.endswith("/oracle") and not oracle):
+            continue
+        row = {"name": name, "N": N}
+        for split in ("val", "test"):
+            row[split] = {k: per_problem(res, name, N, split, k) for k in ks}
+        row["acc"] = {k: float(row["val"][k][0].mean()) for k in ks}
+        row["cost"] = {k: float((row["val"][k][1] + row["val"][k][2]).mean()) for k in ks}
+        pts.append(row)
+    frontier = []
+    for lam in [0.0, *np.logspace(-6, 0, 61)]:
+        ch = {k: max(pts, key=lambda p: (p["acc"][k] - lam * p["cost"][k], -p["cost"][k])) for k in ks}
+        frontier.append((float(np.mean([ch[k]["acc"][k] for k in ks])), float(np.mean([ch[k]["cost"][k] for k in ks])),
+                         ch))
+    out = []
+    for t in targets:
+        ad = [f for f in frontier if f[0] >= t]
+        fixed = [p for p in pts if np.mean([p["acc"][k] for k in ks]) >= t]
+        if not ad or not fixed:
+            out.append({"target": t, "reachable": False})
+            continue
+        chosen = min(ad, key=lambda f: f[1])[2]
+        best = min(fixed, key=lambda p: np.mean([p["cost"][k] for k in ks]))
+        out.append({"target": t, "reachable": True, "chosen": {k: f"{c['name']}@{c['N']}" for k, c in chosen.items()},
+                    "fixed": f"{best['name']}@{best['N']}",
+                    "adaptive_test": (np.concatenate([chosen[k]["test"][k][0] for k in ks]),
+                                      np.concatenate([chosen[k]["test"][k][1] + chosen[k]["test"][k][2] for k in ks])),
+                    "fixed_test": (np.concatenate([best["test"][k][0] for k in ks]),
+                                   np.concatenate([best["test"][k][1] + best["test"][k][2] for k in ks]))})
+    return out
+
+
+def _mean_acc(co, i, which) -> float:
+    return round(float(np.mean([c[i][which][0].mean() for c in co])), 4)
+
+
+def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, noninf: float = 0.01,
+             ratio_thr: float = 1.05) -> list[dict]:
+    """The issue's claims as computed checks over seeds (test problems; 95 % two-level bootstrap intervals).
+    Each: claim, statistic, value, ci95, per_seed, threshold, verdict (holds / does not hold / inconclusive)."""
+    r0 = results[0]
+    Nmax = max(int(n) for n in r0["strategies"]["majority"]["test"])
+    ks = sorted(set(r0["k"]["test"]))
+    lv = [v for v in r0["config"]["search_verifiers"] if v != "oracle"]
+    prm = lv[0] if lv else "prm"
+    out = []
+    who = f"({r0['config']['thinker']} thinker)"
+    for a, b in (("weighted/prm", "weighted/orm"), ("weighted/orm", "majority")):
+        f = _compare(results, a, b, Nmax, f"at N = {Nmax}, {a} beats {b} {who}")
+        if f:
+            out.append(f)
+    # greedy is one answer: maj@Nmax against greedy's single answer
+    arrs = [(per_problem(r, "majority", Nmax)[0], per_problem(r, "greedy", 1)[0]) for r in results]
+    v, ci, ps = hier_bootstrap(arrs, _diff)
+    out.append(_finding(f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - acc(greedy)", v, ci,
+                        ps, ">0", _greater(ci, 0.0)))
+    small = min(4, Nmax)
+    for v in dict.fromkeys((prm, "oracle")):          # the learned PRM (the claim), then the oracle (its upper bound)
+        f = _compare(results, f"beam/{v}", f"bon/{v}", small, f"beam search beats best-of-N at a small budget "
+                     f"(N = {small}) on the hardest k ({ks[-1]}), {v} verifier", k=ks[-1])
+        if f:
+            out.append(f)
+        f = _compare(results, f"beam/{v}", f"bon/{v}", Nmax, f"beam search loses to or ties best-of-N at a large "
+                     f"budget (N = {Nmax}) on the easiest k ({ks[0]}), tie margin {tie}, {v} verifier", k=ks[0],
+                     kind="at_most", thr=tie)
+        if f:
+            out.append(f)
+        f = _compare(results, f"dvts/{v}", f"beam/{v}", Nmax, f"DVTS is at least as good as beam search at "
+                     f"N = {Nmax} (non-inferiority margin {noninf}), {v} verifier", kind="at_least", thr=noninf)
+        if f:
+            out.append(f)
+    if cell(r0, f"bon/{prm}", Nmax) and cell(r0, "bon/oracle", Nmax):
+        lo_n = min(4, Nmax)
+
+        def growth(o_hi, l_hi, o_lo, l_lo):
+            return (o_hi.mean() - l_hi.mean()) - (o_lo.mean() - l_lo.mean())
+        arrs = [tuple(per_problem(r, n, N)[0] for N in (Nmax, lo_n) for n in ("bon/oracle", f"bon/{prm}"))
+                for r in results]
+        v, ci, ps = hier_bootstrap(arrs, growth)
+        gap = hier_bootstrap([(a[0], a[1]) for a in arrs], _diff)
+        rise = hier_bootstrap([(a[1], per_problem(r, f"bon/{prm}", max(1, Nmax // 4))[0])
+                               for a, r in zip(arrs, results)], _diff)
+        out.append(_finding(f"the learned verifier ({prm}) is over-optimised in best-of-N: its gap to the oracle grows "
+                            f"from N = {lo_n} to N = {Nmax}", f"gap@{Nmax} - gap@{lo_n}, gap = acc(bon/oracle) - "
+                            f"acc(bon/{prm})", v, ci, ps, ">0", _greater(ci, 0.0),
+                            gap_at_nmax={"value": round(gap[0], 4), "ci95": [round(x, 4) for x in gap[1]]},
+                            learned_rise_last_4x={"value": round(rise[0], 4), "ci95": [round(x, 4) for x in rise[1]]}))
+    if cell(r0, "bon/prm-mc", Nmax) and cell(r0, "bon/prm", Nmax):
+        arrs = [(per_problem(r, "bon/prm", Nmax)[0], per_problem(r, "bon/prm-mc", Nmax)[0]) for r in results]
+        v, ci, ps = hier_bootstrap(arrs, _diff)
+        verdict = "holds" if ci[1] < margin_ms else "does not hold" if ci[0] > margin_ms else "inconclusive"
+        out.append(_finding(f"Math-Shepherd labels get within {margin_ms} of the oracle-label PRM (best-of-{Nmax})",
+                            f"acc(bon/prm@{Nmax}) - acc(bon/prm-mc@{Nmax}) (the margin)", v, ci, ps, f"<{margin_ms}",
+                            verdict))
+    co = [compute_optimal(r) for r in results]
+    common = [i for i in range(len(co[0])) if all(c[i]["reachable"] for c in co)]
+    if common:
+        i = common[-1]
+        arrs = [(c[i]["fixed_test"][1], c[i]["adaptive_test"][1]) for c in co]
+        v, ci, ps = hier_bootstrap(arrs, lambda f, a: f.mean() / a.mean())
+        out.append(_finding(f"the compute-optimal strategy per k needs fewer tokens than the best single strategy "
+                            f"(by more than {ratio_thr}x) at accuracy {co[0][i]['target']} (chosen on validation, "
+                            f"read on test; learned verifiers only)",
+                            "tokens(best single) / tokens(compute-optimal per k), tokens = generated + verifier",
+                            v, ci, ps, f">{ratio_thr}", _greater(ci, ratio_thr),
+                            test_acc={"compute_optimal": _mean_acc(co, i, "adaptive_test"),
+                                      "best_single": _mean_acc(co, i, "fixed_test")},
+                            strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
+    else:
+        out.append({"claim": "the compute-optimal strategy per k beats the best single strategy in tokens",
+                    "statistic": "token ratio", "value": None, "ci95": None, "per_seed": [],
+                    "threshold": f">{ratio_thr}",
+                    "verdict": "inconclusive",
+                    "note": "no accuracy target reached at every k by a single strategy in every seed"})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The report: plots, tables, findings.
+
+METHOD_COLOR = {"greedy": "k", "majority": "#555555", "bon": "#4C72B0", "weighted": "#DD8452", "beam": "#55A868",
+                "dvts": "#C44E52"}
+VER_STYLE = {"prm": "-", "oracle": ":", "orm": "--", "prm-mc": "-.", None: "-"}
+
+
+def curve(results: list[dict], name: str, x: str = "N", k: int | None = None):
+    """Per N: x (N, mean FLOPs or tokens over seeds) and test accuracy mean and std over seeds."""
+    Ns = sorted(int(n) for n in results[0]["strategies"][name]["test"])
+    xs, m, s = [], [], []
+    for N in Ns:
+        per = [per_problem(r, name, N, k=k) for r in results]
+        acc = [p[0].mean() for p in per]
+        xv = {"N": N, "flops": np.mean([p[3].mean() for p in per]), "gen": np.mean([p[1].mean() for p in per]),
+              "ver": np.mean([p[2].mean() for p in per])}[x]
+        xs.append(xv)
+        m.append(float(np.mean(acc)))
+        s.append(float(np.std(acc, ddof=1)) if len(acc) > 1 else 0.0)
+    return np.array(xs), np.array(m), np.array(s)
+
+
+def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
+    """Test accuracy against N (or FLOPs) for every strategy; one panel for all k, then one per k; band = ± std
+    over seeds; grey: chance (0.1)."""
+    from .report import plt, save
+    ks = sorted(set(results[0]["k"]["test"]))
+    panels = [None] + ks
+    cols = 4
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), sharey=True, squeeze=False)
+    fig.subplots_adjust(hspace=0.4)
+    names = list(results[0]["strategies"])
+    for ax, k in zip(axes.flat, panels):
+        for name in names:
+            meth, _, ver = name.partition("/")
+            xs, m, s = curve(results, name, x, k)
+            if name == "greedy":
+                ax.axhline(m[0], color="k", lw=1, label="greedy")
+                continue
+            line, = ax.plot(xs, m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o", ms=2,
+                            label=name)
+            ax.fill_between(xs, m - s, m + s, color=line.get_color(), alpha=0.12)
+        ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+        ax.set_xscale("log", base=2 if x == "N" else 10)
+        ax.set_title("all k" if k is None else f"k = {k}", fontsize=9)
+        ax.set_xlabel({"N": "N (samples / beams)", "flops": "FLOPs per problem (generator + verifier)"}[x], fontsize=8)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    axes[0, 0].set_ylabel("test accuracy")
+    axes[0, 0].legend(fontsize=5.5, ncol=2, loc="lower right")
+    r0 = results[0]["config"]
+    fig.suptitle(f"{r0['thinker']} thinker, forced {r0['force']}, M = {r0['width']}, {len(results)} seed(s); "
+                 f"solid: learned PRM, dotted: oracle, dashed: ORM, dash-dot: Math-Shepherd PRM", fontsize=9)
+    return save(fig, path)
+
+
+def plot_tokens(results: list[dict], path: str) -> str:
+    """All k: test accuracy against generated tokens and against verifier tokens per problem."""
+    from .report import plt, save
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, x in zip(axes, ("gen", "ver")):
+        for name in results[0]["strategies"]:
+            meth, _, ver = name.partition("/")
+            if x == "ver" and not ver:
+                continue
+            xs, m, _ = curve(results, name, x)
+            ax.plot(np.maximum(xs, 1), m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o",
+                    ms=2, label=name)
+        ax.axhline(0.1, color="grey", ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel({"gen": "generated tokens per problem", "ver": "verifier tokens per problem"}[x])
+    axes[0].set_ylabel("test accuracy (all k)")
+    axes[1].legend(fontsize=6, ncol=2)
+    return save(fig, path)
+
+
+def table(results: list[dict], Ns=(1, 4, 16, 64)) -> str:
+    """Test accuracy (mean ± std over seeds) per strategy at a few N, with compute at the largest."""
+    from .report import pm
+    nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
+    Ns = [n for n in Ns if n <= nmax]
+    rows = ["| strategy | " + " | ".join(f"acc @{n}" for n in Ns) + f" | generated tokens @{Ns[-1]} | verifier tokens "
+            f"@{Ns[-1]} | GFLOPs @{Ns[-1]} |", "|---" * (4 + len(Ns)) + "|"]
+    for name in results[0]["strategies"]:
+        cells, last = [], None
+        for N in Ns:
+            if name == "greedy" and N > 1:     # one answer: compute stays that of N = 1
+                cells.append("—")
+                continue
+            per = [per_problem(r, name, N) for r in results]
+            cells.append(pm([p[0].mean() for p in per]))
+            last = per
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {np.mean([p[1].mean() for p in last]):.1f} | "
+                    f"{np.mean([p[2].mean() for p in last]):.1f} | {np.mean([p[3].mean() for p in last]) / 1e9:.3f} |")
+    return "\n".join(rows)
+
+
+def findings_table(fs: list[dict]) -> str:
+    rows = ["| claim | statistic | value [95 % CI] | per seed | threshold | verdict |", "|---|---|---|---|---|---|"]
+    for f in fs:
+        val = "—" if f["value"] is None else f"{f['value']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"
+        extra = "; ".join(f"{k.replace('_', ' ')} {v['value']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]"
+                          for k, v in f.items() if isinstance(v, dict) and "ci95" in v)
+        if "test_acc" in f:
+            extra = f"test accuracy: compute-optimal {f['test_acc']['compute_optimal']:.3f}, best single " \
+                    f"{f['test_acc']['best_single']:.3f} ({f['strategies'][0]['single']})"
+        rows.append(f"| {f['claim']}{' (' + extra + ')' if extra else ''} | {f['statistic']} | {val} | "
+                    f"{', '.join(f'{v:.3f}' for v in f['per_seed'])} | {f['threshold']} | **{f['verdict']}** |")
+    return "\n".join(rows)
+
+
+def render(results: list[dict], out: str, prefix: str = "") -> str:
+    """Plots (acc_vs_n.png, acc_vs_compute.png, tokens.png), the tables and the findings, as a markdown section
+    whose pictures are linked as prefix + file name (the lab: "search/"); also writes out/findings.json and
+    out/section.md."""
+    import os
+    from .checkpoint import write_json, write_text
+    plot_curves(results, os.path.join(out, "acc_vs_n.png"), "N")
+    plot_curves(results, os.path.join(out, "acc_vs_compute.png"), "flops")
+    plot_tokens(results, os.path.join(out, "tokens.png"))
+    fs = findings(results)
+    write_json(os.path.join(out, "findings.json"), fs)
+    c = results[0]["config"]
+    P = len(results[0]["k"]["test"])
+    md = f"""## Verifiers and search
+
+> **Question.** With a thinker whose chains err and verifiers learned from its own samples, which search turns
+> more test-time compute into accuracy: best-of-N, weighted majority, PRM-guided beam search or DVTS? Where is a
+> learned verifier fooled, and what does the compute-optimal strategy per k save?
+
+![accuracy against N]({prefix}acc_vs_n.png)
+
+![accuracy against compute]({prefix}acc_vs_compute.png)
+
+![accuracy against generated and verifier tokens]({prefix}tokens.png)
+
+{table(results)}
+
+{P} test problems ({c['n_test']} per k) and {c['n_val']} validation problems per k, both from the quarter of
+problem space no verifier trains on; the {c['thinker']} thinker writes forced {c['force']} chains at temperature
+{c['temperature']}; seeds {', '.join(str(r['seed']) for r in results)} (mean ± std over seeds). Best-of-N and
+weighted vote score finished outputs with `{c['agg']}` of the step scores; beam search (N/M beams, M = {c['width']})
+and DVTS (N/M subtrees) rank partial chains by the `{c['step_agg']}` step score. Compute: generated tokens include
+the forced format token; verifier tokens = prompt + output per scored sequence, every expansion re-read;
+FLOPs = 2 · P_gen · (prompt + generated) + 2 · P_ver · verifier tokens. Chance is 0.1.
+
+**Findings** (95 % intervals: two-level bootstrap, seeds then test problems; verdicts computed from them):
+
+{findings_table(fs)}
+
+*Papers:* Lightman et al. 2023 (arXiv 2305.20050); Snell et al. 2024 (arXiv 2408.03314); Math-Shepherd (Wang et
+al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-learn (beam search, DVTS).
+*Explore:* `reasonlab search --method beam dvts --width 2`, `--agg prod`, `--thinker base` (the contrast).
+"""
+    write_text(os.path.join(out, "section.md"), md)
+    return md
+
+
+def headline(results: list[dict]) -> str:
+    """One line for the lab's summary table, computed from the findings."""
+    fs = findings(results)
+    nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
+    acc = {n: np.mean([per_problem(r, n, nmax if n != "greedy" else 1)[0].mean() for r in results])
+           for n in ("greedy", "majority", "weighted/prm", "bon/oracle") if cell(results[0], n, 1)}
+    held = sum(f["verdict"] == "holds" for f in fs)
+    return (", ".join(f"{n} {v:.3f}" for n, v in acc.items()) + f" (N = {nmax}); {held}/{len(fs)} findings hold")

@@ -1,0 +1,634 @@
+"""Verifiers: score a chain step by step. Learned ones (ORM, PRM, Math-Shepherd PRM) and the rule's oracle.
+
+Steps. An output (token ids after "=", as `generate` returns them) is read as a list of steps: each running sum of
+the chain, then the answer. "S 8 9 6 A 6 </s>" has 4 steps (8, 9, 6 and the answer 6); "A 6 </s>" has one (the
+answer); a chain cut short ("T 3 8") has the sums written so far (2 steps); junk ("</s>") has none. A step's
+position is the token that writes it, so a verifier scores a partial chain as well as a finished one.
+
+Interface (what search.py programs against):
+
+    v.score_steps(digits_list, outputs) -> list[list[float]]
+        one score in [0, 1] per step written (len == len(steps(output))), for each (prompt digits, output ids);
+        a learned verifier reads each sequence once (batched) and returns its head's sigmoid at each step token.
+    v.score(digits_list, outputs, agg="last"|"min"|"prod") -> np.ndarray (B,)
+        the step scores aggregated (search-and-learn's utils/score.py `aggregate_scores`; Lightman et al. 2023
+        use prod, Snell et al. 2024 and the HF blog use last); an output without steps scores 0.0.
+    v.tokens(digits_list, outputs) -> int
+        the verifier tokens a scoring call reads: sum over rows of min(PROMPT_LEN + len(output), MAX_LEN) (prompt
+        and output, each row read once from its start, no KV cache kept between calls). The same count for every verifier,
+        the oracle included (what a learned verifier would read), so budgets compare across verifiers.
+    v.flops_per_token -> float
+        2 * parameters for a learned verifier (Kaplan et al. 2020's forward cost), 0 for the oracle.
+    v.kind -> "oracle" | "orm" | "prm" | "prm-mc"
+
+OracleVerifier: the rule (task.check_chain's arithmetic): a step scores 1.0 when it equals the true running sum at
+its place (the answer step: the true answer), else 0.0. With agg="min" an output scores 1.0 exactly when every step
+it wrote is right.
+
+Labels (what the learned verifiers train on, per step):
+- "orm" (Cobbe et al. 2021, arXiv 2110.14168): every step gets the outcome, the final answer right or not;
+- "prm" (Lightman et al. 2023, arXiv 2305.20050, with the rule as the labeller): the oracle's step labels;
+- "prm-mc" (Math-Shepherd, Wang et al. 2023, arXiv 2312.08935): no step oracle; a step's label is the share of
+  M completions, sampled by the thinker from the prefix ending at that step, that reach the right answer (soft
+  estimation, trained with soft-label BCE).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from .task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps
+
+Agg = Literal["last", "min", "prod"]
+KINDS = ("orm", "prm", "prm-mc")
+
+_A, _S, _T, _EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
+
+
+def _is_digit(t: int) -> bool:
+    return DIGIT0 <= t < DIGIT0 + 10
+
+
+def steps(output: list[int]) -> list[tuple[int, int, bool]]:
+    """The steps an output writes: [(index in output, digit, is_answer)], chain sums first, the answer last.
+
+    Reads the template as task.parse does: a format token, then (S / T) the chain's digits, "A", the answer digit.
+    """
+    out: list[tuple[int, int, bool]] = []
+    if not output:
+        return out
+    i = 1
+    if output[0] in (_S, _T):
+        while i < len(output) and _is_digit(output[i]):
+            out.append((i, output[i] - DIGIT0, False))
+            i += 1
+        if i >= len(output) or output[i] != _A:
+            return out
+        i += 1
+    elif output[0] != _A:
+        return out
+    if i < len(output) and _is_digit(output[i]):
+        out.append((i, output[i] - DIGIT0, True))
+    return out
+
+
+def oracle_labels(digits: list[int], output: list[int]) -> list[float]:
+    """1.0 / 0.0 per step: the chain's j-th sum equals the true running sum at its place in the output's format
+    (a sum written past the chain's end is wrong), the answer step equals the true answer."""
+    st = steps(output)
+    fmt = {_S: "short", _T: "full"}.get(output[0]) if output else None
+    want = [sum(digits[:i]) % 10 for i in chain_steps(len(digits), fmt)] if fmt else []
+    answer = sum(digits) % 10
+    lab = []
+    for j, (_, d, is_answer) in enumerate(st):
+        lab.append(float(d == answer) if is_answer else float(j < len(want) and d == want[j]))
+    return lab
+
+
+def outcome_label(digits: list[int], output: list[int]) -> float:
+    """1.0 when the output's answer is right (ORM's label), else 0.0 (no answer counts as wrong)."""
+    st = steps(output)
+    return float(bool(st) and st[-1][2] and st[-1][1] == sum(digits) % 10)
+
+
+def aggregate(step_scores: list[list[float]], agg: Agg = "last") -> np.ndarray:
+    """Step scores -> one score per output: the last step's, the smallest, or the product. No steps: 0.0."""
+    if agg not in ("last", "min", "prod"):
+        raise ValueError(f"unknown aggregation {agg!r}: use last, min or prod")
+    f = {"last": lambda s: s[-1], "min": min, "prod": lambda s: float(np.prod(s))}[agg]
+    return np.array([float(f(s)) if len(s) else 0.0 for s in step_scores], dtype=np.float64)
+
+
+def verifier_tokens(digits_list: list[list[int]], outputs: list[list[int]]) -> int:
+    """Tokens a verifier reads to score these outputs: each row's prompt and output, once (cut at MAX_LEN, the
+    longest sequence the GPT reads)."""
+    return sum(min(PROMPT_LEN + len(o), MAX_LEN) for o in outputs)
+
+
+class OracleVerifier:
+    """The rule as a verifier: 1.0 for a right step, 0.0 for a wrong one (the upper bound of any learned one)."""
+
+    kind = "oracle"
+    flops_per_token = 0.0
+
+    def score_steps(self, digits_list: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
+        return [oracle_labels(d, o) for d, o in zip(digits_list, outputs)]
+
+    def score(self, digits_list: list[list[int]], outputs: list[list[int]], agg: Agg = "last") -> np.ndarray:
+        return aggregate(self.score_steps(digits_list, outputs), agg)
+
+    def tokens(self, digits_list: list[list[int]], outputs: list[list[int]]) -> int:
+        return verifier_tokens(digits_list, outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Learned verifiers: the thinker's GPT with a scalar head.
+
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import time  # noqa: E402
+from dataclasses import asdict, dataclass, field  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from .model import GPT  # noqa: E402
+from .sampling import generate_n, sample_tree  # noqa: E402
+from .task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
+
+PAD = ID["<pad>"]
+FORCE_TOKENS = {"A": ["A"], "S": ["S"], "T": ["T"]}
+
+
+def held_out(digits: list[int]) -> bool:
+    """A fixed quarter of the problem space (by a hash of the digits) that no verifier ever trains on, so held-out
+    checks, and any search experiment that draws its test problems with `held_out_problems`, are disjoint from
+    every verifier's training problems whatever the seeds."""
+    return hashlib.sha256(bytes([len(digits)] + list(digits))).digest()[0] % 4 == 0
+
+
+def draw_problems(n_per_k: int, seed: int, test: bool, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
+    """n_per_k problems per k from the held-out quarter (test=True) or the rest (test=False), random.Random(seed).
+    (k = 2 has 100 problems in all, 25 or so held out: draws repeat there.)"""
+    rng = random.Random(f"verifier-{seed}-{test}")
+    out = []
+    for k in ks:
+        got = 0
+        while got < n_per_k:
+            d = make_digits(rng, k)
+            if held_out(d) == test:
+                out.append(d)
+                got += 1
+    return out
+
+
+def held_out_problems(n_per_k: int, seed: int = 0, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
+    """Test problems no verifier was trained on (see held_out)."""
+    return draw_problems(n_per_k, seed, True, ks)
+
+
+@dataclass
+class VerifierConfig:
+    kind: Literal["orm", "prm", "prm-mc"] = "prm"
+    """label: orm = final answer right; prm = the rule's step labels; prm-mc = Math-Shepherd rollout shares"""
+    n_per_k: int = 600
+    """training problems per k (k = 2..8), drawn outside the held-out quarter of problem space (sampling is cheap;
+    with 300 per k the PRM overfits: lower training loss, lower held-out AUROC)"""
+    formats: tuple[str, ...] = ("S", "T", "A")
+    """formats forced when sampling the training outputs (A: the verifier also sees direct answers)"""
+    format_weights: tuple[float, ...] = (0.45, 0.45, 0.1)
+    """share of the training problems sampled with each format"""
+    samples: int = 2
+    """outputs sampled per training problem (temperature below): chains that err in different places"""
+    temperature: float = 1.0
+    """the thinker's sampling temperature, for the training outputs and the Math-Shepherd rollouts"""
+    rollouts: int = 8
+    """prm-mc: completions M sampled from each step's prefix (Math-Shepherd uses N = 8)"""
+    mc_share: float = 0.5
+    """prm-mc: share of the training outputs that get rollout labels (rollouts cost M generations per step)"""
+    steps: int = 300
+    """AdamW steps"""
+    batch: int = 128
+    """sequences per step"""
+    lr: float = 1e-3
+    """peak learning rate (warmup 20 steps, cosine to 0.1 x); 3e-3 overfits"""
+    init: Literal["thinker", "base", "scratch"] = "thinker"
+    """start from the thinker's weights (a reward model is initialised from the policy, as in Lightman et al.
+    and Math-Shepherd), from the standard base model of the same seed (a stronger backbone than the generator, as
+    the HF blog's 8B PRM guiding a 1B model), or from scratch; the scalar head is always new"""
+
+    def validate(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"invalid verifier kind {self.kind!r}: use orm, prm or prm-mc")
+        if self.init not in ("thinker", "base", "scratch"):
+            raise ValueError(f"invalid verifier init {self.init!r}: use thinker, base or scratch")
+        if len(self.formats) != len(self.format_weights) or any(f not in FORCE_TOKENS for f in self.formats):
+            raise ValueError("invalid verifier formats: A, S or T, one weight each")
+        for name in ("n_per_k", "samples", "rollouts", "steps", "batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"invalid verifier config: {name} must be >= 1")
+        if self.lr <= 0 or self.temperature <= 0 or not 0 < self.mc_share <= 1:
+            raise ValueError("invalid verifier config: lr > 0, temperature > 0, mc_share in (0, 1]")
+
+
+def build_net(thinker: GPT | None = None, cfg: dict | None = None) -> GPT:
+    """The thinker's GPT with its vocabulary head swapped for a scalar one (Linear(d, 1)): forward -> (B, T, 1)."""
+    net = GPT(**(cfg or thinker.config()))
+    if thinker is not None:
+        net.load_state_dict(thinker.state_dict())
+    net.head = nn.Linear(net.cfg.d_model, 1)
+    return net
+
+
+def _batch(digits_list, outputs, device=None):
+    """(B, MAX_LEN) ids of prompt + output, pad-filled (outputs are cut to fit)."""
+    seq = np.full((len(outputs), MAX_LEN), PAD, dtype=np.int64)
+    for i, (d, o) in enumerate(zip(digits_list, outputs)):
+        ids = (prompt_ids(d) + list(o))[:MAX_LEN]
+        seq[i, :len(ids)] = ids
+    return torch.from_numpy(seq).to(device)
+
+
+class Verifier:
+    """A learned verifier (see the module docstring for the interface)."""
+
+    def __init__(self, net: GPT, kind: str, meta: dict | None = None):
+        self.net, self.kind, self.meta = net.eval(), kind, meta or {}
+        self.flops_per_token = 2.0 * sum(p.numel() for p in net.parameters())
+
+    @torch.inference_mode()
+    def step_logits(self, digits_list, outputs, chunk: int = 4096) -> list[np.ndarray]:
+        dev = next(self.net.parameters()).device
+        out = []
+        for s in range(0, len(outputs), chunk):
+            d, o = digits_list[s:s + chunk], outputs[s:s + chunk]
+            logit = self.net(_batch(d, o, dev))[0][..., 0].float().cpu().numpy()   # (B, MAX_LEN)
+            for b, oo in enumerate(o):
+                idx = [PROMPT_LEN + i for i, _, _ in steps(oo) if PROMPT_LEN + i < MAX_LEN]
+                out.append(logit[b, idx])
+        return out
+
+    def score_steps(self, digits_list, outputs) -> list[list[float]]:
+        return [(1 / (1 + np.exp(-z))).tolist() for z in self.step_logits(digits_list, outputs)]
+
+    def score(self, digits_list, outputs, agg: Agg = "last") -> np.ndarray:
+        return aggregate(self.score_steps(digits_list, outputs), agg)
+
+    def tokens(self, digits_list, outputs) -> int:
+        return verifier_tokens(digits_list, outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training data: the thinker's own samples, labelled.
+
+def _strip(row: list[int]) -> list[int]:
+    """A sampled row cut after its first </s> (padding dropped)."""
+    return row[:row.index(_EOS) + 1] if _EOS in row else [t for t in row if t != PAD]
+
+
+def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig, gen: torch.Generator
+                   ) -> tuple[list[list[int]], list[list[int]]]:
+    """cfg.samples outputs per problem at cfg.temperature, each problem's format forced by cfg.format_weights.
+    Returns (digits per row, output ids per row), problem-major."""
+    rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+    w = np.asarray(cfg.format_weights, dtype=float)
+    fmt = rng.choice(len(cfg.formats), size=len(problems), p=w / w.sum())
+    digs, outs = [], []
+    for f, name in enumerate(cfg.formats):
+        probs = [p for p, g in zip(problems, fmt) if g == f]
+        if not probs:
+            continue
+        toks, _ = sample_tree(thinker, [prompt_ids(d) for d in probs], cfg.samples, gen, cfg.temperature,
+                              FORCE_TOKENS[name])
+        for i, row in enumerate(toks.tolist()):
+            digs.append(probs[i // cfg.samples])
+            outs.append(_strip(row))
+    return digs, outs
+
+
+def mc_labels(digits_list, outputs, complete) -> list[list[float]]:
+    """Math-Shepherd's soft labels: for each step, the share of the completions `complete` samples from the prefix
+    that ends at that step which reach the right answer. complete(prompts) -> [list of completions per prompt]
+    (prompts: prompt ids + the prefix). The answer step needs no rollout: its prefix already holds the answer
+    (label 1.0 or 0.0). Each distinct (problem, prefix) is rolled out once."""
+    todo: dict[tuple, None] = {}
+    for d, o in zip(digits_list, outputs):
+        for i, _, is_answer in steps(o):
+            if not is_answer:
+                todo[(tuple(d), tuple(o[:i + 1]))] = None
+    keys = list(todo)
+    share = {}
+    if keys:
+        comps = complete([prompt_ids(list(d)) + list(p) for d, p in keys])
+        for (d, p), cs in zip(keys, comps):
+            share[(d, p)] = float(np.mean([outcome_label(list(d), list(p) + list(c)) for c in cs]))
+    labels = []
+    for d, o in zip(digits_list, outputs):
+        labels.append([float(v == sum(d) % 10) if is_answer else share[(tuple(d), tuple(o[:i + 1]))]
+                       for i, v, is_answer in steps(o)])
+    return labels
+
+
+def thinker_completer(thinker: GPT, rollouts: int, gen: torch.Generator, temperature: float = 1.0):
+    """complete(prompts) for mc_labels: `rollouts` samples from the thinker after each prompt (generate_n shares
+    the prompt's KV-cache row among its rollouts)."""
+    def complete(prompts):
+        outs = generate_n(thinker, prompts, rollouts, gen, temperature)
+        return [outs[j * rollouts:(j + 1) * rollouts] for j in range(len(prompts))]
+    return complete
+
+
+def make_labels(kind: str, thinker: GPT, digits_list, outputs, cfg: VerifierConfig, gen: torch.Generator):
+    """Per-step targets in [0, 1] for one kind (rows without steps get none)."""
+    if kind == "orm":
+        return [[outcome_label(d, o)] * len(steps(o)) for d, o in zip(digits_list, outputs)]
+    if kind == "prm":
+        return [oracle_labels(d, o) for d, o in zip(digits_list, outputs)]
+    return mc_labels(digits_list, outputs, thinker_completer(thinker, cfg.rollouts, gen, cfg.temperature))
+
+
+def _targets(digits_list, outputs, labels) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ids (N, MAX_LEN), soft targets (N, MAX_LEN) and a mask of the step positions."""
+    ids = _batch(digits_list, outputs)
+    y = torch.zeros(ids.shape)
+    m = torch.zeros(ids.shape, dtype=torch.bool)
+    for b, (o, lab) in enumerate(zip(outputs, labels)):
+        for (i, _, _), v in zip(steps(o), lab):
+            if PROMPT_LEN + i < MAX_LEN:
+                y[b, PROMPT_LEN + i], m[b, PROMPT_LEN + i] = v, True
+    return ids, y, m
+
+
+def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:
+    """BCE (soft targets allowed) on the step positions; AdamW, warmup + cosine (train.lr_at)."""
+    from .train import lr_at
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.0)
+    net.train()
+    losses = []
+    for step in range(cfg.steps):
+        for grp in opt.param_groups:
+            grp["lr"] = lr_at(step, cfg.steps, cfg.lr, min(20, cfg.steps))
+        idx = torch.randint(0, len(ids), (cfg.batch,), generator=g)
+        logit = net(ids[idx])[0][..., 0]
+        mm = m[idx]
+        loss = F.binary_cross_entropy_with_logits(logit[mm], y[idx][mm])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    net.eval()
+    return losses
+
+
+def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfig | None = None,
+                   cache: str | None = None, name: str | None = None, log=print) -> Verifier:
+    """Train (or load from the cache) a verifier of `kind` on `thinker`'s own samples of training problems.
+
+    Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-seed<seed>), safetensors + JSON, keyed by the
+    config, the seed and the thinker's weights; name=None with cache="" disables caching (tests)."""
+    from .checkpoint import CheckpointError, cache_dir, cache_key, check_name, load_tensors, save_tensors
+    cfg = VerifierConfig(**{**asdict(config or VerifierConfig()), "kind": kind})
+    cfg.validate()
+    key = cache_key({"verifier": asdict(cfg), "seed": seed}, init=thinker)
+    stem = None
+    if cache != "":
+        name = name or f"verifier-{kind}-{key['init_hash'][:8]}-seed{seed}"
+        stem = os.path.join(cache_dir(cache), check_name(name))
+        if os.path.exists(stem + ".json"):
+            try:
+                state, meta = load_tensors(stem)
+                if meta.get("key") == key:
+                    net = build_net(cfg=meta["model"])
+                    net.load_state_dict(state, strict=True)
+                    if log:
+                        log(f"  (loaded cached verifier {stem}.safetensors)")
+                    return Verifier(net, kind, meta)
+            except (CheckpointError, KeyError, RuntimeError) as e:
+                if log:
+                    log(f"  ({e}: retraining)")
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    t0 = time.perf_counter()
+    problems = draw_problems(cfg.n_per_k, seed, test=False)
+    digs, outs = sample_outputs(thinker, problems, cfg, gen)
+    if kind == "prm-mc" and cfg.mc_share < 1:     # rollouts are the cost: label a share of the outputs
+        keep = np.random.default_rng(seed).random(len(outs)) < cfg.mc_share
+        digs, outs = [d for d, k in zip(digs, keep) if k], [o for o, k in zip(outs, keep) if k]
+    t_sample = time.perf_counter() - t0
+    labels = make_labels(kind, thinker, digs, outs, cfg, gen)
+    t_label = time.perf_counter() - t0 - t_sample
+    ids, y, m = _targets(digs, outs, labels)
+    src = thinker if cfg.init == "thinker" else None
+    if cfg.init == "base":
+        from .checkpoint import get_model
+        from .train import BASE_CFG
+        src = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=cache or None, log=log)
+    net = build_net(src, cfg=thinker.config())
+    losses = fit(net, ids, y, m, cfg, seed)
+    seconds = time.perf_counter() - t0
+    meta = {"key": key, "kind": kind, "model": thinker.config(), "seed": seed, "config": asdict(cfg),
+            "n_outputs": len(outs), "n_steps": int(m.sum()), "positive_share": float(y[m].mean()),
+            "seconds": {"sample": round(t_sample, 2), "label": round(t_label, 2),
+                        "fit": round(seconds - t_sample - t_label, 2), "total": round(seconds, 2)},
+            "loss_first": float(np.mean(losses[:20])), "loss_last": float(np.mean(losses[-20:]))}
+    if log:
+        log(f"  trained {kind} verifier on {len(outs)} outputs ({meta['n_steps']} steps) in {seconds:.1f}s")
+    if stem:
+        save_tensors(stem, net.state_dict(), meta)
+    return Verifier(net, kind, meta)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Quality against the oracle: step-level AUROC and calibration on held-out problems.
+
+def auroc(scores, labels) -> float:
+    """Area under the ROC curve: P(score of a random positive > score of a random negative), ties counting 1/2
+    (the Mann-Whitney U statistic over n_pos * n_neg). NaN when one class is missing."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    n1, n0 = int(y.sum()), int((~y).sum())
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    ss = s[order]
+    # average ranks over ties (1-based)
+    starts = np.r_[0, np.nonzero(np.diff(ss))[0] + 1]
+    ends = np.r_[starts[1:], len(ss)]
+    for a, b in zip(starts, ends):
+        ranks[order[a:b]] = (a + b + 1) / 2
+    return float((ranks[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def calibration(scores, labels, n_bins: int = 10) -> dict:
+    """Reliability bins (equal width on [0, 1]): per bin the mean score, the share of positives and the count; and
+    the expected calibration error ECE = sum_b n_b / n * |share_b - mean score_b| (Guo et al. 2017)."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=float)
+    b = np.clip((s * n_bins).astype(int), 0, n_bins - 1)
+    bins, ece = [], 0.0
+    for i in range(n_bins):
+        m = b == i
+        if m.any():
+            bins.append({"lo": i / n_bins, "hi": (i + 1) / n_bins, "score": float(s[m].mean()),
+                         "positive": float(y[m].mean()), "n": int(m.sum())})
+            ece += m.sum() / len(s) * abs(y[m].mean() - s[m].mean())
+    return {"ece": float(ece), "bins": bins}
+
+
+def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, config: VerifierConfig | None = None
+                     ) -> dict:
+    """Score the thinker's samples of held-out problems (the held-out quarter, disjoint from every training set)
+    and compare with the oracle. Returns step-level AUROC, ECE and reliability bins (all steps, and chain steps
+    alone), outcome AUROC per aggregation (score vs answer right), and the counts."""
+    cfg = config or VerifierConfig()
+    gen = torch.Generator().manual_seed(10_000 + seed)
+    digs, outs = sample_outputs(thinker, held_out_problems(n_per_k, seed), cfg, gen)
+    sc = verifier.score_steps(digs, outs)
+    lab = [oracle_labels(d, o) for d, o in zip(digs, outs)]
+    flat_s = np.array([x for r in sc for x in r])
+    flat_y = np.array([x for r in lab for x in r])
+    is_chain = np.array([not a for o in outs for _, _, a in steps(o)])
+    outcome = np.array([outcome_label(d, o) for d, o in zip(digs, outs)])
+    ks = np.array([len(d) for d in digs])
+    res = {"kind": verifier.kind, "n_outputs": len(outs), "n_steps": int(len(flat_y)),
+           "step_positive_share": float(flat_y.mean()), "step_auroc": auroc(flat_s, flat_y),
+           "chain_step_auroc": auroc(flat_s[is_chain], flat_y[is_chain]),
+           **{"step_" + k: v for k, v in calibration(flat_s, flat_y).items()},
+           "outcome_share": float(outcome.mean()),
+           "outcome_auroc": {a: auroc(aggregate(sc, a), outcome) for a in ("last", "min", "prod")},
+           "step_auroc_by_k": {int(k): auroc(np.array([x for r, kk in zip(sc, ks) if kk == k for x in r]),
+                                             np.array([x for r, kk in zip(lab, ks) if kk == k for x in r]))
+                               for k in sorted(set(ks.tolist()))}}
+    return res
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The experiment: train each kind on the erring thinker, measure it against the oracle (run), tabulate (render).
+
+@dataclass
+class VerifierExpConfig:
+    kinds: tuple[str, ...] = KINDS
+    """verifiers to train and measure"""
+    thinker: Literal["erring", "base"] = "erring"
+    """whose samples the verifiers learn from and are tested on"""
+    n_test_per_k: int = 100
+    """held-out problems per k for the quality check (the held-out quarter of problem space)"""
+    verifier: VerifierConfig = field(default_factory=VerifierConfig)
+    """training settings shared by the kinds (its `kind` field is overridden per kind)"""
+    out: str = "runs/verifier"
+    """where run() writes seed<s>.json and render() its plots"""
+    cache: str | None = None
+    """model cache (None: $REASONLAB_CACHE or ~/.cache/reasonlab)"""
+
+
+def get_thinker(which: str, seed: int, cache: str | None = None, log=print) -> GPT:
+    from .checkpoint import get_model
+    from .train import BASE_CFG, get_erring_model
+    if which == "erring":
+        return get_erring_model(seed, cache=cache, log=log)
+    return get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=cache, log=log)
+
+
+def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
+    """Train every kind in config.kinds on the thinker's samples and measure it on held-out problems; writes
+    <out>/seed<seed>.json and returns the same dict."""
+    from .checkpoint import write_json
+    thinker = get_thinker(config.thinker, seed, config.cache, log)
+    res = {"seed": seed, "thinker": config.thinker, "config": asdict(config), "kinds": {}}
+    for kind in config.kinds:
+        t0 = time.perf_counter()
+        v = train_verifier(kind, thinker, seed, config.verifier, cache=config.cache, log=log)
+        q = verifier_quality(v, thinker, seed, config.n_test_per_k, config.verifier)
+        res["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in ("seconds", "n_outputs", "n_steps",
+                                                                   "positive_share", "loss_first", "loss_last")},
+                              "wall_s": round(time.perf_counter() - t0, 2)}
+        if log:
+            log(f"  {kind}: step AUROC {q['step_auroc']:.3f}, ECE {q['step_ece']:.3f}")
+    write_json(os.path.join(config.out, f"seed{seed}.json"), res)
+    return res
+
+
+def mean_ci(xs) -> tuple[float, float, float]:
+    """Mean and a 95 % t-interval over seeds (Student's t, n - 1 degrees of freedom; NaN with one value)."""
+    from math import sqrt
+    a = np.asarray([x for x in xs if x == x], dtype=float)
+    if len(a) < 2:
+        return float(a.mean()) if len(a) else float("nan"), float("nan"), float("nan")
+    t = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}.get(len(a) - 1, 1.96)
+    h = t * a.std(ddof=1) / sqrt(len(a))
+    return float(a.mean()), float(a.mean() - h), float(a.mean() + h)
+
+
+def plot_quality(results: list[dict], path: str) -> str:
+    """Reliability diagram (bins pooled over seeds; diagonal = calibrated) and step AUROC per k (mean, min..max
+    over seeds; 0.5 = chance)."""
+    from .report import plt, save
+    kinds = list(results[0]["kinds"])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    a1.plot([0, 1], [0, 1], color="grey", ls=":", lw=1, label="calibrated")
+    for kind in kinds:
+        pooled: dict[float, list] = {}
+        for r in results:
+            for b in r["kinds"][kind]["step_bins"]:
+                pooled.setdefault(b["lo"], []).append(b)
+        xs = sorted(pooled)
+        n = [sum(b["n"] for b in pooled[x]) for x in xs]
+        sc = [sum(b["score"] * b["n"] for b in pooled[x]) / m for x, m in zip(xs, n)]
+        pos = [sum(b["positive"] * b["n"] for b in pooled[x]) / m for x, m in zip(xs, n)]
+        a1.plot(sc, pos, marker="o", ms=3, label=kind)
+        ks = sorted(int(k) for k in results[0]["kinds"][kind]["step_auroc_by_k"])
+        y = np.array([[r["kinds"][kind]["step_auroc_by_k"][str(k) if str(k) in r["kinds"][kind]["step_auroc_by_k"]
+                                                           else k] for k in ks] for r in results], dtype=float)
+        line, = a2.plot(ks, np.nanmean(y, 0), marker="o", ms=3, label=kind)
+        a2.fill_between(ks, np.nanmin(y, 0), np.nanmax(y, 0), color=line.get_color(), alpha=0.15)
+    a2.axhline(0.5, color="grey", ls=":", lw=1, label="chance (0.5)")
+    a1.set_xlabel("verifier score (step)")
+    a1.set_ylabel("share of steps right (oracle)")
+    a1.set_title("calibration, held-out steps")
+    a2.set_xlabel("k (digits)")
+    a2.set_ylabel("step AUROC vs oracle")
+    a2.set_title("step AUROC per k")
+    a1.legend(fontsize=8)
+    a2.legend(fontsize=8)
+    return save(fig, path)
+
+
+def render(results: list[dict], out: str, margin: float = 0.05, time_budget: float = 30.0) -> str:
+    """The verifier section: quality table (mean ± std over seeds), the Math-Shepherd margin as a check, the plot."""
+    from .report import pm
+    kinds = list(results[0]["kinds"])
+    plot_quality(results, os.path.join(out, "verifier_quality.png"))
+    rows = ["| verifier | step AUROC | chain-step AUROC | step ECE | outcome AUROC last / min / prod | train s |",
+            "|---|---|---|---|---|---|"]
+    for kind in kinds:
+        q = [r["kinds"][kind] for r in results]
+        rows.append(f"| {kind} | {pm([x['step_auroc'] for x in q])} | {pm([x['chain_step_auroc'] for x in q])} | "
+                    f"{pm([x['step_ece'] for x in q])} | "
+                    + " / ".join(pm([x["outcome_auroc"][a] for x in q]) for a in ("last", "min", "prod"))
+                    + f" | {pm([x['train']['seconds']['total'] for x in q], '{:.1f}')} |")
+    lines = []
+    if "prm" in kinds and "prm-mc" in kinds:
+        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["prm-mc"]["step_auroc"] for r in results]
+        m, lo, hi = mean_ci(gap)
+        verdict = ("inconclusive (fewer than 2 seeds)" if lo != lo else "holds" if hi <= margin
+                   else "does not hold" if lo > margin else "inconclusive")
+        lines.append(f"Math-Shepherd labels within {margin} step AUROC of the oracle-label PRM: gap (prm − prm-mc) "
+                     f"{m:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] over {len(gap)} seeds (per seed "
+                     + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
+    if "prm" in kinds and "orm" in kinds:
+        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["orm"]["step_auroc"] for r in results]
+        m, lo, hi = mean_ci(gap)
+        verdict = ("inconclusive (fewer than 2 seeds)" if lo != lo else "holds" if lo > 0
+                   else "does not hold" if hi < 0 else "inconclusive")
+        lines.append(f"The PRM separates steps better than the ORM (step AUROC gap prm − orm > 0): {m:.3f}, 95 % CI "
+                     f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
+    secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
+    lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
+                 f"(sampling, labels and fitting; wall time on a shared machine): "
+                 f"**{'holds' if max(secs) <= time_budget else 'does not hold'}**.")
+    n_out = results[0]["kinds"][kinds[0]]["n_outputs"]
+    seeds = ", ".join(str(r["seed"]) for r in results)
+    return f"""## Verifiers: learned ORM and PRMs against the oracle
+
+> **Question.** A verifier learned from the thinker's own samples scores each chain step. How well do its
+> scores separate right steps from wrong ones, and are they calibrated?
+
+![verifier quality](verifier_quality.png)
+
+{chr(10).join(rows)}
+
+{chr(10).join(l + chr(10) for l in lines)}
+The {results[0]['thinker']} thinker's samples (temperature 1, formats forced S / T / A) of held-out problems
+({n_out} outputs per seed, problems from a quarter of problem space no verifier trains on); seeds {seeds};
+mean ± std over seeds. Step AUROC: all steps (chain sums and the answer) scored against the rule's step labels
+(0.5 = chance); outcome AUROC: the aggregated score against the final answer being right. ECE over 10 equal-width
+bins. The ORM learns from the outcome only, the PRM from the rule's step labels, prm-mc from rollout shares.
+
+*Papers:* ORM (Cobbe et al. 2021, arXiv 2110.14168); PRM (Lightman et al. 2023, arXiv 2305.20050);
+Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
+*Explore:* `VerifierConfig(rollouts=..., steps=..., init="scratch")`, `verifier_quality(v, thinker)`.
+"""
