@@ -41,11 +41,10 @@ from typing import Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from . import tts
 from .model import GPT, KVCache
-from .sampling import EOS, PAD, sample_tree
+from .sampling import EOS, PAD, pick, sample_tree
 from .task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
 from .verifier import aggregate, steps as read_steps
 
@@ -95,11 +94,9 @@ class Scorer:
 # Beam search and DVTS on the KV cache.
 
 def _sample(logits: torch.Tensor, node: torch.Tensor, gen, temperature: float) -> torch.Tensor:
-    """One token per row from its prefix's logits (U, V): sample_tree's draw, so one chain matches it exactly."""
-    lp = F.log_softmax(logits / (temperature or 1.0), -1)
-    if gen is None or temperature == 0:
-        return logits.argmax(-1)[node]
-    return torch.multinomial(lp.exp()[node], 1, generator=gen).squeeze(1)
+    """One token per row from its prefix's logits (U, V): the decoder's own draw (sampling.pick, as in tree_walk), so
+    one chain matches sample_tree exactly."""
+    return pick(logits[node], gen, temperature)
 
 
 def _advance(model: GPT, cache: KVCache, node: torch.Tensor, tok: torch.Tensor):
@@ -353,17 +350,10 @@ def split_problems(n_per_k: int, seed: int, part: str, ks=range(K_MIN, K_MAX + 1
 
 def thinker_model(kind: str, seed: int, cache: str | None = None, device: str = "cpu", log=None) -> GPT:
     """The generator the search runs on (see SearchConfig.thinker)."""
-    from .checkpoint import get_model
-    from .train import BASE_CFG
-    if kind == "base":
-        return get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=cache, device=device, log=log)
-    if kind == "quick":
-        from .lab import base_name, quick_base_cfg
-        return get_model(base_name(seed, True), quick_base_cfg(seed), cache=cache, device=device, log=log)
-    from . import train
-    if not hasattr(train, "get_erring_model"):
-        raise ValueError("the erring thinker (train.get_erring_model) is not available: use --thinker base or quick")
-    return train.get_erring_model(seed, cache=cache, device=device, log=log)
+    from .train import base_model, get_erring_model
+    if kind in ("base", "quick"):
+        return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log)
+    return get_erring_model(seed, cache=cache, device=device, log=log)
 
 
 def verifier_config(config: SearchConfig):
