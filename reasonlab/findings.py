@@ -230,4 +230,7 @@ def lab_findings(results: dict) -> list[dict]:
     if "l1" in rs:
         from . import budget
         out += budget.findings(rs["l1"])
+    if "search" in rs:
+        from . import search
+        out += search.findings([r["search"] for r in rs["search"]])
     return out

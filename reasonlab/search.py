@@ -42,7 +42,9 @@ from typing import Literal
 import numpy as np
 import torch
 
+from . import findings as F
 from . import tts
+from .findings import hier_bootstrap
 from .model import GPT, KVCache
 from .sampling import EOS, PAD, pick, sample_tree
 from .task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
@@ -403,7 +405,7 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
            "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
 
     def put(name, split, N, correct, gen, ver):
-        res["strategies"].setdefault(name, {}).setdefault(split, {})[str(N)] = {
+        res["strategies"].setdefault(name, {}).setdefault(split, {})[N] = {
             "correct": _bits(correct), "gen": _ints(gen), "ver": _ints(ver)}
 
     for split, probs in problems.items():
@@ -472,7 +474,8 @@ def _chunked(f, model, scorer, probs, N, config: SearchConfig, gen, rows: int = 
 # Reading results: accuracy and compute per strategy, bootstrap over problems and seeds, findings.
 
 def cell(res: dict, name: str, N, split: str = "test") -> dict | None:
-    return res["strategies"].get(name, {}).get(split, {}).get(str(N))
+    d = res["strategies"].get(name, {}).get(split, {})
+    return d.get(int(N), d.get(str(N)))      # int keys once read back by report.load_json, str when fresh
 
 
 def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = None):
@@ -490,36 +493,12 @@ def strategies(res: dict) -> list[tuple[str, int]]:
     return [(name, int(N)) for name, d in res["strategies"].items() for N in d["test"]]
 
 
-def hier_bootstrap(arrays: list[tuple[np.ndarray, ...]], stat, n_boot: int = 1000, seed: int = 0):
-    """Statistic averaged over seeds, and its 95 % interval from a two-level bootstrap: seeds drawn with
-    replacement, then each seed's problems with replacement (paired arrays keep their pairing). With 3 seeds the
-    interval counts both the seed-to-seed and the problem-to-problem spread."""
-    rng = np.random.default_rng(seed)
-    vals = [float(stat(*a)) for a in arrays]
-    boots = np.empty(n_boot)
-    for b in range(n_boot):
-        tot = 0.0
-        for s in rng.integers(0, len(arrays), len(arrays)):
-            n = len(arrays[s][0])
-            idx = rng.integers(0, n, n)
-            tot += float(stat(*(x[idx] for x in arrays[s])))
-        boots[b] = tot / len(arrays)
-    return float(np.mean(vals)), (float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))), vals
-
-
 def _diff(a, b):
     return a.mean() - b.mean()
 
 
 def _finding(claim, stat_name, value, ci, per_seed, threshold, verdict, **detail) -> dict:
-    return {"claim": claim, "statistic": stat_name, "value": round(value, 4),
-            "ci95": [round(ci[0], 4), round(ci[1], 4)],
-            "per_seed": [round(v, 4) for v in per_seed], "threshold": threshold, "verdict": verdict, **detail}
-
-
-def _greater(ci, thr):
-    """A > B by more than thr: holds when the whole interval is above it, does not hold when it is at or below."""
-    return "holds" if ci[0] > thr else "does not hold" if ci[1] <= thr else "inconclusive"
+    return F.finding("9 search", claim, stat_name, value, ci, per_seed, threshold, verdict, **detail)
 
 
 def _compare(results, a, b, N, claim, k=None, kind="greater", thr=0.0):
@@ -530,7 +509,7 @@ def _compare(results, a, b, N, claim, k=None, kind="greater", thr=0.0):
         arrs.append((per_problem(r, a, N, k=k)[0], per_problem(r, b, N, k=k)[0]))
     v, ci, ps = hier_bootstrap(arrs, _diff)
     if kind == "greater":
-        verdict = _greater(ci, thr)
+        verdict = F.greater(ci, thr)
     elif kind == "at_most":          # A - B <= thr (A loses or ties)
         verdict = "holds" if ci[1] <= thr else "does not hold" if ci[0] > 0 else "inconclusive"
     else:                            # "at_least": A - B >= -thr (non-inferior within thr)
@@ -604,7 +583,7 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
     arrs = [(per_problem(r, "majority", Nmax)[0], per_problem(r, "greedy", 1)[0]) for r in results]
     v, ci, ps = hier_bootstrap(arrs, _diff)
     out.append(_finding(f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - acc(greedy)", v, ci,
-                        ps, ">0", _greater(ci, 0.0)))
+                        ps, ">0", F.greater(ci, 0.0)))
     small = min(4, Nmax)
     for v in dict.fromkeys((prm, "oracle")):          # the learned PRM (the claim), then the oracle (its upper bound)
         f = _compare(results, f"beam/{v}", f"bon/{v}", small, f"beam search beats best-of-N at a small budget "
@@ -633,7 +612,7 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
                                for a, r in zip(arrs, results)], _diff)
         out.append(_finding(f"the learned verifier ({prm}) is over-optimised in best-of-N: its gap to the oracle grows "
                             f"from N = {lo_n} to N = {Nmax}", f"gap@{Nmax} - gap@{lo_n}, gap = acc(bon/oracle) - "
-                            f"acc(bon/{prm})", v, ci, ps, ">0", _greater(ci, 0.0),
+                            f"acc(bon/{prm})", v, ci, ps, ">0", F.greater(ci, 0.0),
                             gap_at_nmax={"value": round(gap[0], 4), "ci95": [round(x, 4) for x in gap[1]]},
                             learned_rise_last_4x={"value": round(rise[0], 4), "ci95": [round(x, 4) for x in rise[1]]}))
     if cell(r0, "bon/prm-mc", Nmax) and cell(r0, "bon/prm", Nmax):
@@ -653,7 +632,7 @@ def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, no
                             f"(by more than {ratio_thr}x) at accuracy {co[0][i]['target']} (chosen on validation, "
                             f"read on test; learned verifiers only)",
                             "tokens(best single) / tokens(compute-optimal per k), tokens = generated + verifier",
-                            v, ci, ps, f">{ratio_thr}", _greater(ci, ratio_thr),
+                            v, ci, ps, f">{ratio_thr}", F.greater(ci, ratio_thr),
                             test_acc={"compute_optimal": _mean_acc(co, i, "adaptive_test"),
                                       "best_single": _mean_acc(co, i, "fixed_test")},
                             strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
