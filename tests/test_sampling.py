@@ -131,7 +131,8 @@ def test_generate_n_shares_prefixes_without_changing_the_samples(noisy_model, pr
 
 def test_generate_n_runs_each_distinct_prefix_once(noisy_model, prompts):
     """Greedy decoding writes the same output n times: every forward after the prompts' sees one row per prompt
-    still writing, whatever n is."""
+    still writing, whatever n is, plus rows that have ended while more than half of the cache is live (they
+    decode padding rather than have the cache copied)."""
     from reasonlab.sampling import generate_n
     rows = []
     hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(inp[0].shape[0]))
@@ -142,4 +143,16 @@ def test_generate_n_runs_each_distinct_prefix_once(noisy_model, prompts):
     firsts = outs[::8]
     assert all(o == firsts[i // 8] for i, o in enumerate(outs))
     still = [sum(len(o) > t for o in firsts) for t in range(1, max(map(len, firsts)))]
-    assert rows == [5] + still
+    assert rows[0] == 5 and len(rows) == len(still) + 1
+    assert all(live == seen or seen >= live > seen / 2 for live, seen in zip(still, rows[1:]))
+
+
+def test_tree_walk_outputs_do_not_depend_on_when_the_cache_is_compacted(noisy_model, prompts):
+    from reasonlab.sampling import tree_walk
+    seq = torch.tensor(prompts[:40])
+    runs = [tree_walk(noisy_model, seq, n, torch.Generator().manual_seed(5), 1.0, want_logp=True, keep_frac=f)
+            for n in (1, 3) for f in (0.0, 0.5, 1.0)]
+    for n in range(2):
+        a = runs[3 * n]
+        for b in runs[3 * n + 1:3 * n + 3]:
+            assert torch.equal(a[0], b[0]) and torch.allclose(a[1], b[1], atol=1e-5)
