@@ -23,7 +23,7 @@ import random
 import torch
 import torch.nn.functional as F
 
-from common import best_times, load_note
+from common import best_times, clock_for, load_note
 from reasonlab.sampling import generate
 from reasonlab.task import ID, MAX_LEN, make_digits, prompt_ids
 
@@ -65,6 +65,8 @@ def main():
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--model", default="base-seed0", help="cached model name (trained if missing)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this process's CPU time "
+                    "(one thread only), for a machine shared with other work")
     ap.add_argument("--out", default="results/generation.txt", help="'' for none")
     args = ap.parse_args()
     from reasonlab.checkpoint import get_model
@@ -80,12 +82,12 @@ def main():
             return decoder(model, prompts, gen, kw["temperature"], kw.get("force"))
         if not kw["temperature"]:
             assert run(generate) == run(spec_generate), "decoders disagree"
-        fast, spec = best_times([lambda: run(generate), lambda: run(spec_generate)], args.repeats)
+        fast, spec = best_times([lambda: run(generate), lambda: run(spec_generate)], args.repeats, clock_for(args.clock))
         rows.append({"mode": name, "reasonlab_seq_per_s": round(args.n / fast), "spec_seq_per_s": round(args.n / spec),
                      "reasonlab_s": round(fast, 3), "spec_s": round(spec, 3), "speedup": round(spec / fast, 2)})
     lines = [f"{'mode':<20}{'reasonlab seq/s':>16}{'spec seq/s':>12}{'speedup':>10}"]
     lines += [f"{r['mode']:<20}{r['reasonlab_seq_per_s']:>16}{r['spec_seq_per_s']:>12}{r['speedup']:>9}x" for r in rows]
-    lines += [load_note(), json.dumps(rows)]
+    lines += [load_note(args.clock), json.dumps(rows)]
     print("\n".join(lines))
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
