@@ -156,3 +156,24 @@ def test_tree_walk_outputs_do_not_depend_on_when_the_cache_is_compacted(noisy_mo
         a = runs[3 * n]
         for b in runs[3 * n + 1:3 * n + 3]:
             assert torch.equal(a[0], b[0]) and torch.allclose(a[1], b[1], atol=1e-5)
+
+
+def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts):
+    """200 prompts share their first tokens: the prefill runs the distinct heads once, then the rest of each
+    prompt, and gives the plain prefill's cache and logits."""
+    from reasonlab.model import KVCache
+    from reasonlab.sampling import _prefill
+    seq = torch.tensor(prompts)
+    rows = []
+    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(tuple(inp[0].shape)))
+    try:
+        with torch.inference_mode():
+            cache, logits = _prefill(noisy_model, seq)
+    finally:
+        hook.remove()
+    assert len(rows) == 2 and rows[0][0] < len(prompts) / 3 and rows[1] == (len(prompts), seq.shape[1] - rows[0][1])
+    with torch.inference_mode():
+        plain = KVCache(noisy_model.cfg, len(prompts))
+        want = noisy_model(seq, cache=plain)[0][:, -1]
+    assert cache.pos == plain.pos and torch.allclose(logits, want, atol=1e-5)
+    assert torch.allclose(cache.kv[:, :, :, :, :cache.pos], plain.kv[:, :, :, :, :plain.pos], atol=1e-5)
