@@ -1,14 +1,34 @@
 """Shared by the benchmark scripts (run as `python benchmarks/<name>.py`, so this directory is on sys.path)."""
+import os
 import time
 
+import torch
 
-def best_times(fns, repeats: int) -> list[float]:
-    """Shortest of `repeats` wall-clock runs of each fn, the fns taking turns (a, b, a, b, ...) so that a slow
-    spell of a noisy machine falls on both sides of a comparison, not on one."""
+
+def clock_for(name: str):
+    """"wall": wall-clock time (the default); "cpu": this process's CPU time, for a machine shared with other
+    work, where a single-threaded run's CPU time stays close to what it would take alone and its wall-clock time
+    does not (meaningful with one thread only: with more it adds up the threads' time)."""
+    if name == "cpu" and torch.get_num_threads() != 1:
+        raise SystemExit("--clock cpu needs one thread (OMP_NUM_THREADS=1 or --threads 1)")
+    return time.process_time if name == "cpu" else time.perf_counter
+
+
+def best_times(fns, repeats: int, clock=time.perf_counter) -> list[float]:
+    """Shortest of `repeats` runs of each fn (wall-clock, or `clock`), the fns taking turns (a, b, a, b, ...) so
+    that a slow spell of a noisy machine falls on both sides of a comparison, not on one."""
     best = [float("inf")] * len(fns)
     for _ in range(repeats):
         for i, fn in enumerate(fns):
-            t = time.perf_counter()
+            t = clock()
             fn()
-            best[i] = min(best[i], time.perf_counter() - t)
+            best[i] = min(best[i], clock() - t)
     return best
+
+
+def load_note(clock: str = "wall") -> str:
+    """The conditions of a timing: the clock, threads and the machine's load average (other work skews
+    wall-clock times; ratios taken in turns less so)."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return (f"{clock} clock, torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, "
+            f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min) at the end")

@@ -81,7 +81,7 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
 
 
 def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None, temperature: float,
-              max_new: int = 16, logit_hook=None, want_logp: bool = False):
+              max_new: int = 16, logit_hook=None, want_logp: bool = False, keep_frac: float = 0.5):
     """The one decoder: n continuations of each row of seq (P, t0), on the tree of distinct prefixes. Rows that
     have written the same tokens so far (at first, a prompt's n rows) share one forward pass and one KV-cache row,
     and finished rows drop out. A group's samples often agree (a chain that is right, a format the policy
@@ -91,17 +91,20 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
     Returns (tokens (P * n, t) with padding after </s>, row i * n + j prompt i's j-th; the sequence log-probability
     (P * n,) of the generated tokens under the (hooked, tempered) distribution, or None unless want_logp).
     `logit_hook(logits (U, V), prefixes (U, t)) -> logits` edits the next-token scores of each distinct prefix.
+    keep_frac: when prefixes end without any branching, the cache is compacted only once keep_frac or fewer of
+    its rows are live (the others decode padding meanwhile); the outputs do not depend on it.
     """
     P, V = seq.shape[0], model.cfg.vocab_size
     device = seq.device
     n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
-    cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
-    logits = model(seq, cache=cache)[0][:, -1]                          # (U, V): one row per distinct prefix
+    cache, logits = _prefill(model, seq)                                # (U, V): one row per distinct prefix
     paths = seq if logit_hook is not None else None                      # (U, t): each prefix's tokens
     node = torch.arange(P, device=device).repeat_interleave(n)           # (B,): each row's prefix
     done = torch.zeros(len(node), dtype=torch.bool, device=device)
     logp = torch.zeros(len(node), device=device) if want_logp else None
     steps = [seq.repeat_interleave(n, 0)]
+    arange = torch.arange(max(P, len(node)), device=device)
+    cache_row = arange[:P]                                               # (U,): each prefix's row in the cache
     for t in range(n_new):
         if logit_hook is not None:
             logits = logit_hook(logits, paths)
@@ -123,13 +126,45 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
         if uniq[0] < 0:
             uniq, node = uniq[1:], (node - 1).clamp_(min=0)
         parent, tok = uniq // V, uniq % V
-        same = len(parent) == cache.kv.shape[2] and bool((parent == torch.arange(len(parent), device=device)).all())
-        if not same:   # a prefix branched or ended: copy the cache rows the next step needs
-            cache = cache.select(parent)
+        rows = cache_row[parent]                                          # the new prefixes' cache rows
+        R = cache.kv.shape[2]
+        if len(rows) == R and bool((rows == arange[:R]).all()):         # nothing branched or ended
+            full = tok
+        elif len(rows) > keep_frac * R and bool((rows[1:] > rows[:-1]).all()):
+            # prefixes ended but none branched, and most rows live on: leave the cache alone and run its rows
+            # that have ended on padding (their results unused). Compacting copies the whole cache, which costs
+            # as much as a decode step over it (docs/LOG.md, session 6), to save a fraction of one per step.
+            full = torch.full((R,), PAD, dtype=tok.dtype, device=device).index_copy_(0, rows, tok)
+        else:          # a prefix branched, or few rows are live: copy the cache rows the next step needs
+            cache, rows, full = cache.select(rows), arange[:len(rows)], tok
+        cache_row = rows
         if paths is not None:
             paths = torch.cat([paths[parent], tok[:, None]], 1)
-        logits = model(tok[:, None], cache=cache)[0][:, -1]
+        logits = model(full[:, None], cache=cache)[0][:, -1]
+        if len(full) != len(tok):
+            logits = logits[rows]
     return torch.cat(steps, 1), logp
+
+
+def _prefill(model: GPT, seq: torch.Tensor):
+    """The KV cache of the rows of seq (P, t0) and their last logits (P, V). Prompts share their first tokens
+    (<s> and the first digits: 4096 prompts have ~1100 distinct first four), so those run once per distinct
+    prefix and the cache rows are copied out before the rest of the prompts run."""
+    P, t0 = seq.shape
+    dtype = next(model.parameters()).dtype
+    m, uniq, inv = 0, None, None
+    for j in range(2, t0):     # the longest head with at most a third as many distinct rows as prompts
+        u, i = torch.unique(seq[:, :j], dim=0, return_inverse=True)
+        if 3 * len(u) > P:
+            break
+        m, uniq, inv = j, u, i
+    if not m:
+        cache = KVCache(model.cfg, P, device=seq.device, dtype=dtype)
+        return cache, model(seq, cache=cache)[0][:, -1]
+    cache = KVCache(model.cfg, len(uniq), device=seq.device, dtype=dtype)
+    model(uniq, cache=cache)
+    cache = cache.select(inv)
+    return cache, model(seq[:, m:], cache=cache)[0][:, -1]
 
 
 @torch.no_grad()

@@ -115,8 +115,9 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
     A non-finite loss stops training with an error naming the step.
     """
     device = device or next(model.parameters()).device
-    opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay,
-                                         foreach=True)
+    params = list(model.parameters())   # walking the module tree costs ~0.1 ms; once, not twice a step
+    # fused: one kernel over every tensor instead of ~10 foreach passes (0.8 vs 2.0 ms a step on one thread)
+    opt = optimizer or torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay, fused=True)
     model.train()
     hist, t0 = [], time.perf_counter()
     bar = None
@@ -129,13 +130,13 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr, warmup, min_lr_frac)
         inp, tgt = get_batch(step)
-        _, loss = model(inp.to(device), tgt.to(device))
+        loss = model.loss(inp.to(device), tgt.to(device))   # forward's loss, skipping what no target needs
         loss_value = loss.item()
         if not math.isfinite(loss_value):
             raise FloatingPointError(f"non-finite training loss {loss_value} at step {step}")
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip, foreach=True)
+        gnorm = torch.nn.utils.clip_grad_norm_(params, grad_clip, foreach=True)
         opt.step()
         rec = {"step": step, "loss": loss_value, "lr": opt.param_groups[0]["lr"], "grad_norm": float(gnorm),
                "time": round(time.perf_counter() - t0, 3)}

@@ -131,7 +131,8 @@ def test_generate_n_shares_prefixes_without_changing_the_samples(noisy_model, pr
 
 def test_generate_n_runs_each_distinct_prefix_once(noisy_model, prompts):
     """Greedy decoding writes the same output n times: every forward after the prompts' sees one row per prompt
-    still writing, whatever n is."""
+    still writing, whatever n is, plus rows that have ended while more than half of the cache is live (they
+    decode padding rather than have the cache copied)."""
     from reasonlab.sampling import generate_n
     rows = []
     hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(inp[0].shape[0]))
@@ -142,4 +143,37 @@ def test_generate_n_runs_each_distinct_prefix_once(noisy_model, prompts):
     firsts = outs[::8]
     assert all(o == firsts[i // 8] for i, o in enumerate(outs))
     still = [sum(len(o) > t for o in firsts) for t in range(1, max(map(len, firsts)))]
-    assert rows == [5] + still
+    assert rows[0] == 5 and len(rows) == len(still) + 1
+    assert all(live == seen or seen >= live > seen / 2 for live, seen in zip(still, rows[1:]))
+
+
+def test_tree_walk_outputs_do_not_depend_on_when_the_cache_is_compacted(noisy_model, prompts):
+    from reasonlab.sampling import tree_walk
+    seq = torch.tensor(prompts[:40])
+    runs = [tree_walk(noisy_model, seq, n, torch.Generator().manual_seed(5), 1.0, want_logp=True, keep_frac=f)
+            for n in (1, 3) for f in (0.0, 0.5, 1.0)]
+    for n in range(2):
+        a = runs[3 * n]
+        for b in runs[3 * n + 1:3 * n + 3]:
+            assert torch.equal(a[0], b[0]) and torch.allclose(a[1], b[1], atol=1e-5)
+
+
+def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts):
+    """200 prompts share their first tokens: the prefill runs the distinct heads once, then the rest of each
+    prompt, and gives the plain prefill's cache and logits."""
+    from reasonlab.model import KVCache
+    from reasonlab.sampling import _prefill
+    seq = torch.tensor(prompts)
+    rows = []
+    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(tuple(inp[0].shape)))
+    try:
+        with torch.inference_mode():
+            cache, logits = _prefill(noisy_model, seq)
+    finally:
+        hook.remove()
+    assert len(rows) == 2 and rows[0][0] < len(prompts) / 3 and rows[1] == (len(prompts), seq.shape[1] - rows[0][1])
+    with torch.inference_mode():
+        plain = KVCache(noisy_model.cfg, len(prompts))
+        want = noisy_model(seq, cache=plain)[0][:, -1]
+    assert cache.pos == plain.pos and torch.allclose(logits, want, atol=1e-5)
+    assert torch.allclose(cache.kv[:, :, :, :, :cache.pos], plain.kv[:, :, :, :, :plain.pos], atol=1e-5)
