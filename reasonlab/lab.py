@@ -62,8 +62,9 @@ class Sizes:
     """adaptive-thinking rewards compared (see adaptive.METHODS)"""
     adaptive_eval_n: int = 300
     """greedy evaluation problems per k for adaptive thinking"""
-    l1_variants: tuple[str, ...] = ("exact", "max", "exact+sft", "max+sft")
-    """budget models trained for "thinking on a budget" (see budget.VARIANTS)"""
+    l1_variants: tuple[str, ...] = ("max", "max+sft")
+    """budget models trained for "thinking on a budget" (see budget.VARIANTS): the lab runs the pair that asks
+    whether RL alone learns to read the budget; `reasonlab budget` runs all four"""
     l1_steps: int = 100
     """GRPO steps per budget model"""
     l1_sft_steps: int = 300
