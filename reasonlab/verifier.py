@@ -405,9 +405,8 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     ids, y, m = _targets(digs, outs, labels)
     src = thinker if cfg.init == "thinker" else None
     if cfg.init == "base":
-        from .checkpoint import get_model
-        from .train import BASE_CFG
-        src = get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=cache or None, log=log)
+        from .train import base_model
+        src = base_model(seed, cache=cache or None, log=log)
     net = build_net(src, cfg=thinker.config())
     losses = fit(net, ids, y, m, cfg, seed)
     seconds = time.perf_counter() - t0
@@ -506,11 +505,10 @@ class VerifierExpConfig:
 
 
 def get_thinker(which: str, seed: int, cache: str | None = None, log=print) -> GPT:
-    from .checkpoint import get_model
-    from .train import BASE_CFG, get_erring_model
+    from .train import base_model, get_erring_model
     if which == "erring":
         return get_erring_model(seed, cache=cache, log=log)
-    return get_model(f"base-seed{seed}", dict(BASE_CFG, seed=seed), cache=cache, log=log)
+    return base_model(seed, cache=cache, log=log)
 
 
 def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
