@@ -72,8 +72,8 @@ def bad_inputs(d: dict) -> list[list[str]]:
                        "adaptive": ["--n-eval", "--steps"]}.items():
         for flag in flags:
             for v in pos_int:
-                if flag == "--checkpoint-every" and v == "99999999999999":
-                    continue        # a checkpoint cadence longer than the run is valid
+                if flag == "--checkpoint-every" and v in ("0", "99999999999999"):
+                    continue        # 0 (only at the end: RLConfig's doc) and a cadence longer than the run are valid
                 if flag in ("--rounds",) and v == "99999999999999":
                     pass            # steps x growth^rounds explodes: must be refused
                 out.append([cmd] + ([d["prob"]] if cmd == "sample" else []) + [flag, v])
