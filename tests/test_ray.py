@@ -45,7 +45,18 @@ def result_files(out):
     return files
 
 
-def test_ray_sweep_writes_the_same_files_as_the_local_executor(local_ray, tmp_path):
+@pytest.fixture
+def one_thread():
+    """Ray's workers run one torch thread each; the in-process run must too, or the sums in the matrix products
+    run in another order and the numbers differ in their last bits (on a machine whose torch defaults to 2)."""
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_ray_sweep_writes_the_same_files_as_the_local_executor(local_ray, one_thread, tmp_path):
     cache = tmp_path / "cache"
     local = sweep.run(tiny(tmp_path / "local", cache, "local"), log=None)
     on_ray = sweep.run(tiny(tmp_path / "ray", cache, "ray", 2), log=None)

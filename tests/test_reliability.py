@@ -23,6 +23,17 @@ TINY = {"seed": 0, "lr": 1e-3, "phases": [[[0.0, 0.5, 0.5], 3, 1, [2, 8]]]}
 FORK = mp.get_context("fork")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """The forked children below must not enter OpenMP regions the parent set up (libgomp is not fork-safe: a child
+    that uses the parent's thread pool hangs), and comparing a child's run with the parent's needs one thread
+    count. One torch thread runs every parallel loop inline; restored after the module."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def rl_cfg(**kw):
     return RLConfig.preset("grpo", **{**dict(steps=4, prompts_per_step=2, num_generations=4, log_every=0, seed=3,
                                             checkpoint_every=2), **kw})
