@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 
 import torch
 import torch.nn.functional as F
 
 from common import best_times, clock_for, load_note
+from reasonlab.checkpoint import write_text  # noqa: E402
 from reasonlab.sampling import generate
 from reasonlab.task import ID, MAX_LEN, make_digits, prompt_ids
 
@@ -89,10 +89,8 @@ def main():
     lines += [f"{r['mode']:<20}{r['reasonlab_seq_per_s']:>16}{r['spec_seq_per_s']:>12}{r['speedup']:>9}x" for r in rows]
     lines += [load_note(args.clock), json.dumps(rows)]
     print("\n".join(lines))
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    if args.out:   # atomic, parent directories made: the project's own writer
+        write_text(args.out, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

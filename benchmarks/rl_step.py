@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from common import best_times, clock_for, load_note
+from reasonlab.checkpoint import write_text  # noqa: E402
 from reasonlab.rewards import rule_reward
 from reasonlab.rl import RLConfig, train
 from reasonlab.task import ID, MAX_LEN, make_digits, parse, prompt_ids
@@ -125,9 +126,8 @@ def main():
         summary.update(median_first10_s=round(median10, 4), mean_s=round(mean, 4), run_steps=args.long)
     lines += [load_note(args.clock), json.dumps(summary)]
     print("\n".join(lines))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    if args.out:   # atomic, parent directories made: the project's own writer
+        write_text(args.out, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

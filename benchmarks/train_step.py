@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 import numpy as np
 import torch
 
 from common import best_times, clock_for, load_note
+from reasonlab.checkpoint import write_text  # noqa: E402
 from reasonlab.task import K_MAX, K_MIN
 from reasonlab.train import build_model, make_sequences, split_targets, train_on_batches
 
@@ -60,10 +60,8 @@ def main():
              json.dumps({"reasonlab_s_per_step": round(ours, 4), "plain_s_per_step": round(plain, 4),
                          "speedup": round(plain / ours, 2)})]
     print("\n".join(lines))
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    if args.out:   # atomic, parent directories made: the project's own writer
+        write_text(args.out, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
