@@ -1,7 +1,7 @@
 """The erring thinker (train.ERR_CFG): forced S and T accuracy per k for seeds 0-4, greedy and sampled, and where
 sampled chains go wrong.
 
-Trains (or loads from the cache) err-seed<s> for each seed, then on 500 problems per k (drawn fresh, seed 12345):
+Makes (or loads from the cache) err-seed<s> for each seed, and the sigma its digits are blurred by, then on 500 problems per k (drawn fresh, seed 12345):
 greedy forced S / T / A accuracy per k; sampled (temperature 1) forced S / T accuracy per k; and, for S and T, over
 8 samples per problem of 100 problems per k, the position of the first wrong step of each wrong chain: the share
 of problems whose wrong samples fail at two or more different steps ("errs in different places"). The target
@@ -13,6 +13,7 @@ results/erring_thinker.{md,json}.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 import time
@@ -22,11 +23,11 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reasonlab.checkpoint import CheckpointError, cache_dir, cache_key, load_model, store, write_json, write_text  # noqa: E402
+from reasonlab.checkpoint import write_json, write_text  # noqa: E402
 from reasonlab.evaluate import evaluate, problems_per_k  # noqa: E402
 from reasonlab.sampling import generate_n  # noqa: E402
 from reasonlab.task import K_MAX, K_MIN, prompt_ids  # noqa: E402
-from reasonlab.train import ERR_CFG, get_erring_model, pretrain, stop_rule  # noqa: E402
+from reasonlab.train import ERR_CFG, base_model, calibrate_misread, get_erring_model, misread  # noqa: E402
 from reasonlab.verifier import oracle_labels, outcome_label  # noqa: E402
 
 KS = list(range(K_MIN, K_MAX + 1))
@@ -60,35 +61,16 @@ def first_errors(model, fmt: str, n_per_k: int = 100, n: int = 8, seed: int = 0)
     return out
 
 
-def meta_ok(model, seed: int) -> bool:
-    """The model get_erring_model returns is the one measured here (same cache entry)."""
-    m2 = get_erring_model(seed, log=None)
-    return all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), m2.state_dict().values()))
-
-
 def measure(seed: int, n_per_k: int) -> dict:
     t0 = time.perf_counter()
-    name, cfg = f"err-seed{seed}", dict(ERR_CFG, seed=seed)
-    stem = os.path.join(cache_dir(), name)
-    try:   # get_erring_model's model, trained here to record the step at which the stop rule fired
-        model, meta = load_model(stem)
-        if meta.get("key") != cache_key(cfg):
-            raise CheckpointError("stale")
-        stopped_at = meta.get("stopped_at")
-    except CheckpointError:
-        rule, state = stop_rule(cfg["stop"]), {"step": None}
-
-        def cb(step, m):
-            hit = rule(step, m)
-            state["step"] = step if hit else None
-            return hit
-        model = pretrain(cfg, callback=cb, every=cfg["stop"]["every"])
-        stopped_at = state["step"]
-        store(name, cfg, model, stopped_at=stopped_at, train_seconds=round(time.perf_counter() - t0, 2))
-    assert meta_ok(model, seed)
+    model = get_erring_model(seed, log=None)
     train_s = time.perf_counter() - t0
+    base = base_model(seed, log=None)
+    sigma = calibrate_misread(base, ERR_CFG["misread"], seed)   # the cached model's sigma, found again
+    assert all(torch.equal(a, b) for a, b in zip(misread(copy.deepcopy(base), sigma, seed).state_dict().values(),
+                                                  model.state_dict().values()))
     probs = problems_per_k(n_per_k, seed=12345)
-    res = {"seed": seed, "load_or_train_s": round(train_s, 1), "stopped_at_step": stopped_at, "greedy": {},
+    res = {"seed": seed, "load_or_make_s": round(train_s, 1), "sigma": round(sigma, 5), "greedy": {},
            "sampled": {}}
     for f in ("S", "T", "A"):
         r = evaluate(model, probs, force=[f])
@@ -126,8 +108,8 @@ def markdown(runs: list[dict]) -> str:
             f"Greedy S never rises by more than 0.05 from one k to the next: {sum(mono)} / {len(runs)} seeds. "
             f"Greedy T falls from k = 2 to k = 8 by {np.mean(t_fall):.3f} on average (per seed "
             + ", ".join(f"{x:.3f}" for x in t_fall) + "). "
-            "Training stopped at step " + ", ".join(f"{r['stopped_at_step']} (seed {r['seed']})" for r in runs)
-            + f" of the base recipe's {sum(p[1] for p in ERR_CFG['phases'])}.",
+            "Digit noise sigma (x the digit embeddings' std): " + ", ".join(f"{r['sigma']:.3f} (seed {r['seed']})" for r in runs)
+            + ".",
             "", f"Recipe (`train.ERR_CFG`): `{ {k: v for k, v in ERR_CFG.items() if k != 'seed'} }`."]
     return "\n".join(out)
 
@@ -154,7 +136,7 @@ def main():
         r = measure(s, a.n_per_k)
         r["n_per_k"] = a.n_per_k
         runs.append(r)
-        print(f"seed {s} (stopped at step {r['stopped_at_step']}): greedy S " + " ".join(f"{r['greedy']['S'][k]:.2f}" for k in KS)
+        print(f"seed {s} (sigma {r['sigma']:.3f}): greedy S " + " ".join(f"{r['greedy']['S'][k]:.2f}" for k in KS)
               + " | T " + " ".join(f"{r['greedy']['T'][k]:.2f}" for k in KS), flush=True)
     write_json(a.out + ".json", {"cfg": ERR_CFG, "runs": runs})
     md = markdown(runs)

@@ -231,12 +231,15 @@ SIZE_PREFIX = {"base": "eval_", "budgets": "budget_", "sampling": "tts_", "star"
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
-    """What decides whether a finished result can be reused: the experiment's sizes, the base model's recipe, the
-    package version."""
+    """What decides whether a finished result can be reused: the experiment's sizes, the base model's recipe (and,
+    for search, the erring thinker's and the verifiers' settings), the package version."""
     from . import __version__
+    from .train import ERR_CFG
+    from .verifier import VerifierConfig
     sizes = {f: v for f, v in asdict(cfg.sizes).items() if f.startswith(SIZE_PREFIX[exp]) or (exp == "rl" and f == "eval_n")}
+    extra = {"erring": ERR_CFG, "verifier": asdict(VerifierConfig())} if exp == "search" else {}
     return fingerprint({"exp": exp, "seed": seed, "sizes": sizes, "base": cache_key(base_cfg(seed, cfg.quick)),
-                        "version": __version__, "cache_version": CACHE_VERSION})
+                        "version": __version__, "cache_version": CACHE_VERSION, **extra})
 
 
 def lab_base(cfg: LabConfig, seed: int) -> dict:

@@ -189,10 +189,15 @@ class GPT(nn.Module):
         prompt is there for its keys and values). A base-recipe batch has 3/4 of its positions real and about
         half of those counted. Same loss as forward up to float rounding (another summation order).
         """
+        counted = targets != -100
+        return F.cross_entropy(self.logits_at(ids, counted), targets[counted])
+
+    def logits_at(self, ids: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
+        """forward(ids)[0][counted] ((N, V), row-major order) with loss's saving: the work `counted` positions need.
+        The training path of GPT.loss and of a verifier's BCE."""
         B, T = ids.shape
         if T > self.cfg.max_len:
             raise ValueError(f"sequence of {T} tokens exceeds max_len {self.cfg.max_len}")
-        counted = targets != -100
         needed = counted.flip(1).cumsum(1).flip(1) > 0          # a counted target at or after this position
         keep = needed.view(-1).nonzero().squeeze(1)             # (N,) flat positions that run
         sub = counted.view(-1)[keep].nonzero().squeeze(1)       # which of them are counted
@@ -200,5 +205,4 @@ class GPT(nn.Module):
         last = len(self.blocks) - 1
         for i, block in enumerate(self.blocks):
             x = block(x, None, i, None, keep, (B, T), sub if i == last else None)
-        logits = self.head(self.ln_f(x))
-        return F.cross_entropy(logits, targets.reshape(-1)[keep[sub]])
+        return self.head(self.ln_f(x))

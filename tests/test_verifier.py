@@ -115,6 +115,11 @@ def test_token_head_starts_from_the_thinkers_logit_for_the_written_token():
     assert torch.allclose(got[:, 1:], want, atol=1e-6) and (got[:, 0] == 0).all()
     scalar = V.build_net(thinker, head="scalar")
     assert V.position_logits(scalar, ids).shape == ids.shape
+    # the training path (only what the steps need runs) gives the same logits at the steps, both heads
+    m = torch.zeros(ids.shape, dtype=torch.bool)
+    m[0, [PROMPT_LEN + 1, PROMPT_LEN + 2, PROMPT_LEN + 5]] = m[1, PROMPT_LEN + 1] = True
+    for net in (V.build_net(thinker), scalar):
+        assert torch.allclose(V.logits_at(net, ids, m), V.position_logits(net, ids)[m], atol=1e-5)
 
 
 def test_held_out_problems_are_disjoint_from_training_problems():
@@ -144,20 +149,31 @@ def test_verifier_cache_round_trip(tmp_path):
     assert v2.meta["kind"] == "prm" and v2.meta["n_outputs"] == 7 * 3
 
 
-def test_erring_recipe_is_the_base_recipe_with_a_stop_rule_and_is_deterministic():
-    from reasonlab.train import BASE_CFG, ERR_CFG, pretrain
-    assert ERR_CFG["phases"] == BASE_CFG["phases"] and ERR_CFG["lr"] == BASE_CFG["lr"]
-    assert ERR_CFG["stop"]["format"] == "S" and 0 < ERR_CFG["stop"]["acc"] < 1
-    # a stop rule that fires at once ends training at the first check; the same cfg gives the same weights
-    cfg = {"seed": 3, "lr": 3e-3, "phases": [[[0.0, 0.5, 0.5], 12, 2, [2, 8]]],
-           "stop": {"format": "S", "k": 2, "acc": 0.0, "every": 4, "n": 4, "probe_seed": 1}}
-    a, b = pretrain(cfg), pretrain(cfg)
-    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-    full = pretrain(dict(cfg, stop=dict(cfg["stop"], acc=1.01)))          # never fires: the whole phase runs
-    five = pretrain(dict(cfg, phases=[[[0.0, 0.5, 0.5], 12, 2, [2, 8]]], stop=None), callback=lambda s, m: s >= 4,
-                    every=4)
-    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), five.state_dict().values()))
-    assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), full.state_dict().values()))
+def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monkeypatch):
+    import copy
+    import importlib
+    from reasonlab.task import DIGIT0
+    from reasonlab.train import ERR_CFG, calibrate_misread, misread, pretrain
+    base = build_model(0)
+    clean = {k: v.clone() for k, v in base.state_dict().items()}
+    m = misread(copy.deepcopy(base), 0.5, seed=3)
+    for k, v in m.state_dict().items():          # only the ten digit rows of the embedding move
+        moved = (v != clean[k]).any(-1) if v.dim() == 2 else (v != clean[k])
+        want = torch.zeros_like(moved)
+        if k == "tok.weight":
+            want[DIGIT0:DIGIT0 + 10] = True
+        assert torch.equal(moved, want), k
+    assert torch.equal(misread(copy.deepcopy(base), 0.5, 3).tok.weight, m.tok.weight)   # deterministic
+    # calibration against a stand-in accuracy that falls linearly with sigma: 1 - sigma
+    unit = (misread(copy.deepcopy(base), 1.0, 7).tok.weight - base.tok.weight).detach().abs().sum()
+    monkeypatch.setattr(importlib.import_module("reasonlab.evaluate"), "evaluate", lambda model, probe, force: {
+        "acc": 1 - float((model.tok.weight.detach() - clean["tok.weight"]).abs().sum() / unit)})
+    mr = dict(ERR_CFG["misread"], acc=0.45, iters=12)
+    sigma = calibrate_misread(base, mr, 7)
+    assert 0.55 - 2 ** -12 <= sigma <= 0.55 + 1e-6
+    assert torch.equal(base.tok.weight, clean["tok.weight"])      # the model is left as it was
+    err = pretrain({"seed": 7, "phases": [], "misread": mr}, init=base)
+    assert torch.equal(err.tok.weight, misread(copy.deepcopy(base), sigma, 7).tok.weight)
 
 
 def _fake_result(seed, prm_auroc, mc_auroc):
