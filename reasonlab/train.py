@@ -251,9 +251,10 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
 # base model's are ~100 % right. This one is the base model reading digits through noise: Gaussian noise on the ten
 # digit embeddings (prompt digits and the chain's own sums alike), one direction per seed, scaled so that greedy
 # forced S at k = 8 is right on a set share of probe problems. A chain reads more digits the larger k is, so it
-# errs more often as k grows, in S and in T, at every k (k = 2 included), and sampled chains err in different
-# places. The early snapshot of the base recipe used before errs only in the three-operand S steps (k = 2 right
-# every time on four seeds of five); docs/LOG.md, session 7, has both, and what else was tried.
+# errs more often as k grows, in S and (on most seeds) in T, k = 2 included on four seeds of five. The early
+# snapshot of the base recipe used before erred only in the three-operand S steps (k = 2 right every time on four
+# seeds of five), though its wrong samples failed at different steps more often; docs/LOG.md, session 7, has both,
+# and what else was tried.
 
 ERR_CFG = {"phases": [], "misread": {"format": "S", "k": 8, "acc": 0.45, "n": 300, "probe_seed": 4321, "iters": 12}}
 """The erring thinker: the seed's base model (pretrain's init) with misread digits; sigma is found by bisection
@@ -277,12 +278,19 @@ def calibrate_misread(model: GPT, m: dict, seed: int) -> float:
     from .evaluate import evaluate, problems_per_k
     probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]])
     clean = model.tok.weight.data.clone()
+
+    def acc_at(sigma: float) -> float:
+        try:
+            return evaluate(misread(model, sigma, seed), probe, force=[m["format"]])["acc"]
+        finally:
+            model.tok.weight.data.copy_(clean)
+    if acc_at(1.0) >= m["acc"]:
+        raise ValueError(f"misread: even sigma = 1 leaves forced {m['format']} at k = {m['k']} right on "
+                         f">= {m['acc']} of the probe; the noise cannot reach the target")
     lo, hi = 0.0, 1.0
     for _ in range(m["iters"]):
         mid = (lo + hi) / 2
-        acc = evaluate(misread(model, mid, seed), probe, force=[m["format"]])["acc"]
-        model.tok.weight.data.copy_(clean)
-        lo, hi = (mid, hi) if acc >= m["acc"] else (lo, mid)
+        lo, hi = (mid, hi) if acc_at(mid) >= m["acc"] else (lo, mid)
     return lo
 
 

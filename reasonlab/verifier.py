@@ -201,8 +201,8 @@ class VerifierConfig:
     """token: the head scores the token a step writes from the state before it (one logit per vocabulary entry,
     the written token's is read: a Q-value head, as in DQN), initialised from the thinker's LM head, so training
     starts from what the thinker expected there; scalar: Linear(d, 1) read at the step's own token, new. Oracle-label
-    PRM, seeds 0-2, 300 steps: step AUROC 0.92-0.93 with the token head, 0.87-0.93 with the scalar one
-    (docs/LOG.md, session 7)"""
+    PRM, seeds 0-2, 300 steps, on the early-snapshot erring thinker of session 7: step AUROC 0.92-0.93 with the
+    token head, 0.87-0.93 with the scalar one (docs/LOG.md)"""
     init: Literal["thinker", "base", "scratch"] = "thinker"
     """start from the thinker's weights (a reward model is initialised from the policy, as in Lightman et al.
     and Math-Shepherd), from the standard base model of the same seed (a stronger backbone than the generator, as
@@ -226,7 +226,8 @@ class VerifierConfig:
 
 def build_net(thinker: GPT | None = None, cfg: dict | None = None, head: str = "token") -> GPT:
     """The thinker's GPT (its weights when given) with a verifier head: "token", Linear(d, V) with a bias, its
-    weight the thinker's LM head (random from scratch); "scalar", a new Linear(d, 1). step_logits reads it."""
+    weight the thinker's LM head (random from scratch); "scalar", a new Linear(d, 1). position_logits (scoring) and
+    logits_at (training) read it."""
     net = GPT(**(cfg or thinker.config()))
     if thinker is not None:
         net.load_state_dict(thinker.state_dict())
