@@ -1,12 +1,12 @@
 """The erring thinker (train.ERR_CFG): forced S and T accuracy per k for seeds 0-4, greedy and sampled, and where
 sampled chains go wrong.
 
-Makes (or loads from the cache) err-seed<s> for each seed, and the sigma its digits are blurred by, then on 500 problems per k (drawn fresh, seed 12345):
-greedy forced S / T / A accuracy per k; sampled (temperature 1) forced S / T accuracy per k; and, for S and T, over
-8 samples per problem of 100 problems per k, the position of the first wrong step of each wrong chain: the share
-of problems whose wrong samples fail at two or more different steps ("errs in different places"). The target
-(issue 17): greedy S about 0.9 at k = 2 falling to 0.4-0.6 at k = 8, for every seed. Writes
-results/erring_thinker.{md,json}.
+Makes (or loads from the cache) err-seed<s> for each seed and reads back the sigma its digits are blurred by;
+then, on 500 problems per k (drawn fresh, seed 12345): greedy forced S / T / A accuracy per k; sampled
+(temperature 1) forced S / T accuracy per k; and, for S and T, over 8 samples per problem of 100 problems per k,
+the position of the first wrong step of each wrong chain: the share of problems whose wrong samples fail at two
+or more different steps ("errs in different places"). The target (issue 17): greedy S about 0.9 at k = 2 falling
+to 0.4-0.6 at k = 8, for every seed. Writes results/erring_thinker.{md,json}.
 
     python benchmarks/erring_thinker.py --seeds 0 1 2 3 4
 """
@@ -70,7 +70,8 @@ def measure(seed: int, n_per_k: int) -> dict:
     rows = slice(DIGIT0, DIGIT0 + 10)
     z = torch.randn(10, base.tok.weight.shape[1], generator=torch.Generator().manual_seed(seed))
     step = (base.tok.weight.data[rows].std() * z).double()
-    sigma = float(((model.tok.weight.data[rows] - base.tok.weight.data[rows]).double() * step).sum() / (step * step).sum())
+    moved = (model.tok.weight.data[rows] - base.tok.weight.data[rows]).double()
+    sigma = float((moved * step).sum() / (step * step).sum())
     assert torch.allclose(misread(copy.deepcopy(base), sigma, seed).tok.weight, model.tok.weight, atol=1e-5)
     probs = problems_per_k(n_per_k, seed=12345)
     res = {"seed": seed, "load_or_make_s": round(train_s, 1), "sigma": round(sigma, 5), "greedy": {},
@@ -111,8 +112,8 @@ def markdown(runs: list[dict]) -> str:
             f"Greedy S never rises by more than 0.05 from one k to the next: {sum(mono)} / {len(runs)} seeds. "
             f"Greedy T falls from k = 2 to k = 8 by {np.mean(t_fall):.3f} on average (per seed "
             + ", ".join(f"{x:.3f}" for x in t_fall) + "). "
-            "Digit noise sigma (x the digit embeddings' std): " + ", ".join(f"{r['sigma']:.3f} (seed {r['seed']})" for r in runs)
-            + ".",
+            "Digit noise sigma (x the digit embeddings' std): "
+            + ", ".join(f"{r['sigma']:.3f} (seed {r['seed']})" for r in runs) + ".",
             "", f"Recipe (`train.ERR_CFG`): `{ {k: v for k, v in ERR_CFG.items() if k != 'seed'} }`."]
     return "\n".join(out)
 

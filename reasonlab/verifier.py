@@ -404,8 +404,8 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
                    cache: str | None = None, name: str | None = None, log=print) -> Verifier:
     """Train (or load from the cache) a verifier of `kind` on `thinker`'s own samples of training problems.
 
-    Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>), safetensors + JSON, keyed by the
-    config, the seed and the thinker's weights; name=None with cache="" disables caching (tests)."""
+    Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>), safetensors + JSON,
+    keyed by the config, the seed and the thinker's weights; name=None with cache="" disables caching (tests)."""
     from .checkpoint import CheckpointError, cache_dir, cache_key, check_name, load_tensors, save_tensors
     cfg = VerifierConfig(**{**asdict(config or VerifierConfig()), "kind": kind})
     cfg.validate()
