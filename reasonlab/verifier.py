@@ -645,7 +645,7 @@ def render(results: list[dict], out: str, margin: float = 0.05, time_budget: flo
                      f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
     lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
-                 f"(sampling, labels and fitting; wall time on a shared machine): "
+                 f"(sampling, labels and fitting; wall time of the run that made the results): "
                  f"**{'holds' if max(secs) <= time_budget else 'does not hold'}**.")
     n_out = results[0]["kinds"][kinds[0]]["n_outputs"]
     seeds = ", ".join(str(r["seed"]) for r in results)
