@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from reasonlab.checkpoint import write_json, write_text  # noqa: E402
 from reasonlab.evaluate import evaluate, problems_per_k  # noqa: E402
 from reasonlab.sampling import generate_n  # noqa: E402
-from reasonlab.task import DIGIT0, K_MAX, K_MIN, prompt_ids  # noqa: E402
+from reasonlab.task import K_MAX, K_MIN, prompt_ids  # noqa: E402
 from reasonlab.train import ERR_CFG, base_model, get_erring_model, misread  # noqa: E402
 from reasonlab.verifier import oracle_labels, outcome_label  # noqa: E402
 
@@ -66,11 +66,9 @@ def measure(seed: int, n_per_k: int) -> dict:
     model = get_erring_model(seed, log=None)
     train_s = time.perf_counter() - t0
     base = base_model(seed, log=None)
-    # the cached model's sigma, read back from its weights: misread added sigma * std * z to the digit rows
-    rows = slice(DIGIT0, DIGIT0 + 10)
-    z = torch.randn(10, base.tok.weight.shape[1], generator=torch.Generator().manual_seed(seed))
-    step = (base.tok.weight.data[rows].std() * z).double()
-    moved = (model.tok.weight.data[rows] - base.tok.weight.data[rows]).double()
+    # the cached model's sigma, read back from its weights: misread adds sigma times its sigma = 1 step
+    step = (misread(copy.deepcopy(base), 1.0, seed).tok.weight - base.tok.weight).detach().double()
+    moved = (model.tok.weight - base.tok.weight).detach().double()
     sigma = float((moved * step).sum() / (step * step).sum())
     assert torch.allclose(misread(copy.deepcopy(base), sigma, seed).tok.weight, model.tok.weight, atol=1e-5)
     probs = problems_per_k(n_per_k, seed=12345)
