@@ -139,7 +139,7 @@ def test_an_answerless_chain_never_outranks_an_answer():
 def test_findings_are_computed_from_results():
     """Hand-made results where weighted/prm is right everywhere and greedy nowhere: the checks say so; swapping
     them flips the verdict (nothing is a fixed string)."""
-    def res(good: str, bad: str, seed: int):
+    def res(good: str, bad: str, seed: int, other: float = 0.5):
         P = 70
         k = [2 + i % 7 for i in range(P)]
         rng = np.random.default_rng(seed)
@@ -148,7 +148,7 @@ def test_findings_are_computed_from_results():
                      "beam/prm", "dvts/prm"):
             for split in ("val", "test"):
                 for N in ((1,) if name == "greedy" else (1, 4, 16, 64)):
-                    p = 1.0 if name == good else 0.0 if name == bad else 0.5
+                    p = 1.0 if name == good else 0.0 if name == bad else other
                     c = rng.random(P) < p
                     strat.setdefault(name, {}).setdefault(split, {})[str(N)] = {
                         "correct": search._bits(c), "gen": [5.0 * N] * P, "ver": [0.0] * P}
@@ -162,6 +162,11 @@ def test_findings_are_computed_from_results():
     assert f2[0]["verdict"] == "does not hold" and f2[0]["ci95"][1] < 0
     for x in f + f2:
         assert x["verdict"] in ("holds", "does not hold", "inconclusive") and "claim" in x and "threshold" in x
+    # nothing ever right: no accuracy target is reached, and the compute-optimal claim is reported as missing
+    f3 = search.findings([res("none", "none", s, other=0.0) for s in range(3)])
+    assert f3[-1]["value"] is None and f3[-1]["verdict"] == "inconclusive"
+    from reasonlab.findings import table        # every one is a row of the lab's findings table
+    assert table(f + f2 + f3).count("\n") == len(f + f2 + f3) + 1
 
 
 def test_config_rejects_bad_values():
