@@ -138,6 +138,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from .findings import at_most, greater, seed_interval  # noqa: E402
 from .model import GPT  # noqa: E402
 from .sampling import generate_n, sample_tree  # noqa: E402
 from .task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
@@ -567,15 +568,15 @@ def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
     return res
 
 
-def mean_ci(xs) -> tuple[float, float, float]:
-    """Mean and a 95 % t-interval over seeds (Student's t, n - 1 degrees of freedom; NaN with one value)."""
-    from math import sqrt
-    a = np.asarray([x for x in xs if x == x], dtype=float)
-    if len(a) < 2:
-        return float(a.mean()) if len(a) else float("nan"), float("nan"), float("nan")
-    t = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}.get(len(a) - 1, 1.96)
-    h = t * a.std(ddof=1) / sqrt(len(a))
-    return float(a.mean()), float(a.mean() - h), float(a.mean() + h)
+def _seed_check(per_seed, test, thr) -> tuple[float, float, float, str]:
+    """findings.seed_interval over the seeds that have a value (an AUROC is NaN when a class is missing), judged by
+    test (findings.greater / at_most): mean, CI, verdict."""
+    xs = [x for x in per_seed if x == x]
+    if len(xs) < 2:
+        return float(np.mean(xs)) if xs else float("nan"), float("nan"), float("nan"), \
+            "inconclusive (fewer than 2 seeds)"
+    m, ci = seed_interval(xs)
+    return m, ci[0], ci[1], test(ci, thr)
 
 
 def plot_quality(results: list[dict], path: str) -> str:
@@ -630,17 +631,13 @@ def render(results: list[dict], out: str, margin: float = 0.05, time_budget: flo
     lines = []
     if "prm" in kinds and "prm-mc" in kinds:
         gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["prm-mc"]["step_auroc"] for r in results]
-        m, lo, hi = mean_ci(gap)
-        verdict = ("inconclusive (fewer than 2 seeds)" if lo != lo else "holds" if hi <= margin
-                   else "does not hold" if lo > margin else "inconclusive")
+        m, lo, hi, verdict = _seed_check(gap, at_most, margin)
         lines.append(f"Math-Shepherd labels within {margin} step AUROC of the oracle-label PRM: gap (prm − prm-mc) "
                      f"{m:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] over {len(gap)} seeds (per seed "
                      + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     if "prm" in kinds and "orm" in kinds:
         gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["orm"]["step_auroc"] for r in results]
-        m, lo, hi = mean_ci(gap)
-        verdict = ("inconclusive (fewer than 2 seeds)" if lo != lo else "holds" if lo > 0
-                   else "does not hold" if hi < 0 else "inconclusive")
+        m, lo, hi, verdict = _seed_check(gap, greater, 0.0)
         lines.append(f"The PRM separates steps better than the ORM (step AUROC gap prm − orm > 0): {m:.3f}, 95 % CI "
                      f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
