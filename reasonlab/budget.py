@@ -415,11 +415,16 @@ def jk(d: dict, k):
 def methods_of(r: dict) -> dict:
     """{method name: {b: {k: cell}}} for one seed: the variants, s1 forcing and the fixed formats (same cell at
     every budget)."""
-    out = {f"L1-{v}": x["eval"] for v, x in r["variants"].items()}
+    out = {f"L1-{v}": r["variants"][v]["eval"] for v in variants_of(r)}
     out["s1 forcing (T cut at b)"] = r["forcing"]
     for f in "AST":
         out[f"always {f}"] = {b: r["fixed"][f] for b in BUDGETS}
     return out
+
+
+def variants_of(r: dict) -> list[str]:
+    """The variants in the order the run was asked for (a result read back from JSON has its keys sorted)."""
+    return list(r["config"]["variants"])
 
 
 def ks_of(r: dict) -> list[int]:
@@ -463,7 +468,7 @@ def findings(results: list[dict]) -> list[dict]:
     """Computed checks over seeds: claim, per-seed values, mean and 95 % CI, threshold, verdict."""
     out = []
     ms = [methods_of(r) for r in results]
-    vs = list(results[0]["variants"])
+    vs = variants_of(results[0])
 
     def add(claim, xs, thr, direction=">"):
         out.append(F.seed_check("8 budget", claim, "per seed, see the claim", [float(x) for x in xs], thr,
@@ -519,16 +524,14 @@ def findings(results: list[dict]) -> list[dict]:
 # The section: plots, tables, findings.
 
 def _ms(xs, f="{:.2f}") -> str:
-    a = np.asarray(xs, dtype=float)
-    return f"{f.format(a.mean())} ± {f.format(a.std(ddof=1) if len(a) > 1 else 0.0)}"
+    """report.pm at two decimals (report is imported when a report is made, not with this module)."""
+    from .report import pm
+    return pm(xs, f)
 
 
 def plot_accuracy(results: list[dict], path: str) -> str:
     """Accuracy against budget per k, one line per method (mean over seeds, band = min..max), chance dashed."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from .report import save
+    from .report import plt, save
     ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
     fig, axes = plt.subplots(2, 4, figsize=(16, 7.5), sharey=True, layout="constrained")
     for ax, k in zip(axes.flat, ks):
@@ -552,11 +555,8 @@ def plot_accuracy(results: list[dict], path: str) -> str:
 
 def plot_strides(results: list[dict], path: str) -> str:
     """Stride mix of the trained models' chains, by budget (x) and k (panels), mean over seeds."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from .report import save
-    vs, ks = list(results[0]["variants"]), ks_of(results[0])
+    from .report import plt, save
+    vs, ks = variants_of(results[0]), ks_of(results[0])
     colors = dict(zip(STRIDE_GROUPS, ["#4C72B0", "#55A868", "#DD8452", "#C44E52", "#8172B2", "#937860", "#999999"]))
     fig, axes = plt.subplots(len(vs), len(ks), figsize=(2.3 * len(ks), 2.4 * len(vs) + 0.6), sharey=True, squeeze=False,
                              layout="constrained")
@@ -580,10 +580,7 @@ def plot_strides(results: list[dict], path: str) -> str:
 def plot_adherence(results: list[dict], path: str) -> str:
     """Left: steps written against budget (mean over k and seeds) per method, diagonal = exact adherence.
     Right: share within budget during training, per variant (mean over budgets and seeds)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from .report import save
+    from .report import plt, save
     ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     for name in ms[0]:
@@ -595,7 +592,7 @@ def plot_adherence(results: list[dict], path: str) -> str:
     a1.set_xlabel("budget b")
     a1.set_ylabel("chain steps written (mean over k = 2..8)")
     a1.legend(fontsize=8)
-    for v in results[0]["variants"]:
+    for v in variants_of(results[0]):
         logs = [r["variants"][v]["logs"] for r in results]
         steps = [l["step"] for l in logs[0]]
         y = np.array([[np.mean([c["within"] for c in l["by_budget"].values()]) for l in lg] for lg in logs])
@@ -616,7 +613,7 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     plot_accuracy(results, os.path.join(d, "accuracy_vs_budget.png"))
     plot_strides(results, os.path.join(d, "strides.png"))
     plot_adherence(results, os.path.join(d, "adherence.png"))
-    ks, ms, vs = ks_of(results[0]), [methods_of(r) for r in results], list(results[0]["variants"])
+    ks, ms, vs = ks_of(results[0]), [methods_of(r) for r in results], variants_of(results[0])
     names = list(ms[0])
     # accuracy (tokens) against budget, mean over k
     head = "| method | " + " | ".join(f"b={b}" for b in BUDGETS) + " |"

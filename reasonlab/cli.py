@@ -185,12 +185,10 @@ def cmd_budget(args):
         except (OSError, ValueError) as e:
             raise UsageError(f"--replot: cannot read the results in {args.out} ({e})") from None
     else:
-        from .checkpoint import get_model
-        from .lab import base_cfg, base_name
+        from .train import base_model
         results = []
         for s in args.seeds:
-            base = get_model(base_name(s, args.quick), base_cfg(s, args.quick), cache=args.cache_dir,
-                             device=args.device, progress=True)
+            base = base_model(s, args.quick, cache=args.cache_dir, device=args.device, progress=True)
             results.append(budget.run(cfg, s, base=base, progress=True))
     md, head = budget.render(results, args.out)
     write_text(os.path.join(args.out, "report.md"), md)

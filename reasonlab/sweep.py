@@ -205,7 +205,7 @@ def run_cell(params: dict, seed: int, base: str = "standard", cache: str | None 
              eval_n: int = 200) -> dict:
     """Train from the seed's base model with the cell's settings, evaluate greedily; a JSON-able result."""
     from . import adaptive
-    from .evaluate import evaluate, problems_per_k
+    from .evaluate import TEST_SEED, evaluate, problems_per_k
     from .rl import RLConfig, train
     name, bcfg = base_model(base, seed)
     model = cached_model(name, bcfg, cache=cache, device=device, progress=False)
@@ -222,7 +222,7 @@ def run_cell(params: dict, seed: int, base: str = "standard", cache: str | None 
     t = time.perf_counter()
     hist = train(policy, copy.deepcopy(model), cfg, reward_fn=reward_fn, group_fn=group_fn, log=print, progress=False)
     train_s = time.perf_counter() - t
-    probs = problems_per_k(eval_n, seed=12345)
+    probs = problems_per_k(eval_n, seed=TEST_SEED)
     r = evaluate(policy, probs)
     return {"params": params, "seed": seed, "algo": algo, "method": method, "acc": r["acc"], "tokens": r["length"],
             "share": r["share"], "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()},

@@ -159,3 +159,10 @@ def test_training_brings_steps_to_the_budget(quick_cache):
     ev = B.eval_budget_model(tr["model"], probs)
     steps = [np.mean([c["steps"] for c in ev[b].values()]) for b in BUDGETS]
     assert steps[8] > steps[0] + 2
+
+
+def test_methods_keep_the_runs_variant_order_after_a_json_round_trip():
+    """--replot reads results whose keys JSON sorted: the report's rows still follow the order the run asked for."""
+    r = {"config": {"variants": ["max", "exact+sft"]}, "forcing": {}, "fixed": {f: {} for f in "AST"},
+         "variants": {"exact+sft": {"eval": {}}, "max": {"eval": {}}}}
+    assert list(B.methods_of(r))[:3] == ["L1-max", "L1-exact+sft", "s1 forcing (T cut at b)"]
