@@ -25,7 +25,7 @@ from .evaluate import PROBE_SEED, TEST_SEED, eval_table, evaluate, problems_per_
 from .model import GPT
 from .rl import ALGOS, RLConfig, train
 from .task import FMT_NAMES
-from .train import base_cfg, base_name
+from .train import base_cfg, base_name, thinker_model
 
 EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search")
 
@@ -211,7 +211,7 @@ def exp_search(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     from . import verifier
     sc = search.SearchConfig(thinker="quick" if cfg.quick else "erring", n_test=S.search_n_test, n_val=S.search_n_val,
                              n_max=S.search_n_max, quick_verifiers=S.search_quick_verifiers)
-    thinker = search.thinker_model(sc.thinker, seed, cfg.cache, cfg.device)
+    thinker = thinker_model(sc.thinker, seed, cfg.cache, cfg.device)
     vcfg = search.verifier_config(sc)
     quality = {"seed": seed, "thinker": sc.thinker, "kinds": {}}
     for kind in sc.verifiers:          # verifier.run's measurement, on this thinker (quick mode has its own)

@@ -49,6 +49,7 @@ from .model import GPT, KVCache
 from .sampling import EOS, PAD, pick, sample_tree
 from .task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
 from .verifier import aggregate, steps as read_steps
+from .train import thinker_model
 
 NS = (1, 2, 4, 8, 16, 32, 64)
 METHODS = ("bon", "weighted", "beam", "dvts")
@@ -348,14 +349,6 @@ def split_problems(n_per_k: int, seed: int, part: str, ks=range(K_MIN, K_MAX + 1
                 out.append(d)
                 got += 1
     return out
-
-
-def thinker_model(kind: str, seed: int, cache: str | None = None, device: str = "cpu", log=None) -> GPT:
-    """The generator the search runs on (see SearchConfig.thinker)."""
-    from .train import base_model, get_erring_model
-    if kind in ("base", "quick"):
-        return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log)
-    return get_erring_model(seed, cache=cache, device=device, log=log)
 
 
 def verifier_config(config: SearchConfig):

@@ -300,3 +300,12 @@ def get_erring_model(seed: int, cache: str | None = None, device: str | None = N
     from .checkpoint import get_model
     base = base_model(seed, cache=cache, device=device, log=log)
     return get_model(f"err-seed{seed}", dict(ERR_CFG, seed=seed), init=base, cache=cache, device=device, log=log)
+
+
+def thinker_model(kind: str, seed: int, cache: str | None = None, device: str | None = None,
+                  log: Callable | None = None) -> GPT:
+    """The generator test-time search and the verifiers work on: "erring" (get_erring_model), "base" (the
+    standard base model, the contrast) or "quick" (the lab's quick base model)."""
+    if kind in ("base", "quick"):
+        return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log)
+    return get_erring_model(seed, cache=cache, device=device, log=log)

@@ -142,6 +142,7 @@ from .findings import at_most, greater, seed_interval  # noqa: E402
 from .model import GPT  # noqa: E402
 from .sampling import generate_n, sample_tree  # noqa: E402
 from .task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
+from .train import thinker_model  # noqa: E402
 
 PAD = ID["<pad>"]
 FORCE_TOKENS = {"A": ["A"], "S": ["S"], "T": ["T"]}
@@ -542,18 +543,11 @@ class VerifierExpConfig:
     """model cache (None: $REASONLAB_CACHE or ~/.cache/reasonlab)"""
 
 
-def get_thinker(which: str, seed: int, cache: str | None = None, log=print) -> GPT:
-    from .train import base_model, get_erring_model
-    if which == "erring":
-        return get_erring_model(seed, cache=cache, log=log)
-    return base_model(seed, cache=cache, log=log)
-
-
 def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
     """Train every kind in config.kinds on the thinker's samples and measure it on held-out problems; writes
     <out>/seed<seed>.json and returns the same dict."""
     from .checkpoint import write_json
-    thinker = get_thinker(config.thinker, seed, config.cache, log)
+    thinker = thinker_model(config.thinker, seed, config.cache, log=log)
     res = {"seed": seed, "thinker": config.thinker, "config": asdict(config), "kinds": {}}
     for kind in config.kinds:
         t0 = time.perf_counter()
