@@ -29,6 +29,11 @@ def _groups(prompts: list[list[int]]) -> dict[int, list[int]]:
     return groups
 
 
+def strip_row(row: list[int]) -> list[int]:
+    """A sampled row (sample_tree's output ids) cut after its first </s>, padding dropped."""
+    return row[:row.index(EOS) + 1] if EOS in row else [t for t in row if t != PAD]
+
+
 def _finish(seqs: torch.Tensor, start: int) -> list[list[int]]:
     """(B, T) token rows -> outputs after `start`, cut after the first </s>."""
     outs = []

@@ -46,7 +46,7 @@ from . import findings as F
 from . import tts
 from .findings import hier_bootstrap
 from .model import GPT, KVCache
-from .sampling import EOS, PAD, pick, sample_tree
+from .sampling import EOS, pick, sample_tree, strip_row
 from .task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
 from .verifier import aggregate, steps as read_steps
 from .train import thinker_model
@@ -223,10 +223,6 @@ def dvts(model, scorer, problems, N: int, M: int, **kw) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # Best-of-N and weighted majority on one pool.
 
-def _strip(row: list[int]) -> list[int]:
-    return row[:row.index(EOS) + 1] if EOS in row else [t for t in row if t != PAD]
-
-
 def sample_outputs(model: GPT, problems, n: int, force: str, seed: int, temperature: float = 1.0,
                    chunk: int = 1000) -> list[list[list[int]]]:
     """n sampled outputs per problem (sample_tree: shared prefixes share cache rows), as token lists."""
@@ -235,7 +231,7 @@ def sample_outputs(model: GPT, problems, n: int, force: str, seed: int, temperat
     for s in range(0, len(problems), chunk):
         probs = problems[s:s + chunk]
         toks, _ = sample_tree(model, [prompt_ids(d) for d in probs], n, gen, temperature, [force])
-        rows = [_strip(r) for r in toks.tolist()]
+        rows = [strip_row(r) for r in toks.tolist()]
         outs += [rows[i * n:(i + 1) * n] for i in range(len(probs))]
     return outs
 

@@ -44,7 +44,7 @@ from .task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps
 Agg = Literal["last", "min", "prod"]
 KINDS = ("orm", "prm", "prm-mc")
 
-_A, _S, _T, _EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
+_A, _S, _T = ID["A"], ID["S"], ID["T"]
 
 
 def _is_digit(t: int) -> bool:
@@ -140,7 +140,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from .findings import at_most, greater, seed_interval  # noqa: E402
 from .model import GPT  # noqa: E402
-from .sampling import generate_n, sample_tree  # noqa: E402
+from .sampling import generate_n, sample_tree, strip_row  # noqa: E402
 from .task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
 from .train import thinker_model  # noqa: E402
 
@@ -292,11 +292,6 @@ class Verifier:
 # ---------------------------------------------------------------------------------------------------------------
 # Training data: the thinker's own samples, labelled.
 
-def _strip(row: list[int]) -> list[int]:
-    """A sampled row cut after its first </s> (padding dropped)."""
-    return row[:row.index(_EOS) + 1] if _EOS in row else [t for t in row if t != PAD]
-
-
 def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig, gen: torch.Generator
                    ) -> tuple[list[list[int]], list[list[int]]]:
     """cfg.samples outputs per problem at cfg.temperature, each problem's format forced by cfg.format_weights.
@@ -313,7 +308,7 @@ def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig,
                               FORCE_TOKENS[name])
         for i, row in enumerate(toks.tolist()):
             digs.append(probs[i // cfg.samples])
-            outs.append(_strip(row))
+            outs.append(strip_row(row))
     return digs, outs
 
 

@@ -8,7 +8,7 @@ import torch
 
 from reasonlab import search, tts
 from reasonlab.model import GPT
-from reasonlab.sampling import sample_tree
+from reasonlab.sampling import sample_tree, strip_row
 from reasonlab.task import ID, MAX_LEN, PROMPT_LEN, make_digits, prompt_ids, solution
 from reasonlab.verifier import OracleVerifier
 
@@ -39,7 +39,7 @@ def test_beam_with_one_beam_of_width_one_is_one_sampled_chain(noisy_model):
         for force in ("S", "T"):
             r = search.beam_search(noisy_model, sc, [d], 1, 1, force=force, gen=torch.Generator().manual_seed(i))
             toks, _ = sample_tree(noisy_model, [prompt_ids(d)], 1, torch.Generator().manual_seed(i), 1.0, [force])
-            assert r["outputs"][0] == [search._strip(toks[0].tolist())]
+            assert r["outputs"][0] == [strip_row(toks[0].tolist())]
             assert r["pick"][0] == r["outputs"][0][0]
 
 
