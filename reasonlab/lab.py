@@ -598,7 +598,8 @@ def section_learned_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
 
 def section_search(rs: list[dict], out: str) -> tuple[str, str]:
     res = [r["search"] for r in rs]
-    return search.render(res, os.path.join(out, "search"), prefix="search/"), search.headline(res)
+    fs = search.findings(res)           # a two-level bootstrap per claim: computed once for the page and the line
+    return search.render(res, os.path.join(out, "search"), prefix="search/", fs=fs), search.headline(res, fs)
 
 
 class Experiment(NamedTuple):

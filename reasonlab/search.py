@@ -745,7 +745,7 @@ def findings_table(fs: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def render(results: list[dict], out: str, prefix: str = "") -> str:
+def render(results: list[dict], out: str, prefix: str = "", fs: list[dict] | None = None) -> str:
     """Plots (acc_vs_n.png, acc_vs_compute.png, tokens.png), the tables and the findings, as a markdown section
     whose pictures are linked as prefix + file name (the lab: "search/"); also writes out/findings.json and
     out/section.md."""
@@ -754,7 +754,7 @@ def render(results: list[dict], out: str, prefix: str = "") -> str:
     plot_curves(results, os.path.join(out, "acc_vs_n.png"), "N")
     plot_curves(results, os.path.join(out, "acc_vs_compute.png"), "flops")
     plot_tokens(results, os.path.join(out, "tokens.png"))
-    fs = findings(results)
+    fs = findings(results) if fs is None else fs
     write_json(os.path.join(out, "findings.json"), fs)
     c = results[0]["config"]
     P = len(results[0]["k"]["test"])
@@ -792,9 +792,9 @@ al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-l
     return md
 
 
-def headline(results: list[dict]) -> str:
-    """One line for the lab's summary table, computed from the findings."""
-    fs = findings(results)
+def headline(results: list[dict], fs: list[dict] | None = None) -> str:
+    """One line for the lab's summary table, computed from the findings (`fs`: findings(results), if computed)."""
+    fs = findings(results) if fs is None else fs
     nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
     acc = {n: np.mean([per_problem(r, n, nmax if n != "greedy" else 1)[0].mean() for r in results])
            for n in ("greedy", "majority", "weighted/prm", "bon/oracle") if cell(results[0], n, 1)}
