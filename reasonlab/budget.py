@@ -407,11 +407,6 @@ def run(cfg: BudgetConfig, seed: int, base: GPT | None = None, cache: str | None
 # ---------------------------------------------------------------------------------------------------------------
 # Statistics over seeds, s1's metrics, the equal-token comparison and the findings.
 
-def jk(d: dict, k):
-    """d[k] or d[str(k)] (JSON turns int keys into strings)."""
-    return d[k] if k in d else d[str(k)]
-
-
 def methods_of(r: dict) -> dict:
     """{method name: {b: {k: cell}}} for one seed: the variants, s1 forcing and the fixed formats (same cell at
     every budget)."""
@@ -433,7 +428,7 @@ def ks_of(r: dict) -> list[int]:
 
 def mean_cells(m: dict, key: str, cells) -> float:
     """Mean of `key` over (b, k) cells of one method and seed."""
-    return float(np.mean([jk(jk(m, b), k)[key] for b, k in cells]))
+    return float(np.mean([m[b][k][key] for b, k in cells]))
 
 
 def cells_where(r: dict, low: bool | None) -> list[tuple[int, int]]:
@@ -445,9 +440,9 @@ def s1_metrics(m: dict, ks: list[int]) -> dict:
     """s1's metrics for one method and seed: Control = share of outputs within budget (steps <= b), Scaling = slope
     of accuracy against mean tokens over the budgets (least squares, per-budget means over k), Performance = best
     per-budget accuracy."""
-    acc = [np.mean([jk(jk(m, b), k)["acc"] for k in ks]) for b in BUDGETS]
-    tok = [np.mean([jk(jk(m, b), k)["tokens"] for k in ks]) for b in BUDGETS]
-    within = [jk(jk(m, b), k).get("within", float(jk(jk(m, b), k)["steps"] <= b)) for b in BUDGETS for k in ks]
+    acc = [np.mean([m[b][k]["acc"] for k in ks]) for b in BUDGETS]
+    tok = [np.mean([m[b][k]["tokens"] for k in ks]) for b in BUDGETS]
+    within = [m[b][k].get("within", float(m[b][k]["steps"] <= b)) for b in BUDGETS for k in ks]
     slope = float(np.polyfit(tok, acc, 1)[0]) if np.ptp(tok) > 1e-9 else 0.0
     return {"control": float(np.mean(within)), "scaling": slope, "performance": float(max(acc))}
 
@@ -457,8 +452,8 @@ def equal_token_gain(m: dict, ref: dict, cells) -> float:
     against-tokens curve for that k, clamped at its ends): more accurate at equal tokens when > 0."""
     gains = []
     for b, k in cells:
-        c = jk(jk(m, b), k)
-        pts = sorted((jk(jk(ref, bb), k)["tokens"], jk(jk(ref, bb), k)["acc"]) for bb in BUDGETS)
+        c = m[b][k]
+        pts = sorted((ref[bb][k]["tokens"], ref[bb][k]["acc"]) for bb in BUDGETS)
         t, a = zip(*pts)
         gains.append(c["acc"] - float(np.interp(c["tokens"], t, a)))
     return float(np.mean(gains))
@@ -478,7 +473,7 @@ def findings(results: list[dict]) -> list[dict]:
         name = f"L1-{v}"
         allc = [cells_where(r, None) for r in results]
         add(f"{name} reads its budget: mean chain steps at b = 8 exceed those at b = 0 by more than 1 (over k)",
-            [np.mean([jk(jk(m[name], 8), k)["steps"] - jk(jk(m[name], 0), k)["steps"] for k in ks_of(r)])
+            [np.mean([m[name][8][k]["steps"] - m[name][0][k]["steps"] for k in ks_of(r)])
              for r, m in zip(results, ms)], 1.0)
         if v.startswith("exact"):
             add(f"{name} tracks the budget: mean |steps - b| falls below the base model's free choice (reduction > 0)",
@@ -498,7 +493,7 @@ def findings(results: list[dict]) -> list[dict]:
                  for m, c in zip(ms, [cells_where(r, low) for r in results])], 0.0)
         lowc = [cells_where(r, True) for r in results]
         add(f"with b < ceil(k/2), {name} invents a chain of stride >= 3 in more than 5 % of problems",
-            [np.mean([jk(jk(m[name], b), k)["strides"].get("stride >= 3 (new)", 0.0) for b, k in c])
+            [np.mean([m[name][b][k]["strides"].get("stride >= 3 (new)", 0.0) for b, k in c])
              for m, c in zip(ms, lowc)], 0.05)
     for v in vs:
         if v.endswith("+sft") and v[:-4] in vs:
@@ -513,7 +508,7 @@ def findings(results: list[dict]) -> list[dict]:
                 f"as {warm} over all budgets (difference > -0.02)",
                 [mean_cells(m[cold], "acc_within", c) - mean_cells(m[warm], "acc_within", c)
                  for m, c in zip(ms, [cells_where(r, None) for r in results])], -0.02)
-            spread = lambda m, r, n: np.mean([jk(jk(m[n], 8), k)["steps"] - jk(jk(m[n], 0), k)["steps"] for k in ks_of(r)])
+            spread = lambda m, r, n: np.mean([m[n][8][k]["steps"] - m[n][0][k]["steps"] for k in ks_of(r)])
             add(f"no SFT warm start needed: {cold} reads its budget within one step as well as {warm} (steps at b = 8 "
                 f"minus steps at b = 0, difference > -1)",
                 [spread(m, r, cold) - spread(m, r, warm) for r, m in zip(results, ms)], -1.0)
@@ -536,7 +531,7 @@ def plot_accuracy(results: list[dict], path: str) -> str:
     fig, axes = plt.subplots(2, 4, figsize=(16, 7.5), sharey=True, layout="constrained")
     for ax, k in zip(axes.flat, ks):
         for name in ms[0]:
-            acc = np.array([[jk(jk(m[name], b), k)["acc"] for b in BUDGETS] for m in ms])
+            acc = np.array([[m[name][b][k]["acc"] for b in BUDGETS] for m in ms])
             style = ":" if name.startswith("always") else "--" if name.startswith("s1") else "-"
             ax.plot(BUDGETS, acc.mean(0), style, marker="o" if style == "-" else None, ms=3, label=name)
             if style == "-":
@@ -564,7 +559,7 @@ def plot_strides(results: list[dict], path: str) -> str:
         for j, k in enumerate(ks):
             ax, bottom = axes[i][j], np.zeros(len(BUDGETS))
             for g in STRIDE_GROUPS:
-                y = np.array([np.mean([jk(jk(r["variants"][v]["eval"], b), k)["strides"].get(g, 0.0) for r in results])
+                y = np.array([np.mean([r["variants"][v]["eval"][b][k]["strides"].get(g, 0.0) for r in results])
                               for b in BUDGETS])
                 ax.bar(BUDGETS, y, bottom=bottom, color=colors[g], label=g, width=0.85)
                 bottom += y
@@ -586,7 +581,7 @@ def plot_adherence(results: list[dict], path: str) -> str:
     for name in ms[0]:
         if name.startswith("always"):
             continue
-        y = np.array([[np.mean([jk(jk(m[name], b), k)["steps"] for k in ks]) for b in BUDGETS] for m in ms])
+        y = np.array([[np.mean([m[name][b][k]["steps"] for k in ks]) for b in BUDGETS] for m in ms])
         a1.errorbar(BUDGETS, y.mean(0), yerr=y.std(0), marker="o", ms=3, capsize=2, label=name)
     a1.plot(BUDGETS, BUDGETS, "k:", lw=0.8, label="steps = b")
     a1.set_xlabel("budget b")
@@ -620,13 +615,13 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     acc_rows = [head, "|---" * (len(BUDGETS) + 1) + "|"]
     for n in names:
         acc_rows.append(f"| {n} | " + " | ".join(
-            _ms([np.mean([jk(jk(m[n], b), k)["acc"] for k in ks]) for m in ms]) +
-            f" ({np.mean([jk(jk(m[n], b), k)['tokens'] for m in ms for k in ks]):.1f})" for b in BUDGETS) + " |")
+            _ms([np.mean([m[n][b][k]["acc"] for k in ks]) for m in ms]) +
+            f" ({np.mean([m[n][b][k]['tokens'] for m in ms for k in ks]):.1f})" for b in BUDGETS) + " |")
     # right within budget (right answer and steps <= b), mean over k
     aw_rows = [head, "|---" * (len(BUDGETS) + 1) + "|"]
     for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
         aw_rows.append(f"| {n} | " + " | ".join(
-            _ms([np.mean([jk(jk(m[n], b), k)["acc_within"] for k in ks]) for m in ms]) for b in BUDGETS) + " |")
+            _ms([np.mean([m[n][b][k]["acc_within"] for k in ks]) for m in ms]) for b in BUDGETS) + " |")
     # per k at equal tokens: accuracy / tokens for every method and k
     perk = ["| method | k | " + " | ".join(f"b={b}" for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 2) + "|"]
     for n in names:
@@ -634,11 +629,11 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
             continue
         for k in ks:
             perk.append(f"| {n} | {k} | " + " | ".join(
-                f"{np.mean([jk(jk(m[n], b), k)['acc'] for m in ms]):.2f} / "
-                f"{np.mean([jk(jk(m[n], b), k)['tokens'] for m in ms]):.1f}" for b in BUDGETS) + " |")
+                f"{np.mean([m[n][b][k]['acc'] for m in ms]):.2f} / "
+                f"{np.mean([m[n][b][k]['tokens'] for m in ms]):.1f}" for b in BUDGETS) + " |")
     fixed_k = "| k | " + " | ".join(f"always {f}" for f in "AST") + " |\n|---|---|---|---|\n" + "\n".join(
-        f"| {k} | " + " | ".join(f"{np.mean([jk(m[f'always {f}'][0], k)['acc'] for m in ms]):.2f} / "
-                                 f"{np.mean([jk(m[f'always {f}'][0], k)['tokens'] for m in ms]):.1f}" for f in "AST")
+        f"| {k} | " + " | ".join(f"{np.mean([m[f'always {f}'][0][k]['acc'] for m in ms]):.2f} / "
+                                 f"{np.mean([m[f'always {f}'][0][k]['tokens'] for m in ms]):.1f}" for f in "AST")
         + " |" for k in ks)
     # adherence
     adh = ["| method | " + " | ".join(f"b={b}" for b in BUDGETS) + " | all |", "|---" * (len(BUDGETS) + 2) + "|"]
@@ -646,8 +641,8 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
         cells = []
         for b in BUDGETS + (None,):
             bs = BUDGETS if b is None else (b,)
-            w = [np.mean([jk(jk(m[n], bb), k)["within"] for bb in bs for k in ks]) for m in ms]
-            e = [np.mean([jk(jk(m[n], bb), k)["abs_err"] for bb in bs for k in ks]) for m in ms]
+            w = [np.mean([m[n][bb][k]["within"] for bb in bs for k in ks]) for m in ms]
+            e = [np.mean([m[n][bb][k]["abs_err"] for bb in bs for k in ks]) for m in ms]
             cells.append(f"{np.mean(w):.2f} / {np.mean(e):.2f}")
         adh.append(f"| {n} | " + " | ".join(cells) + " |")
     # s1 metrics
@@ -661,14 +656,14 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     st = ["| method | " + " | ".join(STRIDE_GROUPS) + " |", "|---" * (len(STRIDE_GROUPS) + 1) + "|"]
     for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
         st.append(f"| {n} | " + " | ".join(
-            f"{np.mean([jk(jk(m[n], b), k)['strides'].get(g, 0.0) for m, r in zip(ms, results) for b, k in cells_where(r, True)]):.2f}"
+            f"{np.mean([m[n][b][k]['strides'].get(g, 0.0) for m, r in zip(ms, results) for b, k in cells_where(r, True)]):.2f}"
             for g in STRIDE_GROUPS) + " |")
     labels: dict[str, dict[str, float]] = {}
     for v in vs:
         cnt: dict[str, float] = {}
         cells = [(r, b, k) for r in results for b, k in cells_where(r, True)]
         for r, b, k in cells:
-            for lab, x in jk(jk(r["variants"][v]["eval"], b), k)["stride_labels"].items():
+            for lab, x in r["variants"][v]["eval"][b][k]["stride_labels"].items():
                 cnt[lab] = cnt.get(lab, 0.0) + x / len(cells)
         labels[v] = dict(sorted(cnt.items(), key=lambda kv: -kv[1]))
     lab_lines = "\n".join(f"- L1-{v}: " + ", ".join(f"{lab} {x:.3f}" for lab, x in labels[v].items()) for v in vs)
@@ -677,7 +672,7 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     for v in vs:
         seen: dict[str, list] = {}
         for b, k in cells_where(r0, True):
-            for g, exs in jk(jk(r0["variants"][v]["eval"], b), k).get("examples", {}).items():
+            for g, exs in r0["variants"][v]["eval"][b][k].get("examples", {}).items():
                 for e in exs:
                     if len(seen.setdefault(g, [])) < 2:
                         seen[g].append(f"B{b} {e}")
@@ -689,7 +684,7 @@ def render(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
         for i in (0, len(results[0]["variants"][v]["logs"]) // 2, -1):
             lg = [r["variants"][v]["logs"][i] for r in results]
             def at(b, key):   # a short log window may have drawn no prompt with budget b: "–"
-                xs = [c[key] for c in (l["by_budget"].get(b, l["by_budget"].get(str(b))) for l in lg) if c]
+                xs = [c[key] for c in (l["by_budget"].get(b) for l in lg) if c]
                 return f"{np.mean(xs):.2f}" if xs else "–"
             tl.append(f"| L1-{v} | {lg[0]['step']} | " + " | ".join(
                 " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS) + " |")

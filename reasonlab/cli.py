@@ -174,6 +174,7 @@ def budget_model_check(model, budget) -> None:
 def cmd_budget(args):
     from . import budget
     from .checkpoint import write_json, write_text
+    from .report import load_json
     given = {f: getattr(args, f) for f in ("steps", "alpha", "delta", "eval_n", "sft_steps") if getattr(args, f) is not None}
     cfg = budget.BudgetConfig(variants=tuple(args.variants), out=args.out, **{**(budget.QUICK if args.quick else {}), **given})
     cfg.validate()
@@ -181,7 +182,7 @@ def cmd_budget(args):
     paths = [os.path.join(args.out, f"seed{s}.json") for s in args.seeds]
     if args.replot:
         try:
-            results = [json.load(open(p)) for p in paths]
+            results = [load_json(p) for p in paths]       # int keys (b, k) restored, as the lab reads them
         except (OSError, ValueError) as e:
             raise UsageError(f"--replot: cannot read the results in {args.out} ({e})") from None
     else:
