@@ -54,13 +54,11 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
     a model without budget tokens (budget.py trains those) raises ValueError.
     """
     if budget is not None:
-        from .task import BUDGET0, BUDGET_VOCAB, BUDGETS
+        from .task import BUDGET_VOCAB, with_budget
         if model.cfg.vocab_size < len(BUDGET_VOCAB):
             raise ValueError(f"budget={budget}: this model has no budget tokens (vocabulary {model.cfg.vocab_size} < "
                              f"{len(BUDGET_VOCAB)}); train one with `reasonlab budget`")
-        if budget not in BUDGETS:
-            raise ValueError(f"budget {budget!r} must be an integer in {BUDGETS[0]}..{BUDGETS[-1]} (chain steps)")
-        prompts = [p[:-1] + [BUDGET0 + budget] for p in prompts]
+        prompts = [with_budget(p, budget) for p in prompts]
     return generate_n(model, prompts, 1, gen, temperature, force, max_new)
 
 

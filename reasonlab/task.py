@@ -149,6 +149,11 @@ def budget_prompt_ids(digits: list[int], budget: int) -> list[int]:
     """The prompt with "=" replaced by the budget token B<budget> (for models with BUDGET_VOCAB). At the last prompt
     position the budget sits in the residual stream that predicts the format token: with B<b> at <s>'s place the
     model never learned to read it (the first position is an attention sink; budget.py, tried first)."""
+    return with_budget(prompt_ids(digits), budget)
+
+
+def with_budget(prompt: list[int], budget: int) -> list[int]:
+    """A prompt (ids ending with "=") with its "=" replaced by B<budget>; a budget outside 0..8 raises ValueError."""
     if budget not in BUDGETS:
         raise ValueError(f"budget {budget!r} must be an integer in {BUDGETS[0]}..{BUDGETS[-1]} (chain steps)")
-    return prompt_ids(digits)[:-1] + [BUDGET0 + budget]
+    return prompt[:-1] + [BUDGET0 + budget]
