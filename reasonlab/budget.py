@@ -199,7 +199,7 @@ def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64
 def train_variant(base: GPT, variant: str, cfg: BudgetConfig, seed: int, progress: bool = False) -> dict:
     """One budget model: (SFT warm start,) GRPO with an L1 reward; returns the model, per-budget training logs and
     the seconds spent (SFT and RL, without evaluation)."""
-    from .rl import RLConfig, train
+    from .rl import RLConfig, every_n_steps, train
     kind = variant.split("+")[0]
     t0 = time.perf_counter()
     policy = budget_model(base)
@@ -212,15 +212,13 @@ def train_variant(base: GPT, variant: str, cfg: BudgetConfig, seed: int, progres
     logs: list[dict] = [{"step": 0, "by_budget": quick_adherence(policy, seed)}]
 
     def flush(rec, model):                # every log_every steps: the window's per-budget logs
-        if not cfg.log_every or rec["step"] % cfg.log_every:
-            return
         logs.append({"step": rec["step"], "by_budget": {b: cell(s) for b, s in sorted(window.items())}})
         window.clear()
     rcfg = RLConfig.preset("grpo", steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
                            num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
                            seed=seed, log_every=0)
     hist = train(policy, ref, rcfg, reward_fn=reward_fn(kind, cfg.alpha, cfg.delta, window), log=None,
-                 progress=progress, callback=flush, problem_fn=draw_problem,
+                 progress=progress, callback=every_n_steps(cfg.log_every, flush), problem_fn=draw_problem,
                  prompt_fn=lambda d: budget_prompt_ids(d, d.budget))
     return {"model": policy, "logs": logs, "seconds": time.perf_counter() - t0, "sft_seconds": t_sft,
             "sft_loss": sft[-1]["loss"] if sft else None, "reward": [h.get("reward") for h in hist]}

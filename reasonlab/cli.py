@@ -203,7 +203,7 @@ def cmd_rl(args):
 
     from .evaluate import PROBE_SEED, evaluate, problems_per_k
     from .report import plot_format_share, plot_rl_runs
-    from .rl import RLConfig, train
+    from .rl import RLConfig, every_n_steps, train
     cfg = RLConfig.preset(args.algo, seed=args.seed, **overrides(args, args.config_fields))
     run_dir = args.run_dir or os.path.join("runs", f"rl-{args.algo}-seed{args.seed}")
     from .runs import precheck
@@ -217,8 +217,6 @@ def cmd_rl(args):
 
     def greedy_eval(rec, model):
         step = rec["step"]
-        if not args.eval_every or step % args.eval_every:
-            return
         r = evaluate(model, probs)
         evals.append({"step": step, "acc": r["acc"], "share": r["share"], "length": r["length"],
                       "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()}})
@@ -226,9 +224,10 @@ def cmd_rl(args):
               f"{r['share']['short']:.2f}/{r['share']['full']:.2f} | length {r['length']:.2f}")
 
     follow = tensorboard_follower(args, run_dir)
+    greedy_eval = every_n_steps(args.eval_every, greedy_eval)
 
     def on_step(rec, model):
-        greedy_eval(rec, model)                   # only every --eval-every steps
+        greedy_eval(rec, model)
         if follow:
             if evals and evals[-1]["step"] == rec["step"]:
                 follow.w.add_eval(rec["step"], {"accuracy": evals[-1]["acc"], "mean_length": evals[-1]["length"]})

@@ -23,7 +23,7 @@ from .checkpoint import CACHE_VERSION, cache_dir, cache_key, fingerprint, write_
 from .executor import ExecConfig, Unit, UnitsFailed, cached_model, model_in_cache, run_units
 from .evaluate import PROBE_SEED, TEST_SEED, eval_table, evaluate, problems_per_k
 from .model import GPT
-from .rl import ALGOS, RLConfig, train
+from .rl import ALGOS, RLConfig, every_n_steps, train
 from .task import FMT_NAMES
 from .train import base_cfg, base_name, thinker_model
 
@@ -164,8 +164,6 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
 
     def check(rec, model):
         step = rec["step"]
-        if not every or step % every:
-            return
         t = time.perf_counter()
         r = evaluate(model, probe)
         state["curve"].append({"step": step, "acc": r["acc"], "length": r["length"], "share": r["share"]})
@@ -174,7 +172,7 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
         state["eval_s"] += time.perf_counter() - t
 
     # the reference is always passed so KL is logged; with beta = 0 (REINFORCE) it does not enter the loss
-    hist = train(policy, copy.deepcopy(base), cfg, callback=check, log=None, progress=progress)
+    hist = train(policy, copy.deepcopy(base), cfg, callback=every_n_steps(every, check), log=None, progress=progress)
     train_s = time.perf_counter() - t0 - state["eval_s"]
     probs = problems_per_k(eval_n, seed=TEST_SEED)
     final, start = evaluate(policy, probs), evaluate(base, probs)

@@ -567,7 +567,11 @@ def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", promp
     if not cfg.clip and clip != SPEC_DEFAULTS["clip"]:
         raise ValueError(f"rl_train: algo={algo!r} does not clip the ratio (plain policy gradient); clip={clip} "
                          "would be ignored")
-    hook = None
-    if callback is not None and every:
-        hook = lambda rec, pol: callback(rec["step"], pol) if rec["step"] % every == 0 else None  # noqa: E731
+    hook = None if callback is None else every_n_steps(every, lambda rec, pol: callback(rec["step"], pol))
     return train(policy, ref, cfg, callback=hook, log=log)
+
+
+def every_n_steps(n: int, fn: Callable) -> Callable:
+    """A train() callback that passes (record, policy) on to fn at the steps that are multiples of n (never when n
+    is 0): the evaluation and logging hooks of the CLI, the lab and budget.py."""
+    return lambda rec, pol: fn(rec, pol) if n and rec["step"] % n == 0 else None
