@@ -559,9 +559,8 @@ def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", promp
     """
     kw = dict(steps=steps, prompts_per_step=prompts_per_step, num_generations=group, learning_rate=lr, seed=seed,
               k_range=tuple(k_range), log_every=0)
-    given = {"beta": beta, "epsilon": clip, "num_iterations": inner}
-    for (field, v), spec in zip(given.items(), SPEC_DEFAULTS.values()):
-        if algo in ("grpo", "dr_grpo", "rloo") or v != spec:
+    for field, arg, v in (("beta", "beta", beta), ("epsilon", "clip", clip), ("num_iterations", "inner", inner)):
+        if algo in ("grpo", "dr_grpo", "rloo") or v != SPEC_DEFAULTS[arg]:
             kw[field] = v
     cfg = RLConfig.preset(algo, **{**kw, **overrides})
     if not cfg.clip and clip != SPEC_DEFAULTS["clip"]:
