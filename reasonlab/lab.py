@@ -28,6 +28,9 @@ from .task import FMT_NAMES
 from .train import base_cfg, base_name, thinker_model
 
 EXPERIMENTS = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search")
+LONGEST_FIRST = ("search", "star", "l1", "rl", "sampling", "adaptive", "budgets", "base")
+"""The order units are handed to workers: longest first (results/lab/timing.json), so that no long unit starts
+last while the other workers idle. Results do not depend on it."""
 
 
 @dataclass
@@ -256,8 +259,8 @@ def lab_unit(cfg: LabConfig, exp: str, seed: int) -> dict:
 
 def run(cfg: LabConfig, log: Callable = print) -> dict:
     """Run (or reuse) every experiment for every seed on cfg.execution, then write the report. Returns
-    {experiment: [per-seed results]}. The base models are units of their own, run first (one per seed, in
-    parallel where the executor is), so no worker waits on another's training."""
+    {experiment: [per-seed results]}. The base models are units of their own, queued first (one per seed, in
+    parallel where the executor is), each seed's experiments queued behind the models trained before its own."""
     cfg.validate()
     os.makedirs(cfg.out, exist_ok=True)
     write_json(os.path.join(cfg.out, "config.json"), asdict(cfg))
@@ -281,26 +284,35 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
             uid = f"{exp}/seed{seed}"
             units.append(Unit(uid, lab_unit, dict(cfg=ucfg, exp=exp, seed=seed), log=os.path.join(logs, f"{exp}-seed{seed}.log")))
             where[uid] = (i, path, key)
+    # Base models are units too, queued first. Each is trained once under its cache lock; units of a seed whose model
+    # is still training queue behind the other seeds' units, so no worker waits on the lock while work is left
+    # (with 3 seeds on 2 workers the third model used to train alone, one worker idle for its ~100 s).
     seeds = sorted(s for s in {u.kwargs["seed"] for u in units}
                    if not model_in_cache(base_name(s, cfg.quick), base_cfg(s, cfg.quick), ucfg.cache))
-    if seeds:
-        t = time.perf_counter()
-        run_units([Unit(f"base/seed{s}", lab_base, dict(cfg=ucfg, seed=s), log=os.path.join(logs, f"base-model-seed{s}.log"))
-                   for s in seeds], cfg.execution, log=log, progress=False)   # a failure here resurfaces in the units
-        timing["base models"] = round(time.perf_counter() - t, 1)
+    wave = {s: i // max(1, cfg.execution.workers) for i, s in enumerate(seeds)}   # which round of training has it
+    units.sort(key=lambda u: (wave.get(u.kwargs["seed"], 0), LONGEST_FIRST.index(u.kwargs["exp"])))
+    bases = [Unit(f"base-model/seed{s}", lab_base, dict(cfg=ucfg, seed=s), log=os.path.join(logs, f"base-model-seed{s}.log"))
+             for s in seeds]
 
     def on_start(u: Unit, attempt: int) -> None:
+        if u.uid not in where:
+            return
         i = where[u.uid][0]
         log(f"[{i + 1}/{len(cfg.only)}] {u.kwargs['exp']}, seed {u.kwargs['seed']} ..."
             + (f" (attempt {attempt})" if attempt > 1 else ""))
 
     def on_done(u: Unit, res: dict, secs: float) -> None:
-        _, path, key = where[u.uid]
         timing[u.uid] = round(secs, 1)
+        if u.uid not in where:                      # a base model: in the cache now
+            return
+        _, path, key = where[u.uid]
         write_json(path, {"key": key, "seconds": round(secs, 1), "result": res})
         log(f"    {u.uid} done in {secs:.1f}s")
-    outcomes = run_units(units, cfg.execution, on_done=on_done, log=log, on_start=on_start)
-    failed = {uid: o.error for uid, o in outcomes.items() if not o.ok}
+    outcomes = run_units(bases + units, cfg.execution, on_done=on_done, log=log, on_start=on_start)
+    # a base model that failed resurfaces in its seed's units (each tries to train it again)
+    failed = {uid: o.error for uid, o in outcomes.items() if not o.ok and uid in where}
+    if bases:
+        timing["base models"] = round(sum(timing.get(u.uid, 0.0) for u in bases), 1)
     results = load_results(cfg.out, cfg.seeds)
     wall = time.perf_counter() - t_lab
     meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
@@ -648,8 +660,8 @@ def write_report(out: str, results: dict, meta: dict) -> dict:
 
 A 200K-parameter GPT learns "sum of k digits mod 10" (k = 2..8) and chooses how long to think: answer at once
 (A), a short chain (S) or a full chain (T). Seeds {seeds}; mean ± std over seeds unless a line says otherwise;
-chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s, of which
-{meta.get('ran', {}).get('base models', 0.0):.0f} s loading or training the base models (experiments reused from an
+chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s; the base models took
+{meta.get('ran', {}).get('base models', 0.0):.0f} s of worker time to load or train (experiments reused from an
 earlier run count their original time in the table).{quick}
 
 ## Findings

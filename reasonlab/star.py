@@ -3,7 +3,7 @@
 Each round (the loop in `run` below): draw a fresh problem set; sample `samples` outputs per problem from the current
 model; keep those that pass the filter (the answer, or the answer and every chain step); fine-tune a new model
 from the base (STaR, ReST-EM) or from the current one, on the kept outputs mixed with fresh problems through the
-spec's `fixed` / `fixed_frac`, cached by the data's fingerprint; evaluate. Zelikman et al. 2022 (arXiv
+spec's `fixed` / `fixed_frac`, cached by the data's fingerprint (and named by it); evaluate. Zelikman et al. 2022 (arXiv
 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825); ReST-EM (Singh et al. 2023, arXiv 2312.06585).
 Rationalization (STaR's hint trick) and a "few written chains" starting point, where STaR has to bootstrap
 reasoning it was barely shown, are below (`few_chains_cfg`).
@@ -17,7 +17,7 @@ from typing import Literal
 
 import torch
 
-from .checkpoint import get_model
+from .checkpoint import cache_key, fingerprint, get_model
 from .config import check_choices
 from .evaluate import TEST_SEED, evaluate, problems_per_k
 from .model import GPT
@@ -172,9 +172,11 @@ def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None
               "fixed": bank, "fixed_frac": cfg.fixed_frac}
         if cfg.rationalize:
             ft["hint_frac"] = cfg.hint_frac
-        name = (f"star-{base_name}-{cfg.filter}-{'restart' if cfg.restart else 'continue'}"
-                f"{'-pool' if cfg.pool else ''}{'-rat' if cfg.rationalize else ''}-s{cfg.seed}-r{r}")
         init = base if cfg.restart else model
+        # named by what decides the model (recipe, kept data, init weights), not by the filter: two filters that
+        # keep the same outputs train one model (on the base model the answer and chain filters keep identical
+        # data, every round: the lab's second STaR run is then read from the cache)
+        name = f"star-{base_name}-r{r}-{fingerprint(cache_key(ft, init))}"
         model = get_model(name, ft, log=None, init=init, cache=cache, device=str(device),
                                  progress=progress) if bank else model
         t_round = time.perf_counter() - t0

@@ -148,8 +148,8 @@ def test_training_brings_steps_to_the_budget(quick_cache):
     budget-blind, see the README): greedy mean |steps - b| over budgets and k falls from the base model's (it answers
     directly: |0 - b|, about 4) by more than 1.5 steps, and steps written grow with the budget."""
     from reasonlab.checkpoint import get_model
-    from reasonlab.lab import base_name, quick_base_cfg
-    base = get_model(base_name(0, True), quick_base_cfg(0), log=None, cache=quick_cache)
+    from reasonlab.train import base_cfg, base_name
+    base = get_model(base_name(0, True), base_cfg(0, quick=True), log=None, cache=quick_cache)
     before = B.quick_adherence(B.budget_model(base), seed=0)
     tr = B.train_variant(base, "exact+sft", B.BudgetConfig(steps=10, sft_steps=200, log_every=10), seed=0)
     after = B.quick_adherence(tr["model"], seed=0)

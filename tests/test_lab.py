@@ -107,3 +107,35 @@ def test_rendering_saved_results_is_byte_identical(quick_lab, tmp_path):
     assert any(str(p) == "report.html" for p in rendered) and any(p.suffix == ".png" for p in rendered)
     for p in rendered:
         assert filecmp.cmp(outs[0] / p, outs[1] / p, shallow=False), p
+
+
+def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
+    """Base models are queued first; with 3 seeds on 2 workers the third seed's model trains while the first two
+    seeds' experiments run: its experiments queue last. Within a group, the longest experiments go first."""
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run_units(units, *a, **k):
+        seen.extend(u.uid for u in units)
+        raise Stop
+    monkeypatch.setattr(lab, "run_units", fake_run_units)
+    monkeypatch.setattr(lab, "model_in_cache", lambda name, cfg, cache: name == "base-seed1")   # seed 1 cached
+    ex = lab.ExecConfig(executor="local", workers=1)
+    cfg = lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache=str(tmp_path / "c"), execution=ex)
+    with pytest.raises(Stop):
+        lab.run(cfg, log=lambda s: None)
+    assert seen[:2] == ["base-model/seed0", "base-model/seed2"]
+    exps = seen[2:]
+    assert len(exps) == 3 * len(lab.EXPERIMENTS)
+    # one worker: seed 2's model trains after seed 0's, so seed 2's experiments come last
+    assert {u.split("/")[1] for u in exps[-len(lab.EXPERIMENTS):]} == {"seed2"}
+    first = [u.split("/")[0] for u in exps[:2 * len(lab.EXPERIMENTS)]]
+    assert first == sorted(first, key=lab.LONGEST_FIRST.index) and first[0] == "search"
+    seen.clear()
+    with pytest.raises(Stop):      # two workers: both models train at once, every unit in one longest-first queue
+        lab.run(lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache=str(tmp_path / "c"),
+                              execution=lab.ExecConfig(executor="local", workers=2)), log=lambda s: None)
+    exps = [u.split("/")[0] for u in seen[2:]]
+    assert exps == sorted(exps, key=lab.LONGEST_FIRST.index)

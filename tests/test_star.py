@@ -4,6 +4,7 @@ import torch
 
 from reasonlab import star
 from reasonlab.task import ID
+from reasonlab.train import build_model
 
 
 def fake_collect(monkeypatch, outputs):
@@ -130,6 +131,7 @@ def test_restart_continue_and_pool_semantics(monkeypatch, restart, pool):
 
     rounds_data = iter([[([1, 2], ["A", "3", "</s>"])], [([4, 4], ["A", "8", "</s>"])], [([5, 5], ["A", "0", "</s>"])]])
     monkeypatch.setattr(star, "get_model", fake_get_model)
+    monkeypatch.setattr(star, "cache_key", lambda ft, init: {"init": id(init)})   # fakes have no weights to hash
     monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": next(rounds_data), "used": 1.0, "n_kept": 1,
                                                            "fmt_mix": {}, "false_positive_rate": 0.0, "rationalized": 0.0})
     monkeypatch.setattr(star, "evaluate_round", lambda model: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
@@ -141,3 +143,24 @@ def test_restart_continue_and_pool_semantics(monkeypatch, restart, pool):
     assert sizes == ([1, 2, 3] if pool else [1, 1, 1])
     assert calls[2]["fixed"][-1] == ([5, 5], ["A", "0", "</s>"])
     del base
+
+
+def test_filters_that_keep_the_same_data_train_one_model(monkeypatch, tmp_path):
+    """A fine-tuned model is named by its recipe, kept data and init, not by the filter: a run whose filter kept
+    the same outputs as an earlier run loads that run's model; other kept data train another."""
+    from reasonlab import train
+    data = [([1, 2], ["A", "3", "</s>"])]
+    monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": list(data), "used": 1.0, "n_kept": 1, "fmt_mix": {},
+                                                           "false_positive_rate": 0.0, "rationalized": 0.0})
+    monkeypatch.setattr(star, "evaluate_round", lambda model: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
+    trained, real = [], train.pretrain
+    monkeypatch.setattr(train, "pretrain", lambda *a, **k: trained.append(1) or real(*a, **k))
+    base = build_model(0)
+    run = lambda f: star.run(base, "b", star.StarConfig(rounds=1, problems=1, steps=2, filter=f), log=None,
+                             cache=str(tmp_path))
+    for f in ("answer", "chain", "answer"):
+        run(f)
+    assert len(trained) == 1
+    data[:] = [([4, 4], ["A", "8", "</s>"])]
+    run("chain")
+    assert len(trained) == 2
