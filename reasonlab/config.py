@@ -71,7 +71,7 @@ def add_flags(p: argparse.ArgumentParser, cls, skip=(), aliases: dict | None = N
         if f.name in skip:
             continue
         tp, optional = _unwrap(hints(cls)[f.name])
-        kw: dict = {"default": None, "help": docs.get(f.name, "")}
+        kw: dict = {"default": None, "help": docs.get(f.name, "").replace("%", "%%")}   # argparse formats help with %
         if f.default is not dataclasses.MISSING:
             kw["help"] += f" (default {f.default})"
         if tp is bool:

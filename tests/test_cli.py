@@ -142,9 +142,28 @@ def test_config_dataclasses_are_the_flags():
             if f.name in skip:
                 continue
             a = actions[f.name]
-            assert a.help.startswith(docs[f.name]) and docs[f.name], (cmd, f.name)
+            assert a.help.replace("%%", "%").startswith(docs[f.name]) and docs[f.name], (cmd, f.name)
             if f.name in config.choices(cls):
                 assert a.choices == [str(v) for v in config.choices(cls)[f.name] if v is not None], (cmd, f.name)
+
+
+def test_every_command_prints_its_help():
+    """argparse formats help with %: a docstring's "20 %" must not break `reasonlab <cmd> --help`."""
+    import argparse
+
+    from reasonlab.cli import build_parser
+    def walk(p):   # every parser, nested ones (reasonlab verifier train) included
+        yield p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for q in a.choices.values():
+                    yield from walk(q)
+    parsers = list(walk(build_parser()))
+    assert len(parsers) > 12
+    for p in parsers:
+        assert p.format_help().startswith("usage:"), p.prog
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert "+20 %" in subs["star"].format_help().replace("\n", " ").replace("  ", " ")
 
 
 @pytest.mark.parametrize("argv,msg", [
