@@ -246,16 +246,21 @@ def fingerprint(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def weights_hash(model: GPT) -> str:
+    """Short SHA-256 of a model's weights (names and bytes)."""
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode() + t.detach().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
 def cache_key(cfg: dict, init: GPT | None = None) -> dict:
     """What decides whether a cached model is still valid: the recipe, the fixed data's fingerprint, the init."""
     key = {k: v for k, v in cfg.items() if k != "fixed"}
     key["n_fixed"] = len(cfg.get("fixed") or [])
     key["fixed_hash"] = fingerprint(cfg.get("fixed"))
     if init is not None:
-        h = hashlib.sha256()
-        for name, t in sorted(init.state_dict().items()):
-            h.update(name.encode() + t.detach().cpu().numpy().tobytes())
-        key["init_hash"] = h.hexdigest()[:16]
+        key["init_hash"] = weights_hash(init)
     key["cache_version"] = CACHE_VERSION
     return json.loads(json.dumps(key))  # normalise tuples to lists so it compares equal after a round trip
 

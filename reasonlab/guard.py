@@ -101,6 +101,7 @@ def _sizes(args) -> None:
         problems, samples, growth, steps, rounds = (d.__dict__[n] if getattr(args, n) is None else getattr(args, n)
                                                     for n in ("problems", "samples", "growth", "steps", "rounds"))
         fits("--problems", problems * samples, GEN_ROW, samples)
+        fits("--eval-n", (d.eval_n if args.eval_n is None else args.eval_n) * N_K, GEN_ROW, N_K)
         fits("--n-chains", args.n_chains, TRAIN_ROW // 16)
         if not growth <= GROWTH_MAX:
             raise ArgError(f"--growth must be at most {GROWTH_MAX:g}, got {growth:g}")

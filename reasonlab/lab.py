@@ -50,6 +50,8 @@ class Sizes:
     """fresh problems per STaR round"""
     star_steps: int = 300
     """STaR fine-tuning steps in round 1"""
+    star_eval_n: int = 300
+    """greedy test problems per k for each STaR round's evaluation"""
     star_filters: tuple[str, ...] = ("answer", "chain")
     """STaR filters compared, each its own run ("main" is the answer filter)"""
     rl_steps: int = 60
@@ -84,7 +86,7 @@ class Sizes:
     """verifiers and search: tiny verifiers (quick mode)"""
 
 
-QUICK = Sizes(eval_n=40, budget_n=30, tts_n=40, tts_n_max=8, star_rounds=1, star_problems=400, star_steps=40,
+QUICK = Sizes(eval_n=40, budget_n=30, tts_n=40, tts_n_max=8, star_rounds=1, star_problems=400, star_steps=40, star_eval_n=30,
               rl_steps=4, rl_eval_every=2, adaptive_steps=4, adaptive_methods=("thinkless_fmt",), adaptive_eval_n=30,
               l1_steps=4, l1_sft_steps=10, l1_eval_n=8, search_n_test=4, search_n_val=3, search_n_max=4,
               search_quick_verifiers=True)
@@ -149,7 +151,8 @@ def exp_sampling(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
 def exp_star(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
     out = {}
     for f in S.star_filters:
-        sc = star.StarConfig(rounds=S.star_rounds, problems=S.star_problems, steps=S.star_steps, seed=seed, filter=f)
+        sc = star.StarConfig(rounds=S.star_rounds, problems=S.star_problems, steps=S.star_steps, seed=seed, filter=f,
+                             eval_n=S.star_eval_n)
         out["main" if f == "answer" else f] = star.run(model, base_name(seed, cfg.quick), sc, log=None,
                                                         cache=cfg.cache, progress=True)
     return out

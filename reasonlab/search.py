@@ -272,7 +272,7 @@ def weighted(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
 class SearchConfig:
     thinker: Literal["erring", "base", "quick"] = "erring"
     """the generator: the erring thinker (train.get_erring_model), the standard base model (the contrast), or the
-    lab's quick base model (half the recipe: its S chains err; for tests and quick runs)"""
+    lab's quick base model (train.QUICK_CFG: its S chains err; for tests and quick runs)"""
     force: Literal["S", "T"] = "S"
     """the chain format every method writes (forced as the first token)"""
     n_val: int = 50

@@ -10,6 +10,7 @@ reasoning it was barely shown, are below (`few_chains_cfg`).
 """
 from __future__ import annotations
 
+import copy
 import random
 import time
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Literal
 
 import torch
 
-from .checkpoint import cache_key, fingerprint, get_model
+from .checkpoint import cache_key, fingerprint, get_model, weights_hash
 from .config import check_choices
 from .evaluate import TEST_SEED, evaluate, problems_per_k
 from .model import GPT
@@ -64,10 +65,12 @@ class StarConfig:
     """with rationalize: share of fine-tuning's fresh rows that carry the hint, so the next round can still read it"""
     seed: int = 0
     """seeds the problems, the sampling and the fine-tuning"""
+    eval_n: int = 300
+    """greedy test problems per k for each round's evaluation (free, and forced A, S, T)"""
 
     def validate(self) -> None:
         check_choices(self, "STaR")
-        for name in ("rounds", "problems", "samples", "cap", "steps"):
+        for name in ("rounds", "problems", "samples", "cap", "steps", "eval_n"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid STaR config: {name} must be >= 1")
         if not 0.0 < self.fixed_frac <= 1.0 or self.temperature < 0 or self.growth <= 0:
@@ -135,8 +138,19 @@ def few_chains_cfg(seed: int = 0, n_chains: int = 1000, hint_frac: float = 0.1, 
     return cfg
 
 
+_ROUND_EVALS: dict = {}
+
+
 def evaluate_round(model: GPT, n_per_k: int = 300) -> dict:
-    """Greedy accuracy per k, free and forced, and the free format shares."""
+    """Greedy accuracy per k, free and forced, and the free format shares. Memoized on the weights in this process:
+    runs that share a model (the base, or a fine-tune two filters both trained) evaluate it once."""
+    key = (weights_hash(model), n_per_k)
+    if key not in _ROUND_EVALS:
+        _ROUND_EVALS[key] = _evaluate_round(model, n_per_k)
+    return copy.deepcopy(_ROUND_EVALS[key])
+
+
+def _evaluate_round(model: GPT, n_per_k: int) -> dict:
     probs = problems_per_k(n_per_k, seed=TEST_SEED)
     free = evaluate(model, probs)
     out = {"free": free["acc"], "free_by_k": {k: v["acc"] for k, v in free["per_k"].items()},
@@ -157,7 +171,7 @@ def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None
     rng = random.Random(cfg.seed)
     device = next(base.parameters()).device
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    model, bank, hist = base, [], [{"round": 0, **evaluate_round(base)}]
+    model, bank, hist = base, [], [{"round": 0, **evaluate_round(base, cfg.eval_n)}]
     if log:
         log(f"round 0 (base): free acc {hist[0]['free']:.3f} | share A/S/T "
             + "/".join(f"{hist[0]['share'][f]:.2f}" for f in FMT_NAMES))
@@ -180,7 +194,7 @@ def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None
         model = get_model(name, ft, log=None, init=init, cache=cache, device=str(device),
                                  progress=progress) if bank else model
         t_round = time.perf_counter() - t0
-        ev = evaluate_round(model)
+        ev = evaluate_round(model, cfg.eval_n)
         rec = {"round": r, "used": data["used"], "n_kept": data["n_kept"], "fmt_mix": data["fmt_mix"],
                "false_positive_rate": data["false_positive_rate"], "rationalized": data["rationalized"], "steps": steps, "sample_s": round(t_sample, 2),
                "round_s": round(t_round, 2), **ev}

@@ -32,7 +32,7 @@ def prompts():
 
 @pytest.fixture(scope="session")
 def quick_cache(tmp_path_factory):
-    """A model cache holding the lab's quick base model (seed 0), trained once per test session (~30 s)."""
+    """A model cache holding the lab's quick base model (seed 0), trained once per test session (~20 s)."""
     from reasonlab.train import base_model
     path = str(tmp_path_factory.mktemp("quick-cache"))
     base_model(0, quick=True, cache=path, log=None)

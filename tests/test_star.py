@@ -134,7 +134,7 @@ def test_restart_continue_and_pool_semantics(monkeypatch, restart, pool):
     monkeypatch.setattr(star, "cache_key", lambda ft, init: {"init": id(init)})   # fakes have no weights to hash
     monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": next(rounds_data), "used": 1.0, "n_kept": 1,
                                                            "fmt_mix": {}, "false_positive_rate": 0.0, "rationalized": 0.0})
-    monkeypatch.setattr(star, "evaluate_round", lambda model: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
+    monkeypatch.setattr(star, "evaluate_round", lambda model, n: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
     monkeypatch.setattr(torch, "Generator", lambda device=None: type("G", (), {"manual_seed": lambda self, s: self})())
     fake_base = type("B", (), {"parameters": lambda self: iter([torch.zeros(1)]), "cfg": type("C", (), {"vocab_size": 18})})()
     star.run(fake_base, "b", star.StarConfig(rounds=3, problems=1, restart=restart, pool=pool), log=None)
@@ -152,7 +152,7 @@ def test_filters_that_keep_the_same_data_train_one_model(monkeypatch, tmp_path):
     data = [([1, 2], ["A", "3", "</s>"])]
     monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": list(data), "used": 1.0, "n_kept": 1, "fmt_mix": {},
                                                            "false_positive_rate": 0.0, "rationalized": 0.0})
-    monkeypatch.setattr(star, "evaluate_round", lambda model: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
+    monkeypatch.setattr(star, "evaluate_round", lambda model, n: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
     trained, real = [], train.pretrain
     monkeypatch.setattr(train, "pretrain", lambda *a, **k: trained.append(1) or real(*a, **k))
     base = build_model(0)
@@ -164,3 +164,20 @@ def test_filters_that_keep_the_same_data_train_one_model(monkeypatch, tmp_path):
     data[:] = [([4, 4], ["A", "8", "</s>"])]
     run("chain")
     assert len(trained) == 2
+
+
+def test_round_evaluation_is_memoized_on_the_weights(monkeypatch):
+    """Runs that share a model (the base; a fine-tune two filters both trained) evaluate it once; other weights,
+    or another eval size, evaluate again; callers get their own copy."""
+    calls = []
+    monkeypatch.setattr(star, "_ROUND_EVALS", {})
+    monkeypatch.setattr(star, "_evaluate_round", lambda m, n: calls.append(n) or {"free": 0.5, "share": {}})
+    a, b = build_model(0), build_model(0)
+    first = star.evaluate_round(a, 7)
+    first["free"] = 1.0
+    assert star.evaluate_round(b, 7) == {"free": 0.5, "share": {}} and calls == [7]     # same weights: once
+    star.evaluate_round(b, 8)
+    with torch.no_grad():
+        b.head.weight[0, 0] += 1.0
+    star.evaluate_round(b, 7)
+    assert calls == [7, 8, 7]
