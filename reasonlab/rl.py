@@ -30,6 +30,7 @@ from .model import GPT
 from .rewards import rule_reward
 from .sampling import generate_n, layout, logits_at
 from .task import FORMATS, K_MAX, K_MIN, MAX_OUT, make_digits, parse, prompt_ids
+from .train import AdamW
 
 Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
 ALGOS = get_args(Algo)
@@ -382,7 +383,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     device = params[0].device
     rng = random.Random(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    opt = torch.optim.Adam(params, lr=cfg.learning_rate, fused=True)   # one kernel for all tensors
+    opt = AdamW(params, lr=cfg.learning_rate)   # Adam (no weight decay), one fused kernel for all tensors
     G = cfg.num_generations
     stem = os.path.join(run_dir, "state") if run_dir else None
     start, hist, locked = 0, [], False

@@ -378,9 +378,9 @@ def logits_at(net: GPT, ids: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 
 def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:
     """BCE (soft targets allowed) on the step positions; AdamW, warmup + cosine (train.lr_at)."""
-    from .train import lr_at
+    from .train import AdamW, lr_at
     g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.0)
+    opt = AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.98))
     net.train()
     losses = []
     for step in range(cfg.steps):

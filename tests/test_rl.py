@@ -21,7 +21,7 @@ def length_reward(digits, parsed):
 @pytest.fixture
 def sgd(monkeypatch):
     """Swap Adam for plain SGD so parameter changes are the gradient itself (Adam hides scale errors)."""
-    monkeypatch.setattr(rl.torch.optim, "Adam", lambda params, lr, **kw: torch.optim.SGD(params, lr=lr))
+    monkeypatch.setattr(rl, "AdamW", lambda params, lr, **kw: torch.optim.SGD(params, lr=lr))
 
 
 def cfg(algo="grpo", **kw):

@@ -105,3 +105,40 @@ def test_hints_replace_bos_with_the_answer_and_change_nothing_when_off():
     for row in on[hinted]:
         digits = [t - DIGIT0 for t in row[1:9] if DIGIT0 <= t < DIGIT0 + 10]
         assert row[0] - HINT0 == sum(digits) % 10
+
+
+@pytest.mark.parametrize("wd,betas", [(0.0, (0.9, 0.999)), (0.1, (0.9, 0.98))])
+def test_our_adamw_is_torchs_fused_adamw_bit_for_bit(wd, betas):
+    """Same weights after five steps with a changing lr (weight decay 0: Adam, as RL uses it), and each loads the
+    other's state_dict (RL checkpoints written with torch.optim.Adam resume)."""
+    from reasonlab.train import AdamW, batch_fn
+    a, b = build_model(0), build_model(0)
+    ours = AdamW(a.parameters(), lr=3e-3, betas=betas, weight_decay=wd)
+    theirs = torch.optim.AdamW(b.parameters(), lr=3e-3, betas=betas, weight_decay=wd, fused=True)
+    for s in range(5):
+        inp, tgt = batch_fn(s, 16)
+        for m, o in ((a, ours), (b, theirs)):
+            o.param_groups[0]["lr"] = 1e-3 * (s + 1)
+            o.zero_grad()
+            m.loss(inp, tgt).backward()
+            o.step()
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    back = AdamW(b.parameters())
+    back.load_state_dict(theirs.state_dict())
+    assert back.param_groups[0] == ours.param_groups[0]
+    assert all(torch.equal(back.state[i][k], ours.state[i][k]) for i in ours.state for k in ours.state[i])
+    fresh = torch.optim.AdamW(a.parameters(), fused=True)
+    fresh.load_state_dict(ours.state_dict())
+    assert torch.equal(fresh.state_dict()["state"][0]["exp_avg"], theirs.state_dict()["state"][0]["exp_avg"])
+
+
+def test_training_does_not_import_torch_dynamo():
+    """torch.optim imports torch._dynamo on first use (1.5-2 s a process); pretraining does not (RL and the
+    verifiers use the same optimizer, train.AdamW)."""
+    import subprocess
+    import sys
+    code = ("import sys, copy; from reasonlab.train import pretrain, BASE_CFG; from reasonlab import rl, verifier; "
+            "pretrain(dict(copy.deepcopy(BASE_CFG), phases=[[[0, 0, 1], 3, 1, [2, 8]]])); "
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
