@@ -18,10 +18,13 @@ TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free"
 
 
 def save(fig, path: str) -> str:
-    """Write a figure atomically (temp file + rename) and close it."""
+    """Write a figure atomically (temp file + rename) and close it. A figure with a layout engine (constrained) is
+    saved as laid out: bbox_inches="tight" would measure every artist once more (the budget section's two
+    many-panel figures: 5.0 -> 3.0-3.3 s)."""
     from .checkpoint import atomic_write   # a unique temp name: two writers never share one, a failure leaves none
+    tight = {} if fig.get_layout_engine() is not None else {"bbox_inches": "tight"}
     try:
-        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png"))
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png", **tight))
     finally:
         plt.close(fig)
     return path
