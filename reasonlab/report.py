@@ -30,6 +30,14 @@ def save(fig, path: str) -> str:
     return path
 
 
+def log_x(ax, base: float = 10) -> None:
+    """A log-scale x axis without minor ticks: on a many-panel figure they are hundreds of tick artists, about a
+    third of its drawing time (search's accuracy-against-FLOPs figure)."""
+    from matplotlib.ticker import NullLocator
+    ax.set_xscale("log", base=base)
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
 def mean_std(xs) -> tuple[float, float]:
     a = np.asarray(xs, dtype=float)
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
@@ -163,7 +171,7 @@ def plot_tts_vs_n(res: dict, path: str) -> str:
         ax.axhline(c["greedy"]["acc"], color="k", lw=1, label="greedy")
         ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance, one answer (0.1)")
         ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=1, label="chance, pass@N (1 - 0.9^N)")
-        ax.set_xscale("log", base=2)
+        log_x(ax, 2)
         ax.set_xlabel("samples per problem N")
         ax.set_title(f"forced {f}" if f != "free" else "free format")
     np.atleast_1d(axes)[0].set_ylabel("accuracy (k = 2..8)")
@@ -192,7 +200,7 @@ def plot_tts_frontier(res: dict, path: str) -> str:
         ax.scatter([t["adaptive"]["tokens"] for t in ad], [t["adaptive"]["acc"] for t in ad], marker="*", s=120,
                    color="crimson", zorder=5, label="compute-optimal per k (chosen on validation)")
     ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    ax.set_xscale("log")
+    log_x(ax)
     ax.set_xlabel("generated tokens per problem (log)")
     ax.set_ylabel("accuracy, test half (k = 2..8)")
     ax.legend(fontsize=7, loc="lower right")
@@ -219,7 +227,7 @@ def plot_tts_per_k(res: dict, path: str) -> str:
                 ax.plot(Ns, [d["pass"][n] for n in Ns], ls=":", color=colors[f], label="A pass@N")
         ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=0.8)
         ax.axhline(0.1, color="grey", ls=":", lw=0.8)
-        ax.set_xscale("log", base=2)
+        log_x(ax, 2)
         ax.set_title(f"k = {k}")
         ax.set_xlabel("N")
     axes[0].set_ylabel("accuracy")
@@ -284,7 +292,7 @@ def plot_adaptive_frontier(summary: dict, path: str) -> str:
         ax.plot([t for t, _ in line], [a for _, a in line], color="k", lw=1, ls="--", label="Pareto front")
         ax.set_xlabel("mean generated tokens per problem")
     axes[0].axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    axes[0].set_xscale("log")
+    log_x(axes[0])
     axes[0].set_ylabel("greedy accuracy (k = 2..8)")
     axes[0].set_title("the whole plane (log tokens)", fontsize=9)
     axes[1].set_xlim(6.0, 7.0)

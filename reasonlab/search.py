@@ -658,7 +658,7 @@ def curve(results: list[dict], name: str, x: str = "N", k: int | None = None):
 def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
     """Test accuracy against N (or FLOPs) for every strategy; one panel for all k, then one per k; band = ± std
     over seeds; grey: chance (0.1)."""
-    from .report import plt, save
+    from .report import log_x, plt, save
     ks = sorted(set(results[0]["k"]["test"]))
     panels = [None] + ks
     cols = 4
@@ -677,7 +677,7 @@ def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
                             label=name)
             ax.fill_between(xs, m - s, m + s, color=line.get_color(), alpha=0.12)
         ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-        ax.set_xscale("log", base=2 if x == "N" else 10)
+        log_x(ax, 2 if x == "N" else 10)
         ax.set_title("all k" if k is None else f"k = {k}", fontsize=9)
         ax.set_xlabel({"N": "N (samples / beams)", "flops": "FLOPs per problem (generator + verifier)"}[x], fontsize=8)
     for ax in axes.flat[len(panels):]:
@@ -692,7 +692,7 @@ def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
 
 def plot_tokens(results: list[dict], path: str) -> str:
     """All k: test accuracy against generated tokens and against verifier tokens per problem."""
-    from .report import plt, save
+    from .report import log_x, plt, save
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     for ax, x in zip(axes, ("gen", "ver")):
         for name in results[0]["strategies"]:
@@ -703,7 +703,7 @@ def plot_tokens(results: list[dict], path: str) -> str:
             ax.plot(np.maximum(xs, 1), m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o",
                     ms=2, label=name)
         ax.axhline(0.1, color="grey", ls=":", lw=1)
-        ax.set_xscale("log")
+        log_x(ax)
         ax.set_xlabel({"gen": "generated tokens per problem", "ver": "verifier tokens per problem"}[x])
     axes[0].set_ylabel("test accuracy (all k)")
     axes[1].legend(fontsize=6, ncol=2)
