@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Literal, NamedTuple
@@ -645,16 +646,53 @@ def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
     return PROTOCOL[exp].render(results, out)
 
 
-def write_report(out: str, results: dict, meta: dict) -> dict:
-    """Build every section with results, the headline table on top; write report.md and report.html."""
+RENDER_LONGEST_FIRST = ("search", "l1", "sampling", "rl", "star", "adaptive", "base", "budgets")
+"""The order sections are handed to the rendering processes: longest first (full lab: search 6.1 s, l1 3.0,
+sampling 1.1, the rest 0.1-0.7), so that one process renders search while the other renders the rest."""
+
+_TO_RENDER: tuple = ()   # (results, out) for the forked rendering processes, which read it from the parent's memory
+
+
+def _render_forked(exp: str) -> list[tuple[str, str]]:
+    results, out = _TO_RENDER
+    return render(exp, results[exp]["results"], out)
+
+
+def render_all(results: dict, out: str, workers: int | None = None, also: Callable | None = None):
+    """({experiment: its sections} for every experiment in results, also()): the sections rendered by `workers`
+    forked processes (None: one per CPU, at most one per experiment; 1: here), longest first, while this process
+    runs also(). Rendering is matplotlib and numpy on one core (the quick lab's 9.5 s, the full lab's 12 s); the
+    sections are independent, so two processes halve it. Fork, not spawn: a spawned process imports torch and
+    matplotlib again (~2 s). Forking a process whose torch has started OpenMP threads is safe only while the child
+    runs no torch op (libgomp's pool does not survive fork: pytorch/pytorch#17199), and rendering runs none
+    (tests/test_lab.py checks it). Where fork is missing (Windows, macOS's default) it renders here."""
+    global _TO_RENDER
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    exps = [e for e in RENDER_LONGEST_FIRST if e in results]
+    workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
+    if workers < 2 or len(exps) < 2 or sys.platform != "linux":
+        done = {e: render(e, results[e]["results"], out) for e in exps}
+        return done, also() if also else None
+    _TO_RENDER = (results, out)
+    try:
+        with ProcessPoolExecutor(min(workers, len(exps)), mp_context=mp.get_context("fork")) as pool:
+            futs = {e: pool.submit(_render_forked, e) for e in exps}
+            extra = also() if also else None
+            return {e: f.result() for e, f in futs.items()}, extra
+    finally:
+        _TO_RENDER = ()
+
+
+def write_report(out: str, results: dict, meta: dict, workers: int | None = None) -> dict:
+    """Build every section with results (render_all: `workers` processes), the headline table on top; write
+    report.md and report.html."""
     parts, heads = [], []
+    secs, fs = render_all(results, out, workers, also=lambda: findings.lab_findings(results))
     for exp in PROTOCOL:
-        if exp not in results:
-            continue
-        for md, head in render(exp, results[exp]["results"], out):
+        for md, head in secs.get(exp, []):
             parts.append(md)
             heads.append(f"| {md.splitlines()[0][3:]} | {head} | {sum(results[exp]['seconds']):.0f} s |")
-    fs = findings.lab_findings(results)
     write_json(os.path.join(out, "findings.json"), fs)
     seeds = ", ".join(map(str, meta["seeds"]))
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "

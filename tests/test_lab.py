@@ -90,23 +90,47 @@ def test_lab_cli_bad_input(capsys):
 
 
 def test_rendering_saved_results_is_byte_identical(quick_lab, tmp_path):
-    """The report is a function of the saved results: rendered twice from the files, every file is the same."""
+    """The report is a function of the saved results: rendered twice from the files, here and in two forked
+    processes, every file is the same."""
     import filecmp
     cfg, _, _ = quick_lab
     outs = []
-    for name in ("a", "b"):
+    for name, workers in (("a", 1), ("b", 2)):
         out = tmp_path / name
         shutil.copytree(cfg.out, out)
         for f in out.rglob("*"):
             if f.suffix in (".png", ".md", ".html") or f.name == "findings.json":
                 f.unlink()
         results = lab.load_results(str(out), (0,))
-        lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0})
+        lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0}, workers=workers)
         outs.append(out)
     rendered = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.suffix in (".png", ".md", ".html", ".json"))
     assert any(str(p) == "report.html" for p in rendered) and any(p.suffix == ".png" for p in rendered)
     for p in rendered:
         assert filecmp.cmp(outs[0] / p, outs[1] / p, shallow=False), p
+
+
+def test_rendering_runs_no_torch_op(quick_lab, tmp_path):
+    """render_all forks processes from one whose torch may have started OpenMP threads, which a forked child must
+    not use (libgomp's pool does not survive fork): no section's rendering may run a torch op."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    cfg, _, _ = quick_lab
+    out = tmp_path / "r"
+    shutil.copytree(cfg.out, out)
+    ops = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+    results = lab.load_results(str(out), (0,))
+    assert set(results) == set(lab.RENDER_LONGEST_FIRST) == set(lab.EXPERIMENTS)
+    with Record():
+        assert torch.ones(1).sum().item() == 1 and ops     # the recorder sees ops
+        ops.clear()
+        secs, _ = lab.render_all(results, str(out), workers=1)
+    assert set(secs) == set(lab.EXPERIMENTS) and ops == []
 
 
 def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
