@@ -154,16 +154,26 @@ def _prefill(model: GPT, seq: torch.Tensor):
     (<s> and the first digits: 4096 prompts have ~1100 distinct first four), so those run once per distinct
     prefix and the cache rows are copied out before the rest of the prompts run."""
     P, t0 = seq.shape
+    V = model.cfg.vocab_size
     dtype = next(model.parameters()).dtype
-    m, uniq, inv = 0, None, None
+    m, inv, n_uniq = 0, None, 0
+    key = seq[:, 0]
     for j in range(2, t0):     # the longest head with at most a third as many distinct rows as prompts
-        u, i = torch.unique(seq[:, :j], dim=0, return_inverse=True)
+        if V ** j >= 2 ** 63:
+            break
+        # the first j tokens as one base-V number: unique keys sort as unique(dim=0) sorts the rows, without its
+        # row-by-row comparisons (100 ms of 1.1 s on 4096 forced-T prompts)
+        key = key * V + seq[:, j - 1]
+        u, i = torch.unique(key, return_inverse=True)
         if 3 * len(u) > P:
             break
-        m, uniq, inv = j, u, i
+        m, inv, n_uniq = j, i, len(u)
     if not m:
         cache = KVCache(model.cfg, P, device=seq.device, dtype=dtype)
         return cache, model(seq, cache=cache)[0][:, -1]
+    # one row per distinct head, in sorted order: any of its prompts (scatter keeps one of them)
+    first = torch.empty(n_uniq, dtype=torch.long, device=seq.device).scatter_(0, inv, torch.arange(P, device=seq.device))
+    uniq = seq[first, :m]
     cache = KVCache(model.cfg, len(uniq), device=seq.device, dtype=dtype)
     model(uniq, cache=cache)
     cache = cache.select(inv)
