@@ -121,6 +121,12 @@ class KVCache:
             self._mask = ((self.start, self.pos), additive(torch.arange(self.pos, device=device)[None, :] <= rows, self.kv.dtype))
         return self._mask[1]
 
+    def rows(self, a: int, b: int) -> "KVCache":
+        """A cache over rows a..b-1 of this one that writes into this cache's storage (a forward in row chunks)."""
+        out = KVCache.__new__(KVCache)
+        out.kv, out.start, out.pos = self.kv[:, :, a:b], self.start, self.pos
+        return out
+
     def select(self, rows: torch.Tensor) -> "KVCache":
         """A cache whose row i is this cache's row rows[i] (prefixes that branch, or rows that are kept)."""
         out = KVCache.__new__(KVCache)

@@ -1,4 +1,5 @@
 """Generation: KV-cache decoding equals naive recomputation; greedy, seeds, forcing, max_new; log-probs."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -158,11 +159,15 @@ def test_tree_walk_outputs_do_not_depend_on_when_the_cache_is_compacted(noisy_mo
             assert torch.equal(a[0], b[0]) and torch.allclose(a[1], b[1], atol=1e-5)
 
 
-def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts):
+@pytest.mark.parametrize("chunk", [512, 64])
+def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monkeypatch):
     """200 prompts share their first tokens: the prefill runs the distinct heads once, then the rest of each
-    prompt, and gives the plain prefill's cache and logits."""
+    prompt (in forwards of at most PREFILL_ROWS rows: 64 -> four, the last one short), and gives the plain
+    prefill's cache and logits."""
+    from reasonlab import sampling
     from reasonlab.model import KVCache
     from reasonlab.sampling import _prefill
+    monkeypatch.setattr(sampling, "PREFILL_ROWS", chunk)
     seq = torch.tensor(prompts)
     rows = []
     hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(tuple(inp[0].shape)))
@@ -171,9 +176,12 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts):
             cache, logits = _prefill(noisy_model, seq)
     finally:
         hook.remove()
-    assert len(rows) == 2 and rows[0][0] < len(prompts) / 3 and rows[1] == (len(prompts), seq.shape[1] - rows[0][1])
+    parts = [(min(chunk, len(prompts) - a), seq.shape[1] - rows[0][1]) for a in range(0, len(prompts), chunk)]
+    assert rows[0][0] < len(prompts) / 3 and rows[1:] == parts and len(parts) == (1 if chunk == 512 else 4)
     with torch.inference_mode():
         plain = KVCache(noisy_model.cfg, len(prompts))
         want = noisy_model(seq, cache=plain)[0][:, -1]
     assert cache.pos == plain.pos and torch.allclose(logits, want, atol=1e-5)
     assert torch.allclose(cache.kv[:, :, :, :, :cache.pos], plain.kv[:, :, :, :, :plain.pos], atol=1e-5)
+    g = [torch.Generator().manual_seed(1) for _ in range(2)]
+    assert generate(noisy_model, prompts, g[0], 1.0, ["T"]) == generate_naive(noisy_model, prompts, g[1], 1.0, ["T"])
