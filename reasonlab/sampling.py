@@ -130,7 +130,7 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
             uniq, node = uniq[1:], (node - 1).clamp_(min=0)
         parent, tok = uniq // V, uniq % V
         rows = cache_row[parent]                                          # the new prefixes' cache rows
-        R = cache.kv.shape[2]
+        R = cache.batch
         if len(rows) == R and bool((rows == arange[:R]).all()):         # nothing branched or ended
             full = tok
         elif len(rows) > keep_frac * R and bool((rows[1:] > rows[:-1]).all()):

@@ -43,7 +43,11 @@ def test_causality_by_gradient(noisy_model):
     assert (g[8:] == 0).all() and (g[:8] > 0).all()
 
 
-def test_kv_cache_matches_full_forward(noisy_model):
+@pytest.mark.parametrize("decode_rows", [256, 1])
+def test_kv_cache_matches_full_forward(noisy_model, decode_rows, monkeypatch):
+    """Prefill, a block, then single steps (SDPA below DECODE_ROWS rows, the elementwise attention from it)."""
+    from reasonlab import model
+    monkeypatch.setattr(model, "DECODE_ROWS", decode_rows)
     x = torch.randint(0, 18, (5, 22))
     full, _ = noisy_model(x)
     cache = KVCache(noisy_model.cfg, 5)

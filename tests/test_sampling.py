@@ -8,12 +8,20 @@ from reasonlab.sampling import generate, generate_naive, seq_logprobs
 from reasonlab.task import ID, MAX_LEN
 
 
-def test_cached_equals_naive_greedy(noisy_model, prompts):
+@pytest.fixture(params=[256, 1], ids=["decode-sdpa-below-256-rows", "decode-elementwise"])
+def decode_rows(request, monkeypatch):
+    """Both decode attentions: SDPA below model.DECODE_ROWS rows (200 prompts), the elementwise one from it."""
+    from reasonlab import model
+    monkeypatch.setattr(model, "DECODE_ROWS", request.param)
+    return request.param
+
+
+def test_cached_equals_naive_greedy(noisy_model, prompts, decode_rows):
     for force in (None, ["T"], ["S", "3"]):
         assert generate(noisy_model, prompts, None, 0.0, force) == generate_naive(noisy_model, prompts, None, 0.0, force)
 
 
-def test_cached_equals_naive_sampled(noisy_model, prompts):
+def test_cached_equals_naive_sampled(noisy_model, prompts, decode_rows):
     for force in (None, ["A"]):
         a = generate(noisy_model, prompts, torch.Generator().manual_seed(7), 1.0, force)
         b = generate_naive(noisy_model, prompts, torch.Generator().manual_seed(7), 1.0, force)
@@ -182,6 +190,6 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monk
         plain = KVCache(noisy_model.cfg, len(prompts))
         want = noisy_model(seq, cache=plain)[0][:, -1]
     assert cache.pos == plain.pos and torch.allclose(logits, want, atol=1e-5)
-    assert torch.allclose(cache.kv[:, :, :, :, :cache.pos], plain.kv[:, :, :, :, :plain.pos], atol=1e-5)
+    assert torch.allclose(cache.kv[:, :, :cache.pos], plain.kv[:, :, :plain.pos], atol=1e-5)
     g = [torch.Generator().manual_seed(1) for _ in range(2)]
     assert generate(noisy_model, prompts, g[0], 1.0, ["T"]) == generate_naive(noisy_model, prompts, g[1], 1.0, ["T"])
