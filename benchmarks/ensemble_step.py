@@ -27,7 +27,8 @@ class Ensemble:
     """E GPTs of one shape as stacked parameters; loss(inp, tgt) on (E, B, T) batches."""
 
     def __init__(self, models):
-        self.E, self.L, self.H, self.C = len(models), models[0].cfg.n_layers, models[0].cfg.n_heads, models[0].cfg.d_model
+        cfg = models[0].cfg
+        self.E, self.L, self.H, self.C = len(models), cfg.n_layers, cfg.n_heads, cfg.d_model
         named = [dict(m.named_parameters()) for m in models]
         self.p = {n: torch.stack([d[n].detach() for d in named]).requires_grad_(True) for n in named[0]}
 

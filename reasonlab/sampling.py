@@ -172,7 +172,8 @@ def _prefill(model: GPT, seq: torch.Tensor):
         cache = KVCache(model.cfg, P, device=seq.device, dtype=dtype)
         return cache, _last_logits(model, seq, cache)
     # one row per distinct head, in sorted order: any of its prompts (scatter keeps one of them)
-    first = torch.empty(n_uniq, dtype=torch.long, device=seq.device).scatter_(0, inv, torch.arange(P, device=seq.device))
+    first = torch.empty(n_uniq, dtype=torch.long, device=seq.device)
+    first.scatter_(0, inv, torch.arange(P, device=seq.device))
     uniq = seq[first, :m]
     cache = KVCache(model.cfg, len(uniq), device=seq.device, dtype=dtype)
     model(uniq, cache=cache)
