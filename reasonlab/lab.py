@@ -665,23 +665,33 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     sections are independent, so two processes halve it. Fork, not spawn: a spawned process imports torch and
     matplotlib again (~2 s). Forking a process whose torch has started OpenMP threads is safe only while the child
     runs no torch op (libgomp's pool does not survive fork: pytorch/pytorch#17199), and rendering runs none
-    (tests/test_lab.py checks it). Where fork is missing (Windows, macOS's default) it renders here."""
+    (tests/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a rendering process dies, it
+    renders here."""
     global _TO_RENDER
     import multiprocessing as mp
+    import warnings
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
     exps = [e for e in RENDER_LONGEST_FIRST if e in results]
     workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
     if workers < 2 or len(exps) < 2 or sys.platform != "linux":
         done = {e: render(e, results[e]["results"], out) for e in exps}
         return done, also() if also else None
-    _TO_RENDER = (results, out)
+    _TO_RENDER, extra = (results, out), None
     try:
-        with ProcessPoolExecutor(min(workers, len(exps)), mp_context=mp.get_context("fork")) as pool:
+        with warnings.catch_warnings(), ProcessPoolExecutor(min(workers, len(exps)),
+                                                            mp_context=mp.get_context("fork")) as pool:
+            warnings.simplefilter("ignore", DeprecationWarning)   # Python >= 3.12 on forking a threaded process
             futs = {e: pool.submit(_render_forked, e) for e in exps}
             extra = also() if also else None
-            return {e: f.result() for e, f in futs.items()}, extra
+            done = {e: f.result() for e, f in futs.items()}
+    except BrokenProcessPool:   # a rendering process died (killed, out of memory): render here instead
+        done = {e: render(e, results[e]["results"], out) for e in exps}
+        if also and extra is None:
+            extra = also()
     finally:
         _TO_RENDER = ()
+    return done, extra
 
 
 def write_report(out: str, results: dict, meta: dict, workers: int | None = None) -> dict:

@@ -133,6 +133,25 @@ def test_rendering_runs_no_torch_op(quick_lab, tmp_path):
     assert set(secs) == set(lab.EXPERIMENTS) and ops == []
 
 
+def test_report_is_written_here_when_a_rendering_process_dies(quick_lab, tmp_path, monkeypatch):
+    """A forked rendering process that dies (here: exits at once) costs the parallelism, not the report."""
+    cfg, _, _ = quick_lab
+    out = tmp_path / "r"
+    shutil.copytree(cfg.out, out)
+    os.remove(out / "report.md")
+    parent, real = os.getpid(), lab.render
+
+    def render_or_die(*args):     # a forked child inherits the patch and exits; the parent renders
+        if os.getpid() != parent:
+            os._exit(3)
+        return real(*args)
+    monkeypatch.setattr(lab, "render", render_or_die)
+    results = lab.load_results(str(out), (0,))
+    lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0}, workers=2)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert re.findall(r"^## (\d)\. ", md, flags=re.M) == [str(i) for i in range(1, 9)]
+
+
 def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
     """Base models are queued first; with 3 seeds on 2 workers the third seed's model trains while the first two
     seeds' experiments run: its experiments queue last. Within a group, the longest experiments go first."""
