@@ -170,7 +170,7 @@ def _prefill(model: GPT, seq: torch.Tensor):
         m, inv, n_uniq = j, i, len(u)
     if not m:
         cache = KVCache(model.cfg, P, device=seq.device, dtype=dtype)
-        return cache, _last_logits(model, seq, cache)
+        return cache, last_logits(model, seq, cache)
     # one row per distinct head, in sorted order: any of its prompts (scatter keeps one of them)
     first = torch.empty(n_uniq, dtype=torch.long, device=seq.device)
     first.scatter_(0, inv, torch.arange(P, device=seq.device))
@@ -178,7 +178,7 @@ def _prefill(model: GPT, seq: torch.Tensor):
     cache = KVCache(model.cfg, len(uniq), device=seq.device, dtype=dtype)
     model(uniq, cache=cache)
     cache = cache.select(inv)
-    return cache, _last_logits(model, seq[:, m:], cache)
+    return cache, last_logits(model, seq[:, m:], cache)
 
 
 PREFILL_ROWS = 512
@@ -188,7 +188,7 @@ up to which glibc's malloc reuses freed memory: each was a fresh mmap whose page
 1.27 -> 0.99 s, free 0.90 -> 0.75 s, outputs unchanged (docs/LOG.md, session 9)."""
 
 
-def _last_logits(model: GPT, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+def last_logits(model: GPT, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """model(ids, cache=cache)[0][:, -1], on CPU PREFILL_ROWS rows at a time (rows are independent)."""
     if len(ids) <= PREFILL_ROWS or ids.device.type != "cpu":
         return model(ids, cache=cache)[0][:, -1]

@@ -46,7 +46,7 @@ from . import findings as F
 from . import tts
 from .findings import hier_bootstrap
 from .model import GPT, KVCache
-from .sampling import EOS, pick, sample_tree, strip_row
+from .sampling import EOS, last_logits, pick, sample_tree, strip_row
 from .task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
 from .verifier import aggregate, steps as read_steps
 from .train import thinker_model
@@ -149,7 +149,7 @@ def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees:
     forced = [ID[force]]
     seq = torch.tensor([prompt_ids(d) + forced for d in problems], dtype=torch.long, device=device)
     cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
-    logits = model(seq, cache=cache)[0][:, -1].float()                  # (U, V): one row per distinct prefix
+    logits = last_logits(model, seq, cache).float()                    # (U, V): one row per distinct prefix
     # live beams: problem, subtree, cache row, tokens after "="; each subtree starts with `keep` copies of the root
     b_prob = np.repeat(np.arange(P), subtrees * keep)
     b_tree = np.tile(np.repeat(np.arange(subtrees), keep), P)
