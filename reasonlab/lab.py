@@ -674,9 +674,9 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     from concurrent.futures.process import BrokenProcessPool
     exps = [e for e in RENDER_LONGEST_FIRST if e in results]
     workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
+    here = lambda: {e: render(e, results[e]["results"], out) for e in exps}   # noqa: E731
     if workers < 2 or len(exps) < 2 or sys.platform != "linux":
-        done = {e: render(e, results[e]["results"], out) for e in exps}
-        return done, also() if also else None
+        return here(), also() if also else None
     _TO_RENDER, extra = (results, out), None
     try:
         with warnings.catch_warnings(), ProcessPoolExecutor(min(workers, len(exps)),
@@ -686,7 +686,7 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
             extra = also() if also else None
             done = {e: f.result() for e, f in futs.items()}
     except BrokenProcessPool:   # a rendering process died (killed, out of memory): render here instead
-        done = {e: render(e, results[e]["results"], out) for e in exps}
+        done = here()
         if also and extra is None:
             extra = also()
     finally:

@@ -144,17 +144,20 @@ class KVCache:
             self._mask = ((self.start, self.pos), additive(torch.arange(self.pos, device=device)[None, :] <= rows, self.kv.dtype))
         return self._mask[1]
 
+    def _with(self, kv: torch.Tensor) -> "KVCache":
+        """A cache holding kv, at this cache's positions."""
+        out = KVCache.__new__(KVCache)
+        out.kv, out.start, out.pos = kv, self.start, self.pos
+        return out
+
     def rows(self, a: int, b: int) -> "KVCache":
         """A cache over rows a..b-1 of this one that writes into this cache's storage (a forward in row chunks)."""
-        out = KVCache.__new__(KVCache)
-        out.kv, out.start, out.pos = self.kv[:, :, :, a:b], self.start, self.pos
-        return out
+        return self._with(self.kv[:, :, :, a:b])
 
     def select(self, rows: torch.Tensor) -> "KVCache":
         """A cache whose row i is this cache's row rows[i] (prefixes that branch, or rows that are kept)."""
-        out = KVCache.__new__(KVCache)
         L, two, T, _, H, D = self.kv.shape
-        out.kv, out.start, out.pos = self.kv.new_empty((L, two, T, len(rows), H, D)), self.start, self.pos
+        out = self._with(self.kv.new_empty((L, two, T, len(rows), H, D)))
         # only the filled positions, one contiguous block in this layout: at 128 rows and 12 of 24 positions 165 us
         # against 436 for the whole cache in the (B, H, T, D) layout, at 1024 rows 5.3 ms against 23.7
         out.kv[:, :, :self.pos] = self.kv[:, :, :self.pos].index_select(3, rows)

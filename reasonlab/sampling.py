@@ -135,8 +135,9 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
             full = tok
         elif len(rows) > keep_frac * R and bool((rows[1:] > rows[:-1]).all()):
             # prefixes ended but none branched, and most rows live on: leave the cache alone and run its rows
-            # that have ended on padding (their results unused). Compacting copies the whole cache, which costs
-            # as much as a decode step over it (docs/LOG.md, session 6), to save a fraction of one per step.
+            # that have ended on padding (their results unused). Compacting copies the cache into a fresh
+            # allocation, which cost as much as a decode step over it (docs/LOG.md, session 6, measured with the
+            # whole-cache copy of the layout before session 9's), to save a fraction of one per step.
             full = torch.full((R,), PAD, dtype=tok.dtype, device=device).index_copy_(0, rows, tok)
         else:          # a prefix branched, or few rows are live: copy the cache rows the next step needs
             cache, rows, full = cache.select(rows), arange[:len(rows)], tok
