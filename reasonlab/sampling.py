@@ -86,7 +86,7 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
 def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None, temperature: float,
               max_new: int = 16, logit_hook=None, want_logp: bool = False, keep_frac: float = 0.5):
     """The one decoder: n continuations of each row of seq (P, t0), on the tree of distinct prefixes. Rows that
-    have written the same tokens so far (at first, a prompt's n rows) share one forward pass and one KV-cache row,
+    have written the same tokens so far (at first, the n rows of a prompt and of the prompts equal to it) share one forward pass and one KV-cache row,
     and finished rows drop out. A group's samples often agree (a chain that is right, a format the policy
     prefers): the base model's RL rollouts have about half as many distinct prefixes as live rows, a trained
     policy far fewer. Each row still draws its own next token, so these are n independent samples per prompt.
@@ -94,20 +94,22 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
     Returns (tokens (P * n, t) with padding after </s>, row i * n + j prompt i's j-th; the sequence log-probability
     (P * n,) of the generated tokens under the (hooked, tempered) distribution, or None unless want_logp).
     `logit_hook(logits (U, V), prefixes (U, t)) -> logits` edits the next-token scores of each distinct prefix.
-    keep_frac: when prefixes end without any branching, the cache is compacted only once keep_frac or fewer of
-    its rows are live (the others decode padding meanwhile); the outputs do not depend on it.
+    keep_frac: the cache is compacted only once keep_frac or fewer of its rows are live (the others decode padding
+    meanwhile; a prefix that branches takes a new row in the cache's spare capacity); the outputs do not depend
+    on it.
     """
     P, V = seq.shape[0], model.cfg.vocab_size
     device = seq.device
     n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
-    cache, logits = _prefill(model, seq)                                # (U, V): one row per distinct prefix
-    paths = seq if logit_hook is not None else None                      # (U, t): each prefix's tokens
-    node = torch.arange(P, device=device).repeat_interleave(n)           # (B,): each row's prefix
+    # (U, V): one row per distinct prompt; room for a cache row per output row (prefixes never outnumber them)
+    cache, logits, first, inv = _prefill(model, seq, P * n)
+    paths = seq[first] if logit_hook is not None else None               # (U, t): each prefix's tokens
+    node = inv.repeat_interleave(n)                                      # (B,): each row's prefix
     done = torch.zeros(len(node), dtype=torch.bool, device=device)
     logp = torch.zeros(len(node), device=device) if want_logp else None
     steps = [seq.repeat_interleave(n, 0)]
     arange = torch.arange(max(P, len(node)), device=device)
-    cache_row = arange[:P]                                               # (U,): each prefix's row in the cache
+    cache_row = arange[:len(first)]                                      # (U,): each prefix's row in the cache
     for t in range(n_new):
         if logit_hook is not None:
             logits = logit_hook(logits, paths)
@@ -131,55 +133,71 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
         parent, tok = uniq // V, uniq % V
         rows = cache_row[parent]                                          # the new prefixes' cache rows
         R = cache.batch
-        if len(rows) == R and bool((rows == arange[:R]).all()):         # nothing branched or ended
-            full = tok
-        elif len(rows) > keep_frac * R and bool((rows[1:] > rows[:-1]).all()):
-            # prefixes ended but none branched, and most rows live on: leave the cache alone and run its rows
-            # that have ended on padding (their results unused). Compacting copies the cache into a fresh
-            # allocation, which cost as much as a decode step over it (docs/LOG.md, session 6, measured with the
-            # whole-cache copy of the layout before session 9's), to save a fraction of one per step.
-            full = torch.full((R,), PAD, dtype=tok.dtype, device=device).index_copy_(0, rows, tok)
-        else:          # a prefix branched, or few rows are live: copy the cache rows the next step needs
-            cache, rows, full = cache.select(rows), arange[:len(rows)], tok
+        # a parent's second, third, .. child (parents come sorted): it needs a cache row of its own
+        branch = torch.zeros(len(parent), dtype=torch.bool, device=device)
+        branch[1:] = parent[1:] == parent[:-1]
+        n_branch = int(branch.sum())
+        if n_branch == 0 and len(rows) == R and bool((rows == arange[:R]).all()):   # nothing branched or ended
+            full, at = tok, None
+        elif len(rows) > keep_frac * (R + n_branch) and R + n_branch <= cache.capacity:
+            # most rows live on: leave the cache where it is. A branch gets a new row after the last (a copy of
+            # its parent's, `grow`), and rows that have ended run on padding (their results unused). Compacting
+            # copies the cache into a fresh allocation, which cost as much as a decode step over it (docs/LOG.md,
+            # sessions 6 and 10), to save a fraction of one per step.
+            if n_branch:
+                cache.grow(rows[branch])
+                rows = rows.masked_scatter(branch, arange[R:R + n_branch])
+            full, at = torch.full((cache.batch,), PAD, dtype=tok.dtype, device=device).index_copy_(0, rows, tok), rows
+        else:          # few rows are live: copy the cache rows the next step needs, with room for the rest
+            live = len(node) - int(done.sum())
+            cache, rows, full, at = cache.select(rows, capacity=live), arange[:len(rows)], tok, None
         cache_row = rows
         if paths is not None:
             paths = torch.cat([paths[parent], tok[:, None]], 1)
         logits = model(full[:, None], cache=cache)[0][:, -1]
-        if len(full) != len(tok):
-            logits = logits[rows]
+        if at is not None:            # the cache's rows in another order than the prefixes'
+            logits = logits[at]
     return torch.cat(steps, 1), logp
 
 
-def _prefill(model: GPT, seq: torch.Tensor):
-    """The KV cache of the rows of seq (P, t0) and their last logits (P, V). Prompts share their first tokens
-    (<s> and the first digits: 4096 prompts have ~1100 distinct first four), so those run once per distinct
-    prefix and the cache rows are copied out before the rest of the prompts run."""
+def _prefill(model: GPT, seq: torch.Tensor, capacity: int | None = None):
+    """The KV cache of the distinct rows of seq (P, t0) and their last logits (U, V); first (U,) names a row of seq
+    for each, inv (P,) each row's distinct row. Equal prompts run once: 4096 random problems hold ~3460 distinct
+    ones (k = 2 has only 100), and an evaluation's 500 per k at k = 2 are at most 100. Prompts also share their
+    first tokens (<s> and the first digits: ~1100 distinct first four among 4096), so those run once per distinct
+    head and the cache rows are copied out before the rest of the prompts run. The cache has room for `capacity`
+    rows (KVCache.grow)."""
     P, t0 = seq.shape
     V = model.cfg.vocab_size
     dtype = next(model.parameters()).dtype
-    m, inv, n_uniq = 0, None, 0
-    key = seq[:, 0]
-    for j in range(2, t0):     # the longest head with at most a third as many distinct rows as prompts
+    device = seq.device
+    # the first j tokens as one base-V number: keys sort as unique(dim=0) sorts the rows, without its row-by-row
+    # comparisons (100 ms of 1.1 s on 4096 forced-T prompts); a row too long for one int64 keeps its own key
+    key, heads = seq[:, 0], []
+    for j in range(2, t0 + 1):
         if V ** j >= 2 ** 63:
             break
-        # the first j tokens as one base-V number: unique keys sort as unique(dim=0) sorts the rows, without its
-        # row-by-row comparisons (100 ms of 1.1 s on 4096 forced-T prompts)
         key = key * V + seq[:, j - 1]
-        u, i = torch.unique(key, return_inverse=True)
-        if 3 * len(u) > P:
-            break
-        m, inv, n_uniq = j, i, len(u)
-    if not m:
-        cache = KVCache(model.cfg, P, device=seq.device, dtype=dtype)
-        return cache, last_logits(model, seq, cache)
+        heads.append((j, *torch.unique(key, return_inverse=True)))
+    first, inv = torch.arange(P, device=device), torch.arange(P, device=device)
+    if heads and heads[-1][0] == t0 and len(heads[-1][1]) < P:     # equal prompts: keep one of each
+        inv, n = heads[-1][2], len(heads[-1][1])
+        first = torch.empty(n, dtype=torch.long, device=device).scatter_(0, inv, torch.arange(P, device=device))
+        heads = [(j, *torch.unique(i[first], return_inverse=True)) for j, _, i in heads[:-1]]
+    rows = seq[first]
+    U = len(rows)
+    # the longest head with at most a third as many distinct rows as prompts (counts grow with the length)
+    shared = [(j, i) for j, u, i in heads if j < t0 and 3 * len(u) <= U]
+    if not shared:
+        cache = KVCache(model.cfg, U, device=device, dtype=dtype, capacity=capacity)
+        return cache, last_logits(model, rows, cache), first, inv
+    m, hinv = shared[-1]
     # one row per distinct head, in sorted order: any of its prompts (scatter keeps one of them)
-    first = torch.empty(n_uniq, dtype=torch.long, device=seq.device)
-    first.scatter_(0, inv, torch.arange(P, device=seq.device))
-    uniq = seq[first, :m]
-    cache = KVCache(model.cfg, len(uniq), device=seq.device, dtype=dtype)
-    model(uniq, cache=cache)
-    cache = cache.select(inv)
-    return cache, last_logits(model, seq[:, m:], cache)
+    hfirst = torch.empty(int(hinv.max()) + 1, dtype=torch.long, device=device).scatter_(0, hinv, torch.arange(U, device=device))
+    cache = KVCache(model.cfg, len(hfirst), device=device, dtype=dtype)
+    model(rows[hfirst, :m], cache=cache)
+    cache = cache.select(hinv, capacity)
+    return cache, last_logits(model, rows[:, m:], cache), first, inv
 
 
 PREFILL_ROWS = 512

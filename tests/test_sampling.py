@@ -169,23 +169,25 @@ def test_tree_walk_outputs_do_not_depend_on_when_the_cache_is_compacted(noisy_mo
 
 @pytest.mark.parametrize("chunk", [512, 64])
 def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monkeypatch):
-    """200 prompts share their first tokens: the prefill runs the distinct heads once, then the rest of each
+    """194 prompts share their first tokens: the prefill runs the distinct heads once, then the rest of each
     prompt (in forwards of at most PREFILL_ROWS rows: 64 -> four, the last one short), and gives the plain
     prefill's cache and logits."""
     from reasonlab import sampling
     from reasonlab.model import KVCache
     from reasonlab.sampling import _prefill
     monkeypatch.setattr(sampling, "PREFILL_ROWS", chunk)
+    prompts = [list(p) for p in dict.fromkeys(map(tuple, prompts))]   # 194 distinct (the next test has equal ones)
     seq = torch.tensor(prompts)
     rows = []
     hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(tuple(inp[0].shape)))
     try:
         with torch.inference_mode():
-            cache, logits = _prefill(noisy_model, seq)
+            cache, logits, first, inv = _prefill(noisy_model, seq, capacity=300)
     finally:
         hook.remove()
     parts = [(min(chunk, len(prompts) - a), seq.shape[1] - rows[0][1]) for a in range(0, len(prompts), chunk)]
     assert rows[0][0] < len(prompts) / 3 and rows[1:] == parts and len(parts) == (1 if chunk == 512 else 4)
+    assert torch.equal(first, torch.arange(len(prompts))) and torch.equal(inv, first) and cache.capacity == 300
     with torch.inference_mode():
         plain = KVCache(noisy_model.cfg, len(prompts))
         want = noisy_model(seq, cache=plain)[0][:, -1]
@@ -193,3 +195,43 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monk
     assert torch.allclose(cache.kv[:, :, :cache.pos], plain.kv[:, :, :plain.pos], atol=1e-5)
     g = [torch.Generator().manual_seed(1) for _ in range(2)]
     assert generate(noisy_model, prompts, g[0], 1.0, ["T"]) == generate_naive(noisy_model, prompts, g[1], 1.0, ["T"])
+
+
+def test_equal_prompts_run_once(noisy_model, prompts):
+    """Prompts that are equal (k = 2 has 100 problems: an evaluation repeats them) share one prefill row and one
+    decoding row until their samples differ; the outputs stay the naive decoder's, greedy and sampled."""
+    from reasonlab.sampling import _prefill
+    distinct = [list(p) for p in dict.fromkeys(map(tuple, prompts))][:40]
+    rep = [distinct[i % 40] for i in (list(range(120)) + [7, 3])]           # 40 distinct prompts among 122
+    with torch.inference_mode():
+        cache, logits, first, inv = _prefill(noisy_model, torch.tensor(rep))
+        plain = noisy_model(torch.tensor(rep))[0][:, -1]
+    assert cache.batch == len(first) == 40 and len(inv) == len(rep)
+    assert all(rep[int(first[inv[i]])] == rep[i] for i in range(len(rep)))
+    assert torch.allclose(logits[inv], plain, atol=1e-5)
+    rows = []
+    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(inp[0].shape[0]))
+    try:
+        greedy = generate(noisy_model, rep, None, 0.0, ["T"])
+    finally:
+        hook.remove()
+    assert max(rows) <= 40 and greedy == generate_naive(noisy_model, rep, None, 0.0, ["T"])
+    for force in (None, ["S"]):
+        g = [torch.Generator().manual_seed(4) for _ in range(2)]
+        assert generate(noisy_model, rep, g[0], 1.0, force) == generate_naive(noisy_model, rep, g[1], 1.0, force)
+
+
+def test_cache_grows_rows_in_place(noisy_model):
+    """grow appends copies of rows in the spare capacity and leaves the others where they are; past the capacity
+    it refuses."""
+    from reasonlab.model import KVCache
+    cache = KVCache(noisy_model.cfg, 3, capacity=5)
+    with torch.inference_mode():
+        noisy_model(torch.tensor([[1, 10, 11], [1, 12, 13], [1, 14, 15]]), cache=cache)
+        before, store = cache.kv.clone(), cache.store.data_ptr()
+        cache.grow(torch.tensor([2, 0]))
+    assert cache.batch == 5 and cache.store.data_ptr() == store
+    assert torch.equal(cache.kv[:, :, :3, :3], before[:, :, :3])
+    assert torch.equal(cache.kv[:, :, :3, 3], before[:, :, :3, 2]) and torch.equal(cache.kv[:, :, :3, 4], before[:, :, :3, 0])
+    with pytest.raises(ValueError, match="capacity"):
+        cache.grow(torch.tensor([1]))
