@@ -86,10 +86,10 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
 def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None, temperature: float,
               max_new: int = 16, logit_hook=None, want_logp: bool = False, keep_frac: float = 0.5):
     """The one decoder: n continuations of each row of seq (P, t0), on the tree of distinct prefixes. Rows that
-    have written the same tokens so far (at first, the n rows of a prompt and of the prompts equal to it) share one forward pass and one KV-cache row,
-    and finished rows drop out. A group's samples often agree (a chain that is right, a format the policy
-    prefers): the base model's RL rollouts have about half as many distinct prefixes as live rows, a trained
-    policy far fewer. Each row still draws its own next token, so these are n independent samples per prompt.
+    have written the same tokens so far (at first, the n rows of a prompt and of the prompts equal to it) share one
+    forward pass and one KV-cache row, and finished rows drop out. A group's samples often agree (a chain that is
+    right, a format the policy prefers): the base model's RL rollouts have about half as many distinct prefixes as
+    live rows, a trained policy far fewer. Each row still draws its own next token, so these are n independent samples per prompt.
 
     Returns (tokens (P * n, t) with padding after </s>, row i * n + j prompt i's j-th; the sequence log-probability
     (P * n,) of the generated tokens under the (hooked, tempered) distribution, or None unless want_logp).
@@ -172,7 +172,7 @@ def _prefill(model: GPT, seq: torch.Tensor, capacity: int | None = None):
     dtype = next(model.parameters()).dtype
     device = seq.device
     # the first j tokens as one base-V number: keys sort as unique(dim=0) sorts the rows, without its row-by-row
-    # comparisons (100 ms of 1.1 s on 4096 forced-T prompts); a row too long for one int64 keeps its own key
+    # comparisons (100 ms of 1.1 s on 4096 forced-T prompts); prompts too long for one int64 are not merged
     key, heads = seq[:, 0], []
     for j in range(2, t0 + 1):
         if V ** j >= 2 ** 63:
@@ -193,7 +193,8 @@ def _prefill(model: GPT, seq: torch.Tensor, capacity: int | None = None):
         return cache, last_logits(model, rows, cache), first, inv
     m, hinv = shared[-1]
     # one row per distinct head, in sorted order: any of its prompts (scatter keeps one of them)
-    hfirst = torch.empty(int(hinv.max()) + 1, dtype=torch.long, device=device).scatter_(0, hinv, torch.arange(U, device=device))
+    hfirst = torch.empty(int(hinv.max()) + 1, dtype=torch.long, device=device)
+    hfirst.scatter_(0, hinv, torch.arange(U, device=device))
     cache = KVCache(model.cfg, len(hfirst), device=device, dtype=dtype)
     model(rows[hfirst, :m], cache=cache)
     cache = cache.select(hinv, capacity)

@@ -232,6 +232,7 @@ def test_cache_grows_rows_in_place(noisy_model):
         cache.grow(torch.tensor([2, 0]))
     assert cache.batch == 5 and cache.store.data_ptr() == store
     assert torch.equal(cache.kv[:, :, :3, :3], before[:, :, :3])
-    assert torch.equal(cache.kv[:, :, :3, 3], before[:, :, :3, 2]) and torch.equal(cache.kv[:, :, :3, 4], before[:, :, :3, 0])
+    assert torch.equal(cache.kv[:, :, :3, 3], before[:, :, :3, 2])
+    assert torch.equal(cache.kv[:, :, :3, 4], before[:, :, :3, 0])
     with pytest.raises(ValueError, match="capacity"):
         cache.grow(torch.tensor([1]))
