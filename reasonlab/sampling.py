@@ -89,7 +89,8 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
     have written the same tokens so far (at first, the n rows of a prompt and of the prompts equal to it) share one
     forward pass and one KV-cache row, and finished rows drop out. A group's samples often agree (a chain that is
     right, a format the policy prefers): the base model's RL rollouts have about half as many distinct prefixes as
-    live rows, a trained policy far fewer. Each row still draws its own next token, so these are n independent samples per prompt.
+    live rows, a trained policy far fewer. Each row still draws its own next token, so these are n independent
+    samples per prompt.
 
     Returns (tokens (P * n, t) with padding after </s>, row i * n + j prompt i's j-th; the sequence log-probability
     (P * n,) of the generated tokens under the (hooked, tempered) distribution, or None unless want_logp).
@@ -101,8 +102,10 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
     P, V = seq.shape[0], model.cfg.vocab_size
     device = seq.device
     n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
-    # (U, V): one row per distinct prompt; room for a cache row per output row (prefixes never outnumber them)
-    cache, logits, first, inv = _prefill(model, seq, P * n)
+    # (U, V): one row per distinct prompt. The cache has room for twice as many rows, so that branches take rows in
+    # place (KVCache.grow), and no more than there are output rows (a live prefix or an ended row holds a cache row,
+    # and each has output rows of its own); past the room, the cache is copied into twice what it then holds
+    cache, logits, first, inv = _prefill(model, seq, lambda u: min(P * n, 2 * u))
     paths = seq[first] if logit_hook is not None else None               # (U, t): each prefix's tokens
     node = inv.repeat_interleave(n)                                      # (B,): each row's prefix
     done = torch.zeros(len(node), dtype=torch.bool, device=device)
@@ -148,9 +151,9 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
                 cache.grow(rows[branch])
                 rows = rows.masked_scatter(branch, arange[R:R + n_branch])
             full, at = torch.full((cache.batch,), PAD, dtype=tok.dtype, device=device).index_copy_(0, rows, tok), rows
-        else:          # few rows are live: copy the cache rows the next step needs, with room for the rest
+        else:          # few rows are live, or no room is left: copy the cache rows the next step needs
             live = len(node) - int(done.sum())
-            cache, rows, full, at = cache.select(rows, capacity=live), arange[:len(rows)], tok, None
+            cache, rows, full, at = cache.select(rows, min(live, 2 * len(rows))), arange[:len(rows)], tok, None
         cache_row = rows
         if paths is not None:
             paths = torch.cat([paths[parent], tok[:, None]], 1)
@@ -160,39 +163,45 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
     return torch.cat(steps, 1), logp
 
 
-def _prefill(model: GPT, seq: torch.Tensor, capacity: int | None = None):
+def _prefill(model: GPT, seq: torch.Tensor, room=None):
     """The KV cache of the distinct rows of seq (P, t0) and their last logits (U, V); first (U,) names a row of seq
     for each, inv (P,) each row's distinct row. Equal prompts run once: 4096 random problems hold ~3460 distinct
     ones (k = 2 has only 100), and an evaluation's 500 per k at k = 2 are at most 100. Prompts also share their
     first tokens (<s> and the first digits: ~1100 distinct first four among 4096), so those run once per distinct
-    head and the cache rows are copied out before the rest of the prompts run. The cache has room for `capacity`
-    rows (KVCache.grow)."""
+    head and the cache rows are copied out before the rest of the prompts run. room(U) -> the cache's capacity in
+    rows (KVCache.grow; default U)."""
     P, t0 = seq.shape
     V = model.cfg.vocab_size
     dtype = next(model.parameters()).dtype
     device = seq.device
     # the first j tokens as one base-V number: keys sort as unique(dim=0) sorts the rows, without its row-by-row
     # comparisons (100 ms of 1.1 s on 4096 forced-T prompts); prompts too long for one int64 are not merged
-    key, heads = seq[:, 0], []
+    keys, key = [], seq[:, 0]
     for j in range(2, t0 + 1):
         if V ** j >= 2 ** 63:
             break
         key = key * V + seq[:, j - 1]
-        heads.append((j, *torch.unique(key, return_inverse=True)))
-    first, inv = torch.arange(P, device=device), torch.arange(P, device=device)
-    if heads and heads[-1][0] == t0 and len(heads[-1][1]) < P:     # equal prompts: keep one of each
-        inv, n = heads[-1][2], len(heads[-1][1])
-        first = torch.empty(n, dtype=torch.long, device=device).scatter_(0, inv, torch.arange(P, device=device))
-        heads = [(j, *torch.unique(i[first], return_inverse=True)) for j, _, i in heads[:-1]]
+        keys.append((j, key))
+    first = inv = torch.arange(P, device=device)
+    if keys and keys[-1][0] == t0:
+        u, i = torch.unique(keys[-1][1], return_inverse=True)
+        if len(u) < P:              # equal prompts: keep one of each (scatter keeps any one of them)
+            first, inv = torch.empty(len(u), dtype=torch.long, device=device).scatter_(0, i, first), i
     rows = seq[first]
     U = len(rows)
-    # the longest head with at most a third as many distinct rows as prompts (counts grow with the length)
-    shared = [(j, i) for j, u, i in heads if j < t0 and 3 * len(u) <= U]
-    if not shared:
+    capacity = room(U) if room is not None else U
+    m, hinv = 0, None
+    for j, key in keys:             # the longest head with at most a third as many distinct rows as prompts
+        if j == t0:
+            break
+        u, i = torch.unique(key[first], return_inverse=True)
+        if 3 * len(u) > U:
+            break
+        m, hinv = j, i
+    if not m:
         cache = KVCache(model.cfg, U, device=device, dtype=dtype, capacity=capacity)
         return cache, last_logits(model, rows, cache), first, inv
-    m, hinv = shared[-1]
-    # one row per distinct head, in sorted order: any of its prompts (scatter keeps one of them)
+    # one row per distinct head, in sorted order: any of its prompts
     hfirst = torch.empty(int(hinv.max()) + 1, dtype=torch.long, device=device)
     hfirst.scatter_(0, hinv, torch.arange(U, device=device))
     cache = KVCache(model.cfg, len(hfirst), device=device, dtype=dtype)

@@ -182,7 +182,7 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monk
     hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(tuple(inp[0].shape)))
     try:
         with torch.inference_mode():
-            cache, logits, first, inv = _prefill(noisy_model, seq, capacity=300)
+            cache, logits, first, inv = _prefill(noisy_model, seq, room=lambda u: 300)
     finally:
         hook.remove()
     parts = [(min(chunk, len(prompts) - a), seq.shape[1] - rows[0][1]) for a in range(0, len(prompts), chunk)]
@@ -202,7 +202,8 @@ def test_equal_prompts_run_once(noisy_model, prompts):
     decoding row until their samples differ; the outputs stay the naive decoder's, greedy and sampled."""
     from reasonlab.sampling import _prefill
     distinct = [list(p) for p in dict.fromkeys(map(tuple, prompts))][:40]
-    rep = [distinct[i % 40] for i in (list(range(120)) + [7, 3])]           # 40 distinct prompts among 122
+    which = [i % 40 for i in range(120)] + [7, 3]
+    rep = [distinct[i] for i in which]                                      # 40 distinct prompts among 122
     with torch.inference_mode():
         cache, logits, first, inv = _prefill(noisy_model, torch.tensor(rep))
         plain = noisy_model(torch.tensor(rep))[0][:, -1]
@@ -219,6 +220,16 @@ def test_equal_prompts_run_once(noisy_model, prompts):
     for force in (None, ["S"]):
         g = [torch.Generator().manual_seed(4) for _ in range(2)]
         assert generate(noisy_model, rep, g[0], 1.0, force) == generate_naive(noisy_model, rep, g[1], 1.0, force)
+    # a logit hook sees each merged prefix's own tokens: one that bans the token after the last one written
+    # gives every prompt the output it gets alone
+    from reasonlab.sampling import sample_tree
+
+    def ban_next(logits, paths):
+        return logits.scatter(1, (paths[:, -1:] + 1) % logits.shape[1], float("-inf"))
+    merged = sample_tree(noisy_model, rep, 1, None, 0.0, logit_hook=ban_next)[0]
+    alone = sample_tree(noisy_model, distinct, 1, None, 0.0, logit_hook=ban_next)[0]
+    assert torch.equal(merged, alone[which])
+    assert not torch.equal(alone, sample_tree(noisy_model, distinct, 1, None, 0.0)[0])   # the hook bit
 
 
 def test_cache_grows_rows_in_place(noisy_model):
@@ -230,7 +241,7 @@ def test_cache_grows_rows_in_place(noisy_model):
         noisy_model(torch.tensor([[1, 10, 11], [1, 12, 13], [1, 14, 15]]), cache=cache)
         before, store = cache.kv.clone(), cache.store.data_ptr()
         cache.grow(torch.tensor([2, 0]))
-    assert cache.batch == 5 and cache.store.data_ptr() == store
+    assert cache.batch == 5 and cache.store.data_ptr() == store == cache.kv.data_ptr()   # a view of the same store
     assert torch.equal(cache.kv[:, :, :3, :3], before[:, :, :3])
     assert torch.equal(cache.kv[:, :, :3, 3], before[:, :, :3, 2])
     assert torch.equal(cache.kv[:, :, :3, 4], before[:, :, :3, 0])
