@@ -36,7 +36,8 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, cache: "KVCache | None" = None, layer: int = 0,
                 mask: torch.Tensor | None = None, keep: torch.Tensor | None = None, grid: tuple | None = None,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        """grid (B, T): the padded shape of a keep batch when there is no mask to read it from (plain causal);
+        """keep (N,): x is the (N, C) real tokens of a padded (B, T) batch, whose shape is grid's (plain causal) or
+        the mask's ((B, H, T, T), additive, from GPT.forward);
         out: the flat positions (a subset of keep) whose outputs are wanted, default keep."""
         qkv = self.qkv(x)
         if keep is not None:   # x holds the (N, C) real tokens of a padded (B, T) batch: pad them for attention only
@@ -45,12 +46,15 @@ class Attention(nn.Module):
         B, T, C = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
         qkv = qkv.view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         q, k, v = qkv
-        if grid is not None and mask is None:
-            # training (GPT.loss): at T <= 24, three batched GEMM-sized ops run forward + backward in 3/4 of
-            # the time of SDPA's CPU flash kernel, which tiles for long sequences (docs/LOG.md, session 6)
+        if keep is not None:
+            # training (GPT.loss: plain causal) and scoring packed rows (RL: the mask, per head): three batched
+            # GEMM-sized ops run forward + backward in 3/4 of the time of SDPA's CPU flash kernel at T <= 24,
+            # which tiles for long sequences, and in half of it at RL's masked (16, 4, 36, 36) (docs/LOG.md,
+            # sessions 6 and 11)
             H, D = self.n_heads, C // self.n_heads
             q, k, v = qkv.reshape(3, B * H, T, D)            # one copy for the three
-            s = torch.baddbmm(_causal(T, q.device, q.dtype).expand(B * H, T, T), q, k.transpose(1, 2), alpha=D ** -0.5)
+            bias = _causal(T, q.device, q.dtype).expand(B * H, T, T) if mask is None else mask.view(B * H, T, T)
+            s = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=D ** -0.5)
             y = s.softmax(-1).bmm(v).view(B, H, T, D).permute(0, 2, 1, 3)   # (B, T, H, D), a view
             idx = keep if out is None else out
             # gather the wanted positions straight from the view: one copy, not a reshape's and then a select's
@@ -232,6 +236,10 @@ class GPT(nn.Module):
             raise ValueError(f"position {int(pos.max())} exceeds max_len {self.cfg.max_len}")
         if keep is not None:
             ids, pos = ids.reshape(-1)[keep], pos.reshape(-1)[keep]
+            # additive and one per head, once for every layer: the attention adds it to its batched scores
+            if mask.dtype == torch.bool:
+                mask = additive(mask, self.tok.weight.dtype)
+            mask = mask.expand(B, self.cfg.n_heads, T, T).contiguous()
         x = self.tok(ids) + self.pos(pos)  # (B, T, C), or (N, C) with keep
         for i, block in enumerate(self.blocks):
             x = block(x, cache, i, mask, keep)
