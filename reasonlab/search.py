@@ -60,20 +60,27 @@ METHODS = ("bon", "weighted", "beam", "dvts")
 
 class Scorer:
     """A verifier's step scores, memoised per (problem, output): beam search at N = 64 re-scores the prefixes it
-    scored at N = 32, and best-of-N's pool holds most of them."""
+    scored at N = 32, and best-of-N's pool holds most of them. Keys are (digits, output) tuples; callers that hold
+    tuples already (tree_search) spare the copies, which were most of a search's Python time (docs/LOG.md, session
+    11)."""
 
     def __init__(self, verifier):
         self.v, self.memo = verifier, {}
+        self.values_memo: dict[tuple, dict] = {}   # (agg, answered_only) -> {key: aggregated score}
         self.calls = 0                       # sequences the verifier actually read (the counted tokens are nominal)
 
-    def steps(self, digits_list, outputs) -> list[list[float]]:
+    def keys(self, digits_list, outputs) -> list[tuple]:
+        """The memo keys of these outputs, each distinct one the verifier has not read yet scored now."""
         keys = [(tuple(d), tuple(o)) for d, o in zip(digits_list, outputs)]
         todo = list(dict.fromkeys(k for k in keys if k not in self.memo))
         if todo:
             got = self.v.score_steps([list(d) for d, _ in todo], [list(o) for _, o in todo])
             self.memo.update(zip(todo, got))
             self.calls += len(todo)
-        return [self.memo[k] for k in keys]
+        return keys
+
+    def steps(self, digits_list, outputs) -> list[list[float]]:
+        return [self.memo[k] for k in self.keys(digits_list, outputs)]
 
     def add_prefixes(self, digits_list, outputs) -> None:
         """Memoise every step prefix of outputs already scored: a causal verifier's score at a step depends only on
@@ -86,11 +93,23 @@ class Scorer:
             for j, (i, _, _) in enumerate(read_steps(o)):
                 self.memo.setdefault((tuple(d), tuple(o[:i + 1])), full[:j + 1])
 
+    def values(self, digits_list, outputs, agg: str, answered_only: bool) -> np.ndarray:
+        """One score per output: its step scores aggregated with `agg` (verifier.aggregate), memoised per key. With
+        answered_only, an output that gives no answer (a chain cut off, junk) scores 0."""
+        keys = self.keys(digits_list, outputs)
+        memo = self.values_memo.setdefault((agg, answered_only), {})
+        new = [k for k in dict.fromkeys(keys) if k not in memo]
+        if new:
+            vals = aggregate([self.memo[k] for k in new], agg)
+            if answered_only:
+                vals = np.where([bool(st) and st[-1][2] for st in (read_steps(o) for _, o in new)], vals, 0.0)
+            memo.update(zip(new, vals.tolist()))
+        return np.array([memo[k] for k in keys], dtype=np.float64)
+
     def score(self, digits_list, outputs, agg: str) -> np.ndarray:
         """One score per output; an output that gives no answer (a chain cut off, junk) scores 0: the right steps of
         a chain that never answers must not outrank a finished one (the oracle would give "S 2 </s>" a 1.0)."""
-        answered = np.array([bool(st) and st[-1][2] for st in map(read_steps, outputs)])
-        return np.where(answered, aggregate(self.steps(digits_list, outputs), agg), 0.0)
+        return self.values(digits_list, outputs, agg, answered_only=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -125,8 +144,9 @@ def _finish(model: GPT, cache: KVCache, node: torch.Tensor, first: torch.Tensor,
             break
         cache, logits, node = _advance(model, cache, node, tok)
         tok = _sample(logits, node, gen, temperature)
+        tl = tok.tolist()
         for i in (~done).nonzero().squeeze(1).tolist():
-            out[i].append(int(tok[i]))
+            out[i].append(tl[i])
         done |= tok == EOS
     return out
 
@@ -154,9 +174,11 @@ def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees:
     b_prob = np.repeat(np.arange(P), subtrees * keep)
     b_tree = np.tile(np.repeat(np.arange(subtrees), keep), P)
     b_node = torch.as_tensor(b_prob, device=device)
-    b_toks: list[list[int]] = [list(forced) for _ in range(len(b_prob))]
+    # candidates are tuples, as the scorer's keys are (no copy per candidate and step)
+    b_toks: list[tuple] = [tuple(forced)] * len(b_prob)
+    p_digits = [tuple(d) for d in problems]
     first_step = True
-    finished: list[list[list[int]]] = [[] for _ in range(P)]
+    finished: list[list[tuple]] = [[] for _ in range(P)]
     gen_tok, ver_tok = np.zeros(P), np.zeros(P)
     while len(b_prob):
         # expand every live beam `width` times by one step
@@ -174,17 +196,15 @@ def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees:
             idx = torch.tensor(ans_rows, device=device)
             sub_node, inv = torch.unique(c_node[idx], return_inverse=True)
             for i, t in zip(ans_rows, _finish(model, cache.select(sub_node), inv, tok[idx], gen, temperature, room)):
-                tails[i] = t
-        c_toks = [b_toks[b] + tails.get(i, [tl[i]]) for i, b in enumerate(c_beam)]
+                tails[i] = tuple(t)
+        c_toks = [b_toks[b] + (tails[i] if i in tails else (tl[i],)) for i, b in enumerate(c_beam.tolist())]
         c_prob = b_prob[c_beam]
-        for i, t in enumerate(c_toks):
-            gen_tok[c_prob[i]] += len(t) - len(b_toks[c_beam[i]]) + (len(forced) if first_step else 0)
-        live = np.array([is_digit[i] and room > 1 for i in range(len(tl))])
-        digs = [problems[p] for p in c_prob]
-        ver = np.array([PROMPT_LEN + len(t) for t in c_toks], dtype=float)
-        np.add.at(ver_tok, c_prob, ver)
-        s_live = aggregate(scorer.steps(digs, c_toks), step_agg)
-        for i in np.flatnonzero(~live):
+        c_len = np.array([len(t) for t in c_toks])
+        np.add.at(gen_tok, c_prob, c_len - len(b_toks[0]) + (len(forced) if first_step else 0))
+        np.add.at(ver_tok, c_prob, PROMPT_LEN + c_len)
+        live = np.array(is_digit) & (room > 1)
+        s_live = scorer.values([p_digits[p] for p in c_prob.tolist()], c_toks, step_agg, answered_only=False)
+        for i in np.flatnonzero(~live).tolist():
             finished[c_prob[i]].append(c_toks[i])
         # keep each subtree's `keep` best live candidates (stable: ties keep the earlier candidate)
         li = np.flatnonzero(live)
@@ -198,13 +218,14 @@ def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees:
         kt = torch.as_tensor(kept, device=device)
         cache, logits, b_node = _advance(model, cache, c_node[kt], tok[kt])
         b_prob, b_tree = c_prob[kept], b_tree[c_beam[kept]]
-        b_toks = [c_toks[i] for i in kept]
+        b_toks = [c_toks[i] for i in kept.tolist()]
         first_step = False
-    scores, picks = [], []
-    for p in range(P):
-        s = scorer.score([problems[p]] * len(finished[p]), finished[p], agg) if finished[p] else np.zeros(0)
-        scores.append(s.tolist())
-        picks.append(finished[p][int(np.argmax(s))] if len(s) else [])
+    # every problem's finished candidates scored in one call, then split
+    n_fin = [len(f) for f in finished]
+    flat = scorer.score([p_digits[p] for p in range(P) for _ in finished[p]], [o for f in finished for o in f], agg)
+    scores = [s.tolist() for s in np.split(flat, np.cumsum(n_fin)[:-1])] if P else []
+    picks = [list(f[int(np.argmax(s))]) if len(s) else [] for f, s in zip(finished, scores)]
+    finished = [[list(o) for o in f] for f in finished]
     return {"outputs": finished, "scores": scores, "pick": picks, "gen_tokens": gen_tok, "ver_tokens": ver_tok}
 
 
