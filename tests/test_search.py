@@ -136,6 +136,26 @@ def test_an_answerless_chain_never_outranks_an_answer():
     assert sc.score([d, d], [cut, right], "min").tolist() == [0.0, 1.0]
 
 
+def test_scorer_memo_gives_the_unmemoised_scores_for_lists_and_tuples():
+    """Scorer.values: the aggregated step scores (answerless outputs 0 with answered_only), the same for list and
+    tuple inputs and on a second call, which reads nothing new; each distinct output is read once."""
+    from reasonlab.verifier import aggregate, steps as read_steps
+    rng = random.Random(0)
+    digs = [make_digits(rng, rng.randint(2, 8)) for _ in range(30)]
+    outs = [[ID[w] for w in solution(d, rng.choice(["short", "full", "direct"]))] for d in digs]
+    outs = [o[:rng.randint(1, len(o))] for o in outs] + outs[:5]        # cut chains, and repeats
+    digs = digs + digs[:5]
+    v = OracleVerifier()
+    direct = aggregate(v.score_steps(digs, outs), "min")
+    answered = np.array([bool(st) and st[-1][2] for st in map(read_steps, outs)])
+    sc = search.Scorer(v)
+    assert np.array_equal(sc.values(digs, outs, "min", answered_only=False), direct)
+    assert sc.calls == len({(tuple(d), tuple(o)) for d, o in zip(digs, outs)}) < len(outs)
+    tup = sc.values([tuple(d) for d in digs], [tuple(o) for o in outs], "min", answered_only=True)
+    assert np.array_equal(tup, np.where(answered, direct, 0.0)) and (~answered).any() and answered.any()
+    assert np.array_equal(sc.score(digs, outs, "min"), tup) and sc.calls < len(outs)
+
+
 def test_findings_are_computed_from_results():
     """Hand-made results where weighted/prm is right everywhere and greedy nowhere: the checks say so; swapping
     them flips the verdict (nothing is a fixed string)."""
