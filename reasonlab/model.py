@@ -46,10 +46,10 @@ class Attention(nn.Module):
         B, T, C = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
         qkv = qkv.view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         q, k, v = qkv
-        if keep is not None:
+        if keep is not None and (mask is None or T <= PACKED_BMM_T):
             # training (GPT.loss: plain causal) and scoring packed rows (RL: the mask, per head): three batched
             # GEMM-sized ops run forward + backward in 3/4 of the time of SDPA's CPU flash kernel at T <= 24,
-            # which tiles for long sequences, and in half of it at RL's masked (16, 4, 36, 36) (docs/LOG.md,
+            # which tiles for long sequences, and in 0.6-0.8 of it at RL's masked (16, 4, 36, 36) (docs/LOG.md,
             # sessions 6 and 11)
             H, D = self.n_heads, C // self.n_heads
             q, k, v = qkv.reshape(3, B * H, T, D)            # one copy for the three
@@ -73,6 +73,11 @@ class Attention(nn.Module):
         y = y.transpose(1, 2).reshape(B, T, C)
         return self.proj(y if keep is None else y.view(B * T, C).index_select(0, keep if out is None else out))
 
+
+PACKED_BMM_T = 64
+"""Packed rows up to this long attend through baddbmm (GRPO from the base model packs 30-43 positions a row); longer
+ones through SDPA, whose flash kernel tiles: at (16, 4, 150, 150) on one thread forward + backward 13 ms against
+23 for the materialised scores (docs/LOG.md, session 11)."""
 
 DECODE_ROWS = 256
 """From this many rows a decode step's attention is _decode_attention; below it SDPA, faster at RL's 16-128 rows."""

@@ -87,10 +87,13 @@ def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, 
     assert a == b and len(a) == 80
 
 
-def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts):
+@pytest.mark.parametrize("bmm_t", [64, 0], ids=["packed-bmm", "packed-sdpa"])
+def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts, bmm_t, monkeypatch):
     """The packed path (each problem's prompt and distinct completions in one row) gives the plain path's logits
-    and gradients row for row, repeated, empty and one-token completions included."""
+    and gradients row for row, repeated, empty and one-token completions included, through either attention."""
+    from reasonlab import model
     from reasonlab.sampling import generate_n, output_logits
+    monkeypatch.setattr(model, "PACKED_BMM_T", bmm_t)
     ps = [p for p in prompts[:6] for _ in range(4)]
     outs = generate_n(noisy_model, prompts[:6], 4, torch.Generator().manual_seed(2), 1.0)
     outs[1], outs[2], outs[9] = outs[0], list(outs[0]), outs[8]   # repeats within a group run once
