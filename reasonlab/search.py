@@ -96,15 +96,18 @@ class Scorer:
     def values(self, digits_list, outputs, agg: str, answered_only: bool) -> np.ndarray:
         """One score per output: its step scores aggregated with `agg` (verifier.aggregate), memoised per key. With
         answered_only, an output that gives no answer (a chain cut off, junk) scores 0."""
-        keys = self.keys(digits_list, outputs)
         memo = self.values_memo.setdefault((agg, answered_only), {})
-        new = [k for k in dict.fromkeys(keys) if k not in memo]
-        if new:
+        keys = [(tuple(d), tuple(o)) for d, o in zip(digits_list, outputs)]
+        got = [memo.get(k) for k in keys]          # one pass when all are memoised (most calls of a search)
+        if None in got:
+            new = list(dict.fromkeys(k for k, v in zip(keys, got) if v is None))
+            self.keys([d for d, _ in new], [o for _, o in new])   # the verifier reads those it has not read
             vals = aggregate([self.memo[k] for k in new], agg)
             if answered_only:
                 vals = np.where([bool(st) and st[-1][2] for st in (read_steps(o) for _, o in new)], vals, 0.0)
             memo.update(zip(new, vals.tolist()))
-        return np.array([memo[k] for k in keys], dtype=np.float64)
+            got = [memo[k] for k in keys]
+        return np.array(got, dtype=np.float64)
 
     def score(self, digits_list, outputs, agg: str) -> np.ndarray:
         """One score per output; an output that gives no answer (a chain cut off, junk) scores 0: the right steps of
