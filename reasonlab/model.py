@@ -49,7 +49,7 @@ class Attention(nn.Module):
         if keep is not None and (mask is None or T <= PACKED_BMM_T):
             # training (GPT.loss: plain causal) and scoring packed rows (RL: the mask, per head): three batched
             # GEMM-sized ops run forward + backward in 3/4 of the time of SDPA's CPU flash kernel at T <= 24,
-            # which tiles for long sequences, and in 0.6-0.8 of it at RL's masked (16, 4, 36, 36) (docs/LOG.md,
+            # which tiles for long sequences, and in 0.5-0.8 of it at RL's masked (16, 4, 36, 36) (docs/LOG.md,
             # sessions 6 and 11)
             H, D = self.n_heads, C // self.n_heads
             q, k, v = qkv.reshape(3, B * H, T, D)            # one copy for the three
@@ -80,7 +80,9 @@ ones through SDPA, whose flash kernel tiles: at (16, 4, 150, 150) on one thread 
 23 for the materialised scores (docs/LOG.md, session 11)."""
 
 DECODE_ROWS = 256
-"""From this many rows a decode step's attention is _decode_attention; below it SDPA, faster at RL's 16-128 rows."""
+"""From this many rows a decode step's attention is _decode_attention; below it SDPA. Alone the elementwise form is
+faster from ~64 rows at 2 threads (at 128 rows 92 against 158 us), but RL's rollouts, whose decode steps run ~50
+distinct prefixes, cost the same with either (docs/LOG.md, sessions 9-11)."""
 
 
 def _decode_attention(q: torch.Tensor, kt: torch.Tensor, vt: torch.Tensor) -> torch.Tensor:
