@@ -37,7 +37,7 @@ class Attention(nn.Module):
                 mask: torch.Tensor | None = None, keep: torch.Tensor | None = None, grid: tuple | None = None,
                 out: torch.Tensor | None = None) -> torch.Tensor:
         """keep (N,): x is the (N, C) real tokens of a padded (B, T) batch, whose shape is grid's (plain causal) or
-        the mask's ((B, H, T, T), additive, from GPT.forward);
+        the mask's (additive, from GPT.forward: (B, H, T, T) up to PACKED_BMM_T positions, else (B, 1, T, T));
         out: the flat positions (a subset of keep) whose outputs are wanted, default keep."""
         qkv = self.qkv(x)
         if keep is not None:   # x holds the (N, C) real tokens of a padded (B, T) batch: pad them for attention only
@@ -226,6 +226,7 @@ class GPT(nn.Module):
         With a cache, ids continue the cached sequence: their positions start where the cache ends. Without one,
         pos (B, T) and mask (B, 1, T, T) (additive 0 / -inf, or boolean True = may attend) can replace the
         positions 0..T-1 and the causal mask: several sequences packed into one row (sampling.output_logits).
+        Every query must be allowed at least one key (a row of -inf alone gives NaN).
         keep (N,) (with pos and mask) lists the real positions of the flattened (B * T) batch: only they run through
         the per-token layers, padded back for attention alone, and the logits are (N, V) ("unpadding", as in
         flash-attn's bert_padding.unpad_input; a quarter of a packed batch is padding).
@@ -243,10 +244,10 @@ class GPT(nn.Module):
             raise ValueError(f"position {int(pos.max())} exceeds max_len {self.cfg.max_len}")
         if keep is not None:
             ids, pos = ids.reshape(-1)[keep], pos.reshape(-1)[keep]
-            # additive and one per head, once for every layer: the attention adds it to its batched scores
-            if mask.dtype == torch.bool:
-                mask = additive(mask, self.tok.weight.dtype)
-            mask = mask.expand(B, self.cfg.n_heads, T, T).contiguous()
+            dtype = self.tok.weight.dtype
+            mask = additive(mask, dtype) if mask.dtype == torch.bool else mask.to(dtype)
+            if T <= PACKED_BMM_T:   # one per head, once for every layer: the bmm attention adds it to its scores
+                mask = mask.expand(B, self.cfg.n_heads, T, T).contiguous()
         x = self.tok(ids) + self.pos(pos)  # (B, T, C), or (N, C) with keep
         for i, block in enumerate(self.blocks):
             x = block(x, cache, i, mask, keep)

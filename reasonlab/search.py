@@ -80,6 +80,7 @@ class Scorer:
         return keys
 
     def steps(self, digits_list, outputs) -> list[list[float]]:
+        """Each output's step scores (verifier.score_steps), read once per distinct key."""
         return [self.memo[k] for k in self.keys(digits_list, outputs)]
 
     def add_prefixes(self, digits_list, outputs) -> None:

@@ -99,7 +99,10 @@ def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, p
     outs[1], outs[2], outs[9] = outs[0], list(outs[0]), outs[8]   # repeats within a group run once
     outs[5], outs[13] = [], [ID["</s>"]]                          # nothing written; only </s>
     a, ta, ma = output_logits(noisy_model, ps, outs)
+    sdpa, calls = model.F.scaled_dot_product_attention, []
+    monkeypatch.setattr(model.F, "scaled_dot_product_attention", lambda *x, **k: calls.append(1) or sdpa(*x, **k))
     b, tb, mb = output_logits(noisy_model, ps, outs, group=4)
+    assert (len(calls) > 0) == (bmm_t == 0)       # the path named ran
     assert torch.equal(ta[ma], tb[mb]) and torch.equal(ma, mb)
     assert torch.allclose(a[ma], b[mb], atol=1e-5)
     ga = torch.autograd.grad((a[ma] ** 2).sum(), noisy_model.tok.weight)[0]

@@ -149,11 +149,18 @@ def test_scorer_memo_gives_the_unmemoised_scores_for_lists_and_tuples():
     direct = aggregate(v.score_steps(digs, outs), "min")
     answered = np.array([bool(st) and st[-1][2] for st in map(read_steps, outs)])
     sc = search.Scorer(v)
+    half = len(outs) // 2                      # a first call, then one mixing memoised, new and repeated outputs
+    assert np.array_equal(sc.values(digs[:half], outs[:half], "min", answered_only=False), direct[:half])
     assert np.array_equal(sc.values(digs, outs, "min", answered_only=False), direct)
-    assert sc.calls == len({(tuple(d), tuple(o)) for d, o in zip(digs, outs)}) < len(outs)
+    distinct = len({(tuple(d), tuple(o)) for d, o in zip(digs, outs)})
+    assert sc.calls == distinct < len(outs)
     tup = sc.values([tuple(d) for d in digs], [tuple(o) for o in outs], "min", answered_only=True)
     assert np.array_equal(tup, np.where(answered, direct, 0.0)) and (~answered).any() and answered.any()
-    assert np.array_equal(sc.score(digs, outs, "min"), tup) and sc.calls < len(outs)
+    assert np.array_equal(sc.score(digs, outs, "min"), tup)
+    for agg in ("last", "prod"):               # memoised per aggregation, not across them
+        want = aggregate(v.score_steps(digs, outs), agg)
+        assert np.array_equal(sc.values(digs, outs, agg, answered_only=False), want)
+    assert sc.calls == distinct                # nothing was read twice
 
 
 def test_findings_are_computed_from_results():
