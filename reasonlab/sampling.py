@@ -205,7 +205,7 @@ def _prefill(model: GPT, seq: torch.Tensor, room=None):
     hfirst = torch.empty(int(hinv.max()) + 1, dtype=torch.long, device=device)
     hfirst.scatter_(0, hinv, torch.arange(U, device=device))
     cache = KVCache(model.cfg, len(hfirst), device=device, dtype=dtype)
-    model(rows[hfirst, :m], cache=cache)
+    model.fill(rows[hfirst, :m], cache)
     cache = cache.select(hinv, capacity)
     return cache, last_logits(model, rows[:, m:], cache), first, inv
 
@@ -218,13 +218,14 @@ up to which glibc's malloc reuses freed memory: each was a fresh mmap whose page
 
 
 def last_logits(model: GPT, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-    """model(ids, cache=cache)[0][:, -1], on CPU PREFILL_ROWS rows at a time (rows are independent)."""
+    """model(ids, cache=cache)[0][:, -1] (the last block past its keys and values at the last position alone), on
+    CPU PREFILL_ROWS rows at a time (rows are independent)."""
     if len(ids) <= PREFILL_ROWS or ids.device.type != "cpu":
-        return model(ids, cache=cache)[0][:, -1]
+        return model(ids, cache=cache, last=True)[0][:, -1]
     out = []
     for a in range(0, len(ids), PREFILL_ROWS):
         part = cache.rows(a, a + PREFILL_ROWS)
-        out.append(model(ids[a:a + PREFILL_ROWS], cache=part)[0][:, -1])
+        out.append(model(ids[a:a + PREFILL_ROWS], cache=part, last=True)[0][:, -1])
     cache.start, cache.pos = part.start, part.pos
     return torch.cat(out)
 

@@ -58,6 +58,30 @@ def test_kv_cache_matches_full_forward(noisy_model, decode_rows, monkeypatch):
     assert torch.allclose(torch.cat(parts, 1), full, atol=1e-5)
 
 
+@pytest.mark.parametrize("decode_rows", [256, 1])
+def test_fill_and_last_write_the_full_cache_and_the_last_logits(noisy_model, decode_rows, monkeypatch):
+    """A prefill's shortcuts (the last block stops at its keys and values, or goes on at the last position alone)
+    leave the same cache as the plain cached forward, and `last` gives its last logits; decoding goes on alike."""
+    from reasonlab import model
+    monkeypatch.setattr(model, "DECODE_ROWS", decode_rows)
+    x = torch.randint(0, 18, (5, 14))
+    plain = KVCache(noisy_model.cfg, 5)
+    noisy_model(x[:, :4], cache=plain)
+    want = noisy_model(x[:, 4:11], cache=plain)[0][:, -1:]
+    short = KVCache(noisy_model.cfg, 5)
+    assert noisy_model.fill(x[:, :4], short) is None and short.pos == 4
+    got = noisy_model(x[:, 4:11], cache=short, last=True)[0]
+    assert got.shape == (5, 1, 18) and torch.allclose(got, want, atol=1e-5)
+    assert short.pos == plain.pos == 11 and torch.allclose(short.kv[:, :, :11], plain.kv[:, :, :11], atol=1e-6)
+    first = KVCache(noisy_model.cfg, 5)                          # `last` on a first block (plainly causal)
+    assert torch.allclose(noisy_model(x[:, :11], cache=first, last=True)[0], want, atol=1e-5)
+    for t in range(11, 14):
+        assert torch.allclose(noisy_model(x[:, t:t + 1], cache=short)[0], noisy_model(x[:, t:t + 1], cache=plain)[0],
+                              atol=1e-5)
+    with pytest.raises(ValueError, match="last needs a cache"):
+        noisy_model(x, last=True)
+
+
 def test_cache_select_shares_a_prefix(noisy_model):
     """Selecting rows (0, 0, 0, 1, 1, 1) continues each cached prefix three ways, as if each were run in full."""
     x = torch.randint(0, 18, (2, 10))
