@@ -230,7 +230,7 @@ class GPT(nn.Module):
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None, cache: KVCache | None = None,
                 reduction: str = "mean", pos: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                keep: torch.Tensor | None = None, last: bool = False):
+                keep: torch.Tensor | None = None, last: bool = False, want: torch.Tensor | None = None):
         """ids (B, T) -> logits (B, T, V), and the cross-entropy against targets (B, T) (IGNORE = -100 skipped).
 
         With a cache, ids continue the cached sequence: their positions start where the cache ends. Without one,
@@ -239,7 +239,9 @@ class GPT(nn.Module):
         Every query must be allowed at least one key (a row of -inf alone gives NaN).
         keep (N,) (with pos and mask) lists the real positions of the flattened (B * T) batch: only they run through
         the per-token layers, padded back for attention alone, and the logits are (N, V) ("unpadding", as in
-        flash-attn's bert_padding.unpad_input; a quarter of a packed batch is padding).
+        flash-attn's bert_padding.unpad_input; a quarter of a packed batch is padding). want (M,) (with keep): the
+        indices among those N positions whose logits are wanted, sorted; the last block goes on past attention only
+        there and the logits are (M, V) (a packed RL row wants none of its prompt's but the last).
         last (with a cache, no targets): the logits of the last position alone, (B, 1, V). The other positions are
         needed for their keys and values only, so the last block goes on past them only at the last position: a
         prefill of a 10-token prompt does a fifth less work.
@@ -248,6 +250,8 @@ class GPT(nn.Module):
         if keep is not None and (pos is None or mask is None or mask.shape[0] != B or targets is not None
                                  or cache is not None):
             raise ValueError("keep needs pos and a (B, 1, T, T) mask, and gives logits only (no targets, no cache)")
+        if want is not None and keep is None:
+            raise ValueError("want needs keep")
         if last and (cache is None or targets is not None):
             raise ValueError("last needs a cache and gives logits only (no targets)")
         start = cache.pos if cache is not None else 0
@@ -264,9 +268,10 @@ class GPT(nn.Module):
             if T <= PACKED_BMM_T:   # one per head, once for every layer: the bmm attention adds it to its scores
                 mask = mask.expand(B, self.cfg.n_heads, T, T).contiguous()
         x = self.tok(ids) + self.pos(pos)  # (B, T, C), or (N, C) with keep
+        final = len(self.blocks) - 1
         for i, block in enumerate(self.blocks):
-            x = block(x, cache, i, mask, keep, last=last and i == len(self.blocks) - 1)
-        logits = self.head(self.ln_f(x))  # (B, T, V), (B, 1, V) with last, or (N, V) with keep
+            x = block(x, cache, i, mask, keep, sub=want if i == final else None, last=last and i == final)
+        logits = self.head(self.ln_f(x))  # (B, T, V), (B, 1, V) with last, or (N, V) / (M, V) with keep
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1), ignore_index=-100, reduction=reduction)

@@ -261,14 +261,16 @@ def generate_naive(model: GPT, prompts: list[list[int]], gen: torch.Generator | 
 class Layout(NamedTuple):
     """Model inputs for scoring completions, and where each completion token's logits land.
 
-    ids, pos (R, T), mask (R, 1, T, T) (additive; None: positions 0..T-1, causal) and keep (N,) (the real
-    positions; None: all) feed GPT.forward; col (B, L) indexes the model's logits, flattened, at the position that
-    predicts each output token; tok (B, L) and out_mask (B, L) are the output ids and which of them are real.
+    ids, pos (R, T), mask (R, 1, T, T) (additive; None: positions 0..T-1, causal), keep (N,) (the real
+    positions; None: all) and want (M,) (those of them whose logits are read; None: all) feed GPT.forward; col (B, L)
+    indexes the model's logits, flattened, at the position that predicts each output token; tok (B, L) and
+    out_mask (B, L) are the output ids and which of them are real.
     """
     ids: torch.Tensor
     pos: torch.Tensor | None
     mask: torch.Tensor | None
     keep: torch.Tensor | None
+    want: torch.Tensor | None
     col: torch.Tensor
     tok: torch.Tensor
     out_mask: torch.Tensor
@@ -285,19 +287,24 @@ def layout(prompts: list[list[int]], outputs: list[list[int]], group: int = 1, d
     B, L = len(outputs), max((len(o) for o in outputs), default=0)
     tok = _long([o + [PAD] * (L - len(o)) for o in outputs], device).view(B, L)
     out_mask = torch.arange(L, device=device)[None, :] < _long([len(o) for o in outputs], device)[:, None]
-    keep = None
+    keep = want = None
     if group > 1 and B % group == 0 and all(p == prompts[i - i % group] for i, p in enumerate(prompts)):
         ids, pos, mask, real, col = _packed(prompts, outputs, group)
         pos, mask, keep = pos.to(device), mask.to(device), real.nonzero().squeeze(1).to(device)
         at = (real.cumsum(0) - 1).tolist()          # flat padded position -> its index among the kept ones
-        col = [[at[j] for j in c] for c in col]
+        # the positions whose logits are read (a prompt's last, its completions' tokens): the last block goes on
+        # past attention only there, and col counts among them
+        wanted = sorted({at[j] for c in col for j in c})
+        among = {j: i for i, j in enumerate(wanted)}
+        col = [[among[at[j]] for j in c] for c in col]
+        want = _long(wanted, device)
     else:   # a row per sample, right-padded; position t predicts token t + 1
         full = [p + o for p, o in zip(prompts, outputs)]
         T = max(len(s) for s in full) - 1
         ids, pos, mask = [s[:-1] + [PAD] * (T + 1 - len(s)) for s in full], None, None
         col = [[b * T + len(p) - 1 + j for j in range(len(o))] for b, (p, o) in enumerate(zip(prompts, outputs))]
     col = _long([c + [0] * (L - len(c)) for c in col], device).view(B, L)
-    return Layout(_long(ids, device), pos, mask, keep, col, tok, out_mask)
+    return Layout(_long(ids, device), pos, mask, keep, want, col, tok, out_mask)
 
 
 def _packed(prompts, outputs, group: int):
@@ -335,7 +342,7 @@ def _packed(prompts, outputs, group: int):
 
 def logits_at(model: GPT, lay: Layout):
     """(B, L, V) logits that predict each output token, the output ids (B, L) and mask (B, L)."""
-    logits, _ = model(lay.ids, pos=lay.pos, mask=lay.mask, keep=lay.keep)
+    logits, _ = model(lay.ids, pos=lay.pos, mask=lay.mask, keep=lay.keep, want=lay.want)
     return logits.reshape(-1, logits.shape[-1])[lay.col], lay.tok, lay.out_mask
 
 

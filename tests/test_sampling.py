@@ -113,22 +113,26 @@ def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, p
 def test_shared_prompt_logits_run_each_distinct_completion_once(noisy_model, prompts):
     """One pass, a row per problem: its prompt, then each distinct completion minus its last token, once; the same
     completion under another problem is not a repeat. Outputs of one token need only the prompt. Only real tokens
-    enter the layers (the padding that evens the rows out does not)."""
+    enter the layers (the padding that evens the rows out does not), and the last block goes on past attention only
+    where a logit is read: a prompt's last position and the completions' tokens."""
     from reasonlab.sampling import PAD, layout, output_logits
     ps = [p for p in prompts[:3] for _ in range(4)]
     outs = [[4, 9, 2], [4, 9, 2], [5, 9, 3, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [5, 9, 3, 2],
             [2], [2], [4, 9, 2], [2]]
-    shapes = []
-    hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: shapes.append(tuple(inp[0].shape)))
+    shapes, heads = [], []
+    hooks = [noisy_model.tok.register_forward_hook(lambda m, inp, out: shapes.append(tuple(inp[0].shape))),
+             noisy_model.blocks[-1].mlp.register_forward_hook(lambda m, inp, out: heads.append(inp[0].shape[0]))]
     try:
         lg, _, mask = output_logits(noisy_model, ps, outs, group=4)
     finally:
-        hook.remove()
+        for h in hooks:
+            h.remove()
     Tp = len(prompts[0])
     lay = layout(ps, outs, group=4)
     assert lay.ids.shape == (3, Tp + 2 + 3)   # problems 0 and 1 hold 2 + 3 completion tokens, problem 2 two
     assert (lay.ids != PAD).sum(1).tolist() == [Tp + 5, Tp + 5, Tp + 2]
     assert shapes == [(3 * Tp + 12,)]         # one pass over the real tokens alone
+    assert heads == [3 + 12]                  # the last block's MLP: three prompts' last positions, 12 tokens
     assert torch.equal(lg[0], lg[1]) and torch.equal(lg[4], lg[6]) and not torch.equal(lg[0], lg[4])
     plain, _, _ = output_logits(noisy_model, ps, outs)
     assert torch.allclose(lg[mask], plain[mask], atol=1e-5)
