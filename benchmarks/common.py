@@ -4,6 +4,12 @@ import time
 
 import torch
 
+from reasonlab.executor import keep_freed_memory
+
+# the allocator setting the `reasonlab` command makes (REASONLAB_MALLOC=default measures without it): a baseline in
+# the same process runs under it too
+MALLOC_KEPT = keep_freed_memory()
+
 
 def clock_for(name: str):
     """"wall": wall-clock time (the default); "cpu": this process's CPU time, for a machine shared with other
@@ -31,4 +37,5 @@ def load_note(clock: str = "wall") -> str:
     wall-clock times; ratios taken in turns less so)."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     return (f"{clock} clock, torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, "
+            f"malloc {'keeps freed memory' if MALLOC_KEPT else 'as glibc sets it'}, "
             f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min) at the end")

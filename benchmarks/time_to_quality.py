@@ -17,6 +17,7 @@ import time
 import torch
 
 from reasonlab.evaluate import eval_table, evaluate, passes_bar, problems_per_k, format_table
+from reasonlab.executor import keep_freed_memory
 from reasonlab.checkpoint import store, write_json
 from reasonlab.train import BASE_CFG, SPEC_CFG, pretrain
 
@@ -87,6 +88,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--out", default="results/base_model", help="write <out>.json and <out>.md ('' for none)")
     args = ap.parse_args()
+    keep_freed_memory()   # as `reasonlab pretrain` runs (REASONLAB_MALLOC=default: glibc's settings)
     if args.threads:
         torch.set_num_threads(args.threads)
     base = dict(SPEC_CFG if args.spec else BASE_CFG)

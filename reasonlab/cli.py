@@ -691,6 +691,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     try:
         args = ap.parse_args(argv)
+        from .executor import keep_freed_memory
+        keep_freed_memory()   # an application's allocator setting: the command is one
         from .guard import preflight
         preflight(args)   # bounds, finite numbers, memory estimates, usable paths: before any work
         args.fn(args)

@@ -92,3 +92,33 @@ def test_two_workers_asking_for_one_missing_model_train_it_once(tmp_path):
     assert all(o.ok for o in out.values())
     logs = [open(tmp_path / f"w{i}.log").read() for i in range(2)]
     assert sum("(saved" in x for x in logs) == 1 and sum("(loaded cached model" in x for x in logs) == 1
+
+
+FAULTS = """
+import resource, sys, torch
+from reasonlab.executor import keep_freed_memory
+kept = keep_freed_memory()
+f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):          # 40 MB: above the 32 MB that glibc's adaptive mmap threshold can reach
+    torch.empty(10 << 20).fill_(1.0)
+print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+"""
+
+
+def test_kept_freed_memory_is_reused_without_page_faults():
+    """keep_freed_memory: a 40 MB tensor made and freed ten times faults its pages in once, not ten times as with
+    glibc's own settings (each a fresh mmap); REASONLAB_MALLOC=default leaves those settings."""
+    import subprocess
+    import sys
+
+    def run(**env):
+        out = subprocess.run([sys.executable, "-c", FAULTS], capture_output=True, text=True, check=True,
+                             env={**os.environ, "REASONLAB_MALLOC": "", **env}).stdout.split()
+        return out[0] == "True", int(out[1])
+    kept, faults = run()
+    if not kept:
+        pytest.skip("not glibc on Linux: mallopt is not there")
+    plain, plain_faults = run(REASONLAB_MALLOC="default")
+    pages = (40 << 20) // 4096
+    assert not plain and plain_faults > 5 * pages      # glibc's settings: every allocation faults in afresh
+    assert faults < 3 * pages                           # kept: the first one faults in, the rest reuse it
