@@ -111,12 +111,11 @@ def keep_freed_memory() -> bool:
     """Let glibc's malloc keep freed memory for the next allocation instead of handing it back to the kernel
     (this process only; glibc on Linux only; REASONLAB_MALLOC=default leaves glibc's settings). By default blocks
     over 128 KiB-32 MiB (the threshold adapts) are mmapped and unmapped, and the heap's free top is trimmed, so the
-    many tensors of a few MiB that a training step or a decode step makes are fresh pages that fault in as they are
-    written: a fault is expensive in a VM (this 2-core one took ~380 K of them in 40 s of work, ~260 K with these
-    settings). With blocks up to 64 MiB taken from the heap and up to 256 MiB of free heap kept, in alternating
-    processes: training step 28-30 -> 22 ms, GRPO step 66-70 -> 53-54 ms, 4096 forced-T prompts 0.58-0.59 ->
-    0.45-0.49 s, free 0.43-0.47 -> 0.36 s; peak RSS +15 MB (docs/LOG.md, session 12). An application's choice, not
-    an import's: the CLI, every executor unit (the lab, sweeps) and the benchmarks call it; a notebook may.
+    tensors of a few MiB that every training or decode step makes are fresh pages that fault in as they are
+    written, which is slow in a VM. With these settings the full lab took 8 min 20 s against 9 min 22 s and 9 min
+    17 s without (6.2 M minor faults against 15 M), the same findings; GRPO steps 53-54 against 66-70 ms in
+    alternating processes; peak RSS +15 MB (docs/LOG.md, session 12). An application's choice, not an import's:
+    the CLI, every executor unit (the lab, sweeps) and the benchmarks call it; a notebook may.
     Returns whether the settings were made."""
     if os.environ.get("REASONLAB_MALLOC", "").lower() in ("default", "0", "off") or not sys.platform.startswith("linux"):
         return False
