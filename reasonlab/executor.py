@@ -112,9 +112,10 @@ def keep_freed_memory() -> bool:
     (this process only; glibc on Linux only; REASONLAB_MALLOC=default leaves glibc's settings). By default blocks
     over 128 KiB-32 MiB (the threshold adapts) are mmapped and unmapped, and the heap's free top is trimmed, so the
     tensors of a few MiB that every training or decode step makes are fresh pages that fault in as they are
-    written, which is slow in a VM. With these settings the full lab took 8 min 20 s against 9 min 22 s and 9 min
-    17 s without (6.2 M minor faults against 15 M), the same findings; GRPO steps 53-54 against 66-70 ms in
-    alternating processes; peak RSS +15 MB (docs/LOG.md, session 12). An application's choice, not an import's:
+    written, which is slow in a VM. With these settings the full lab made 6.2 M minor faults against 15 M and spent
+    22-25 s of system time against 42-45 (wall 8:20 and 9:11 against 9:22 and 9:17: within the machine's noise),
+    the same findings; GRPO steps 53-54 against 66-70 ms in alternating processes; peak RSS +15 MB (docs/LOG.md,
+    session 12). An application's choice, not an import's:
     the CLI, every executor unit (the lab, sweeps) and the benchmarks call it; a notebook may.
     Returns whether the settings were made."""
     if os.environ.get("REASONLAB_MALLOC", "").lower() in ("default", "0", "off") or not sys.platform.startswith("linux"):
