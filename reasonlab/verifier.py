@@ -296,7 +296,30 @@ class Verifier:
 def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig, gen: torch.Generator
                    ) -> tuple[list[list[int]], list[list[int]]]:
     """cfg.samples outputs per problem at cfg.temperature, each problem's format forced by cfg.format_weights.
-    Returns (digits per row, output ids per row), problem-major."""
+    Returns (digits per row, output ids per row), problem-major.
+
+    Memoised on everything the samples depend on (the thinker's weights, the problems, the sampling settings and
+    gen's state): the kinds of one seed draw the same training outputs and the same held-out ones, so the lab's
+    search unit sampled six times what it needed twice. A repeat hands back the lists and leaves gen where the
+    sampling left it, so what draws from gen next (prm-mc's rollouts) draws the same stream."""
+    from .checkpoint import weights_hash
+    key = (weights_hash(thinker), hash(tuple(map(tuple, problems))), cfg.formats, cfg.format_weights, cfg.samples,
+           cfg.temperature, gen.device.type, bytes(gen.get_state().numpy()))
+    if key in _SAMPLED:
+        digs, outs, state = _SAMPLED[key]
+        gen.set_state(state)
+        return list(digs), list(outs)
+    digs, outs = _sample_outputs(thinker, problems, cfg, gen)
+    _SAMPLED[key] = (digs, outs, gen.get_state())
+    while len(_SAMPLED) > 4:        # a seed's training and held-out samples, with room for a second thinker
+        del _SAMPLED[next(iter(_SAMPLED))]
+    return list(digs), list(outs)
+
+
+_SAMPLED: dict = {}
+
+
+def _sample_outputs(thinker: GPT, problems, cfg: VerifierConfig, gen: torch.Generator):
     rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
     w = np.asarray(cfg.format_weights, dtype=float)
     fmt = rng.choice(len(cfg.formats), size=len(problems), p=w / w.sum())
