@@ -160,9 +160,10 @@ def exp_star(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
 
 
 def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
-           lr: float | None = None, progress: bool = False) -> dict:
+           lr: float | None = None, progress: bool = False, start: dict | None = None) -> dict:
     """One RL run from `base` with the spec's defaults for `algo`: greedy accuracy on a probe set every `every`
-    steps (time-to-solve = first probe at >= 0.99; seconds count training only) and a final evaluation."""
+    steps (time-to-solve = first probe at >= 0.99; seconds count training only) and a final evaluation.
+    start: base_eval(base, eval_n), when the caller has it (the same for every algorithm)."""
     policy = copy.deepcopy(base)
     cfg = RLConfig.preset(algo, steps=steps, seed=seed, log_every=0, **({"learning_rate": lr} if lr else {}))
     probe = problems_per_k(probe_n, seed=PROBE_SEED)
@@ -182,7 +183,7 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
     hist = train(policy, copy.deepcopy(base), cfg, callback=every_n_steps(every, check), log=None, progress=progress)
     train_s = time.perf_counter() - t0 - state["eval_s"]
     probs = problems_per_k(eval_n, seed=TEST_SEED)
-    final, start = evaluate(policy, probs), evaluate(base, probs)
+    final, start = evaluate(policy, probs), start or base_eval(base, eval_n)
     tail = [h for h in hist if not h.get("skipped")][-10:]   # DAPO may skip steps: they have no metrics
     sampled = {key: float(np.mean([h[key] for h in tail])) for key in ("acc", "length", "kl_exact", "entropy")}
     sampled["direct"] = float(np.mean([h["share"]["direct"] for h in tail]))
@@ -192,8 +193,15 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
             "share_by_k": {k: v["share"] for k, v in final["per_k"].items()}, "curve": state["curve"], "hist": hist}
 
 
+def base_eval(base: GPT, eval_n: int) -> dict:
+    """Greedy free generation of the base model on the test problems: where every RL run starts."""
+    return evaluate(base, problems_per_k(eval_n, seed=TEST_SEED))
+
+
 def exp_rl(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
-    return {a: rl_run(model, a, seed, S.rl_steps, S.rl_eval_every, S.eval_n, progress=True) for a in S.rl_algos}
+    start = base_eval(model, S.eval_n)
+    return {a: rl_run(model, a, seed, S.rl_steps, S.rl_eval_every, S.eval_n, progress=True, start=start)
+            for a in S.rl_algos}
 
 
 def exp_adaptive(model: GPT, S: Sizes, seed: int, cfg: LabConfig) -> dict:
