@@ -32,10 +32,20 @@ def best_times(fns, repeats: int, clock=time.perf_counter) -> list[float]:
     return best
 
 
+def sgemm_peak(n: int = 2048, repeats: int = 5) -> float:
+    """This machine's float32 matmul rate in GFLOP/s (best of `repeats` n x n products, the threads set). The issue's
+    absolute limits (a 12.6 ms training step, a 45 ms GRPO step) assume its machine's ~140 GFLOP/s; session 13's
+    machine (AVX2, no AVX-512) measured 58 (docs/LOG.md), so an absolute time means little without this figure."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    return 2 * n ** 3 / min(best_times([lambda: a @ b], repeats)) / 1e9
+
+
 def load_note(clock: str = "wall") -> str:
-    """The conditions of a timing: the clock, threads and the machine's load average (other work skews
+    """The conditions of a timing: the clock, threads, the machine's matmul rate and load average (other work skews
     wall-clock times; ratios taken in turns less so)."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     return (f"{clock} clock, torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, "
+            f"sgemm {sgemm_peak():.0f} GFLOP/s, "
             f"malloc {'keeps freed memory' if MALLOC_KEPT else 'as glibc sets it'}, "
             f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min) at the end")
