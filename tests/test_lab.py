@@ -1,4 +1,5 @@
 """The lab: `reasonlab lab --quick` runs every experiment, writes a self-contained report, and resumes."""
+import contextlib
 import json
 import os
 import re
@@ -89,11 +90,21 @@ def test_lab_cli_bad_input(capsys):
     assert main(["lab", "--report-only", "--out", "/nonexistent/lab"]) == 2
 
 
-def test_rendering_saved_results_is_byte_identical(quick_lab, tmp_path):
+def test_rendering_saved_results_is_byte_identical_and_runs_no_torch_op(quick_lab, tmp_path):
     """The report is a function of the saved results: rendered twice from the files, here and in two forked
-    processes, every file is the same."""
+    processes, every file is the same. And render_all forks processes from one whose torch may have started OpenMP
+    threads, which a forked child must not use (libgomp's pool does not survive fork): rendered here, the whole
+    report runs no torch op."""
     import filecmp
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
     cfg, _, _ = quick_lab
+    ops = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.append(str(func))
+            return func(*args, **(kwargs or {}))
     outs = []
     for name, workers in (("a", 1), ("b", 2)):
         out = tmp_path / name
@@ -102,39 +113,23 @@ def test_rendering_saved_results_is_byte_identical(quick_lab, tmp_path):
             if f.suffix in (".png", ".md", ".html") or f.name == "findings.json":
                 f.unlink()
         results = lab.load_results(str(out), (0,))
-        lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0}, workers=workers)
+        assert set(results) == set(lab.RENDER_LONGEST_FIRST) == set(lab.EXPERIMENTS)
+        with Record() if workers == 1 else contextlib.nullcontext():
+            if workers == 1:
+                assert torch.ones(1).sum().item() == 1 and ops     # the recorder sees ops
+                ops.clear()
+            lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0}, workers=workers)
         outs.append(out)
+    assert ops == []
     rendered = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.suffix in (".png", ".md", ".html", ".json"))
     assert any(str(p) == "report.html" for p in rendered) and any(p.suffix == ".png" for p in rendered)
     for p in rendered:
         assert filecmp.cmp(outs[0] / p, outs[1] / p, shallow=False), p
 
 
-def test_rendering_runs_no_torch_op(quick_lab, tmp_path):
-    """render_all forks processes from one whose torch may have started OpenMP threads, which a forked child must
-    not use (libgomp's pool does not survive fork): no section's rendering may run a torch op."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    cfg, _, _ = quick_lab
-    out = tmp_path / "r"
-    shutil.copytree(cfg.out, out)
-    ops = []
-
-    class Record(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            ops.append(str(func))
-            return func(*args, **(kwargs or {}))
-    results = lab.load_results(str(out), (0,))
-    assert set(results) == set(lab.RENDER_LONGEST_FIRST) == set(lab.EXPERIMENTS)
-    with Record():
-        assert torch.ones(1).sum().item() == 1 and ops     # the recorder sees ops
-        ops.clear()
-        secs, _ = lab.render_all(results, str(out), workers=1)
-    assert set(secs) == set(lab.EXPERIMENTS) and ops == []
-
-
 def test_report_is_written_here_when_a_rendering_process_dies(quick_lab, tmp_path, monkeypatch):
-    """A forked rendering process that dies (here: exits at once) costs the parallelism, not the report."""
+    """A forked rendering process that dies (here: exits at once) costs the parallelism, not the report (two
+    experiments' sections: the path is the same for eight, which render in 20 s on a slow CPU)."""
     cfg, _, _ = quick_lab
     out = tmp_path / "r"
     shutil.copytree(cfg.out, out)
@@ -146,10 +141,10 @@ def test_report_is_written_here_when_a_rendering_process_dies(quick_lab, tmp_pat
             os._exit(3)
         return real(*args)
     monkeypatch.setattr(lab, "render", render_or_die)
-    results = lab.load_results(str(out), (0,))
+    results = {e: r for e, r in lab.load_results(str(out), (0,)).items() if e in ("base", "budgets")}
     lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0}, workers=2)
     md = (out / "report.md").read_text(encoding="utf-8")
-    assert re.findall(r"^## (\d)\. ", md, flags=re.M) == [str(i) for i in range(1, 9)]
+    assert re.findall(r"^## (\d)\. ", md, flags=re.M) == ["1", "2"]
 
 
 def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
