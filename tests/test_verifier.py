@@ -149,9 +149,11 @@ def test_verifier_cache_round_trip(tmp_path):
     assert v2.meta["kind"] == "prm" and v2.meta["n_outputs"] == 7 * 3
 
 
-def test_repeated_sampling_is_memoised_and_leaves_the_generator_where_sampling_would():
+def test_repeated_sampling_is_memoised_and_leaves_the_generator_where_sampling_would(monkeypatch):
     thinker = build_model(0).eval()
     cfg, probs = V.VerifierConfig(samples=2), V.draw_problems(4, 0, test=False)
+    calls, real = [], V._sample_outputs
+    monkeypatch.setattr(V, "_sample_outputs", lambda *a: calls.append(1) or real(*a))
 
     def sample(g):
         out = V.sample_outputs(thinker, probs, cfg, g)
@@ -159,17 +161,18 @@ def test_repeated_sampling_is_memoised_and_leaves_the_generator_where_sampling_w
 
     V._SAMPLED.clear()
     first = sample(torch.Generator().manual_seed(5))
-    assert len(V._SAMPLED) == 1
     again = sample(torch.Generator().manual_seed(5))            # from the memo
+    assert len(calls) == 1
     V._SAMPLED.clear()
     fresh = sample(torch.Generator().manual_seed(5))            # sampled anew
+    assert len(calls) == 2
     for a in (again, fresh):
         assert a[0] == first[0] and torch.equal(a[1], first[1])
     # another generator state, other weights or other settings sample anew
     V.sample_outputs(thinker, probs, cfg, torch.Generator().manual_seed(6))
     V.sample_outputs(build_model(1).eval(), probs, cfg, torch.Generator().manual_seed(5))
     V.sample_outputs(thinker, probs, V.VerifierConfig(samples=1), torch.Generator().manual_seed(5))
-    assert len(V._SAMPLED) == 4
+    assert len(calls) == 5
 
 
 def test_pretrain_callback_stops_at_its_check_and_is_deterministic():
