@@ -655,7 +655,8 @@ def render(results: list[dict], out: str, margin: float = 0.05, time_budget: flo
                      f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
     lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
-                 f"(sampling, labels and fitting; wall time of the run that made the results): "
+                 f"(sampling, labels and fitting; the kinds of a seed share one draw of samples, whose time the first "
+                 f"kind carries; wall time of the run that made the results): "
                  f"**{'holds' if max(secs) <= time_budget else 'does not hold'}**.")
     n_out = results[0]["kinds"][kinds[0]]["n_outputs"]
     seeds = ", ".join(str(r["seed"]) for r in results)
