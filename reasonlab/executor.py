@@ -115,8 +115,10 @@ def keep_freed_memory() -> bool:
     written, which is slow in a VM. With these settings the full lab made 6.2 M minor faults against 15 M and spent
     22-25 s of system time against 42-45 (wall 8:20 and 9:11 against 9:22 and 9:17: within the machine's noise),
     the same findings; `benchmarks/allocator.py` (alternating processes) timed training, GRPO and decoding between
-    5 % slower and 20 % faster, within the machine's noise; peak RSS +15 MB (docs/LOG.md, session 12). An application's choice, not an import's: the CLI, every executor unit (the lab, sweeps) and the
-    benchmarks call it; a notebook may. Returns whether the settings were made."""
+    5 % slower and 10 % faster on the final code (about 20 % faster in an earlier round), within the machine's
+    noise; peak RSS +15 MB (docs/LOG.md, session 12). An application's choice, not an import's: the CLI, every
+    executor unit (the lab, sweeps) and the benchmarks call it; a notebook may. Returns whether the settings were
+    made."""
     if os.environ.get("REASONLAB_MALLOC", "").lower() in ("default", "0", "off") or not sys.platform.startswith("linux"):
         return False
     import ctypes
