@@ -55,7 +55,9 @@ def test_kv_cache_matches_full_forward(noisy_model, decode_rows, monkeypatch):
     parts.append(noisy_model(x[:, 10:13], cache=cache)[0])    # a block of three
     for t in range(13, 22):                                     # then one at a time
         parts.append(noisy_model(x[:, t:t + 1], cache=cache)[0])
-    assert torch.allclose(torch.cat(parts, 1), full, atol=1e-5)
+    # logits up to ~20: float32 rounding of another summation order reaches 2e-5 on some inputs (the test's draw
+    # depends on the global RNG, so on the tests run before it); a wrong key or mask moves them by O(1)
+    assert torch.allclose(torch.cat(parts, 1), full, atol=1e-4)
 
 
 @pytest.mark.parametrize("decode_rows", [256, 1])
