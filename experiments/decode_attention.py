@@ -1,4 +1,4 @@
-"""Two attention variants for decoding, measured against today's code and dropped (docs/LOG.md, session 14).
+"""Three attention variants for decoding, measured against today's code and dropped (docs/LOG.md, session 14).
 
 1. chunk: a decode step's elementwise attention (model._decode_attention) over more than 1024 rows taken 512 rows
    at a time, so that its (pos, rows, H, D) product, as large as the keys it reads, stays in cache;
@@ -13,6 +13,8 @@ free sampled) with the four combinations taking turns in one process, best and m
 patched in here; the package keeps the plain versions.
 
     PYTHONPATH=. python experiments/decode_attention.py [threads] [reps]
+
+With REASONLAB_MALLOC=default glibc keeps its own allocator settings (executor.keep_freed_memory).
 """
 import random
 import sys
