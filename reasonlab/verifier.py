@@ -303,7 +303,7 @@ def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig,
     search unit sampled six times what it needed twice. A repeat hands back the lists and leaves gen where the
     sampling left it, so what draws from gen next (prm-mc's rollouts) draws the same stream."""
     from .checkpoint import weights_hash
-    key = (weights_hash(thinker), hash(tuple(map(tuple, problems))), cfg.formats, cfg.format_weights, cfg.samples,
+    key = (weights_hash(thinker), tuple(map(tuple, problems)), cfg.formats, cfg.format_weights, cfg.samples,
            cfg.temperature, gen.device.type, bytes(gen.get_state().numpy()))
     if key in _SAMPLED:
         digs, outs, state = _SAMPLED[key]
