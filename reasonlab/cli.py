@@ -538,7 +538,7 @@ def build_parser() -> Parser:
     add_common(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--recipe", choices=["base", "spec"], default="base", help="our recipe (default) or the spec's")
-    p.add_argument("--steps", type=positive(), nargs="+", default=None, help="steps per phase")
+    p.add_argument("--steps", type=positive(), nargs="+", default=None, help="steps per phase (a gated phase: the most)")
     p.add_argument("--lr", type=positive(float), default=None)
     p.add_argument("--batch", type=positive(), default=None)
     p.add_argument("--name", default=None, help="cache name (default base-seed<seed>)")

@@ -13,6 +13,7 @@ from .task import FORMATS, K_MAX, K_MIN, check_chain, make_digits, parse, prompt
 # The named evaluation sets, so that every comparison in one table is made on one of them.
 TEST_SEED = 12345   # "test": the base table, RL's final evaluation, adaptive methods, fixed formats and their TTS points
 PROBE_SEED = 999    # "probe": RL's greedy checks during training (time to solve), never reported as a final score
+GATE_SEED = 31337   # "gate": the base recipe's stopping tests (train.Gate), drawn from the validation half only
 
 
 def split_of(digits: list[int]) -> str:

@@ -65,6 +65,78 @@ def test_lr_schedule():
     assert all(lr_at(s, 100, 1.0, 10) >= lr_at(s + 1, 100, 1.0, 10) for s in range(10, 99))
 
 
+def test_constant_and_decay_schedules():
+    # constant: the warmup's ramp, then the peak; decay: cosine from the peak at step 0 down to min_frac at the end
+    assert [lr_at(s, 100, 2.0, 4, schedule="constant") for s in (0, 3, 4, 99)] == [0.5, 2.0, 2.0, 2.0]
+    assert lr_at(0, 100, 2.0, 4, schedule="decay") == pytest.approx(2.0)
+    assert lr_at(50, 100, 2.0, 4, schedule="decay") == pytest.approx(2.0 * (0.1 + 0.9 * 0.5))
+    assert lr_at(100, 100, 2.0, 4, schedule="decay") == pytest.approx(0.2)
+
+
+def test_a_phases_extra_parts_fill_their_share_of_every_batch():
+    from reasonlab import train
+    seen = []
+    orig = train.split_targets
+    cfg = {"seed": 0, "lr": 1e-3, "batch": 20, "phases": [
+        [[0.0, 0.0, 1.0], 2, 1, [2, 8], 1.0, {"extra": [[[1.0, 0.0, 0.0], [2, 2], 0.25], [[0.0, 1.0, 0.0], [8, 8], 0.1]]}]]}
+    try:
+        train.split_targets = lambda seq: (seen.append(seq), orig(seq))[1]
+        pretrain(cfg)
+    finally:
+        train.split_targets = orig
+    assert len(seen) == 2
+    for seq in seen:   # 20 rows: 15 of the phase's own T rows, then 5 A rows at k = 2, then 2 S rows at k = 8
+        fmt = seq[:, 10]
+        assert (fmt[:13] == ID["T"]).all() and (fmt[13:18] == ID["A"]).all() and (fmt[18:] == ID["S"]).all()
+        assert (seq[13:18, 3] == ID["_"]).all() and (seq[18:, 8] != ID["_"]).all()
+
+
+def test_a_gated_phase_stops_at_its_first_passing_test(monkeypatch):
+    from reasonlab import train
+    tests = []
+    monkeypatch.setattr(train, "gate_passes", lambda model, gate: tests.append(gate) or len(tests) == 2)
+    gate = {"min": 4, "every": 2}
+    cfg = {"seed": 0, "lr": 1e-3, "batch": 8, "keep_optimizer": True, "phases": [
+        [[0.0, 0.5, 0.5], 20, 1, [2, 8], 1.0, {"schedule": "constant", "until": gate}], [[0.5, 0.3, 0.2], 3, 0, [2, 8]]]}
+    stats = {}
+    pretrain(cfg, stats=stats)
+    assert len(tests) == 2 and tests[0].min == 4 and tests[0].S == 0.95   # tested after steps 4 and 6
+    assert stats["phase_steps"] == [6, 3]
+    stats = {}
+    pretrain(cfg, quick=True, stats=stats)                                  # quick: 30 steps a phase, no gate
+    assert stats["phase_steps"] == [30, 30] and len(tests) == 2
+
+
+def test_a_kept_optimizer_carries_adams_moments_across_phases():
+    one = {"seed": 0, "lr": 1e-3, "batch": 8, "phases": [[[0.0, 0.5, 0.5], 6, 0, [2, 8], 1.0, {"schedule": "constant"}]]}
+    two = dict(one, phases=[[[0.0, 0.5, 0.5], 3, 0, [2, 8], 1.0, {"schedule": "constant"}]] * 2)
+    same = [pretrain(c).state_dict() for c in (one, dict(two, keep_optimizer=True))]
+    fresh = pretrain(two).state_dict()
+    assert all(torch.equal(same[0][k], same[1][k]) for k in same[0])   # one phase of 6 = two of 3 with one AdamW
+    assert not all(torch.equal(same[0][k], fresh[k]) for k in fresh)   # a fresh AdamW a phase (the spec's) differs
+
+
+def test_bad_phase_options_are_errors():
+    base = [[0.0, 0.5, 0.5], 2, 1, [2, 8], 1.0]
+    for opts, match in [({"schedul": "constant"}, "unknown phase option"), ({"schedule": "linear"}, "schedule"),
+                        ({"until": {"S": 0.9, "acc": 1}}, "unknown gate field"),
+                        ({"extra": [[[1, 0, 0], [2, 2], 0.6], [[0, 1, 0], [2, 2], 0.5]]}, "fracs sum below 1")]:
+        with pytest.raises(ValueError, match=match):
+            pretrain({"seed": 0, "phases": [base + [opts]]})
+
+
+def test_the_gate_tests_validation_problems(monkeypatch):
+    import importlib
+
+    from reasonlab.evaluate import split_of
+    from reasonlab.train import Gate, gate_passes
+    E = importlib.import_module("reasonlab.evaluate")   # the package exports a function of the same name
+    seen, orig = [], E.evaluate
+    monkeypatch.setattr(E, "evaluate", lambda model, probs, **kw: (seen.extend(probs), orig(model, probs, **kw))[1])
+    assert not gate_passes(build_model(0), Gate(n=5))     # an untrained model fails it
+    assert seen and all(split_of(d) == "val" for d in seen)
+
+
 def test_a_step_changes_every_parameter():
     m = build_model(0)
     before = {k: v.clone() for k, v in m.state_dict().items()}
