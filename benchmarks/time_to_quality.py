@@ -51,7 +51,7 @@ def run(cfg: dict, every: int, store_as: str | None = None) -> dict:
     if state["hit"] is None and bar_met(model, 500, seed=4242):   # met only at the end of the schedule
         state["hit"], state["step"] = train_s, steps
     if store_as:
-        store(store_as, cfg, model, train_seconds=round(train_s, 2))
+        store(store_as, cfg, model, train_seconds=round(train_s, 2), phase_steps=stats["phase_steps"])
     table = eval_table(model, 500)
     summary = {c: {"acc_by_k": {k: v["acc"] for k, v in t["per_k"].items()}, "share": t["share"], "length": t["length"]}
                for c, t in table.items()}

@@ -342,9 +342,10 @@ def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = 
         if log:   # said before the work starts, with its rough length
             verb = "training it" if why.startswith("no cached") else "retraining"
             log(f"  ({why}: {verb}, {train_estimate(cfg)})")
-        t0 = time.perf_counter()
-        model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress)
-        store(name, cfg, model, init=init, cache=cache, train_seconds=round(time.perf_counter() - t0, 2))
+        t0, stats = time.perf_counter(), {}
+        model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress, stats=stats, log=log)
+        store(name, cfg, model, init=init, cache=cache, train_seconds=round(time.perf_counter() - t0, 2),
+              phase_steps=stats.get("phase_steps", []))   # a gated phase's length is the run's, not the recipe's
         if log:
             log(f"  (saved {stem}.safetensors)")
     return model

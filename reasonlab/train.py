@@ -296,9 +296,10 @@ BASE_CFG = {"seed": 0, "lr": 3e-3, "keep_optimizer": True,
    forced A 0.95 at k = 2 on validation problems (tested every 100 steps from step 500 of the phase; at most 1500);
 3. the spec's 50/30/20 mix (which sets the preference for answering directly) plus A on k = 2, while the learning
    rate anneals to a tenth: the anneal takes the chains from ~0.95 to ~1.00.
-One AdamW throughout (keep_optimizer). The gate makes the recipe's length follow the seed and the CPU: seeds 0-4
-pass the bar after 1400-1800 steps on session 15's machine, where the fixed 1900-step recipe before it left one
-or two seeds of five under the bar on three CPU types (docs/LOG.md, session 15)."""
+One AdamW throughout (keep_optimizer). The gate makes the recipe's length follow the seed and the CPU: on session
+15's machine seeds 0-4 all pass the bar, met after 1300-1700 steps of recipes of 1300-1800, where the fixed
+1900-step recipe before it left one or two seeds of five under the bar on each of three CPU types; in seconds the
+two are alike there (41-57 s against 50-56 s a seed: docs/LOG.md, session 15, has the recipes tried)."""
 
 
 QUICK_CFG = {"seed": 0, "lr": 3e-3, "batch": 32,

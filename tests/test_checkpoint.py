@@ -69,6 +69,7 @@ def test_get_model_trains_once_then_loads(tmp_path):
     b = get_model("tiny", TINY, log=logs.append)
     assert any("loaded" in s for s in logs)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert load_model(os.path.join(cache_dir(), "tiny"))[1]["phase_steps"] == [3]   # the steps each phase ran
 
 
 def test_get_model_retrains_on_new_config_or_data():
