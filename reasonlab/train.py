@@ -256,6 +256,8 @@ def phase_options(ph: list) -> tuple[PhaseOptions, Gate | None]:
     opt = PhaseOptions(**raw)
     if opt.schedule not in get_args(Schedule):
         raise ValueError(f"phase schedule {opt.schedule!r}: one of {list(get_args(Schedule))}")
+    if any(len(part) != 3 for part in opt.extra):
+        raise ValueError("a phase's extra parts are [mix A/S/T, [k_min, k_max], frac]")
     if sum(part[2] for part in opt.extra) >= 1:
         raise ValueError("a phase's extra parts must leave rows for its own mix (fracs sum below 1)")
     gate = None
@@ -349,6 +351,7 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
     batch = cfg.get("batch", 64)
     rng = np.random.default_rng(cfg.get("seed", 0) * 1_000_003)
     done = 0
+    [phase_options(ph) for ph in cfg["phases"]]   # a bad option is an error before any phase trains
     opt = AdamW(list(model.parameters()), lr=cfg.get("lr", 1e-3), betas=(0.9, 0.98),
                 weight_decay=cfg.get("weight_decay", 0.0)) if cfg.get("keep_optimizer") else None
     for i, (mix, steps, warmup, k_range, *rest) in enumerate(cfg["phases"]):

@@ -73,19 +73,15 @@ def test_constant_and_decay_schedules():
     assert lr_at(100, 100, 2.0, 4, schedule="decay") == pytest.approx(0.2)
 
 
-def test_a_phases_extra_parts_fill_their_share_of_every_batch():
+def test_a_phases_extra_parts_fill_their_share_of_every_batch(monkeypatch):
     from reasonlab import train
-    seen = []
-    orig = train.split_targets
+    seen, orig = [], train.split_targets
+    monkeypatch.setattr(train, "split_targets", lambda seq: (seen.append(seq), orig(seq))[1])
     cfg = {"seed": 0, "lr": 1e-3, "batch": 20, "phases": [
         [[0.0, 0.0, 1.0], 2, 1, [2, 8], 1.0, {"extra": [[[1.0, 0.0, 0.0], [2, 2], 0.25], [[0.0, 1.0, 0.0], [8, 8], 0.1]]}]]}
-    try:
-        train.split_targets = lambda seq: (seen.append(seq), orig(seq))[1]
-        pretrain(cfg)
-    finally:
-        train.split_targets = orig
+    pretrain(cfg)
     assert len(seen) == 2
-    for seq in seen:   # 20 rows: 15 of the phase's own T rows, then 5 A rows at k = 2, then 2 S rows at k = 8
+    for seq in seen:   # 20 rows: 13 of the phase's own T rows, then 5 A rows at k = 2, then 2 S rows at k = 8
         fmt = seq[:, 10]
         assert (fmt[:13] == ID["T"]).all() and (fmt[13:18] == ID["A"]).all() and (fmt[18:] == ID["S"]).all()
         assert (seq[13:18, 3] == ID["_"]).all() and (seq[18:, 8] != ID["_"]).all()
@@ -116,13 +112,18 @@ def test_a_kept_optimizer_carries_adams_moments_across_phases():
     assert not all(torch.equal(same[0][k], fresh[k]) for k in fresh)   # a fresh AdamW a phase (the spec's) differs
 
 
-def test_bad_phase_options_are_errors():
+def test_bad_phase_options_are_errors_before_any_training(monkeypatch):
+    from reasonlab import train
+    steps = []
+    monkeypatch.setattr(train, "train_on_batches", lambda *a, **kw: steps.append(1) or [])
     base = [[0.0, 0.5, 0.5], 2, 1, [2, 8], 1.0]
     for opts, match in [({"schedul": "constant"}, "unknown phase option"), ({"schedule": "linear"}, "schedule"),
                         ({"until": {"S": 0.9, "acc": 1}}, "unknown gate field"),
+                        ({"extra": [[[1, 0, 0], 0.5]]}, "are \\[mix"),
                         ({"extra": [[[1, 0, 0], [2, 2], 0.6], [[0, 1, 0], [2, 2], 0.5]]}, "fracs sum below 1")]:
         with pytest.raises(ValueError, match=match):
-            pretrain({"seed": 0, "phases": [base + [opts]]})
+            pretrain({"seed": 0, "phases": [base, base + [opts]]})   # the second phase's option: phase 1 not run
+    assert steps == []
 
 
 def test_the_gate_tests_validation_problems(monkeypatch):
