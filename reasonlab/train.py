@@ -351,11 +351,10 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
     batch = cfg.get("batch", 64)
     rng = np.random.default_rng(cfg.get("seed", 0) * 1_000_003)
     done = 0
-    [phase_options(ph) for ph in cfg["phases"]]   # a bad option is an error before any phase trains
+    parsed = [phase_options(ph) for ph in cfg["phases"]]   # a bad option is an error before any phase trains
     opt = AdamW(list(model.parameters()), lr=cfg.get("lr", 1e-3), betas=(0.9, 0.98),
                 weight_decay=cfg.get("weight_decay", 0.0)) if cfg.get("keep_optimizer") else None
-    for i, (mix, steps, warmup, k_range, *rest) in enumerate(cfg["phases"]):
-        options, gate = phase_options([mix, steps, warmup, k_range, *rest])
+    for i, ((mix, steps, warmup, k_range, *rest), (options, gate)) in enumerate(zip(cfg["phases"], parsed)):
         steps = 30 if quick else steps
         gate = None if quick else gate
         stopped, gated = [], []
