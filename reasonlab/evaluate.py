@@ -76,6 +76,17 @@ def eval_table(model: GPT, n: int = 500, seed: int = TEST_SEED) -> dict:
     return table
 
 
+def meets_bar(model: GPT, probs: list[list[int]], probs_k2: list[list[int]], S: float = 0.99, T: float = 0.99,
+              A: float = 0.99) -> bool:
+    """Greedy forced S and T at least S and T at every k of `probs`, and forced A at least A on `probs_k2` (k = 2):
+    the bar's three parts, evaluated in turn and stopped at the first that fails (train.Gate's test, the
+    time-to-quality benchmark's check)."""
+    for f, need in (("S", S), ("T", T)):
+        if min(v["acc"] for v in evaluate(model, probs, force=[f])["per_k"].values()) < need:
+            return False
+    return evaluate(model, probs_k2, force=["A"])["acc"] >= A
+
+
 def passes_bar(table: dict, bar: float = 0.99) -> bool:
     """The base-model bar: forced S and T >= bar at every k, forced A >= bar at k = 2."""
     st = all(table[f]["per_k"][k]["acc"] >= bar for f in ("S", "T") for k in table[f]["per_k"])

@@ -271,12 +271,9 @@ def phase_options(ph: list) -> tuple[PhaseOptions, Gate | None]:
 
 def gate_passes(model: GPT, gate: Gate) -> bool:
     """The gate's test on the validation problems (greedy, so it draws no random numbers)."""
-    from .evaluate import GATE_SEED, evaluate, problems_per_k
-    probs = problems_per_k(gate.n, GATE_SEED, split="val")
-    for f in ("S", "T"):
-        if min(v["acc"] for v in evaluate(model, probs, force=[f])["per_k"].values()) < getattr(gate, f):
-            return False
-    return evaluate(model, problems_per_k(gate.n, GATE_SEED, ks=[K_MIN], split="val"), force=["A"])["acc"] >= gate.A
+    from .evaluate import GATE_SEED, meets_bar, problems_per_k
+    return meets_bar(model, problems_per_k(gate.n, GATE_SEED, split="val"),
+                     problems_per_k(gate.n, GATE_SEED, ks=[K_MIN], split="val"), gate.S, gate.T, gate.A)
 
 
 SPEC_CFG = {"seed": 1, "lr": 1e-3,
