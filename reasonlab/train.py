@@ -6,11 +6,12 @@ import json
 import math
 import time
 from dataclasses import dataclass, field, fields
-from typing import Callable, Literal, get_args
+from typing import Callable, Literal
 
 import numpy as np
 import torch
 
+from .config import check_choices
 from .model import GPT
 from .task import (DIGIT0, FMT_NAMES, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
                    prompt_ids)
@@ -247,26 +248,24 @@ class PhaseOptions:
     """a Gate's fields: the phase stops at the first test that passes, at the latest after its `steps`"""
 
 
+def _from_dict(cls, raw: dict, what: str):
+    """cls(**raw), a field it does not have an error naming the known ones."""
+    known = [f.name for f in fields(cls)]
+    unknown = set(raw) - set(known)
+    if unknown:
+        raise ValueError(f"unknown {what}(s) {sorted(unknown)}; known: {known}")
+    return cls(**raw)
+
+
 def phase_options(ph: list) -> tuple[PhaseOptions, Gate | None]:
     """A phase's options and gate (defaults for the spec's four-element phases); unknown fields are an error."""
-    raw = dict(ph[5]) if len(ph) > 5 else {}
-    unknown = set(raw) - {f.name for f in fields(PhaseOptions)}
-    if unknown:
-        raise ValueError(f"unknown phase option(s) {sorted(unknown)}; known: {[f.name for f in fields(PhaseOptions)]}")
-    opt = PhaseOptions(**raw)
-    if opt.schedule not in get_args(Schedule):
-        raise ValueError(f"phase schedule {opt.schedule!r}: one of {list(get_args(Schedule))}")
+    opt = _from_dict(PhaseOptions, dict(ph[5]) if len(ph) > 5 else {}, "phase option")
+    check_choices(opt, "phase")
     if any(len(part) != 3 for part in opt.extra):
         raise ValueError("a phase's extra parts are [mix A/S/T, [k_min, k_max], frac]")
     if sum(part[2] for part in opt.extra) >= 1:
         raise ValueError("a phase's extra parts must leave rows for its own mix (fracs sum below 1)")
-    gate = None
-    if opt.until is not None:
-        unknown = set(opt.until) - {f.name for f in fields(Gate)}
-        if unknown:
-            raise ValueError(f"unknown gate field(s) {sorted(unknown)}; known: {[f.name for f in fields(Gate)]}")
-        gate = Gate(**opt.until)
-    return opt, gate
+    return opt, None if opt.until is None else _from_dict(Gate, opt.until, "gate field")
 
 
 def gate_passes(model: GPT, gate: Gate) -> bool:
