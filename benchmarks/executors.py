@@ -31,7 +31,7 @@ def bench_lab(args) -> dict:
     out = {}
     for w in (1, args.workers):
         cfg = lab.LabConfig(seeds=tuple(args.seeds), quick=True, out=os.path.join(args.scratch, f"lab-w{w}"),
-                            cache=args.cache, fresh=True, sizes=lab.QUICK,
+                            cache=args.cache, fresh=True,
                             execution=ExecConfig(workers=w, threads=1 if w > 1 else 0))
         t = time.perf_counter()
         lab.run(cfg, log=lambda s: None)

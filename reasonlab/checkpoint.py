@@ -128,6 +128,21 @@ def write_json(path: str, obj) -> None:
     atomic_write(path, w)
 
 
+def int_keys(obj):
+    """JSON turns int keys (k, N) into strings; turn them back, at any depth."""
+    if isinstance(obj, dict):
+        return {(int(k) if isinstance(k, str) and k.isdigit() and k.isascii() else k): int_keys(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [int_keys(v) for v in obj]
+    return obj
+
+
+def load_json(path: str):
+    """A results file, with int keys restored (see int_keys)."""
+    with open(path) as f:
+        return int_keys(json.load(f))
+
+
 def strict_json(obj):
     """obj with every NaN / inf float replaced by None: strict JSON (RFC 8259 has no NaN) for files others read."""
     if isinstance(obj, float):

@@ -318,7 +318,8 @@ def load_seeds(out: str, seeds) -> list[dict]:
 def write_page(out: str, title: str, exps: list[str], rs: list[dict]) -> None:
     """A command's report: its experiments' sections, rendered by the lab's protocol (lab.render), as
     <out>/report.md and a self-contained report.html; the headlines go to the console."""
-    from . import lab, report
+    from . import report
+    from .runner import lab
     secs = [sec for exp in exps for sec in lab.render(exp, rs, out)]
     report.write_report(out, f"# {title}\n\n" + "\n".join(md for md, _ in secs), title)
     for md, head in secs:
@@ -399,12 +400,13 @@ def cmd_search(args):
 def cmd_lab(args):
     from dataclasses import asdict
 
-    from . import lab, report
+    from . import report
+    from .runner import lab
     user = overrides(args, args.config_fields)
     quick = user.get("quick", False)
     cfg = lab.LabConfig(**{"seeds": (0,) if quick else (0, 1, 2), "out": "runs/lab-quick" if quick else "runs/lab",
                            **user}, cache=args.cache_dir, device=check_device(args.device),
-                        sizes=lab.QUICK if quick else lab.Sizes(), execution=exec_config(args), report_to=args.report_to)
+                        execution=exec_config(args), report_to=args.report_to)
     cfg.validate()
     if args.report_only:
         results = lab.load_results(cfg.out, cfg.seeds)
@@ -415,6 +417,8 @@ def cmd_lab(args):
                 meta = json.load(f)
         except (OSError, ValueError):
             meta = {"wall_s": 0.0}
+        if not isinstance(meta, dict) or not isinstance(meta.get("wall_s", 0.0), (int, float)):
+            raise UsageError(f"--report-only: {os.path.join(cfg.out, 'timing.json')} is not the lab's timing record")
         paths = lab.write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick})
     else:
         print("config:", json.dumps(asdict(cfg)))
@@ -519,7 +523,8 @@ def add_sweep_parser(sub) -> None:
 
 
 def build_parser() -> Parser:
-    from . import lab, star
+    from . import star
+    from .runner import lab
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
     ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
@@ -527,7 +532,7 @@ def build_parser() -> Parser:
     p = sub.add_parser("lab", help="the main job: every experiment of the lecture, one run directory, report.html")
     add_common(p)
     # the LabConfig fields are flags (quick: seeds 0 and out runs/lab-quick unless given)
-    p.set_defaults(config_fields=add_flags(p, lab.LabConfig, skip={"cache", "device", "sizes", "execution", "report_to"}))
+    p.set_defaults(config_fields=add_flags(p, lab.LabConfig, skip={"cache", "device", "configs", "execution", "report_to"}))
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from finished experiments")
     p.add_argument("--screenshot", action="store_true", help="render report.html in headless Chromium to report.png and check it")
     add_scale_out(p)

@@ -1,7 +1,6 @@
 """Plots (matplotlib, Agg backend) and small statistics helpers shared by the experiments."""
 from __future__ import annotations
 
-import json
 import os
 
 import matplotlib
@@ -12,6 +11,7 @@ import numpy as np  # noqa: E402
 
 from .task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR  # noqa: E402
 from .tts import chance  # noqa: E402
+from .checkpoint import int_keys, load_json  # noqa: E402,F401  (the readers' one home is checkpoint)
 
 # plot colours by format token, and for free generation
 TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free": FREE_COLOR}
@@ -58,21 +58,6 @@ def pareto(points: list[tuple[float, float]]) -> list[int]:
             front.append(i)
             best = points[i][1]
     return front
-
-
-def int_keys(obj):
-    """JSON turns int keys (k, N) into strings; turn them back, at any depth."""
-    if isinstance(obj, dict):
-        return {(int(k) if isinstance(k, str) and k.isdigit() and k.isascii() else k): int_keys(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [int_keys(v) for v in obj]
-    return obj
-
-
-def load_json(path: str):
-    """A results file, with int keys restored (see int_keys)."""
-    with open(path) as f:
-        return int_keys(json.load(f))
 
 
 def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") -> str:

@@ -4,8 +4,8 @@ A grid maps keys to values; the cells are their product, and each cell runs once
 fields (steps, learning_rate, beta, ...), `algo` (an RL preset, default grpo) and `method` (an adaptive-thinking
 reward from adaptive.METHODS; its cells start from the adaptive defaults: 200 steps, lr 1e-4, beta 0.04).
 One (cell, seed) is a unit: `run_cell` trains from the base model of that seed and evaluates greedily; its
-result goes to <out>/cells/<cell>/seed<s>.json with a key of everything it depends on, so a rerun reuses finished
-units and runs only new or failed ones. `render` aggregates over seeds (mean ± std, and a 95 % bootstrap interval
+result goes to the result store (`runner.store`) as <out>/cells/<cell>/seed<s>.json with a key of everything it
+depends on, so a rerun reuses finished units and runs only new or failed ones. `render` aggregates over seeds (mean ± std, and a 95 % bootstrap interval
 over the evaluation problems of all seeds) into table.md, plots and report.html.
 
 A grid from TOML:
@@ -33,6 +33,7 @@ from typing import Callable, Literal
 import numpy as np
 
 from .executor import ExecConfig, Unit, cached_model, run_units
+from .runner.store import Store
 
 SPECIAL = ("algo", "method")
 NOT_SWEPT = ("seed", "log_every", "table_every", "checkpoint_every", "k_range")   # set by the sweep, or not scalar
@@ -239,18 +240,19 @@ def cell_id(params: dict, keys: list[str]) -> str:
 
 
 def unit_key(params: dict, seed: int, cfg: SweepConfig) -> str:
-    from . import __version__
-    from .checkpoint import CACHE_VERSION, cache_key, fingerprint
-    return fingerprint({"params": params, "seed": seed, "eval_n": cfg.eval_n, "version": __version__,
-                        "base": cache_key(base_model(cfg.base, seed)[1]), "cache_version": CACHE_VERSION})
+    from .checkpoint import cache_key
+    from .runner.store import unit_key as store_key
+    return store_key(params=params, seed=seed, eval_n=cfg.eval_n, base=cache_key(base_model(cfg.base, seed)[1]))
 
 
-def _finished(path: str, key: str) -> bool:
-    try:
-        with open(path) as f:
-            return json.load(f).get("key") == key
-    except (OSError, ValueError):
-        return False
+def check_cell(result) -> None:
+    """A (cell, seed) result read back has the shape run_cell gives it."""
+    if not isinstance(result, dict):
+        raise ValueError(f"a sweep result must be a JSON object, got {type(result).__name__}")
+    for k, t in (("acc", float), ("tokens", float), ("correct", str), ("hist", list), ("share", dict),
+                 ("params", dict), ("train_s", float)):
+        if not isinstance(result.get(k), (t, int) if t is float else t) or isinstance(result.get(k), bool):
+            raise ValueError(f"a sweep result needs {k} ({t.__name__})")
 
 
 def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
@@ -264,26 +266,26 @@ def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
     write_json(os.path.join(out, "config.json"), asdict(cfg))
     cells = cfg.cells()
     ids = [cell_id(c, list(cfg.grid)) for c in cells]
-    units, paths = [], {}
+    store = Store(out)
+    units, where = [], {}
     for cid, params in zip(ids, cells):
         for seed in cfg.seeds:
             uid = f"{cid}/seed{seed}"
-            path = os.path.join(out, "cells", cid, f"seed{seed}.json")
             key = unit_key(params, seed, cfg)
-            paths[uid] = (path, key, params, seed)
-            if not cfg.fresh and _finished(path, key):
+            where[uid] = (f"cells/{cid}", seed, key)
+            if not cfg.fresh and store.reusable(f"cells/{cid}", seed, key, check_cell, log):
                 continue
             units.append(Unit(uid, run_cell, dict(params=params, seed=seed, base=cfg.base, cache=cache,
                                                   device=cfg.device, eval_n=cfg.eval_n),
                               log=os.path.join(out, "logs", f"{cid}-seed{seed}.log")))
     if log:
-        log(f"sweep: {len(cells)} cell(s) x {len(cfg.seeds)} seed(s) = {len(paths)} units, {len(paths) - len(units)} "
+        log(f"sweep: {len(cells)} cell(s) x {len(cfg.seeds)} seed(s) = {len(where)} units, {len(where) - len(units)} "
             f"finished earlier, {len(units)} to run on {cfg.execution.executor} x {cfg.execution.workers}")
     t0 = time.perf_counter()
 
     def on_done(u: Unit, result: dict, secs: float) -> None:
-        path, key, _, seed = paths[u.uid]
-        write_json(path, {"key": key, "seconds": round(secs, 1), "result": result})
+        group, seed, key = where[u.uid]
+        store.write(group, seed, key, secs, result)
         if cfg.report_to == "tensorboard":
             tblog.write_run(os.path.join(out, "tensorboard", u.uid), result["hist"],
                             hparams=result["params"])
@@ -291,12 +293,7 @@ def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
     failed = {uid: o.error for uid, o in outcomes.items() if not o.ok}
     results = {}
     for cid, params in zip(ids, cells):
-        rs = []
-        for seed in cfg.seeds:
-            path, key, _, _ = paths[f"{cid}/seed{seed}"]
-            if _finished(path, key):
-                with open(path) as f:
-                    rs.append(json.load(f))
+        rs = store.finished(f"cells/{cid}", cfg.seeds, lambda s, p=params: unit_key(p, s, cfg), check_cell)
         results[cid] = {"params": params, "runs": [r["result"] for r in rs], "seconds": [r["seconds"] for r in rs]}
     summary = aggregate(results, cfg)
     summary.update(failed=failed, wall_s=round(time.perf_counter() - t0, 1), ran=len(units),

@@ -48,3 +48,12 @@ def test_notebook_walkthrough():
     checks = [R.check_chain(d, p) for d, p in zip(problems, res["results"])]
     assert sum(checks) / len(checks) == res["chain_ok"]
     assert all(p["answer"] == sum(d) % 10 for d, p, c in zip(problems, res["results"], checks) if c)
+
+
+def test_the_old_module_paths_are_thin_shims():
+    """Notebooks and the README import these paths: they stay, pointing at the new homes."""
+    import reasonlab.lab as old_lab
+    from reasonlab import experiments
+    from reasonlab.runner import lab
+    assert old_lab.LabConfig is lab.LabConfig and old_lab.run is lab.run
+    assert old_lab.EXPERIMENTS == experiments.names() and old_lab.rl_run is experiments.rl.rl_run

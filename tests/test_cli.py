@@ -135,7 +135,7 @@ def test_config_dataclasses_are_the_flags():
     from reasonlab.rl import RLConfig
     subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     for cmd, cls, skip in (("rl", RLConfig, {"algo", "seed"}), ("star", star.StarConfig, {"seed"}),
-                           ("lab", lab.LabConfig, {"cache", "device", "sizes", "execution", "report_to"})):
+                           ("lab", lab.LabConfig, {"cache", "device", "configs", "execution", "report_to"})):
         actions = {a.option_strings[0][2:].replace("-", "_"): a for a in subs[cmd]._actions if a.option_strings}
         docs = config.field_docs(cls)
         for f in dataclasses.fields(cls):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from reasonlab import findings as F
+from reasonlab.experiments import adaptive, base, budgets, rl, sampling, star
 
 
 def test_verdicts_read_off_the_interval():
@@ -37,9 +38,9 @@ def base_result(gap):
 
 
 def test_chains_beat_direct_holds_fails_and_is_unsure():
-    assert F.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)])["verdict"] == F.HOLDS
-    assert F.chains_beat_direct([base_result(g) for g in (-0.2, -0.3, -0.25)])["verdict"] == F.FAILS
-    assert F.chains_beat_direct([base_result(g) for g in (0.3, -0.3, 0.01)])["verdict"] == F.UNSURE
+    assert base.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)])["verdict"] == F.HOLDS
+    assert base.chains_beat_direct([base_result(g) for g in (-0.2, -0.3, -0.25)])["verdict"] == F.FAILS
+    assert base.chains_beat_direct([base_result(g) for g in (0.3, -0.3, 0.01)])["verdict"] == F.UNSURE
 
 
 def sampling_result(greedy, maj, ratio=1.0):
@@ -49,16 +50,16 @@ def sampling_result(greedy, maj, ratio=1.0):
 
 
 def test_voting_cannot_rescue_direct_answers():
-    assert F.voting_cannot_rescue_direct([sampling_result(0.3, 0.3 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == F.HOLDS
-    assert F.voting_cannot_rescue_direct([sampling_result(0.3, 0.6 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == F.FAILS
+    assert sampling.voting_cannot_rescue_direct([sampling_result(0.3, 0.3 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == F.HOLDS
+    assert sampling.voting_cannot_rescue_direct([sampling_result(0.3, 0.6 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == F.FAILS
 
 
 def test_frontier_gain_reports_the_ratio_whatever_it_is():
-    f = F.frontier_gain([sampling_result(0, 0, r) for r in (1.0, 1.0, 1.0)])
+    f = sampling.frontier_gain([sampling_result(0, 0, r) for r in (1.0, 1.0, 1.0)])
     assert f["value"] == 1.0 and f["verdict"] == F.FAILS             # one strategy best everywhere: no gain
-    assert F.frontier_gain([sampling_result(0, 0, r) for r in (1.3, 1.25, 1.35)])["verdict"] == F.HOLDS
+    assert sampling.frontier_gain([sampling_result(0, 0, r) for r in (1.3, 1.25, 1.35)])["verdict"] == F.HOLDS
     none = [{"n_max": 8, "frontier": {"targets": [{"target": 0.9, "reachable": False}]}}]
-    assert F.frontier_gain(none)["verdict"] == F.UNSURE and F.frontier_gain(none)["value"] is None
+    assert sampling.frontier_gain(none)["verdict"] == F.UNSURE and sampling.frontier_gain(none)["value"] is None
 
 
 def budget_rows(acc0, acc8, tok0, tok8):
@@ -68,9 +69,9 @@ def budget_rows(acc0, acc8, tok0, tok8):
 
 def test_budget_forcing_needs_both_accuracy_and_tokens_to_rise():
     up = [budget_rows(0.2, 0.99 - e, 4.0, 10.0 + e) for e in (0.0, 0.01, 0.02)]
-    assert F.budget_trades_accuracy_for_tokens(up)["verdict"] == F.HOLDS
+    assert budgets.budget_trades_accuracy_for_tokens(up)["verdict"] == F.HOLDS
     flat_tokens = [budget_rows(0.2, 0.99, 8.0 + e, 7.0) for e in (0.0, 0.1, 0.2)]   # tokens fall: not a trade
-    assert F.budget_trades_accuracy_for_tokens(flat_tokens)["verdict"] == F.FAILS
+    assert budgets.budget_trades_accuracy_for_tokens(flat_tokens)["verdict"] == F.FAILS
 
 
 def star_result(start, end, chain_end=None):
@@ -81,11 +82,11 @@ def star_result(start, end, chain_end=None):
 
 
 def test_star_checks():
-    assert F.star_raises_free_accuracy([star_result(0.3, 0.9 + e) for e in (0, 0.01, 0.02)])["verdict"] == F.HOLDS
-    assert F.star_raises_free_accuracy([star_result(0.3, 0.2 + e) for e in (0, 0.01, 0.02)])["verdict"] == F.FAILS
+    assert star.star_raises_free_accuracy([star_result(0.3, 0.9 + e) for e in (0, 0.01, 0.02)])["verdict"] == F.HOLDS
+    assert star.star_raises_free_accuracy([star_result(0.3, 0.2 + e) for e in (0, 0.01, 0.02)])["verdict"] == F.FAILS
     same = [star_result(0.3, 0.9, 0.9 + e) for e in (-0.01, 0.0, 0.01)]          # the filters do not separate
-    assert F.chain_filter_vs_answer_filter(same)["verdict"] == F.UNSURE
-    assert F.chain_filter_vs_answer_filter([star_result(0.3, 0.9)])["verdict"] == F.UNSURE   # no chain run
+    assert star.chain_filter_vs_answer_filter(same)["verdict"] == F.UNSURE
+    assert star.chain_filter_vs_answer_filter([star_result(0.3, 0.9)])["verdict"] == F.UNSURE   # no chain run
 
 
 def rl_result(grpo, reinforce, baseline):
@@ -95,10 +96,10 @@ def rl_result(grpo, reinforce, baseline):
 
 def test_rl_checks_count_unsolved_runs_at_their_length():
     rs = [rl_result(12, 45, 20), rl_result(10, None, 18), rl_result(14, 50, 25)]
-    assert F.rl_faster(rs, "grpo", "reinforce", "c")["per_seed"] == [33, 50, 36]    # None -> 60 steps
-    assert F.rl_faster(rs, "grpo", "reinforce", "c")["verdict"] == F.HOLDS
-    assert F.rl_faster(rs, "reinforce", "grpo", "c")["verdict"] == F.FAILS
-    assert F.rl_faster([{"grpo": rl_result(1, 1, 1)["grpo"]}], "grpo", "reinforce", "c")["verdict"] == F.UNSURE
+    assert rl.rl_faster(rs, "grpo", "reinforce", "c")["per_seed"] == [33, 50, 36]    # None -> 60 steps
+    assert rl.rl_faster(rs, "grpo", "reinforce", "c")["verdict"] == F.HOLDS
+    assert rl.rl_faster(rs, "reinforce", "grpo", "c")["verdict"] == F.FAILS
+    assert rl.rl_faster([{"grpo": rl_result(1, 1, 1)["grpo"]}], "grpo", "reinforce", "c")["verdict"] == F.UNSURE
 
 
 def adaptive_result(acc, tokens):
@@ -107,15 +108,15 @@ def adaptive_result(acc, tokens):
 
 def test_adaptive_against_always_s():
     ok = [adaptive_result(1.0 - e, 6.3 + e) for e in (0.0, 0.001, 0.002)]
-    assert F.adaptive_vs_always_s(ok)[0]["verdict"] == F.HOLDS
+    assert adaptive.adaptive_vs_always_s(ok)[0]["verdict"] == F.HOLDS
     worse = [adaptive_result(0.9 - e, 6.3) for e in (0.0, 0.01, 0.02)]
-    assert F.adaptive_vs_always_s(worse)[0]["verdict"] == F.FAILS
+    assert adaptive.adaptive_vs_always_s(worse)[0]["verdict"] == F.FAILS
     longer = [adaptive_result(1.0, 7.0 + e) for e in (0.0, 0.1, 0.2)]
-    assert F.adaptive_vs_always_s(longer)[0]["verdict"] == F.FAILS
+    assert adaptive.adaptive_vs_always_s(longer)[0]["verdict"] == F.FAILS
 
 
 def test_the_findings_table_prints_every_claim_with_its_verdict():
-    fs = [F.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)]), F.missing("s", "a claim", "no data")]
+    fs = [base.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)]), F.missing("s", "a claim", "no data")]
     t = F.table(fs)
     assert "Chains beat direct answers" in t and "**holds**" in t and "a claim" in t and "**inconclusive**" in t
     assert F.verdict_line(fs[0]).startswith("**Holds** on this run: chains beat")

@@ -4,12 +4,18 @@ import json
 import os
 import re
 import shutil
+from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from reasonlab import lab, report
+from reasonlab import experiments as X
+from reasonlab import report
+from reasonlab.executor import ExecConfig
+from reasonlab.runner import lab
+from reasonlab.experiments import base
+from reasonlab.runner.lab import longest_first
 from reasonlab.cli import main
 
 
@@ -19,15 +25,15 @@ def quick_lab(tmp_path_factory, quick_cache):
     root = tmp_path_factory.mktemp("lab")
     out = str(root / "run")
     logs = []
-    cfg = lab.LabConfig(quick=True, seeds=(0,), out=out, cache=quick_cache, sizes=lab.QUICK)
+    cfg = lab.LabConfig(quick=True, seeds=(0,), out=out, cache=quick_cache)
     results = lab.run(cfg, log=logs.append)
     return cfg, results, logs
 
 
 def test_quick_lab_runs_every_experiment_and_writes_the_report(quick_lab):
     cfg, results, _ = quick_lab
-    assert set(results) == set(lab.EXPERIMENTS)
-    for exp in lab.EXPERIMENTS:
+    assert set(results) == set(X.names())
+    for exp in X.names():
         with open(os.path.join(cfg.out, exp, "seed0.json")) as f:
             assert json.load(f)["key"] == lab.unit_key(exp, 0, cfg)
     md = open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()
@@ -59,12 +65,12 @@ def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_p
     shutil.copytree(cfg.out, out)
     os.remove(os.path.join(out, "rl", "seed0.json"))               # as if the lab was interrupted during RL
     logs = []
-    lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache=cfg.cache, sizes=lab.QUICK), log=logs.append)
+    lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache=cfg.cache), log=logs.append)
     reused = [line for line in logs if "reused" in line]
-    assert len(reused) == len(lab.EXPERIMENTS) - 1 and not any("rl," in line for line in reused)
-    assert any(line.startswith(f"[5/{len(lab.EXPERIMENTS)}] rl, seed 0 ...") for line in logs)
+    assert len(reused) == len(X.names()) - 1 and not any("rl," in line for line in reused)
+    assert any(line.startswith(f"[5/{len(X.names())}] rl, seed 0 ...") for line in logs)
     # other sizes: a different key, so that experiment reruns
-    other = lab.LabConfig(quick=True, sizes=lab.Sizes(**{**lab.QUICK.__dict__, "eval_n": 30}))
+    other = lab.LabConfig(quick=True, configs={"base": base.Config(n=30), "rl": replace(X.get("rl").quick, eval_n=30)})
     assert lab.unit_key("base", 0, other) != lab.unit_key("base", 0, cfg)
     assert lab.unit_key("rl", 0, other) != lab.unit_key("rl", 0, cfg)            # RL's final evaluation uses eval_n
     assert lab.unit_key("star", 0, other) == lab.unit_key("star", 0, cfg)        # STaR does not: reused
@@ -113,7 +119,7 @@ def test_rendering_saved_results_is_byte_identical_and_runs_no_torch_op(quick_la
             if f.suffix in (".png", ".md", ".html") or f.name == "findings.json":
                 f.unlink()
         results = lab.load_results(str(out), (0,))
-        assert set(results) == set(lab.RENDER_LONGEST_FIRST) == set(lab.EXPERIMENTS)
+        assert set(results) == set(longest_first("render_cost")) == set(X.names())
         with Record() if workers == 1 else contextlib.nullcontext():
             if workers == 1:
                 assert torch.ones(1).sum().item() == 1 and ops     # the recorder sees ops
@@ -160,20 +166,20 @@ def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
         raise Stop
     monkeypatch.setattr(lab, "run_units", fake_run_units)
     monkeypatch.setattr(lab, "model_in_cache", lambda name, cfg, cache: name == "base-seed1")   # seed 1 cached
-    ex = lab.ExecConfig(executor="local", workers=1)
+    ex = ExecConfig(executor="local", workers=1)
     cfg = lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache=str(tmp_path / "c"), execution=ex)
     with pytest.raises(Stop):
         lab.run(cfg, log=lambda s: None)
     assert seen[:2] == ["base-model/seed0", "base-model/seed2"]
     exps = seen[2:]
-    assert len(exps) == 3 * len(lab.EXPERIMENTS)
+    assert len(exps) == 3 * len(X.names())
     # one worker: seed 2's model trains after seed 0's, so seed 2's experiments come last
-    assert {u.split("/")[1] for u in exps[-len(lab.EXPERIMENTS):]} == {"seed2"}
-    first = [u.split("/")[0] for u in exps[:2 * len(lab.EXPERIMENTS)]]
-    assert first == sorted(first, key=lab.LONGEST_FIRST.index) and first[0] == "search"
+    assert {u.split("/")[1] for u in exps[-len(X.names()):]} == {"seed2"}
+    first = [u.split("/")[0] for u in exps[:2 * len(X.names())]]
+    assert first == sorted(first, key=longest_first("run_cost").index) and first[0] == "search"
     seen.clear()
     with pytest.raises(Stop):      # two workers: both models train at once, every unit in one longest-first queue
         lab.run(lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache=str(tmp_path / "c"),
-                              execution=lab.ExecConfig(executor="local", workers=2)), log=lambda s: None)
+                              execution=ExecConfig(executor="local", workers=2)), log=lambda s: None)
     exps = [u.split("/")[0] for u in seen[2:]]
-    assert exps == sorted(exps, key=lab.LONGEST_FIRST.index)
+    assert exps == sorted(exps, key=longest_first("run_cost").index)

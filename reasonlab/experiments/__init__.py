@@ -1,0 +1,180 @@
+"""The lab's experiments: one module each, registered once.
+
+An experiment is a name, a `Config` dataclass (its sizes: a docstring per field, `Literal` for choices) and three
+functions:
+
+    run(config, seed, env) -> result      one seed's numbers, a JSON-able dict (env: cache, device, base model)
+    claims(results) -> findings           the checked claims over the per-seed results (findings.finding dicts)
+    render(results, out) -> sections      the report's sections [(markdown, headline)], plots written under out
+
+The lab, sweeps, the CLI and `--replot` iterate `REGISTRY` and read results through one store
+(`reasonlab.runner.store`); nothing else lists experiments. A new experiment is one file that ends with
+`register(Experiment(...))` and one import line below; an idea outside the package is the same file, passed
+as `reasonlab lab --experiment my_idea.py` or named in the `reasonlab.experiments` entry-point group
+(docs/your_idea.md, template in `reasonlab/experiments/template.py`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..config import check_choices
+
+ENTRY_POINTS = "reasonlab.experiments"
+
+
+@dataclass(frozen=True)
+class Env:
+    """Where a unit runs: passed to every `run` (picklable, so it crosses to pool and Ray workers)."""
+    cache: str | None = None
+    """model cache (an absolute path in workers; None: $REASONLAB_CACHE or ~/.cache/reasonlab)"""
+    device: str = "cpu"
+    """cpu or cuda"""
+    quick: bool = False
+    """the quick lab: the small base model"""
+
+    def base(self, seed: int):
+        """The seed's base model, from the cache (trained under its lock the first time; memoized per process)."""
+        from ..executor import cached_model
+        from ..train import base_cfg, base_name
+        return cached_model(base_name(seed, self.quick), base_cfg(seed, self.quick), cache=self.cache,
+                            device=self.device, progress=True)
+
+    def base_recipe(self, seed: int) -> dict:
+        from ..train import base_cfg
+        return base_cfg(seed, self.quick)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment of the lab (see the module docstring)."""
+    name: str
+    Config: type
+    run: Callable[[Any, int, Env], dict]
+    claims: Callable[[list[dict]], list[dict]]
+    render: Callable[[list[dict], str], list[tuple[str, str]]]
+    quick: Any = None
+    """the Config of `--quick` (None: Config())"""
+    run_cost: float = 0.0
+    """typical seconds per seed at full size: the lab hands the longest units out first (results do not depend on it)"""
+    render_cost: float = 0.0
+    """typical seconds to render: the longest sections go to the rendering processes first"""
+    depends: Callable[[Any], dict] | None = None
+    """what else a result depends on (models other than the base): part of the store's key"""
+    check: Callable[[Any], None] | None = None
+    """raise ValueError if a result read back has the wrong shape (default: it must be a dict)"""
+    uses_base: bool = True
+    """whether run() asks env for the base model (the lab then trains the seed's model first, as a unit of its own)"""
+
+    def config(self, quick: bool = False):
+        return (self.quick if quick and self.quick is not None else self.Config())
+
+    def validate(self, config) -> None:
+        """The config's own validate() if it has one, and its Literal choices."""
+        if not isinstance(config, self.Config):
+            raise ValueError(f"{self.name}: expected a {self.Config.__name__}, got {type(config).__name__}")
+        check_choices(config, self.name)
+        if hasattr(config, "validate"):
+            config.validate()
+
+    def check_result(self, result) -> None:
+        if not isinstance(result, dict):
+            raise ValueError(f"a {self.name} result must be a JSON object, got {type(result).__name__}")
+        if self.check is not None:
+            self.check(result)
+
+
+REGISTRY: dict[str, Experiment] = {}
+_LOADED: set[str] = set()
+
+
+def register(exp: Experiment) -> Experiment:
+    """Add an experiment to the lab (the order of registration is the report's order)."""
+    old = REGISTRY.get(exp.name)
+    if old is not None and old.run is not exp.run:
+        if getattr(old.run, "__module__", None) != getattr(exp.run, "__module__", None):
+            raise ValueError(f"two experiments are called {exp.name!r}")
+    REGISTRY[exp.name] = exp
+    return exp
+
+
+def get(name: str) -> Experiment:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown experiment {name!r}: choose from {', '.join(REGISTRY)}") from None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def load_file(path: str) -> list[str]:
+    """Import an experiment file (a user's idea); returns the names it registered."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if path in _LOADED:
+        return []
+    if not os.path.isfile(path) or not path.endswith(".py"):
+        raise ValueError(f"--experiment {path}: not a Python file")
+    before = set(REGISTRY)
+    mod_name = "reasonlab_user_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module           # dataclasses look their module up while the file runs
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        sys.modules.pop(mod_name, None)
+        raise
+    _LOADED.add(path)
+    new = [n for n in REGISTRY if n not in before]
+    if not new:
+        raise ValueError(f"--experiment {path}: the file registers no experiment (end it with register(Experiment(...)))")
+    return new
+
+
+def load_entry_points() -> list[str]:
+    """Import the experiments that installed packages name in the `reasonlab.experiments` entry-point group."""
+    from importlib.metadata import entry_points
+    before = set(REGISTRY)
+    for ep in entry_points(group=ENTRY_POINTS):
+        obj = ep.load()
+        if isinstance(obj, Experiment):
+            register(obj)
+    return [n for n in REGISTRY if n not in before]
+
+
+def load_plugins(files=()) -> None:
+    """Entry points and experiment files: what a worker process calls before it looks an experiment up."""
+    load_entry_points()
+    for f in files:
+        load_file(f)
+
+
+def config_dict(config) -> dict:
+    return dataclasses.asdict(config)
+
+
+def config_from(cls, d: dict):
+    """A Config from its dict (JSON lists back to tuples where the field is a tuple); unknown fields are an error."""
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    bad = sorted(set(d) - known)
+    if bad:
+        raise ValueError(f"unknown {cls.__module__.rsplit('.', 1)[-1]} field {bad[0]!r}: choose from {', '.join(sorted(known))}")
+    out = {}
+    for k, v in d.items():
+        tp = hints[k]
+        if isinstance(v, list) and (typing.get_origin(tp) is tuple or tp is tuple):
+            v = tuple(v)
+        out[k] = v
+    return cls(**out)
+
+
+# The built-in experiments, in the report's order: one line each.
+from . import base, budgets, sampling, star, rl, adaptive, l1, search  # noqa: E402,F401

@@ -1,0 +1,141 @@
+"""6. RL from a rule reward: GRPO against the spec's REINFORCE (and the baseline alone, Dr. GRPO)."""
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import findings, report
+from ..evaluate import PROBE_SEED, TEST_SEED, evaluate, problems_per_k
+from ..findings import missing, seed_check
+from ..model import GPT
+from ..report import pm
+from ..rl import ALGOS, RLConfig, every_n_steps, train
+from . import Experiment, register
+
+
+@dataclass
+class Config:
+    steps: int = 60
+    """RL steps per run (GRPO solves the task in ~12, the spec's REINFORCE in ~43)"""
+    algos: tuple[str, ...] = ("grpo", "reinforce", "reinforce_baseline", "dr_grpo")
+    """RL algorithms compared (reinforce_baseline isolates the baseline: REINFORCE's loss and updates with GRPO's
+    group mean subtracted)"""
+    eval_every: int = 5
+    """greedy evaluation on the probe set every N RL steps, for time-to-solve"""
+    eval_n: int = 500
+    """greedy test problems per k for the final evaluation"""
+
+    def validate(self) -> None:
+        bad = [a for a in self.algos if a not in ALGOS]
+        if bad:
+            raise ValueError(f"unknown RL algorithm {bad[0]!r}: choose from {', '.join(ALGOS)}")
+
+
+def run(cfg: Config, seed: int, env) -> dict:
+    model = env.base(seed)
+    start = base_eval(model, cfg.eval_n)
+    return {a: rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, progress=True, start=start)
+            for a in cfg.algos}
+
+
+def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
+           lr: float | None = None, progress: bool = False, start: dict | None = None) -> dict:
+    """One RL run from `base` with the spec's defaults for `algo`: greedy accuracy on a probe set every `every`
+    steps (time-to-solve = first probe at >= 0.99; seconds count training only) and a final evaluation.
+    start: base_eval(base, eval_n), when the caller has it (the same for every algorithm)."""
+    policy = copy.deepcopy(base)
+    cfg = RLConfig.preset(algo, steps=steps, seed=seed, log_every=0, **({"learning_rate": lr} if lr else {}))
+    probe = problems_per_k(probe_n, seed=PROBE_SEED)
+    state = {"eval_s": 0.0, "solved": None, "curve": []}
+    t0 = time.perf_counter()
+
+    def check(rec, model):
+        step = rec["step"]
+        t = time.perf_counter()
+        r = evaluate(model, probe)
+        state["curve"].append({"step": step, "acc": r["acc"], "length": r["length"], "share": r["share"]})
+        if state["solved"] is None and r["acc"] >= 0.99:
+            state["solved"] = {"step": step, "seconds": round(t - t0 - state["eval_s"], 1)}
+        state["eval_s"] += time.perf_counter() - t
+
+    # the reference is always passed so KL is logged; with beta = 0 (REINFORCE) it does not enter the loss
+    hist = train(policy, copy.deepcopy(base), cfg, callback=every_n_steps(every, check), log=None, progress=progress)
+    train_s = time.perf_counter() - t0 - state["eval_s"]
+    probs = problems_per_k(eval_n, seed=TEST_SEED)
+    final, start = evaluate(policy, probs), start or base_eval(base, eval_n)
+    tail = [h for h in hist if not h.get("skipped")][-10:]   # DAPO may skip steps: they have no metrics
+    sampled = {key: float(np.mean([h[key] for h in tail])) for key in ("acc", "length", "kl_exact", "entropy")}
+    sampled["direct"] = float(np.mean([h["share"]["direct"] for h in tail]))
+    return {"algo": algo, "seed": seed, "steps": steps, "train_s": round(train_s, 1), "solved": state["solved"],
+            "sampled_last10": sampled, "base_acc": start["acc"], "acc": final["acc"], "share": final["share"],
+            "length": final["length"], "acc_by_k": {k: v["acc"] for k, v in final["per_k"].items()},
+            "share_by_k": {k: v["share"] for k, v in final["per_k"].items()}, "curve": state["curve"], "hist": hist}
+
+
+def base_eval(base: GPT, eval_n: int) -> dict:
+    """Greedy free generation of the base model on the test problems: where every RL run starts."""
+    return evaluate(base, problems_per_k(eval_n, seed=TEST_SEED))
+
+
+def steps_to_solve(run: dict) -> float:
+    """First probe step at greedy accuracy >= 0.99; a run that never got there counts its full length (censored:
+    this understates the slower side's time, so a difference it supports is conservative)."""
+    return run["solved"]["step"] if run["solved"] else run["steps"]
+
+
+def rl_faster(rl: list[dict], fast: str, slow: str, claim: str) -> dict:
+    if fast not in rl[0] or slow not in rl[0]:
+        return missing("6 RL", claim, f"needs {fast} and {slow} in the RL experiment")
+    diff = [steps_to_solve(r[slow]) - steps_to_solve(r[fast]) for r in rl]
+    return seed_check("6 RL", claim, f"steps to 0.99: {slow} - {fast} (unsolved: the run's length)", diff, 0.0)
+
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    return [rl_faster(rs, "grpo", "reinforce", "GRPO reaches 0.99 in fewer steps than REINFORCE without a baseline"),
+            rl_faster(rs, "reinforce_baseline", "reinforce", "The baseline alone speeds REINFORCE up (same loss, "
+                      "updates, no clip, no KL)")]
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    algos = [a for a in ALGOS if a in rs[0]]
+    runs = [r[a] for a in algos for r in rs]
+    report.plot_rl_runs({a: [r[a]["hist"] for r in rs] for a in algos}, os.path.join(out, "rl", "curves.png"),
+                        "RL from the base model (mean over seeds; band = min..max)")
+    report.plot_format_share(rs[0][algos[0]]["hist"], os.path.join(out, "rl", f"formats_{algos[0]}.png"),
+                             f"{algos[0]}, first seed")
+    def solved(a):
+        st = [r[a]["solved"]["step"] for r in rs if r[a]["solved"]]
+        steps = rs[0][a]["steps"]
+        return (f"{a} reaches 0.99 in {pm(st, '{:.0f}')} steps ({len(st)}/{len(rs)} seeds)" if st
+                else f"{a} not at 0.99 within {steps} steps")
+    head = "; ".join(solved(a) for a in algos)
+    md = f"""## 6. RL from a rule reward: GRPO against the spec's REINFORCE
+
+> **Question.** Reward only the right answer (plus a format bonus). Does RL move the model from answering directly
+> to thinking, and does the baseline matter (REINFORCE with and without GRPO's group mean, all else equal)?
+
+![RL curves](rl/curves.png)
+
+![format share](rl/formats_{algos[0]}.png)
+
+{report.rl_table(runs)}
+
+16 problems × 8 samples per step, the spec's settings (lr 3e-5, β 0.04, clip 0.2, 2 inner updates); time-to-solve
+is the first greedy probe (100 problems per k, the probe set) at ≥ 0.99. GRPO differs from the spec's REINFORCE in
+its baseline, its std scaling, two clipped updates per batch and the KL; `reinforce_baseline` changes only the
+baseline. {" ".join(findings.verdict_line(f) for f in (rl_faster(rs, "grpo", "reinforce", "GRPO reaches 0.99 in fewer steps than REINFORCE without a baseline"), rl_faster(rs, "reinforce_baseline", "reinforce", "The baseline alone makes REINFORCE reach 0.99 in fewer steps")))}
+
+*Papers:* GRPO (Shao et al. 2024, arXiv 2402.03300); DeepSeek-R1 (2025, arXiv 2501.12948); Dr. GRPO (Liu et al.
+2025, arXiv 2503.20783); REINFORCE (Williams 1992).
+*Explore:* `reasonlab rl --algo dapo` (or rloo, gspo, reinforce_baseline), `--kl-estimator exact`, `--beta 0`.
+"""
+    return [(md, head)]
+
+
+register(Experiment("rl", Config, run, claims, render, quick=Config(steps=4, eval_every=2, eval_n=40), run_cost=17,
+                    render_cost=0.7))

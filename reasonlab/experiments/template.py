@@ -1,0 +1,72 @@
+"""Your idea in one file: copy this file, rename the experiment, and run it with
+
+    reasonlab lab --experiment my_idea.py --only my_idea --quick
+
+The question here: does thinking (a forced full chain, T) beat answering at once (A) on the hardest problems?
+Replace run, claims and render with your own; keep the shape (docs/your_idea.md walks through it).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+
+from reasonlab.evaluate import evaluate, problems_per_k
+from reasonlab.experiments import Experiment, register
+from reasonlab.findings import seed_check, verdict_line
+from reasonlab.report import pm, save
+
+
+@dataclass
+class Config:
+    n: int = 200
+    """test problems per k"""
+    k: int = 8
+    """the problem size the claim is about"""
+
+    def validate(self) -> None:
+        if self.n < 1 or not 2 <= self.k <= 8:
+            raise ValueError("n must be positive and k in 2..8")
+
+
+def run(cfg: Config, seed: int, env) -> dict:
+    """One seed: greedy accuracy per k of forced A and forced T (a JSON-able dict; int keys come back as ints)."""
+    model = env.base(seed)
+    probs = problems_per_k(cfg.n, seed=1000 + seed)
+    out = {"k": cfg.k}
+    for fmt in ("A", "T"):
+        r = evaluate(model, probs, force=[fmt])
+        out[fmt] = {k: v["acc"] for k, v in r["per_k"].items()}
+    return out
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    """One claim, judged on the t interval over seeds: forced T beats forced A at k."""
+    k = rs[0]["k"]
+    gap = [r["T"][k] - r["A"][k] for r in rs]
+    return [seed_check("my idea", f"Thinking (forced T) beats answering at once (forced A) at k = {k}",
+                       f"acc(T) - acc(A) at k = {k}", gap, 0.0)]
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for fmt in ("A", "T"):
+        ks = sorted(rs[0][fmt])
+        ax.plot(ks, [sum(r[fmt][k] for r in rs) / len(rs) for k in ks], marker="o", label=f"forced {fmt}")
+    ax.set_xlabel("k (digits)")
+    ax.set_ylabel("greedy accuracy")
+    ax.legend()
+    save(fig, os.path.join(out, "my_idea", "accuracy.png"))
+    k = rs[0]["k"]
+    head = f"at k = {k}: T {pm([r['T'][k] for r in rs])}, A {pm([r['A'][k] for r in rs])}"
+    md = f"""## My idea: does thinking pay on the hardest problems?
+
+![accuracy by k](my_idea/accuracy.png)
+
+{verdict_line(claims(rs)[0])}
+"""
+    return [(md, head)]
+
+
+register(Experiment("my_idea", Config, run, claims, render, quick=Config(n=20)))

@@ -1,0 +1,1 @@
+"""What runs experiments: the result store, the lab and sweeps (on the executors)."""

@@ -1,0 +1,264 @@
+"""The lab: one command walks the lecture's path and writes a report.
+
+Every registered experiment (`reasonlab.experiments`) runs once per seed; its result goes to the store as
+<out>/<experiment>/seed<s>.json next to its plots. A finished (experiment, seed) whose key is unchanged is read
+back instead of rerun, so an interrupted lab resumes where it stopped. The report (report.md, report.html,
+findings.json) is rebuilt from the store at the end.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Literal
+
+from .. import experiments as X
+from .. import findings, report
+from ..checkpoint import cache_dir, cache_key, write_json
+from ..executor import ExecConfig, Unit, UnitsFailed, model_in_cache, run_units
+from ..train import base_cfg, base_name
+from .store import Store, unit_key as store_key
+
+
+@dataclass
+class LabConfig:
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """base-model seeds; every experiment runs once per seed and reports mean ± std over them"""
+    quick: bool = False
+    """smoke-test sizes (each experiment's quick config) and a small base model: checks the pipeline, the numbers
+    mean nothing"""
+    out: str = "runs/lab"
+    """run directory: one folder per experiment, report.md and report.html"""
+    cache: str | None = None
+    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)"""
+    device: str = "cpu"
+    """cpu or cuda"""
+    fresh: bool = False
+    """rerun every experiment even where a finished result with the same settings exists"""
+    only: tuple[str, ...] = ()
+    """the experiments to run (default: every registered one; the report covers those that have results)"""
+    experiment: tuple[str, ...] = ()
+    """extra experiment files to register (your idea in one file: docs/your_idea.md)"""
+    configs: dict[str, Any] = field(default_factory=dict)
+    """experiment name -> its Config; an experiment not named here runs its default (or, with quick, its quick) one"""
+    execution: ExecConfig = field(default_factory=ExecConfig)
+    """where the (experiment, seed) units run: this process (default), a local process pool, or Ray"""
+    report_to: Literal["none", "tensorboard"] = "none"
+    """tensorboard: event files of the RL runs under <out>/tensorboard/"""
+
+    def selected(self) -> tuple[str, ...]:
+        return self.only or X.names()
+
+    def config_of(self, name: str):
+        return self.configs.get(name) or X.get(name).config(self.quick)
+
+    def env(self) -> X.Env:
+        return X.Env(cache=self.cache, device=self.device, quick=self.quick)
+
+    def validate(self) -> None:
+        from .. import tblog
+        self.execution.validate()
+        tblog.check(self.report_to)
+        X.load_plugins(self.experiment)
+        for name in self.only:
+            X.get(name)
+        for name in self.configs:
+            X.get(name)
+        if not self.seeds:
+            raise ValueError("the lab needs at least one seed")
+        for name in self.selected():
+            X.get(name).validate(self.config_of(name))
+
+
+def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
+    """What decides whether a finished result can be reused: the experiment and its config, the seed, the base
+    model's recipe, what else the experiment depends on, the package and cache versions."""
+    e, conf = X.get(exp), cfg.config_of(exp)
+    return store_key(exp=exp, seed=seed, config=asdict(conf), base=cache_key(base_cfg(seed, cfg.quick)),
+                     **(e.depends(conf) if e.depends else {}))
+
+
+def lab_base(env: X.Env, seed: int) -> dict:
+    """A unit that puts the seed's base model into the cache (trained under a lock, or found there)."""
+    env.base(seed)
+    return {"seed": seed}
+
+
+def lab_unit(exp: str, seed: int, config: dict, env: X.Env, plugins: tuple = ()) -> dict:
+    """One (experiment, seed) unit, in whichever process runs it: the experiment looked up (its file loaded there
+    too), its config rebuilt, its run."""
+    if exp not in X.REGISTRY:
+        X.load_plugins(plugins)
+    e = X.get(exp)
+    return e.run(X.config_from(e.Config, config), seed, env)
+
+
+def run(cfg: LabConfig, log: Callable = print) -> dict:
+    """Run (or reuse) every selected experiment for every seed on cfg.execution, then write the report. Returns
+    {experiment: {"results": [per seed], "seconds": [...]}}. The base models are units of their own, queued first
+    (one per seed, in parallel where the executor is), each seed's experiments queued behind the models trained
+    before its own."""
+    cfg.validate()
+    os.makedirs(cfg.out, exist_ok=True)
+    write_json(os.path.join(cfg.out, "config.json"), asdict(cfg))
+    t_lab = time.perf_counter()
+    timing: dict[str, float] = {}
+    store = Store(cfg.out)
+    env = replace(cfg.env(), cache=cache_dir(cfg.cache))   # workers elsewhere (another cwd or node): an absolute path
+    plugins = tuple(os.path.abspath(p) for p in cfg.experiment)
+    logs = os.path.abspath(os.path.join(cfg.out, "logs"))
+    only = cfg.selected()
+    units, where = [], {}
+    for i, exp in enumerate(only):
+        e = X.get(exp)
+        for seed in cfg.seeds:
+            key = unit_key(exp, seed, cfg)
+            if not cfg.fresh and store.reusable(exp, seed, key, e.check_result, log):
+                log(f"[{i + 1}/{len(only)}] {exp}, seed {seed}: finished earlier, reused ({store.path(exp, seed)})")
+                continue
+            uid = f"{exp}/seed{seed}"
+            units.append(Unit(uid, lab_unit, dict(exp=exp, seed=seed, config=asdict(cfg.config_of(exp)), env=env,
+                                                  plugins=plugins),
+                              log=os.path.join(logs, f"{exp}-seed{seed}.log")))
+            where[uid] = (i, exp, seed, key)
+    # Base models are units too, queued first. Each is trained once under its cache lock; units of a seed whose model
+    # is still training queue behind the other seeds' units, so no worker waits on the lock while work is left.
+    seeds = sorted(s for s in {u.kwargs["seed"] for u in units if X.get(u.kwargs["exp"]).uses_base}
+                   if not model_in_cache(base_name(s, cfg.quick), base_cfg(s, cfg.quick), env.cache))
+    wave = {s: i // max(1, cfg.execution.workers) for i, s in enumerate(seeds)}   # which round of training has it
+    order = {name: i for i, name in enumerate(longest_first("run_cost"))}
+    units.sort(key=lambda u: (wave.get(u.kwargs["seed"], 0), order[u.kwargs["exp"]]))
+    bases = [Unit(f"base-model/seed{s}", lab_base, dict(env=env, seed=s), log=os.path.join(logs, f"base-model-seed{s}.log"))
+             for s in seeds]
+
+    def on_start(u: Unit, attempt: int) -> None:
+        if u.uid in where:
+            i, exp, seed, _ = where[u.uid]
+            log(f"[{i + 1}/{len(only)}] {exp}, seed {seed} ..." + (f" (attempt {attempt})" if attempt > 1 else ""))
+
+    def on_done(u: Unit, res: dict, secs: float) -> None:
+        timing[u.uid] = round(secs, 1)
+        if u.uid in where:                      # else a base model: in the cache now
+            _, exp, seed, key = where[u.uid]
+            store.write(exp, seed, key, secs, res)
+            log(f"    {u.uid} done in {secs:.1f}s")
+    outcomes = run_units(bases + units, cfg.execution, on_done=on_done, log=log, on_start=on_start)
+    # a base model that failed resurfaces in its seed's units (each tries to train it again)
+    failed = {uid: o.error for uid, o in outcomes.items() if not o.ok and uid in where}
+    if bases:
+        timing["base models"] = round(sum(timing.get(u.uid, 0.0) for u in bases), 1)
+    results = load_results(cfg.out, cfg.seeds)
+    wall = time.perf_counter() - t_lab
+    meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
+            "executor": asdict(cfg.execution), **({"failed": failed} if failed else {})}
+    write_json(os.path.join(cfg.out, "timing.json"), meta)
+    paths = write_report(cfg.out, results, meta)
+    if cfg.report_to == "tensorboard":
+        from .. import tblog
+        tblog.write_lab(cfg.out, results)
+    log(f"lab finished in {wall:.0f}s; report: {paths['html']} and {paths['md']}")
+    if failed:
+        raise UnitsFailed(f"{len(failed)} unit(s) failed after retries (see {logs}): "
+                          + "; ".join(f"{u}: {e}" for u, e in failed.items()))
+    return results
+
+
+def load_results(out: str, seeds) -> dict:
+    """{experiment: {"results": [per-seed results], "seconds": [...]}} for every registered experiment with a result
+    per seed in the store at `out` (a record of the wrong shape: BadRecord, naming the file)."""
+    return Store(out).collect(X.names(), seeds, check=lambda name: X.get(name).check_result)
+
+
+def longest_first(cost: str) -> list[str]:
+    """The registered experiments by cost, longest first (ties: the report's order)."""
+    return sorted(X.names(), key=lambda n: -getattr(X.get(n), cost))
+
+
+def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
+    """One experiment's sections from its per-seed results (the lab's report, and each CLI command's)."""
+    return X.get(exp).render(results, out)
+
+
+def lab_findings(results: dict) -> list[dict]:
+    """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order."""
+    return [f for name in X.names() if name in results for f in X.get(name).claims(results[name]["results"])]
+
+
+_TO_RENDER: tuple = ()   # (results, out) for the forked rendering processes, which read it from the parent's memory
+
+
+def _render_forked(exp: str) -> list[tuple[str, str]]:
+    results, out = _TO_RENDER
+    return render(exp, results[exp]["results"], out)
+
+
+def render_all(results: dict, out: str, workers: int | None = None, also: Callable | None = None):
+    """({experiment: its sections} for every experiment in results, also()): the sections rendered by `workers`
+    forked processes (None: one per CPU, at most one per experiment; 1: here), longest first, while this process
+    runs also(). The sections are independent, so two processes halve the rendering. Fork, not spawn: a spawned
+    process imports torch and matplotlib again (~2 s). Forking a process whose torch has started OpenMP threads is
+    safe only while the child runs no torch op (libgomp's pool does not survive fork: pytorch/pytorch#17199), and
+    rendering runs none (tests/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
+    rendering process dies, it renders here."""
+    global _TO_RENDER
+    import multiprocessing as mp
+    import warnings
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    exps = [e for e in longest_first("render_cost") if e in results]
+    workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
+    here = lambda: {e: render(e, results[e]["results"], out) for e in exps}   # noqa: E731
+    if workers < 2 or len(exps) < 2 or sys.platform != "linux":
+        return here(), also() if also else None
+    _TO_RENDER, extra = (results, out), None
+    try:
+        with warnings.catch_warnings(), ProcessPoolExecutor(min(workers, len(exps)),
+                                                            mp_context=mp.get_context("fork")) as pool:
+            warnings.simplefilter("ignore", DeprecationWarning)   # Python >= 3.12 on forking a threaded process
+            futs = {e: pool.submit(_render_forked, e) for e in exps}
+            extra = also() if also else None
+            done = {e: f.result() for e, f in futs.items()}
+    except BrokenProcessPool:   # a rendering process died (killed, out of memory): render here instead
+        done = here()
+        if also and extra is None:
+            extra = also()
+    finally:
+        _TO_RENDER = ()
+    return done, extra
+
+
+def write_report(out: str, results: dict, meta: dict, workers: int | None = None) -> dict:
+    """Build every section with results (render_all: `workers` processes), the headline table on top; write
+    report.md and report.html."""
+    parts, heads = [], []
+    secs, fs = render_all(results, out, workers, also=lambda: lab_findings(results))
+    for exp in X.names():
+        for md, head in secs.get(exp, []):
+            parts.append(md)
+            heads.append(f"| {md.splitlines()[0][3:]} | {head} | {sum(results[exp]['seconds']):.0f} s |")
+    write_json(os.path.join(out, "findings.json"), fs)
+    seeds = ", ".join(map(str, meta["seeds"]))
+    quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
+             "results.\n" if meta["quick"] else "")
+    top = f"""# reasonlab: the lab report
+
+A 200K-parameter GPT learns "sum of k digits mod 10" (k = 2..8) and chooses how long to think: answer at once
+(A), a short chain (S) or a full chain (T). Seeds {seeds}; mean ± std over seeds unless a line says otherwise;
+chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s; the base models took
+{meta.get('ran', {}).get('base models', 0.0):.0f} s of worker time to load or train (experiments reused from an
+earlier run count their original time in the table).{quick}
+
+## Findings
+
+Each claim is checked on this run's results: the statistic, its 95 % interval (t over seeds, or a two-level
+bootstrap over seeds and problems), the per-seed values, the threshold, and the verdict read off the interval.
+
+{findings.table(fs)}
+
+| experiment | headline | compute time |
+|---|---|---|
+{chr(10).join(heads)}
+"""
+    return report.write_report(out, top + "\n" + "\n".join(parts), "reasonlab lab report")
+

@@ -1,0 +1,35 @@
+"""A toy experiment for the registry's tests: no model, one number per seed, each run noted in $TOY_MARKER."""
+import os
+from dataclasses import dataclass
+
+from reasonlab.experiments import Experiment, register
+from reasonlab.findings import seed_check, verdict_line
+
+
+@dataclass
+class Config:
+    offset: float = 0.5
+    """added to every seed's value"""
+
+
+def run(cfg: Config, seed: int, env) -> dict:
+    if os.environ.get("TOY_MARKER"):
+        with open(os.environ["TOY_MARKER"], "a") as f:
+            f.write(f"{seed} {os.getpid()}\n")
+    return {"value": cfg.offset + 0.01 * seed, "pid": os.getpid()}
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    return [seed_check("toy", "The toy value is above zero", "value", [r["value"] for r in rs], 0.0)]
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    return [(f"## Toy: a value per seed\n\n{verdict_line(claims(rs)[0])}\n", "toy headline")]
+
+
+def check(result) -> None:
+    if not isinstance(result.get("value"), float):
+        raise ValueError("a toy result needs a float value")
+
+
+register(Experiment("toy", Config, run, claims, render, uses_base=False, check=check))
