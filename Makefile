@@ -22,6 +22,7 @@ quick: setup
 	$(VENV)/bin/reasonlab lab --quick
 
 test: setup
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
 test-slow: setup

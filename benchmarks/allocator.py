@@ -28,10 +28,11 @@ def child(reps: int) -> dict:
     import torch
 
     from common import MALLOC_KEPT
-    from reasonlab.rl import RLConfig, train
-    from reasonlab.sampling import generate
-    from reasonlab.task import K_MAX, K_MIN, make_digits, prompt_ids
-    from reasonlab.train import base_model, build_model, make_sequences, split_targets, train_on_batches
+    from reasonlab.train.rl import RLConfig, train
+    from reasonlab.core.sampling import generate
+    from reasonlab.core.task import K_MAX, K_MIN, make_digits, prompt_ids
+    from reasonlab.train.sft import build_model, make_sequences, split_targets, train_on_batches
+    from reasonlab.train.zoo import base_model
 
     base = base_model(0, log=None)
     rng = np.random.default_rng(0)

@@ -10,9 +10,10 @@ import json
 import os
 import time
 
-from reasonlab import budget
-from reasonlab.checkpoint import get_model, write_json, write_text
-from reasonlab.train import BASE_CFG
+from reasonlab.methods import budget
+from reasonlab.io.checkpoint import write_json, write_text
+from reasonlab.train.zoo import get_model
+from reasonlab.train.sft import BASE_CFG
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--from", dest="src", default=None, help="a `reasonlab budget` output folder to read times from")

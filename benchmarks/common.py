@@ -4,7 +4,7 @@ import time
 
 import torch
 
-from reasonlab.executor import keep_freed_memory
+from reasonlab.runner.executor import keep_freed_memory
 
 # the allocator setting the `reasonlab` command makes (REASONLAB_MALLOC=default measures without it): a baseline in
 # the same process runs under it too

@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 
 from common import best_times, load_note
-from reasonlab.checkpoint import write_text  # noqa: E402
-from reasonlab.task import K_MAX, K_MIN
-from reasonlab.train import AdamW, build_model, make_sequences, split_targets, train_on_batches
+from reasonlab.io.checkpoint import write_text  # noqa: E402
+from reasonlab.core.task import K_MAX, K_MIN
+from reasonlab.train.sft import AdamW, build_model, make_sequences, split_targets, train_on_batches
 
 
 class Ensemble:

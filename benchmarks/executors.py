@@ -19,10 +19,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from reasonlab import lab, sweep  # noqa: E402
-from reasonlab.checkpoint import write_json  # noqa: E402
-from reasonlab.executor import ExecConfig, cached_model  # noqa: E402
-from reasonlab.train import base_cfg, base_name  # noqa: E402
+from reasonlab import lab  # noqa: E402
+from reasonlab.runner import sweep
+from reasonlab.io.checkpoint import write_json  # noqa: E402
+from reasonlab.runner.executor import ExecConfig  # noqa: E402
+from reasonlab.train.zoo import cached_model
+from reasonlab.train.sft import base_cfg, base_name  # noqa: E402
 
 
 def bench_lab(args) -> dict:

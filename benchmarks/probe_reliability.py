@@ -37,7 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
-from reasonlab import checkpoint, runs  # noqa: E402
+from reasonlab.io import checkpoint, runs  # noqa: E402
+from reasonlab.train import zoo  # noqa: E402
 from reasonlab.cli import main  # noqa: E402
 
 FORK = mp.get_context("fork")
@@ -241,8 +242,8 @@ def kill_trials(root: str, cache: str, n: int, steps: int, seed: int, rng: rando
 # 3. Injected faults (in-process, the standard model untrained: what is checked is bookkeeping, not learning)
 
 def small_run(run_dir, resume=False, steps=4, **kw):
-    from reasonlab.rl import RLConfig, train
-    from reasonlab.train import build_model
+    from reasonlab.train.rl import RLConfig, train
+    from reasonlab.train.sft import build_model
     base = build_model(0)
     pol = copy.deepcopy(base)
     cfg = RLConfig.preset("grpo", **{**dict(steps=steps, prompts_per_step=2, num_generations=4, log_every=0, seed=3,
@@ -378,7 +379,7 @@ def faults(root: str) -> list[tuple[str, bool]]:
     trial("two-writers: a second process on one run directory", two_writers)
 
     def race(cache):
-        import reasonlab.train as T
+        import reasonlab.train.zoo as T
         real = T.pretrain
         T.pretrain = lambda *a, **kw: (time.sleep(1.0), real(*a, **kw))[1]
         tiny = {"seed": 0, "lr": 1e-3, "phases": [[[0.0, 0.5, 0.5], 3, 1, [2, 8]]]}
@@ -386,7 +387,7 @@ def faults(root: str) -> list[tuple[str, bool]]:
 
         def get():
             logs = []
-            checkpoint.get_model("tiny", tiny, cache=cache, log=logs.append)
+            zoo.get_model("tiny", tiny, cache=cache, log=logs.append)
             q.put(logs)
         try:
             ps = [FORK.Process(target=get) for _ in range(2)]
@@ -416,14 +417,14 @@ def faults(root: str) -> list[tuple[str, bool]]:
         open(f, "wb").write(b"half")
         os.utime(f, (time.time() - 3600,) * 2)
         tiny = {"seed": 0, "lr": 1e-3, "phases": [[[0.0, 0.5, 0.5], 3, 1, [2, 8]]]}
-        checkpoint.get_model("tiny", tiny, cache=cache, log=None)
+        zoo.get_model("tiny", tiny, cache=cache, log=None)
         return not os.path.exists(f)
     trial("orphan: a killed writer's temp file in the cache", orphan)
 
     def plot_enospc(out):
         import matplotlib.pyplot as plt
 
-        from reasonlab import report
+        from reasonlab.io import report
         os.makedirs(out)
         fig = plt.figure()
         real = type(fig).savefig

@@ -10,8 +10,9 @@ import argparse
 import json
 import time
 
-from reasonlab import search
-from reasonlab.verifier import KINDS
+from reasonlab.experiments import search as search_exp
+from reasonlab.methods import search
+from reasonlab.methods.verifier import KINDS
 
 
 def main():
@@ -35,7 +36,7 @@ def main():
           f"N = 1..64, verifiers {', '.join(KINDS)} + oracle: {wall:.1f}s (limit 180 s; verifiers loaded in "
           f"{tm['verifiers']:.1f}s)")
     print(json.dumps({"grid_s": round(wall, 1), "timing": tm}))
-    print(search.headline([res]))
+    print(search_exp.headline([res]))
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ import time
 
 import torch
 
-from reasonlab import star
-from reasonlab.sampling import generate_n
-from reasonlab.task import K_MAX, K_MIN, make_digits, parse, prompt_ids
-from reasonlab.train import base_model, base_name
+from reasonlab.methods import star
+from reasonlab.core.sampling import generate_n
+from reasonlab.core.task import K_MAX, K_MIN, make_digits, parse, prompt_ids
+from reasonlab.train.sft import base_name
+from reasonlab.train.zoo import base_model
 
 
 def main():

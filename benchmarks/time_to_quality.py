@@ -16,10 +16,11 @@ import time
 
 import torch
 
-from reasonlab.evaluate import eval_table, format_table, meets_bar, passes_bar, problems_per_k
-from reasonlab.executor import keep_freed_memory
-from reasonlab.checkpoint import store, write_json
-from reasonlab.train import BASE_CFG, SPEC_CFG, pretrain
+from reasonlab.core.evaluate import eval_table, format_table, meets_bar, passes_bar, problems_per_k
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.io.checkpoint import write_json
+from reasonlab.train.zoo import store
+from reasonlab.train.sft import BASE_CFG, SPEC_CFG, pretrain
 
 
 def bar_met(model, n: int, seed: int = 777) -> bool:

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from common import best_times, clock_for, load_note
-from reasonlab.checkpoint import write_text  # noqa: E402
-from reasonlab.task import K_MAX, K_MIN
-from reasonlab.train import build_model, make_sequences, split_targets, train_on_batches
+from reasonlab.io.checkpoint import write_text  # noqa: E402
+from reasonlab.core.task import K_MAX, K_MIN
+from reasonlab.train.sft import build_model, make_sequences, split_targets, train_on_batches
 
 
 def plain_steps(batches, lr=3e-3):

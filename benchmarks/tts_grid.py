@@ -12,11 +12,11 @@ import time
 
 import torch
 
-from reasonlab import tts
-from reasonlab.evaluate import problems_per_k
-from reasonlab.sampling import generate_n
-from reasonlab.task import parse, prompt_ids
-from reasonlab.train import base_model
+from reasonlab.methods import tts
+from reasonlab.core.evaluate import problems_per_k
+from reasonlab.core.sampling import generate_n
+from reasonlab.core.task import parse, prompt_ids
+from reasonlab.train.zoo import base_model
 
 
 def main():

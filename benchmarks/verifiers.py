@@ -2,7 +2,7 @@
 thinker's samples, measured against the oracle on held-out problems, seeds 0-2.
 
 Writes results/verifiers/seed<s>.json (verifier.run), results/verifiers/verifier_quality.png and
-results/verifiers.md (verifier.render), and prints the per-kind training times.
+results/verifiers.md (experiments.verifiers.page), and prints the per-kind training times.
 
     python benchmarks/verifiers.py --seeds 0 1 2 [--thinker erring|base]
 """
@@ -15,8 +15,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reasonlab.checkpoint import write_text  # noqa: E402
-from reasonlab.verifier import VerifierExpConfig, render, run  # noqa: E402
+from reasonlab.io.checkpoint import write_text  # noqa: E402
+from reasonlab.experiments.verifiers import page as render  # noqa: E402
+from reasonlab.methods.verifier import VerifierExpConfig, run  # noqa: E402
 
 
 def main():

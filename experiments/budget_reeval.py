@@ -8,10 +8,12 @@ import json
 import os
 import sys
 
-from reasonlab import budget
-from reasonlab.checkpoint import get_model, load_model, write_json, write_text
-from reasonlab.evaluate import problems_per_k
-from reasonlab.train import BASE_CFG
+from reasonlab.experiments import l1
+from reasonlab.methods import budget
+from reasonlab.io.checkpoint import load_model, write_json, write_text
+from reasonlab.train.zoo import get_model
+from reasonlab.core.evaluate import problems_per_k
+from reasonlab.train.sft import BASE_CFG
 
 out, seeds = sys.argv[1], [int(s) for s in sys.argv[2:]]
 results = []
@@ -28,7 +30,7 @@ for s in seeds:
     write_json(path, r)
     results.append(json.loads(json.dumps(r)))
     print(f"seed {s} re-evaluated")
-md, head = budget.render(results, out)
+md, head = l1.page(results, out)
 write_text(os.path.join(out, "report.md"), md)
-write_json(os.path.join(out, "findings.json"), budget.findings(results))
+write_json(os.path.join(out, "findings.json"), l1.findings(results))
 print(head)

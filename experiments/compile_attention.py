@@ -12,8 +12,8 @@ import time
 
 import torch
 
-from reasonlab.executor import keep_freed_memory
-from reasonlab.model import _decode_attention
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.core.model import _decode_attention
 
 keep_freed_memory()
 torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)

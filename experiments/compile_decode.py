@@ -12,10 +12,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from reasonlab.checkpoint import get_model
-from reasonlab.executor import keep_freed_memory
-from reasonlab.model import KVCache
-from reasonlab.train import base_cfg
+from reasonlab.train.zoo import get_model
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.core.model import KVCache
+from reasonlab.train.sft import base_cfg
 
 keep_freed_memory()
 rows = int(sys.argv[1]) if len(sys.argv) > 1 else 128

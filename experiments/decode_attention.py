@@ -24,12 +24,12 @@ import types
 import torch
 import torch.nn.functional as F
 
-import reasonlab.model as M
-from reasonlab.checkpoint import get_model
-from reasonlab.executor import keep_freed_memory
-from reasonlab.sampling import generate
-from reasonlab.task import make_digits, prompt_ids
-from reasonlab.train import base_cfg
+import reasonlab.core.model as M
+from reasonlab.train.zoo import get_model
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.core.sampling import generate
+from reasonlab.core.task import make_digits, prompt_ids
+from reasonlab.train.sft import base_cfg
 
 keep_freed_memory()
 torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)

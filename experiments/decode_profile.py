@@ -11,11 +11,11 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-import reasonlab.sampling as S
-from reasonlab.checkpoint import get_model
-from reasonlab.executor import keep_freed_memory
-from reasonlab.task import ID, make_digits, prompt_ids
-from reasonlab.train import base_cfg
+import reasonlab.core.sampling as S
+from reasonlab.train.zoo import get_model
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.core.task import ID, make_digits, prompt_ids
+from reasonlab.train.sft import base_cfg
 
 keep_freed_memory()
 mode = sys.argv[1] if len(sys.argv) > 1 else "T"

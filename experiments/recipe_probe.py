@@ -16,8 +16,8 @@ import time
 import numpy as np
 import torch
 
-from reasonlab.evaluate import evaluate, problems_per_k
-from reasonlab.train import build_model, make_sequences, split_targets, train_on_batches
+from reasonlab.core.evaluate import evaluate, problems_per_k
+from reasonlab.train.sft import build_model, make_sequences, split_targets, train_on_batches
 
 seed, spec = int(sys.argv[1]), json.loads(sys.argv[2])
 every, lr0 = spec.get("every", 100), spec.get("lr", 3e-3)

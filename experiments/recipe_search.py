@@ -32,8 +32,8 @@ def train_one(seed: int, spec: dict) -> None:
     import numpy as np
     import torch
 
-    from reasonlab.evaluate import eval_table, evaluate, passes_bar, problems_per_k
-    from reasonlab.train import AdamW, build_model, lr_at, make_sequences, split_targets
+    from reasonlab.core.evaluate import eval_table, evaluate, passes_bar, problems_per_k
+    from reasonlab.train.sft import AdamW, build_model, lr_at, make_sequences, split_targets
     lr0, phases = spec.get("lr", 3e-3), spec["phases"]
     probs, k2 = problems_per_k(100, 777), problems_per_k(200, 777, ks=[2])
     gn = spec.get("gate_n", 100)

@@ -15,10 +15,10 @@ import argparse
 import json
 import os
 
-from reasonlab.checkpoint import write_json
+from reasonlab.io.checkpoint import write_json
 from reasonlab.cli import write_page
 from reasonlab.lab import rl_run
-from reasonlab.train import base_model
+from reasonlab.train.zoo import base_model
 
 
 def one_run(algo: str, seed: int, steps: int, every: int, lr: float | None) -> dict:

@@ -12,9 +12,9 @@ import time
 
 import torch
 
-from reasonlab.executor import keep_freed_memory
-from reasonlab.rl import RLConfig, train
-from reasonlab.train import base_model
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.train.rl import RLConfig, train
+from reasonlab.train.zoo import base_model
 
 keep_freed_memory()
 torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)

@@ -10,8 +10,8 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from reasonlab.executor import keep_freed_memory
-from reasonlab.train import AdamW, batch_fn, build_model
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.train.sft import AdamW, batch_fn, build_model
 
 keep_freed_memory()
 torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 1)

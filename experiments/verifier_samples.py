@@ -10,9 +10,9 @@ import time
 
 import torch
 
-from reasonlab import verifier as V
-from reasonlab.executor import keep_freed_memory
-from reasonlab.train import get_erring_model
+from reasonlab.methods import verifier as V
+from reasonlab.runner.executor import keep_freed_memory
+from reasonlab.train.zoo import get_erring_model
 
 keep_freed_memory()
 torch.set_num_threads(1)          # as in the lab's workers

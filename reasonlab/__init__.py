@@ -1,20 +1,47 @@
 """reasonlab: a laptop-scale lab for reasoning models.
 
-`import reasonlab as R` gives the course module's API (the spec, reason_lab.py) under the same names.
+`import reasonlab as R` gives the course module's API (the spec, reason_lab.py) under the same names. The names are
+loaded on first use (PEP 562), so that `reasonlab --help` starts without torch.
 """
+import importlib
+import sys
+import types
+
 __version__ = "0.1.0"
 
-from .task import (FORMATS, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, VOCAB, DIGIT0, check_chain, encode, make_digits,
-                   parse, prompt_ids, solution)
-from .model import GPT, GPTConfig
-from .train import BASE_CFG, SPEC_CFG, base_cfg, base_model, base_name, batch_fn, build_model, train_on_batches
-from .checkpoint import get_model
-from .sampling import generate, seq_logprobs
-from .evaluate import evaluate
-from .rewards import rule_reward
+_HOME = {  # the spec's public names -> the module that defines them
+    **dict.fromkeys(["FORMATS", "ID", "IGNORE", "K_MAX", "K_MIN", "MAX_LEN", "VOCAB", "DIGIT0", "check_chain", "encode",
+                     "make_digits", "parse", "prompt_ids", "solution"], "core.task"),
+    **dict.fromkeys(["GPT", "GPTConfig"], "core.model"),
+    **dict.fromkeys(["generate", "seq_logprobs"], "core.sampling"),
+    "evaluate": "core.evaluate",
+    "rule_reward": "core.rewards",
+    **dict.fromkeys(["BASE_CFG", "SPEC_CFG", "base_cfg", "base_name", "batch_fn", "build_model", "train_on_batches"],
+                    "train.sft"),
+    **dict.fromkeys(["get_model", "base_model"], "train.zoo"),
+    "rl_train": "train.rl",
+}
+__all__ = list(_HOME)
 
-__all__ = ["VOCAB", "ID", "DIGIT0", "IGNORE", "FORMATS", "K_MIN", "K_MAX", "MAX_LEN", "make_digits", "solution",
-           "prompt_ids", "encode", "parse", "check_chain", "batch_fn", "build_model", "BASE_CFG", "SPEC_CFG",
-           "get_model", "generate", "evaluate", "seq_logprobs", "rule_reward", "GPT", "GPTConfig",
-           "train_on_batches", "rl_train", "base_cfg", "base_model", "base_name"]
-from .rl import rl_train
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'reasonlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name, value):
+        # importing an old module path of the same name (reasonlab.evaluate) must not hide the spec's function
+        if name in _HOME and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

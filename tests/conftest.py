@@ -3,8 +3,8 @@ import random
 import pytest
 import torch
 
-from reasonlab.train import build_model
-from reasonlab.task import make_digits, prompt_ids
+from reasonlab.train.sft import build_model
+from reasonlab.core.task import make_digits, prompt_ids
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +33,7 @@ def prompts():
 @pytest.fixture(scope="session")
 def quick_cache(tmp_path_factory):
     """A model cache holding the lab's quick base model (seed 0), trained once per test session (~20 s)."""
-    from reasonlab.train import base_model
+    from reasonlab.train.zoo import base_model
     path = str(tmp_path_factory.mktemp("quick-cache"))
     base_model(0, quick=True, cache=path, log=None)
     return path

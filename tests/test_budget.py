@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from reasonlab import budget as B
+from reasonlab.methods import budget as B
 from reasonlab.cli import main
-from reasonlab.sampling import generate
-from reasonlab.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, K_MAX, MAX_LEN, PROMPT_LEN, VOCAB, budget_prompt_ids,
+from reasonlab.core.sampling import generate
+from reasonlab.core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, K_MAX, MAX_LEN, PROMPT_LEN, VOCAB, budget_prompt_ids,
                             make_digits, parse, prompt_ids, solution)
-from reasonlab.train import build_model
+from reasonlab.train.sft import build_model
 
 
 def test_budget_vocabulary_leaves_the_spec_alone():
@@ -113,7 +113,7 @@ def test_annotated_outputs_are_the_longest_format_within_budget():
 
 
 def test_findings_verdicts_follow_the_interval():
-    from reasonlab import findings as F
+    from reasonlab.stats import findings as F
     assert F.greater((0.1, 0.3), 0.0) == "holds"
     assert F.greater((-0.3, -0.1), 0.0) == "does not hold"
     assert F.greater((-0.1, 0.3), 0.0) == "inconclusive"
@@ -133,7 +133,7 @@ def test_cli_budget_without_a_budget_model_is_one_line_exit_2(capsys):
 
 
 def test_cli_sample_with_a_plain_checkpoint_and_budget_is_rejected(tmp_path, capsys):
-    from reasonlab.checkpoint import save_model
+    from reasonlab.io.checkpoint import save_model
     save_model(str(tmp_path / "plain"), build_model(0), {})
     assert main(["sample", "3 5 9 2 7", "--budget", "1", "--checkpoint", str(tmp_path / "plain")]) == 2
     assert "no budget tokens" in capsys.readouterr().err
@@ -147,8 +147,8 @@ def test_training_brings_steps_to_the_budget(quick_cache):
     """Warm start + L1-Exact GRPO (the pipeline that learns to read the budget; RL alone from the base model stays
     budget-blind, see the README): greedy mean |steps - b| over budgets and k falls from the base model's (it answers
     directly: |0 - b|, about 4) by more than 1.5 steps, and steps written grow with the budget."""
-    from reasonlab.checkpoint import get_model
-    from reasonlab.train import base_cfg, base_name
+    from reasonlab.train.zoo import get_model
+    from reasonlab.train.sft import base_cfg, base_name
     base = get_model(base_name(0, True), base_cfg(0, quick=True), log=None, cache=quick_cache)
     before = B.quick_adherence(B.budget_model(base), seed=0)
     tr = B.train_variant(base, "exact+sft", B.BudgetConfig(steps=10, sft_steps=200, log_every=10), seed=0)

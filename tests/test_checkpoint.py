@@ -6,8 +6,9 @@ import pytest
 import torch
 
 import reasonlab as R
-from reasonlab.checkpoint import CheckpointError, cache_dir, check_name, get_model, load_model, save_model
-from reasonlab.train import build_model
+from reasonlab.io.checkpoint import CheckpointError, cache_dir, check_name, load_model, save_model
+from reasonlab.train.zoo import get_model
+from reasonlab.train.sft import build_model
 
 TINY = {"seed": 0, "lr": 1e-3, "phases": [[[0.0, 0.5, 0.5], 3, 1, [2, 8]]]}
 

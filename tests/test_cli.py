@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from reasonlab.checkpoint import save_model
+from reasonlab.io.checkpoint import save_model
 from reasonlab.cli import main
-from reasonlab.train import build_model
+from reasonlab.train.sft import build_model
 
 
 @pytest.fixture
@@ -130,9 +130,11 @@ def test_config_dataclasses_are_the_flags():
     import argparse
     import dataclasses
 
-    from reasonlab import config, lab, star
+    from reasonlab.core import config
+    from reasonlab import lab
+    from reasonlab.methods import star
     from reasonlab.cli import build_parser
-    from reasonlab.rl import RLConfig
+    from reasonlab.train.rl import RLConfig
     subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     for cmd, cls, skip in (("rl", RLConfig, {"algo", "seed"}), ("star", star.StarConfig, {"seed"}),
                            ("lab", lab.LabConfig, {"cache", "device", "configs", "execution", "report_to"})):

@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from reasonlab.executor import ExecConfig, Unit, cached_model, probe_unit, run_units
+from reasonlab.runner.executor import ExecConfig, Unit, probe_unit, run_units
+from reasonlab.train.zoo import cached_model
 
 
 def units(tmp_path, n=3, **plan):
@@ -96,7 +97,8 @@ def test_two_workers_asking_for_one_missing_model_train_it_once(tmp_path):
 
 FAULTS = """
 import resource, sys, torch
-from reasonlab.executor import keep_freed_memory
+import reasonlab.train.rl, reasonlab.train.zoo, reasonlab.core.evaluate   # the modules a command has loaded
+from reasonlab.runner.executor import keep_freed_memory
 kept = keep_freed_memory()
 f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(10):          # 40 MB: above the 32 MB that glibc's adaptive mmap threshold can reach

@@ -3,7 +3,7 @@ not, and is inconclusive where the interval straddles its threshold."""
 import numpy as np
 import pytest
 
-from reasonlab import findings as F
+from reasonlab.stats import findings as F
 from reasonlab.experiments import adaptive, base, budgets, rl, sampling, star
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from reasonlab import experiments as X
-from reasonlab import report
-from reasonlab.executor import ExecConfig
+from reasonlab.io import report
+from reasonlab.runner.executor import ExecConfig
 from reasonlab.runner import lab
 from reasonlab.experiments import base
 from reasonlab.runner.lab import longest_first

@@ -4,8 +4,8 @@ import copy
 import pytest
 
 import reasonlab as R
-from reasonlab.evaluate import evaluate, problems_per_k
-from reasonlab.train import pretrain
+from reasonlab.core.evaluate import evaluate, problems_per_k
+from reasonlab.train.sft import pretrain
 
 
 @pytest.mark.slow

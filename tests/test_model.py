@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from reasonlab.model import GPT, KVCache
-from reasonlab.train import build_model
+from reasonlab.core.model import GPT, KVCache
+from reasonlab.train.sft import build_model
 
 
 def test_size_and_shapes():
@@ -46,7 +46,7 @@ def test_causality_by_gradient(noisy_model):
 @pytest.mark.parametrize("decode_rows", [256, 1])
 def test_kv_cache_matches_full_forward(noisy_model, decode_rows, monkeypatch):
     """Prefill, a block, then single steps (SDPA below DECODE_ROWS rows, the elementwise attention from it)."""
-    from reasonlab import model
+    from reasonlab.core import model
     monkeypatch.setattr(model, "DECODE_ROWS", decode_rows)
     x = torch.randint(0, 18, (5, 22), generator=torch.Generator().manual_seed(0))   # not the tests-before-it's draw
     full, _ = noisy_model(x)
@@ -64,7 +64,7 @@ def test_kv_cache_matches_full_forward(noisy_model, decode_rows, monkeypatch):
 def test_fill_and_last_write_the_full_cache_and_the_last_logits(noisy_model, decode_rows, monkeypatch):
     """A prefill's shortcuts (the last block stops at its keys and values, or goes on at the last position alone)
     leave the same cache as the plain cached forward, and `last` gives its last logits; decoding goes on alike."""
-    from reasonlab import model
+    from reasonlab.core import model
     monkeypatch.setattr(model, "DECODE_ROWS", decode_rows)
     x = torch.randint(0, 18, (5, 14))
     plain = KVCache(noisy_model.cfg, 5)
@@ -148,7 +148,7 @@ def test_training_loss_equals_the_forward_loss_and_gradients():
     """GPT.loss skips the padding after each row's last counted target and the last block's uncounted queries:
     the same loss and gradients as forward's, up to float rounding."""
     import numpy as np
-    from reasonlab.train import make_sequences, split_targets
+    from reasonlab.train.sft import make_sequences, split_targets
     m = build_model(3)
     m.train()
     inp, tgt = split_targets(make_sequences(np.random.default_rng(1), 48, (0.4, 0.3, 0.3)))

@@ -7,8 +7,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from reasonlab import sweep  # noqa: E402
-from reasonlab.executor import ExecConfig, Unit, probe_unit, run_units  # noqa: E402
+from reasonlab.runner import sweep  # noqa: E402
+from reasonlab.runner.executor import ExecConfig, Unit, probe_unit, run_units  # noqa: E402
 
 TIME_KEYS = {"seconds", "timing", "step_time", "tokens_per_s"}   # and every key ending in _s (train_s, round_s)
 

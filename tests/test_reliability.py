@@ -13,11 +13,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reasonlab import checkpoint, runs
-from reasonlab.checkpoint import CheckpointError, get_model, load_model, save_model
+from reasonlab.io import checkpoint, runs
+from reasonlab.io.checkpoint import CheckpointError, load_model, save_model
+from reasonlab.train.zoo import get_model
 from reasonlab.cli import main
-from reasonlab.rl import RLConfig, train
-from reasonlab.train import build_model
+from reasonlab.train.rl import RLConfig, train
+from reasonlab.train.sft import build_model
 
 TINY = {"seed": 0, "lr": 1e-3, "phases": [[[0.0, 0.5, 0.5], 3, 1, [2, 8]]]}
 FORK = mp.get_context("fork")
@@ -200,7 +201,7 @@ def _get(cache, q):
 
 
 def test_cache_race_one_process_trains_the_other_waits_and_loads(tmp_path, monkeypatch):
-    import reasonlab.train as T
+    import reasonlab.train.zoo as T
     real = T.pretrain
 
     def slow(*a, **kw):                      # widen the race window to a second
@@ -304,7 +305,7 @@ def ckpt(tmp_path):
 
 
 def no_training(monkeypatch):
-    import reasonlab.train as T
+    import reasonlab.train.zoo as T
 
     def refuse(*a, **kw):
         raise AssertionError("training started before the path was checked")
@@ -347,7 +348,7 @@ def test_full_disk_on_eval_json_is_one_line_and_leaves_nothing(tmp_path, monkeyp
 def test_full_disk_while_saving_a_plot_leaves_no_temp_file(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    from reasonlab import report
+    from reasonlab.io import report
     fig = plt.figure()
 
     def full(self, path, **kw):
@@ -391,7 +392,7 @@ def test_hostile_values_are_one_line_and_exit_2(argv, msg, monkeypatch, capsys):
 
 
 def test_run_stopped_is_on_its_own_line(monkeypatch, capsys, ckpt, tmp_path):
-    import reasonlab.rl as rl
+    import reasonlab.train.rl as rl
     monkeypatch.setattr(rl, "rule_reward", lambda *a: float("nan"))
     rc = main(["rl", "--checkpoint", ckpt, "--steps", "3", "--prompts-per-step", "2", "--num-generations", "2",
                "--run-dir", str(tmp_path / "r")])
@@ -425,9 +426,10 @@ def stubbed(monkeypatch, tmp_path):
 
     def stop(*a, **kw):
         raise Reached()
-    for mod, name in [("train", "pretrain"), ("rl", "train"), ("tts", "run"), ("star", "run"), ("lab", "run"),
-                      ("evaluate", "eval_table"), ("sampling", "generate"), ("adaptive", "fixed_points"),
-                      ("cli", "load_or_train"), ("checkpoint", "get_model")]:
+    for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
+                      ("methods.tts", "run"), ("methods.star", "run"), ("runner.lab", "run"),
+                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("methods.adaptive", "fixed_points"),
+                      ("cli", "load_or_train"), ("train.zoo", "get_model")]:
         monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")

@@ -4,9 +4,10 @@ import math
 import pytest
 import torch
 
-from reasonlab import rewards
-from reasonlab.adaptive import method_parts, pareto
-from reasonlab.task import ID, parse
+from reasonlab.core import rewards
+from reasonlab.methods.adaptive import method_parts
+from reasonlab.stats.summary import pareto
+from reasonlab.core.task import ID, parse
 
 D = [3, 5, 9, 2, 7]   # answer 6
 
@@ -65,8 +66,8 @@ def test_arm_scaling_boosts_rare_formats_then_fades():
 
 
 def test_methods_and_pareto():
-    from reasonlab.adaptive import METHODS
-    from reasonlab.rl import RLConfig
+    from reasonlab.methods.adaptive import METHODS
+    from reasonlab.train.rl import RLConfig
     for m in METHODS:
         fn, group, fields = method_parts(m, ref_acc={k: 0.5 for k in range(2, 9)})
         assert callable(fn) and 0 < fields["force_direct"] < 1
@@ -78,7 +79,7 @@ def test_methods_and_pareto():
 
 
 def test_adaptive_summarize_and_mean_points_by_hand():
-    from reasonlab.adaptive import mean_points, summarize
+    from reasonlab.methods.adaptive import mean_points, summarize
     share = {2: {"direct": 1.0, "short": 0.0, "full": 0.0}, 3: {"direct": 0.0, "short": 1.0, "full": 0.0}}
     run = lambda m, acc, tok, s: {"method": m, "acc": acc, "tokens": tok, "share_by_k": share,  # noqa: E731
                                   "acc_by_k": {2: acc, 3: acc}, "direct_acc_by_k": {2: 1.0, 3: 0.1 * s}}

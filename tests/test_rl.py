@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 import reasonlab as R
-from reasonlab import rl
-from reasonlab.rl import RLConfig, advantages, aggregate, kl_terms, policy_loss_terms, train
-from reasonlab.train import build_model
+from reasonlab.train import rl
+from reasonlab.train.rl import RLConfig, advantages, aggregate, kl_terms, policy_loss_terms, train
+from reasonlab.train.sft import build_model
 
 
 def length_reward(digits, parsed):
@@ -309,7 +309,7 @@ def test_resume_across_a_skipped_step_is_bit_identical(tmp_path):
 def test_group_fn_shapes_the_rewards_the_loop_trains_on(fn):
     """group_fn gets the (P, G) rewards, each group's parses, the step and the step count, and what it returns is
     what the step's advantages and metrics use."""
-    from reasonlab import rewards
+    from reasonlab.core import rewards
     got = []
 
     def spy(r, groups, step, steps):
@@ -387,7 +387,7 @@ def test_invalid_configs_are_rejected(kw, msg):
 
 
 def test_forced_rollouts_train_what_forced_trains_says():
-    from reasonlab.rl import forced_weights
+    from reasonlab.train.rl import forced_weights
     forced = [False, True]
     want = {"all": [[1, 1, 1], [1, 1, 1]], "format": [[1, 1, 1], [1, 0, 0]], "answer": [[1, 1, 1], [0, 1, 1]]}
     for what, w in want.items():
@@ -398,7 +398,7 @@ def test_forced_rollouts_train_what_forced_trains_says():
 def test_forced_answer_tokens_get_no_gradient_when_only_the_format_trains():
     """With forced_trains='format', a forced rollout's answer tokens get no gradient; its "A" and the free rollout's
     tokens do."""
-    from reasonlab.rl import forced_weights, policy_loss_terms, aggregate
+    from reasonlab.train.rl import forced_weights, policy_loss_terms, aggregate
     c = RLConfig.preset("grpo", force_direct=0.25, forced_trains="format", beta=0.0)
     lp = torch.tensor([[-0.1, -0.5, -0.2], [-0.3, -0.4, -0.9]], requires_grad=True)
     mask = torch.ones(2, 3)

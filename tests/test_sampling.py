@@ -4,14 +4,14 @@ import torch
 import torch.nn.functional as F
 
 import reasonlab as R
-from reasonlab.sampling import generate, generate_naive, seq_logprobs
-from reasonlab.task import ID, MAX_LEN
+from reasonlab.core.sampling import generate, generate_naive, seq_logprobs
+from reasonlab.core.task import ID, MAX_LEN
 
 
 @pytest.fixture(params=[256, 1], ids=["decode-sdpa-below-256-rows", "decode-elementwise"])
 def decode_rows(request, monkeypatch):
     """Both decode attentions: SDPA below model.DECODE_ROWS rows (200 prompts), the elementwise one from it."""
-    from reasonlab import model
+    from reasonlab.core import model
     monkeypatch.setattr(model, "DECODE_ROWS", request.param)
     return request.param
 
@@ -80,7 +80,7 @@ def test_seq_logprobs_carries_gradients(noisy_model, prompts):
 
 
 def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, prompts):
-    from reasonlab.sampling import generate_n
+    from reasonlab.core.sampling import generate_n
     a = generate_n(noisy_model, prompts[:20], 4, torch.Generator().manual_seed(9), 1.0, force=["S"])
     rep = [p for p in prompts[:20] for _ in range(4)]
     b = generate_naive(noisy_model, rep, torch.Generator().manual_seed(9), 1.0, force=["S"])
@@ -91,8 +91,8 @@ def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, 
 def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts, bmm_t, monkeypatch):
     """The packed path (each problem's prompt and distinct completions in one row) gives the plain path's logits
     and gradients row for row, repeated, empty and one-token completions included, through either attention."""
-    from reasonlab import model
-    from reasonlab.sampling import generate_n, output_logits
+    from reasonlab.core import model
+    from reasonlab.core.sampling import generate_n, output_logits
     monkeypatch.setattr(model, "PACKED_BMM_T", bmm_t)
     ps = [p for p in prompts[:6] for _ in range(4)]
     outs = generate_n(noisy_model, prompts[:6], 4, torch.Generator().manual_seed(2), 1.0)
@@ -115,7 +115,7 @@ def test_shared_prompt_logits_run_each_distinct_completion_once(noisy_model, pro
     completion under another problem is not a repeat. Outputs of one token need only the prompt. Only real tokens
     enter the layers (the padding that evens the rows out does not), and the last block goes on past attention only
     where a logit is read: a prompt's last position and the completions' tokens."""
-    from reasonlab.sampling import PAD, layout, output_logits
+    from reasonlab.core.sampling import PAD, layout, output_logits
     ps = [p for p in prompts[:3] for _ in range(4)]
     outs = [[4, 9, 2], [4, 9, 2], [5, 9, 3, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [4, 9, 2], [5, 9, 3, 2],
             [2], [2], [4, 9, 2], [2]]
@@ -141,7 +141,7 @@ def test_shared_prompt_logits_run_each_distinct_completion_once(noisy_model, pro
 def test_generate_n_shares_prefixes_without_changing_the_samples(noisy_model, prompts):
     """Rows that wrote the same tokens share a cache row and finished rows leave it; the random stream and every
     sample stay those of the naive decoder."""
-    from reasonlab.sampling import generate_n
+    from reasonlab.core.sampling import generate_n
     a = generate_n(noisy_model, prompts[:16], 8, torch.Generator().manual_seed(3), 1.0)
     assert len({len(o) for o in a}) > 2          # rows finish at different steps, so the cache shrinks
     rep = [p for p in prompts[:16] for _ in range(8)]
@@ -152,7 +152,7 @@ def test_generate_n_runs_each_distinct_prefix_once(noisy_model, prompts):
     """Greedy decoding writes the same output n times: every forward after the prompts' sees one row per prompt
     still writing, whatever n is, plus rows that have ended while more than half of the cache is live (they
     decode padding rather than have the cache copied)."""
-    from reasonlab.sampling import generate_n
+    from reasonlab.core.sampling import generate_n
     rows = []
     hook = noisy_model.tok.register_forward_hook(lambda m, inp, out: rows.append(inp[0].shape[0]))
     try:
@@ -167,7 +167,7 @@ def test_generate_n_runs_each_distinct_prefix_once(noisy_model, prompts):
 
 
 def test_tree_walk_outputs_do_not_depend_on_when_the_cache_is_compacted(noisy_model, prompts):
-    from reasonlab.sampling import tree_walk
+    from reasonlab.core.sampling import tree_walk
     seq = torch.tensor(prompts[:40])
     runs = [tree_walk(noisy_model, seq, n, torch.Generator().manual_seed(5), 1.0, want_logp=True, keep_frac=f)
             for n in (1, 3) for f in (0.0, 0.5, 1.0)]
@@ -182,9 +182,9 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monk
     """194 prompts share their first tokens: the prefill runs the distinct heads once, then the rest of each
     prompt (in forwards of at most PREFILL_ROWS rows: 64 -> four, the last one short), and gives the plain
     prefill's cache and logits."""
-    from reasonlab import sampling
-    from reasonlab.model import KVCache
-    from reasonlab.sampling import _prefill
+    from reasonlab.core import sampling
+    from reasonlab.core.model import KVCache
+    from reasonlab.core.sampling import _prefill
     monkeypatch.setattr(sampling, "PREFILL_ROWS", chunk)
     prompts = [list(p) for p in dict.fromkeys(map(tuple, prompts))]   # 194 distinct (the next test has equal ones)
     seq = torch.tensor(prompts)
@@ -210,7 +210,7 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monk
 def test_equal_prompts_run_once(noisy_model, prompts):
     """Prompts that are equal (k = 2 has 100 problems: an evaluation repeats them) share one prefill row and one
     decoding row until their samples differ; the outputs stay the naive decoder's, greedy and sampled."""
-    from reasonlab.sampling import _prefill
+    from reasonlab.core.sampling import _prefill
     distinct = [list(p) for p in dict.fromkeys(map(tuple, prompts))][:40]
     which = [i % 40 for i in range(120)] + [7, 3]
     rep = [distinct[i] for i in which]                                      # 40 distinct prompts among 122
@@ -232,7 +232,7 @@ def test_equal_prompts_run_once(noisy_model, prompts):
         assert generate(noisy_model, rep, g[0], 1.0, force) == generate_naive(noisy_model, rep, g[1], 1.0, force)
     # a logit hook sees each merged prefix's own tokens: one that bans the token after the last one written
     # gives every prompt the output it gets alone
-    from reasonlab.sampling import sample_tree
+    from reasonlab.core.sampling import sample_tree
 
     def ban_next(logits, paths):
         return logits.scatter(1, (paths[:, -1:] + 1) % logits.shape[1], float("-inf"))
@@ -245,7 +245,7 @@ def test_equal_prompts_run_once(noisy_model, prompts):
 def test_cache_grows_rows_in_place(noisy_model):
     """grow appends copies of rows in the spare capacity and leaves the others where they are; past the capacity
     it refuses."""
-    from reasonlab.model import KVCache
+    from reasonlab.core.model import KVCache
     cache = KVCache(noisy_model.cfg, 3, capacity=5)
     with torch.inference_mode():
         noisy_model(torch.tensor([[1, 10, 11], [1, 12, 13], [1, 14, 15]]), cache=cache)

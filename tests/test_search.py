@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from reasonlab import search, tts
-from reasonlab.model import GPT
-from reasonlab.sampling import sample_tree, strip_row
-from reasonlab.task import ID, MAX_LEN, PROMPT_LEN, make_digits, prompt_ids, solution
-from reasonlab.verifier import OracleVerifier
+from reasonlab.methods import search, tts
+from reasonlab.experiments import search as search_exp
+from reasonlab.core.model import GPT
+from reasonlab.core.sampling import sample_tree, strip_row
+from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, make_digits, prompt_ids, solution
+from reasonlab.methods.verifier import OracleVerifier
 
 
 def scripted_model(words: list[str], scale: float = 60.0) -> GPT:
@@ -139,7 +140,7 @@ def test_an_answerless_chain_never_outranks_an_answer():
 def test_scorer_memo_gives_the_unmemoised_scores_for_lists_and_tuples():
     """Scorer.values: the aggregated step scores (answerless outputs 0 with answered_only), the same for list and
     tuple inputs and on a second call, which reads nothing new; each distinct output is read once."""
-    from reasonlab.verifier import aggregate, steps as read_steps
+    from reasonlab.methods.verifier import aggregate, steps as read_steps
     rng = random.Random(0)
     digs = [make_digits(rng, rng.randint(2, 8)) for _ in range(30)]
     outs = [[ID[w] for w in solution(d, rng.choice(["short", "full", "direct"]))] for d in digs]
@@ -182,17 +183,17 @@ def test_findings_are_computed_from_results():
         return {"strategies": strat, "k": {"val": k, "test": k}, "n_params": 1000,
                 "ver_params": dict.fromkeys(("orm", "prm", "prm-mc", "oracle"), 1000),
                 "config": {"search_verifiers": ["prm", "oracle"], "thinker": "test"}}
-    f = search.findings([res("weighted/prm", "greedy", s) for s in range(3)])
+    f = search_exp.findings([res("weighted/prm", "greedy", s) for s in range(3)])
     first = f[0]
     assert first["verdict"] == "holds" and first["value"] > 0.3 and first["ci95"][0] > 0
-    f2 = search.findings([res("weighted/orm", "weighted/prm", s) for s in range(3)])
+    f2 = search_exp.findings([res("weighted/orm", "weighted/prm", s) for s in range(3)])
     assert f2[0]["verdict"] == "does not hold" and f2[0]["ci95"][1] < 0
     for x in f + f2:
         assert x["verdict"] in ("holds", "does not hold", "inconclusive") and "claim" in x and "threshold" in x
     # nothing ever right: no accuracy target is reached, and the compute-optimal claim is reported as missing
-    f3 = search.findings([res("none", "none", s, other=0.0) for s in range(3)])
+    f3 = search_exp.findings([res("none", "none", s, other=0.0) for s in range(3)])
     assert f3[-1]["value"] is None and f3[-1]["verdict"] == "inconclusive"
-    from reasonlab.findings import table        # every one is a row of the lab's findings table
+    from reasonlab.stats.findings import table        # every one is a row of the lab's findings table
     assert table(f + f2 + f3).count("\n") == len(f + f2 + f3) + 1
 
 
@@ -223,7 +224,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
 def test_prefix_memo_gives_what_the_verifier_gives_on_the_prefix(noisy_model):
     """add_prefixes memoises a prefix's step scores from a longer output: right only if a (causal) learned verifier
     scores the prefix alone the same way."""
-    from reasonlab.verifier import Verifier, build_net
+    from reasonlab.methods.verifier import Verifier, build_net
     torch.manual_seed(0)
     v = Verifier(build_net(noisy_model), "prm")
     probs, outs = random_pool(1, P=10, n=3)

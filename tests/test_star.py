@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from reasonlab import star
-from reasonlab.task import ID
-from reasonlab.train import build_model
+from reasonlab.methods import star
+from reasonlab.core.task import ID
+from reasonlab.train.sft import build_model
 
 
 def fake_collect(monkeypatch, outputs):
@@ -60,7 +60,7 @@ def test_one_small_round_end_to_end(noisy_model):
 
 
 def test_rationalization_samples_failed_problems_with_the_hint_and_keeps_them_without_it(monkeypatch):
-    from reasonlab.task import HINT0, hint_prompt_ids, prompt_ids
+    from reasonlab.core.task import HINT0, hint_prompt_ids, prompt_ids
     seen_prompts = []
 
     def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
@@ -88,7 +88,7 @@ def test_rationalization_needs_a_model_that_read_hints(noisy_model):
 
 
 def test_few_chains_recipe_shows_only_its_worked_chains():
-    from reasonlab.task import check_chain, parse, ID as I
+    from reasonlab.core.task import check_chain, parse, ID as I
     cfg = star.few_chains_cfg(seed=0, n_chains=50)
     assert cfg["phases"][0][0] == [1.0, 0.0, 0.0] and len(cfg["fixed"]) == 50 and cfg["hint_frac"] > 0
     for d, words in cfg["fixed"]:
@@ -97,7 +97,7 @@ def test_few_chains_recipe_shows_only_its_worked_chains():
 
 
 def test_outputs_with_hint_tokens_are_not_kept(monkeypatch):
-    from reasonlab.task import HINT0
+    from reasonlab.core.task import HINT0
 
     def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
         row = [ID["A"], ID["6"], HINT0 + 6]          # right answer, then a hint token instead of </s>
@@ -148,7 +148,7 @@ def test_restart_continue_and_pool_semantics(monkeypatch, restart, pool):
 def test_filters_that_keep_the_same_data_train_one_model(monkeypatch, tmp_path):
     """A fine-tuned model is named by its recipe, kept data and init, not by the filter: a run whose filter kept
     the same outputs as an earlier run loads that run's model; other kept data train another."""
-    from reasonlab import train
+    from reasonlab.train import zoo as train
     data = [([1, 2], ["A", "3", "</s>"])]
     monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": list(data), "used": 1.0, "n_kept": 1, "fmt_mix": {},
                                                            "false_positive_rate": 0.0, "rationalized": 0.0})

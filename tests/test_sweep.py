@@ -5,9 +5,10 @@ import os
 
 import pytest
 
-from reasonlab import sweep
+from reasonlab.runner import sweep
 from reasonlab.cli import main
-from reasonlab.executor import ExecConfig, cached_model
+from reasonlab.runner.executor import ExecConfig
+from reasonlab.train.zoo import cached_model
 
 
 def tiny(out, cache, seeds=(0,), grid=None, **kw):
@@ -113,7 +114,7 @@ def test_tensorboard_event_files_per_rl_run(tmp_path, capsys):
 
 def test_lab_tensorboard_files_come_from_its_rl_results(tmp_path):
     pytest.importorskip("tensorboard")
-    from reasonlab import tblog
+    from reasonlab.io import tblog
     hist = [{"step": s, "reward": 0.1 * s, "kl": 0.01, "share": {"direct": 1 - 0.2 * s}} for s in (1, 2, 3)]
     results = {"rl": {"results": [{"grpo": {"seed": 4, "hist": hist, "curve": [{"step": 2, "acc": 0.5}]}}]},
                "adaptive": {"results": [{"runs": [{"method": "kimi", "seed": 4, "share_direct_over_steps": [0.5, 0.25]}]}]}}

@@ -4,7 +4,7 @@ import random
 from hypothesis import given, settings, strategies as st
 
 import reasonlab as R
-from reasonlab.task import FORMATS, ID, VOCAB, check_chain, encode, parse, prompt_ids, solution
+from reasonlab.core.task import FORMATS, ID, VOCAB, check_chain, encode, parse, prompt_ids, solution
 
 
 def ids(words):

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import reasonlab as R
-from reasonlab.task import ID, IGNORE, VOCAB, parse
-from reasonlab.train import build_model, lr_at, make_sequences, pretrain, train_on_batches
+from reasonlab.core.task import ID, IGNORE, VOCAB, parse
+from reasonlab.train.sft import build_model, lr_at, make_sequences, pretrain, train_on_batches
 
 
 def rows_as_words(inp, tgt):
@@ -74,7 +74,7 @@ def test_constant_and_decay_schedules():
 
 
 def test_a_phases_extra_parts_fill_their_share_of_every_batch(monkeypatch):
-    from reasonlab import train
+    from reasonlab.train import sft as train
     seen, orig = [], train.split_targets
     monkeypatch.setattr(train, "split_targets", lambda seq: (seen.append(seq), orig(seq))[1])
     cfg = {"seed": 0, "lr": 1e-3, "batch": 20, "phases": [
@@ -88,7 +88,7 @@ def test_a_phases_extra_parts_fill_their_share_of_every_batch(monkeypatch):
 
 
 def test_a_gated_phase_stops_at_its_first_passing_test(monkeypatch):
-    from reasonlab import train
+    from reasonlab.train import sft as train
     tests = []
     monkeypatch.setattr(train, "gate_passes", lambda model, gate: tests.append(gate) or len(tests) == 2)
     gate = {"min": 4, "every": 2}
@@ -113,7 +113,7 @@ def test_a_kept_optimizer_carries_adams_moments_across_phases():
 
 
 def test_bad_phase_options_are_errors_before_any_training(monkeypatch):
-    from reasonlab import train
+    from reasonlab.train import sft as train
     steps = []
     monkeypatch.setattr(train, "train_on_batches", lambda *a, **kw: steps.append(1) or [])
     base = [[0.0, 0.5, 0.5], 2, 1, [2, 8], 1.0]
@@ -129,8 +129,8 @@ def test_bad_phase_options_are_errors_before_any_training(monkeypatch):
 def test_the_gate_tests_validation_problems(monkeypatch):
     import importlib
 
-    from reasonlab.evaluate import split_of
-    from reasonlab.train import Gate, gate_passes
+    from reasonlab.core.evaluate import split_of
+    from reasonlab.train.sft import Gate, gate_passes
     E = importlib.import_module("reasonlab.evaluate")   # the package exports a function of the same name
     seen, orig = [], E.evaluate
     monkeypatch.setattr(E, "evaluate", lambda model, probs, **kw: (seen.extend(probs), orig(model, probs, **kw))[1])
@@ -166,8 +166,8 @@ def test_pretrain_is_deterministic_and_logs(tmp_path):
 def test_hints_replace_bos_with_the_answer_and_change_nothing_when_off():
     import numpy as np
 
-    from reasonlab.task import DIGIT0, HINT0, ID
-    from reasonlab.train import make_sequences
+    from reasonlab.core.task import DIGIT0, HINT0, ID
+    from reasonlab.train.sft import make_sequences
     plain = make_sequences(np.random.default_rng(0), 256)
     off = make_sequences(np.random.default_rng(0), 256, hint_frac=0.0)
     assert (plain == off).all()                                   # hint-free recipes: identical batches
@@ -184,7 +184,7 @@ def test_hints_replace_bos_with_the_answer_and_change_nothing_when_off():
 def test_our_adamw_is_torchs_fused_adamw_bit_for_bit(wd, betas):
     """Same weights after five steps with a changing lr (weight decay 0: Adam, as RL uses it), and each loads the
     other's state_dict (RL checkpoints written with torch.optim.Adam resume)."""
-    from reasonlab.train import AdamW, batch_fn
+    from reasonlab.train.sft import AdamW, batch_fn
     a, b = build_model(0), build_model(0)
     ours = AdamW(a.parameters(), lr=3e-3, betas=betas, weight_decay=wd)
     theirs = torch.optim.AdamW(b.parameters(), lr=3e-3, betas=betas, weight_decay=wd, fused=True)
@@ -210,7 +210,8 @@ def test_training_does_not_import_torch_dynamo():
     verifiers use the same optimizer, train.AdamW)."""
     import subprocess
     import sys
-    code = ("import sys, copy; from reasonlab.train import pretrain, BASE_CFG; from reasonlab import rl, verifier; "
+    code = ("import sys, copy; from reasonlab.train.sft import pretrain, BASE_CFG; from reasonlab.train import rl; "
+            "from reasonlab.methods import verifier; "
             "pretrain(dict(copy.deepcopy(BASE_CFG), phases=[[[0, 0, 1], 3, 1, [2, 8]]])); "
             "print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from reasonlab import tts
+from reasonlab.methods import tts
+from reasonlab.stats import summary
 import torch.nn.functional as F
 
-from reasonlab.sampling import generate_n, output_logits, sample_tree
-from reasonlab.task import ID, PROMPT_LEN, check_chain, parse, prompt_ids
+from reasonlab.core.sampling import generate_n, output_logits, sample_tree
+from reasonlab.core.task import ID, PROMPT_LEN, check_chain, parse, prompt_ids
 
 
 def pool(answers, problems, verified=None, fmt=None, logp=None):
@@ -73,7 +74,7 @@ def test_pass_at_rejects_more_draws_than_samples():
 
 
 def test_chance_levels():
-    assert tts.chance("maj", 8) == 0.1 and tts.chance("pass", 2) == pytest.approx(0.19)
+    assert summary.chance("maj", 8) == 0.1 and summary.chance("pass", 2) == pytest.approx(0.19)
 
 
 def test_budget_hook_caps_and_extends_the_chain():
@@ -137,7 +138,7 @@ def test_budget_tokens_stop_at_the_end_of_the_answer():
 
 def _frontier_problems():
     """20 problems per k = 2, 3 on each side of the val / test split."""
-    from reasonlab.evaluate import problems_per_k
+    from reasonlab.core.evaluate import problems_per_k
     return problems_per_k(20, seed=1, ks=(2, 3), split="val") + problems_per_k(20, seed=1, ks=(2, 3), split="test")
 
 
@@ -171,7 +172,7 @@ def test_frontier_switches_per_k_when_that_wins():
 def test_frontier_selects_on_validation_and_scores_on_test():
     """A strategy right on every validation problem but wrong on every test problem is chosen, and the test
     accuracy shows it: selection never sees the test side."""
-    from reasonlab.evaluate import split_of
+    from reasonlab.core.evaluate import split_of
     probs = _frontier_problems()
     val = np.array([split_of(d) == "val" for d in probs])
     t = next(x for x in tts.frontier([_cand("greedy", val, np.full(len(probs), 3.0))], probs)["targets"]
@@ -180,7 +181,7 @@ def test_frontier_selects_on_validation_and_scores_on_test():
 
 
 def test_named_splits_are_disjoint_at_every_k():
-    from reasonlab.evaluate import problems_per_k, split_of
+    from reasonlab.core.evaluate import problems_per_k, split_of
     v, t = problems_per_k(200, seed=0, split="val"), problems_per_k(200, seed=0, split="test")
     assert not {tuple(d) for d in v} & {tuple(d) for d in t}
     assert all(split_of(d) == "val" for d in v) and {len(d) for d in v} == set(range(2, 9))
@@ -189,6 +190,6 @@ def test_named_splits_are_disjoint_at_every_k():
 def test_bootstrap_ci_covers_the_mean_about_95_percent_of_the_time():
     """200 samples of Bernoulli(0.3), 300 times: the 95 % percentile interval holds 0.3 in 90-99 % of them."""
     rng = np.random.default_rng(0)
-    hits = sum(lo <= 0.3 <= hi for lo, hi in (tts.bootstrap_ci((rng.random(200) < 0.3).astype(float), seed=i)
+    hits = sum(lo <= 0.3 <= hi for lo, hi in (summary.bootstrap_ci((rng.random(200) < 0.3).astype(float), seed=i)
                                               for i in range(300)))
     assert 0.90 <= hits / 300 <= 0.99

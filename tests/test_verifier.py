@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from reasonlab import verifier as V
-from reasonlab.task import ID, MAX_LEN, PROMPT_LEN, prompt_ids
-from reasonlab.train import build_model
+from reasonlab.experiments import verifiers
+from reasonlab.methods import verifier as V
+from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, prompt_ids
+from reasonlab.train.sft import build_model
 
 
 def w(s: str) -> list[int]:
@@ -176,7 +177,7 @@ def test_repeated_sampling_is_memoised_and_leaves_the_generator_where_sampling_w
 
 
 def test_pretrain_callback_stops_at_its_check_and_is_deterministic():
-    from reasonlab.train import pretrain
+    from reasonlab.train.sft import pretrain
     cfg = {"seed": 3, "lr": 3e-3, "phases": [[[0.0, 0.5, 0.5], 12, 2, [2, 8]]]}
     calls = []
     a = pretrain(cfg, callback=lambda s, m: calls.append(s) or s >= 8, every=4)
@@ -190,8 +191,8 @@ def test_pretrain_callback_stops_at_its_check_and_is_deterministic():
 def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monkeypatch):
     import copy
     import importlib
-    from reasonlab.task import DIGIT0
-    from reasonlab.train import ERR_CFG, calibrate_misread, misread, pretrain
+    from reasonlab.core.task import DIGIT0
+    from reasonlab.train.sft import ERR_CFG, calibrate_misread, misread, pretrain
     base = build_model(0)
     clean = {k: v.clone() for k, v in base.state_dict().items()}
     m = misread(copy.deepcopy(base), 0.5, seed=3)
@@ -228,23 +229,23 @@ def test_render_states_the_math_shepherd_margin_as_a_computed_check(tmp_path):
     close = [_fake_result(s, 0.93, 0.92 + 0.002 * s) for s in range(3)]
     def line(md, start):
         return next(x for x in md.splitlines() if x.startswith(start))
-    md = V.render(close, str(tmp_path), margin=0.05)
+    md = verifiers.page(close, str(tmp_path), margin=0.05)
     assert line(md, "Math-Shepherd labels within 0.05").endswith("**holds**.")
     assert (tmp_path / "verifier_quality.png").exists()
     far = [_fake_result(s, 0.93, 0.70 + 0.01 * s) for s in range(3)]
-    md = V.render(far, str(tmp_path), margin=0.05, time_budget=0.5)
+    md = verifiers.page(far, str(tmp_path), margin=0.05, time_budget=0.5)
     assert line(md, "Math-Shepherd labels within 0.05").endswith("**does not hold**.")
     assert line(md, "The PRM separates steps better").endswith("**holds**.")        # 0.93 vs the ORM's 0.8
     assert line(md, "Each verifier trains in ≤ 0.5 s").endswith("**does not hold**.")  # 1.0 s each
-    m, lo, hi, verdict = V._seed_check([0.1, float("nan"), 0.2, 0.3], V.greater, 0.0)   # NaN seeds left out
+    m, lo, hi, verdict = verifiers._seed_check([0.1, float("nan"), 0.2, 0.3], verifiers.greater, 0.0)   # NaN seeds left out
     assert m == pytest.approx(0.2) and lo < 0.2 < hi and hi - lo == pytest.approx(2 * 4.303 * 0.1 / 3 ** 0.5)
-    assert verdict == "inconclusive" and V._seed_check([0.30, 0.31, 0.32], V.greater, 0.0)[3] == "holds"
-    assert V._seed_check([0.1], V.greater, 0.0)[3] == "inconclusive (fewer than 2 seeds)"
+    assert verdict == "inconclusive" and verifiers._seed_check([0.30, 0.31, 0.32], verifiers.greater, 0.0)[3] == "holds"
+    assert verifiers._seed_check([0.1], verifiers.greater, 0.0)[3] == "inconclusive (fewer than 2 seeds)"
 
 
 @pytest.mark.slow
 def test_verifier_on_oracle_labels_separates_held_out_steps():
-    from reasonlab.train import get_erring_model
+    from reasonlab.train.zoo import get_erring_model
     thinker = get_erring_model(0, log=None)
     v = V.train_verifier("prm", thinker, 0, cache="", log=None)
     q = V.verifier_quality(v, thinker, seed=0, n_per_k=100)

@@ -3,7 +3,7 @@ import os
 from dataclasses import dataclass
 
 from reasonlab.experiments import Experiment, register
-from reasonlab.findings import seed_check, verdict_line
+from reasonlab.stats.findings import seed_check, verdict_line
 
 
 @dataclass

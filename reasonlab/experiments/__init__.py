@@ -23,7 +23,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..config import check_choices
+from ..core.config import check_choices
 
 ENTRY_POINTS = "reasonlab.experiments"
 
@@ -40,13 +40,13 @@ class Env:
 
     def base(self, seed: int):
         """The seed's base model, from the cache (trained under its lock the first time; memoized per process)."""
-        from ..executor import cached_model
-        from ..train import base_cfg, base_name
+        from ..train.zoo import cached_model
+        from ..train.sft import base_cfg, base_name
         return cached_model(base_name(seed, self.quick), base_cfg(seed, self.quick), cache=self.cache,
                             device=self.device, progress=True)
 
     def base_recipe(self, seed: int) -> dict:
-        from ..train import base_cfg
+        from ..train.sft import base_cfg
         return base_cfg(seed, self.quick)
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import adaptive as adaptive_method
-from .. import findings, report
-from ..findings import at_most, both, finding, seed_check
+from ..methods import adaptive as adaptive_method
+from ..stats import findings
+from ..io import report
+from ..stats.findings import at_most, both, finding, seed_check
 from . import Experiment, register
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import findings, report
-from ..evaluate import eval_table
-from ..report import pm
-from ..task import FMT_NAMES
+from ..stats import findings
+from ..io import report
+from ..core.evaluate import eval_table
+from ..stats.summary import pm
+from ..core.task import FMT_NAMES
 from . import Experiment, register
 
 

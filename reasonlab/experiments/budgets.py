@@ -6,10 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import findings, report, tts
-from ..evaluate import problems_per_k
-from ..findings import both, finding, seed_check
-from ..report import pm
+from ..stats import findings
+from ..io import report
+from ..methods import tts
+from ..core.evaluate import problems_per_k
+from ..stats.findings import both, finding, seed_check
+from ..stats.summary import mean_std, pm
 from . import Experiment, register
 
 
@@ -51,7 +53,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     avg = []
     for i, key in enumerate(keys):
         acc = [r["budgets"][i]["acc"] for r in rs]
-        m, s = report.mean_std(acc)
+        m, s = mean_std(acc)
         avg.append({"format": key[0], "kind": key[1], "budget": key[2], "acc": m, "lo": m - s, "hi": m + s,
                     "thinking_tokens": float(np.mean([r["budgets"][i]["thinking_tokens"] for r in rs])),
                     "tokens": float(np.mean([r["budgets"][i]["tokens"] for r in rs]))})

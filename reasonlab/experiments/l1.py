@@ -3,7 +3,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import budget
+import os
+
+import numpy as np
+
+from ..io.report import plt, save
+from ..methods import budget
+from ..methods.budget import (BUDGETS, STRIDE_GROUPS, cells_where, equal_token_gain, ks_of, mean_cells, methods_of,
+                              needs, s1_metrics, variants_of)
+from ..stats import findings as F
+from ..stats.summary import pm
 from . import Experiment, register
 
 
@@ -32,12 +41,328 @@ def run(cfg: Config, seed: int, env) -> dict:
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    return budget.findings(rs)
+    return findings(rs)
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
-    md, head = budget.render(rs, out, prefix="l1")
+    md, head = page(rs, out, prefix="l1")
     return [(md.replace("## Thinking on a budget", "## 8. Thinking on a budget", 1), head)]
+
+
+
+
+
+def findings(results: list[dict]) -> list[dict]:
+    """Computed checks over seeds: claim, per-seed values, mean and 95 % CI, threshold, verdict."""
+    out = []
+    ms = [methods_of(r) for r in results]
+    vs = variants_of(results[0])
+
+    def add(claim, xs, thr, direction=">"):
+        out.append(F.seed_check("8 budget", claim, "per seed, see the claim", [float(x) for x in xs], thr,
+                                test=F.greater if direction == ">" else F.at_most))
+    forcing = "s1 forcing (T cut at b)"
+    for v in vs:
+        name = f"L1-{v}"
+        allc = [cells_where(r, None) for r in results]
+        add(f"{name} reads its budget: mean chain steps at b = 8 exceed those at b = 0 by more than 1 (over k)",
+            [np.mean([m[name][8][k]["steps"] - m[name][0][k]["steps"] for k in ks_of(r)])
+             for r, m in zip(results, ms)], 1.0)
+        if v.startswith("exact"):
+            add(f"{name} tracks the budget: mean |steps - b| falls below the base model's free choice (reduction > 0)",
+                [mean_cells(r["base_free"], "abs_err", c) - mean_cells(m[name], "abs_err", c)
+                 for r, m, c in zip(results, ms, allc)], 0.0)
+        else:
+            add(f"{name} keeps the budget (Control): share of outputs with steps <= b above 0.9",
+                [mean_cells(m[name], "within", c) for m, c in zip(ms, allc)], 0.9)
+        add(f"{name} scales: accuracy rises with tokens across budgets (Scaling slope > 0)",
+            [s1_metrics(m[name], ks_of(r))["scaling"] for r, m in zip(results, ms)], 0.0)
+        for low, what in ((True, "b < ceil(k/2)"), (False, "b >= ceil(k/2)")):
+            add(f"at equal tokens, {name} is more accurate than s1 forcing for {what} (gain > 0)",
+                [equal_token_gain(m[name], m[forcing], cells_where(r, low)) for r, m in zip(results, ms)], 0.0)
+            add(f"at equal budget, {name} is right within its budget (right answer, steps <= b) more often than s1 "
+                f"forcing for {what} (gain > 0)",
+                [mean_cells(m[name], "acc_within", c) - mean_cells(m[forcing], "acc_within", c)
+                 for m, c in zip(ms, [cells_where(r, low) for r in results])], 0.0)
+        lowc = [cells_where(r, True) for r in results]
+        add(f"with b < ceil(k/2), {name} invents a chain of stride >= 3 in more than 5 % of problems",
+            [np.mean([m[name][b][k]["strides"].get("stride >= 3 (new)", 0.0) for b, k in c])
+             for m, c in zip(ms, lowc)], 0.05)
+    for v in vs:
+        if v.endswith("+sft") and v[:-4] in vs:
+            cold, warm = f"L1-{v[:-4]}", f"L1-{v}"
+            key = "within" if v.startswith("max") else "abs_err"
+            sign = 1 if key == "within" else -1
+            add(f"no SFT warm start needed: {cold} (RL from the base) reaches {warm}'s adherence "
+                f"({'share within budget' if key == 'within' else '-mean |steps - b|'}) within 0.05 (difference > -0.05)",
+                [sign * (mean_cells(m[cold], key, c) - mean_cells(m[warm], key, c))
+                 for m, c in zip(ms, [cells_where(r, None) for r in results])], -0.05)
+            add(f"no SFT warm start needed: {cold} is right within budget (right, steps <= b) within 0.02 as often "
+                f"as {warm} over all budgets (difference > -0.02)",
+                [mean_cells(m[cold], "acc_within", c) - mean_cells(m[warm], "acc_within", c)
+                 for m, c in zip(ms, [cells_where(r, None) for r in results])], -0.02)
+            spread = lambda m, r, n: np.mean([m[n][8][k]["steps"] - m[n][0][k]["steps"] for k in ks_of(r)])
+            add(f"no SFT warm start needed: {cold} reads its budget within one step as well as {warm} (steps at b = 8 "
+                f"minus steps at b = 0, difference > -1)",
+                [spread(m, r, cold) - spread(m, r, warm) for r, m in zip(results, ms)], -1.0)
+    return out
+
+
+def _ms(xs, f="{:.2f}") -> str:
+    """pm at two decimals."""
+    return pm(xs, f)
+
+
+def plot_accuracy(results: list[dict], path: str) -> str:
+    """Accuracy against budget per k, one line per method (mean over seeds, band = min..max), chance dashed."""
+    ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7.5), sharey=True, layout="constrained")
+    for ax, k in zip(axes.flat, ks):
+        for name in ms[0]:
+            acc = np.array([[m[name][b][k]["acc"] for b in BUDGETS] for m in ms])
+            style = ":" if name.startswith("always") else "--" if name.startswith("s1") else "-"
+            ax.plot(BUDGETS, acc.mean(0), style, marker="o" if style == "-" else None, ms=3, label=name)
+            if style == "-":
+                ax.fill_between(BUDGETS, acc.min(0), acc.max(0), alpha=0.15)
+        ax.axhline(0.1, color="grey", lw=0.8, ls="--")
+        ax.axvline(needs(k) - 0.5, color="k", lw=0.5, alpha=0.4)
+        ax.set_title(f"k = {k} (S needs {needs(k)} steps)")
+        ax.set_xlabel("budget b (chain steps)")
+    axes.flat[0].set_ylabel("greedy accuracy")
+    axes.flat[-1].axis("off")
+    h, lab = axes.flat[0].get_legend_handles_labels()
+    axes.flat[-1].legend(h + [plt.Line2D([], [], color="grey", ls="--")], lab + ["chance 0.1"], loc="center")
+    fig.suptitle("Accuracy against budget (mean over seeds, band = min..max; vertical line: b = ceil(k/2))")
+    return save(fig, path)
+
+
+def plot_strides(results: list[dict], path: str) -> str:
+    """Stride mix of the trained models' chains, by budget (x) and k (panels), mean over seeds."""
+    vs, ks = variants_of(results[0]), ks_of(results[0])
+    colors = dict(zip(STRIDE_GROUPS, ["#4C72B0", "#55A868", "#DD8452", "#C44E52", "#8172B2", "#937860", "#999999"]))
+    fig, axes = plt.subplots(len(vs), len(ks), figsize=(2.3 * len(ks), 2.4 * len(vs) + 0.6), sharey=True, squeeze=False,
+                             layout="constrained")
+    for i, v in enumerate(vs):
+        for j, k in enumerate(ks):
+            ax, bottom = axes[i][j], np.zeros(len(BUDGETS))
+            for g in STRIDE_GROUPS:
+                y = np.array([np.mean([r["variants"][v]["eval"][b][k]["strides"].get(g, 0.0) for r in results])
+                              for b in BUDGETS])
+                ax.bar(BUDGETS, y, bottom=bottom, color=colors[g], label=g, width=0.85)
+                bottom += y
+            ax.axvline(needs(k) - 0.5, color="k", lw=0.8)
+            ax.set_title(f"L1-{v}, k = {k}", fontsize=8)
+            ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=6, loc="lower left")
+    fig.supxlabel("budget b (vertical line: b = ceil(k/2))")
+    fig.supylabel("share of outputs")
+    return save(fig, path)
+
+
+def plot_adherence(results: list[dict], path: str) -> str:
+    """Left: steps written against budget (mean over k and seeds) per method, diagonal = exact adherence.
+    Right: share within budget during training, per variant (mean over budgets and seeds)."""
+    ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
+    for name in ms[0]:
+        if name.startswith("always"):
+            continue
+        y = np.array([[np.mean([m[name][b][k]["steps"] for k in ks]) for b in BUDGETS] for m in ms])
+        a1.errorbar(BUDGETS, y.mean(0), yerr=y.std(0), marker="o", ms=3, capsize=2, label=name)
+    a1.plot(BUDGETS, BUDGETS, "k:", lw=0.8, label="steps = b")
+    a1.set_xlabel("budget b")
+    a1.set_ylabel("chain steps written (mean over k = 2..8)")
+    a1.legend(fontsize=8)
+    for v in variants_of(results[0]):
+        logs = [r["variants"][v]["logs"] for r in results]
+        steps = [l["step"] for l in logs[0]]
+        y = np.array([[np.mean([c["within"] for c in l["by_budget"].values()]) for l in lg] for lg in logs])
+        a2.plot(steps, y.mean(0), marker="o", ms=3, label=f"L1-{v}")
+    a2.set_xlabel("GRPO step (step 0: greedy, before RL)")
+    a2.set_ylabel("share within budget (steps <= b)")
+    a2.set_ylim(0, 1.02)
+    a2.legend(fontsize=8)
+    fig.suptitle("Adherence: steps against budget after training; share within budget during training")
+    return save(fig, path)
+
+
+def page(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
+    """The report section (markdown) and a one-line headline; plots go to <out>/<prefix>/."""
+    d = os.path.join(out, prefix)
+    os.makedirs(d, exist_ok=True)
+    rel = (prefix + "/") if prefix else ""
+    plot_accuracy(results, os.path.join(d, "accuracy_vs_budget.png"))
+    plot_strides(results, os.path.join(d, "strides.png"))
+    plot_adherence(results, os.path.join(d, "adherence.png"))
+    ks, ms, vs = ks_of(results[0]), [methods_of(r) for r in results], variants_of(results[0])
+    names = list(ms[0])
+    # accuracy (tokens) against budget, mean over k
+    head = "| method | " + " | ".join(f"b={b}" for b in BUDGETS) + " |"
+    acc_rows = [head, "|---" * (len(BUDGETS) + 1) + "|"]
+    for n in names:
+        acc_rows.append(f"| {n} | " + " | ".join(
+            _ms([np.mean([m[n][b][k]["acc"] for k in ks]) for m in ms]) +
+            f" ({np.mean([m[n][b][k]['tokens'] for m in ms for k in ks]):.1f})" for b in BUDGETS) + " |")
+    # right within budget (right answer and steps <= b), mean over k
+    aw_rows = [head, "|---" * (len(BUDGETS) + 1) + "|"]
+    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
+        aw_rows.append(f"| {n} | " + " | ".join(
+            _ms([np.mean([m[n][b][k]["acc_within"] for k in ks]) for m in ms]) for b in BUDGETS) + " |")
+    # per k at equal tokens: accuracy / tokens for every method and k
+    perk = ["| method | k | " + " | ".join(f"b={b}" for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 2) + "|"]
+    for n in names:
+        if n in ("always A", "always S", "always T"):
+            continue
+        for k in ks:
+            perk.append(f"| {n} | {k} | " + " | ".join(
+                f"{np.mean([m[n][b][k]['acc'] for m in ms]):.2f} / "
+                f"{np.mean([m[n][b][k]['tokens'] for m in ms]):.1f}" for b in BUDGETS) + " |")
+    fixed_k = "| k | " + " | ".join(f"always {f}" for f in "AST") + " |\n|---|---|---|---|\n" + "\n".join(
+        f"| {k} | " + " | ".join(f"{np.mean([m[f'always {f}'][0][k]['acc'] for m in ms]):.2f} / "
+                                 f"{np.mean([m[f'always {f}'][0][k]['tokens'] for m in ms]):.1f}" for f in "AST")
+        + " |" for k in ks)
+    # adherence
+    adh = ["| method | " + " | ".join(f"b={b}" for b in BUDGETS) + " | all |", "|---" * (len(BUDGETS) + 2) + "|"]
+    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
+        cells = []
+        for b in BUDGETS + (None,):
+            bs = BUDGETS if b is None else (b,)
+            w = [np.mean([m[n][bb][k]["within"] for bb in bs for k in ks]) for m in ms]
+            e = [np.mean([m[n][bb][k]["abs_err"] for bb in bs for k in ks]) for m in ms]
+            cells.append(f"{np.mean(w):.2f} / {np.mean(e):.2f}")
+        adh.append(f"| {n} | " + " | ".join(cells) + " |")
+    # s1 metrics
+    s1 = ["| method | Control (share within budget) | Scaling (accuracy per token) | Performance (best accuracy) |",
+          "|---|---|---|---|"]
+    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
+        mm = [s1_metrics(m[n], ks) for m in ms]
+        s1.append(f"| {n} | {_ms([x['control'] for x in mm])} | {_ms([x['scaling'] for x in mm], '{:.3f}')} | "
+                  f"{_ms([x['performance'] for x in mm], '{:.3f}')} |")
+    # strides when b < ceil(k/2), and examples
+    st = ["| method | " + " | ".join(STRIDE_GROUPS) + " |", "|---" * (len(STRIDE_GROUPS) + 1) + "|"]
+    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
+        st.append(f"| {n} | " + " | ".join(
+            f"{np.mean([m[n][b][k]['strides'].get(g, 0.0) for m, r in zip(ms, results) for b, k in cells_where(r, True)]):.2f}"
+            for g in STRIDE_GROUPS) + " |")
+    labels: dict[str, dict[str, float]] = {}
+    for v in vs:
+        cnt: dict[str, float] = {}
+        cells = [(r, b, k) for r in results for b, k in cells_where(r, True)]
+        for r, b, k in cells:
+            for lab, x in r["variants"][v]["eval"][b][k]["stride_labels"].items():
+                cnt[lab] = cnt.get(lab, 0.0) + x / len(cells)
+        labels[v] = dict(sorted(cnt.items(), key=lambda kv: -kv[1]))
+    lab_lines = "\n".join(f"- L1-{v}: " + ", ".join(f"{lab} {x:.3f}" for lab, x in labels[v].items()) for v in vs)
+    ex_lines = []
+    r0 = results[0]
+    for v in vs:
+        seen: dict[str, list] = {}
+        for b, k in cells_where(r0, True):
+            for g, exs in r0["variants"][v]["eval"][b][k].get("examples", {}).items():
+                for e in exs:
+                    if len(seen.setdefault(g, [])) < 2:
+                        seen[g].append(f"B{b} {e}")
+        for g, exs in seen.items():
+            ex_lines += [f"    L1-{v:<9} {g:<18} {e}" for e in exs]
+    # training log: adherence per budget at the first and last record
+    tl = ["| variant | step | " + " | ".join(f"b={b}" for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 2) + "|"]
+    for v in vs:
+        for i in (0, len(results[0]["variants"][v]["logs"]) // 2, -1):
+            lg = [r["variants"][v]["logs"][i] for r in results]
+            def at(b, key):   # a short log window may have drawn no prompt with budget b: "–"
+                xs = [c[key] for c in (l["by_budget"].get(b) for l in lg) if c]
+                return f"{np.mean(xs):.2f}" if xs else "–"
+            tl.append(f"| L1-{v} | {lg[0]['step']} | " + " | ".join(
+                " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS) + " |")
+    fs = findings(results)
+    f_lines = F.table(fs)
+    secs = "; ".join(f"L1-{v} {_ms([r['variants'][v]['train_seconds'] for r in results], '{:.0f}')} s"
+                     for v in vs)
+    cfg = results[0]["config"]
+    main = "L1-" + next((v for v in ("max+sft", "max", "exact+sft") if v in vs), vs[0])
+    gain = next((f for f in fs if f["claim"].startswith(f"at equal tokens, {main} ") and "b < " in f["claim"]), None)
+    ctrl = [s1_metrics(m[main], ks)["control"] for m in ms]
+    headline = (f"{main}: within budget {_ms(ctrl)}, best accuracy "
+                f"{_ms([s1_metrics(m[main], ks)['performance'] for m in ms])}"
+                + (f"; vs s1 forcing at equal tokens for b < ⌈k/2⌉: {gain['value']:+.3f} "
+                   f"[{F._num(gain['ci95'][0])}, {F._num(gain['ci95'][1])}] ({gain['verdict']})" if gain else ""))
+    md = f"""## Thinking on a budget: L1 against s1 forcing
+
+> **Question.** Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..8) and train
+> the model to keep it with L1's rewards. Does that beat cutting the chain (s1) at equal tokens, and what does the
+> model do with fewer steps than its shortest chain (S needs ⌈k/2⌉)?
+
+![accuracy against budget]({rel}accuracy_vs_budget.png)
+
+![stride mix]({rel}strides.png)
+
+![adherence]({rel}adherence.png)
+
+**Accuracy against budget** (greedy, {cfg['eval_n']} test problems per k, mean over k = 2..8; mean ± std over
+{len(results)} seeds; mean tokens in brackets; chance 0.1):
+
+{chr(10).join(acc_rows)}
+
+**Right within budget** (right answer and steps ≤ b; s1 forcing is within budget by construction), mean over k:
+
+{chr(10).join(aw_rows)}
+
+**Per k** (accuracy / mean tokens, mean over seeds), to read accuracy at equal tokens:
+
+{chr(10).join(perk)}
+
+Fixed formats on the base model per k (accuracy / tokens):
+
+{fixed_k}
+
+**Adherence** after training (share within budget, steps ≤ b / mean |steps − b|, mean over k and seeds):
+
+{chr(10).join(adh)}
+
+**s1's metrics** (Muennighoff et al. 2025): Control = share within budget, Scaling = least-squares slope of
+accuracy against mean tokens over the budgets, Performance = best per-budget accuracy:
+
+{chr(10).join(s1)}
+
+**What the model does when b < ⌈k/2⌉** (chains classified automatically by stride: the digits summed per step),
+share of outputs over those (b, k) cells:
+
+{chr(10).join(st)}
+
+Exact labels: 
+{lab_lines}
+
+Examples (first seed; budget token, problem, output, label):
+
+```
+{chr(10).join(ex_lines) or '    (none)'}
+```
+
+**Training log** per budget (share within / mean |steps − b| / accuracy / tokens of the GRPO samples; step 0 is
+greedy before RL), mean over seeds:
+
+{chr(10).join(tl)}
+
+**Findings** (computed on this run; 95 % t-intervals over seeds; holds / does not hold / inconclusive):
+
+{f_lines}
+
+GRPO ({cfg['steps']} steps, {cfg['prompts_per_step']} problems × {cfg['num_generations']} samples, lr
+{cfg['learning_rate']:g}, β {cfg['beta']:g}), one budget drawn uniformly per problem; α = {cfg['alpha']:g} per
+step, δ = {cfg['delta']:g}; `+sft` variants first fine-tune {cfg['sft_steps']} steps on budget-annotated outputs
+(the longest fixed format within the budget). Training time per seed: {secs}. s1 forcing forces a T chain on the
+base model and forces "A" after b steps (`tts.budget_hook`); equal tokens: each budget model's accuracy minus the
+forcing curve's (per k, interpolated at the same mean tokens; tokens up to the answer and </s>): a model that ignores
+its budget and writes a full chain wins that comparison by overspending, which the "right within budget" check
+does not let it do. L1's code differs
+from its paper: the length term is added only to right answers, Max uses (clip(α(b − n), −1, 1) + 1)/2 (α halved),
+Max starts from the Exact checkpoint, and n counts the whole response (budget.py's docstring has the details).
+
+*Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
+*Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
+--budget 1 --checkpoint runs/budget/model-max-sft-seed0` (a model the CLI saved).
+"""
+    return md, headline
 
 
 register(Experiment("l1", Config, run, claims, render, quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21,

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import findings, report
-from ..evaluate import PROBE_SEED, TEST_SEED, evaluate, problems_per_k
-from ..findings import missing, seed_check
-from ..model import GPT
-from ..report import pm
-from ..rl import ALGOS, RLConfig, every_n_steps, train
+from ..stats import findings
+from ..io import report
+from ..core.evaluate import PROBE_SEED, TEST_SEED, evaluate, problems_per_k
+from ..stats.findings import missing, seed_check
+from ..core.model import GPT
+from ..stats.summary import pm
+from ..train.rl import ALGOS, RLConfig, every_n_steps, train
 from . import Experiment, register
 
 

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import findings, report, tts
-from ..findings import at_most, missing, seed_check
-from ..report import pm
+from ..stats import findings
+from ..io import report
+from ..methods import tts
+from ..stats.findings import at_most, missing, seed_check
+from ..stats.summary import chance, pm
 from . import Experiment, register
 
 
@@ -69,13 +71,13 @@ def render_sampling(rs: list[dict], out: str) -> tuple[str, str]:
         rows.append(f"| {f} | {pm([r['curves'][f]['greedy']['acc'] for r in rs])} | {pm(acc('maj', 1))} | "
                     f"{pm(acc('maj', min(8, n)))} | {pm(acc('maj', n))} | {pm(acc('pass', n))} | "
                     f"{np.mean([r['curves'][f]['tokens'][n] for r in rs]):.0f} |")
-    rows.append(f"| chance | {' | '.join(f'{tts.chance(m, n):.3f}' for m in ('maj', 'maj', 'maj', 'maj', 'pass'))} | |")
+    rows.append(f"| chance | {' | '.join(f'{chance(m, n):.3f}' for m in ('maj', 'maj', 'maj', 'maj', 'pass'))} | |")
     fmts = rs[0]["formats"]
     if "A" in fmts:
         head = f"A maj@{n} {pm([r['curves']['A']['maj'][n]['acc'] for r in rs])} vs greedy A " \
                f"{pm([r['curves']['A']['greedy']['acc'] for r in rs])}"
         direct = (f"pass@{n} of direct answers is {pm([r['curves']['A']['pass'][n]['acc'] for r in rs])} where "
-                  f"guessing gives {tts.chance('pass', n):.3f}.")
+                  f"guessing gives {chance('pass', n):.3f}.")
     else:
         head, direct = f"{fmts[0]} maj@{n} {pm([r['curves'][fmts[0]]['maj'][n]['acc'] for r in rs])}", ""
     greedy = "; ".join(f"greedy {f} {pm([r['curves'][f]['greedy']['acc'] for r in rs])}" for f in fmts)

@@ -4,11 +4,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import findings, report
-from .. import star as star_method
-from ..findings import missing, seed_check
-from ..report import pm
-from ..train import base_name
+from ..stats import findings
+from ..io import report
+from ..methods import star as star_method
+from ..stats.findings import missing, seed_check
+from ..stats.summary import pm
+from ..train.sft import base_name
 from . import Experiment, register
 
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from reasonlab.evaluate import evaluate, problems_per_k
+from reasonlab.core.evaluate import evaluate, problems_per_k
 from reasonlab.experiments import Experiment, register
-from reasonlab.findings import seed_check, verdict_line
-from reasonlab.report import pm, save
+from reasonlab.stats.findings import seed_check, verdict_line
+from reasonlab.io.report import save
+from reasonlab.stats.summary import pm
 
 
 @dataclass

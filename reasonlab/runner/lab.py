@@ -14,10 +14,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Literal
 
 from .. import experiments as X
-from .. import findings, report
-from ..checkpoint import cache_dir, cache_key, write_json
-from ..executor import ExecConfig, Unit, UnitsFailed, model_in_cache, run_units
-from ..train import base_cfg, base_name
+from ..stats import findings
+from ..io import report
+from ..io.checkpoint import cache_dir, cache_key, write_json
+from .executor import ExecConfig, Unit, UnitsFailed, run_units
+from ..train.zoo import model_in_cache
+from ..train.sft import base_cfg, base_name
 from .store import Store, unit_key as store_key
 
 
@@ -57,7 +59,7 @@ class LabConfig:
         return X.Env(cache=self.cache, device=self.device, quick=self.quick)
 
     def validate(self) -> None:
-        from .. import tblog
+        from ..io import tblog
         self.execution.validate()
         tblog.check(self.report_to)
         X.load_plugins(self.experiment)
@@ -155,7 +157,7 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     write_json(os.path.join(cfg.out, "timing.json"), meta)
     paths = write_report(cfg.out, results, meta)
     if cfg.report_to == "tensorboard":
-        from .. import tblog
+        from ..io import tblog
         tblog.write_lab(cfg.out, results)
     log(f"lab finished in {wall:.0f}s; report: {paths['html']} and {paths['md']}")
     if failed:

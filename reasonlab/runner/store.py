@@ -16,7 +16,7 @@ import os
 from typing import Callable
 
 from .. import __version__
-from ..checkpoint import CACHE_VERSION, fingerprint, int_keys, write_json
+from ..io.checkpoint import CACHE_VERSION, fingerprint, int_keys, write_json
 
 
 class BadRecord(ValueError):

@@ -15,12 +15,12 @@ import time
 
 import numpy as np
 
-from . import rewards
-from .evaluate import TEST_SEED, evaluate, problems_per_k
-from .model import GPT
-from .report import mean_std, pareto
-from .rl import RLConfig, train
-from .task import FMT_NAMES
+from ..core import rewards
+from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
+from ..core.model import GPT
+from ..stats.summary import mean_std, pareto
+from ..train.rl import RLConfig, train
+from ..core.task import FMT_NAMES
 
 METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "thinkless_fmt", "arm", "adaptthink")
 

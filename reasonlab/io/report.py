@@ -9,9 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR  # noqa: E402
-from .tts import chance  # noqa: E402
-from .checkpoint import int_keys, load_json  # noqa: E402,F401  (the readers' one home is checkpoint)
+from ..core.task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR  # noqa: E402
+from ..stats.summary import chance, pareto, pm  # noqa: E402
 
 # plot colours by format token, and for free generation
 TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free": FREE_COLOR}
@@ -36,28 +35,6 @@ def log_x(ax, base: float = 10) -> None:
     from matplotlib.ticker import NullLocator
     ax.set_xscale("log", base=base)
     ax.xaxis.set_minor_locator(NullLocator())
-
-
-def mean_std(xs) -> tuple[float, float]:
-    a = np.asarray(xs, dtype=float)
-    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
-
-
-def pm(xs, f: str = "{:.3f}") -> str:
-    """"mean ± std" of xs (std over seeds, ddof 1; 0 for one value)."""
-    m, s = mean_std(xs)
-    return f"{f.format(m)} ± {f.format(s)}"
-
-
-def pareto(points: list[tuple[float, float]]) -> list[int]:
-    """Indices, by increasing tokens, of the (tokens, accuracy) points that no other point beats on both: fewer or
-    equal tokens and higher accuracy (of equal points, the first)."""
-    front, best = [], -np.inf
-    for i in sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1])):
-        if points[i][1] > best:
-            front.append(i)
-            best = points[i][1]
-    return front
 
 
 def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") -> str:

@@ -39,7 +39,7 @@ from typing import Literal
 
 import numpy as np
 
-from .task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps
+from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps
 
 Agg = Literal["last", "min", "prod"]
 KINDS = ("orm", "prm", "prm-mc")
@@ -131,18 +131,16 @@ import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import time  # noqa: E402
-import warnings  # noqa: E402
 from dataclasses import asdict, dataclass, field  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from .findings import at_most, greater, seed_interval  # noqa: E402
-from .model import GPT  # noqa: E402
-from .sampling import generate_n, sample_tree, strip_row  # noqa: E402
-from .task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
-from .train import thinker_model  # noqa: E402
+from ..core.model import GPT  # noqa: E402
+from ..core.sampling import generate_n, sample_tree, strip_row  # noqa: E402
+from ..core.task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
+from ..train.zoo import thinker_model  # noqa: E402
 
 PAD = ID["<pad>"]
 FORCE_TOKENS = {"A": ["A"], "S": ["S"], "T": ["T"]}
@@ -302,7 +300,7 @@ def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig,
     gen's state): the kinds of one seed draw the same training outputs and the same held-out ones, so the lab's
     search unit sampled six times what it needed twice. A repeat hands back the lists and leaves gen where the
     sampling left it, so what draws from gen next (prm-mc's rollouts) draws the same stream."""
-    from .checkpoint import weights_hash
+    from ..io.checkpoint import weights_hash
     key = (weights_hash(thinker), tuple(map(tuple, problems)), cfg.formats, cfg.format_weights, cfg.samples,
            cfg.temperature, gen.device.type, bytes(gen.get_state().numpy()))
     if key in _SAMPLED:
@@ -401,7 +399,7 @@ def logits_at(net: GPT, ids: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 
 def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:
     """BCE (soft targets allowed) on the step positions; AdamW, warmup + cosine (train.lr_at)."""
-    from .train import AdamW, lr_at
+    from ..train.sft import AdamW, lr_at
     g = torch.Generator().manual_seed(seed)
     opt = AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.98))
     net.train()
@@ -427,7 +425,7 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
 
     Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>), safetensors + JSON,
     keyed by the config, the seed and the thinker's weights; name=None with cache="" disables caching (tests)."""
-    from .checkpoint import CheckpointError, cache_dir, cache_key, check_name, load_tensors, save_tensors
+    from ..io.checkpoint import CheckpointError, cache_dir, cache_key, check_name, load_tensors, save_tensors
     cfg = VerifierConfig(**{**asdict(config or VerifierConfig()), "kind": kind})
     cfg.validate()
     key = cache_key({"verifier": asdict(cfg), "seed": seed}, init=thinker)
@@ -463,7 +461,7 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     ids, y, m = _targets(digs, outs, labels)
     src = thinker if cfg.init == "thinker" else None
     if cfg.init == "base":
-        from .train import base_model
+        from ..train.zoo import base_model
         src = base_model(seed, cache=cache or None, log=log)
     net = build_net(src, cfg=thinker.config(), head=cfg.head)
     losses = fit(net, ids, y, m, cfg, seed)
@@ -565,7 +563,7 @@ class VerifierExpConfig:
 def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
     """Train every kind in config.kinds on the thinker's samples and measure it on held-out problems; writes
     <out>/seed<seed>.json and returns the same dict."""
-    from .checkpoint import write_json
+    from ..io.checkpoint import write_json
     thinker = thinker_model(config.thinker, seed, config.cache, log=log)
     res = {"seed": seed, "thinker": config.thinker, "config": asdict(config), "kinds": {}}
     for kind in config.kinds:
@@ -579,104 +577,3 @@ def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
             log(f"  {kind}: step AUROC {q['step_auroc']:.3f}, ECE {q['step_ece']:.3f}")
     write_json(os.path.join(config.out, f"seed{seed}.json"), res)
     return res
-
-
-def _seed_check(per_seed, test, thr) -> tuple[float, float, float, str]:
-    """findings.seed_interval over the seeds that have a value (an AUROC is NaN when a class is missing), judged by
-    test (findings.greater / at_most): mean, CI, verdict."""
-    xs = [x for x in per_seed if x == x]
-    if len(xs) < 2:
-        return float(np.mean(xs)) if xs else float("nan"), float("nan"), float("nan"), \
-            "inconclusive (fewer than 2 seeds)"
-    m, ci = seed_interval(xs)
-    return m, ci[0], ci[1], test(ci, thr)
-
-
-def plot_quality(results: list[dict], path: str) -> str:
-    """Reliability diagram (bins pooled over seeds; diagonal = calibrated) and step AUROC per k (mean, min..max
-    over seeds; 0.5 = chance)."""
-    from .report import plt, save
-    kinds = list(results[0]["kinds"])
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    a1.plot([0, 1], [0, 1], color="grey", ls=":", lw=1, label="calibrated")
-    for kind in kinds:
-        pooled: dict[float, list] = {}
-        for r in results:
-            for b in r["kinds"][kind]["step_bins"]:
-                pooled.setdefault(b["lo"], []).append(b)
-        xs = sorted(pooled)
-        n = [sum(b["n"] for b in pooled[x]) for x in xs]
-        sc = [sum(b["score"] * b["n"] for b in pooled[x]) / m for x, m in zip(xs, n)]
-        pos = [sum(b["positive"] * b["n"] for b in pooled[x]) / m for x, m in zip(xs, n)]
-        a1.plot(sc, pos, marker="o", ms=3, label=kind)
-        ks = sorted(int(k) for k in results[0]["kinds"][kind]["step_auroc_by_k"])
-        y = np.array([[r["kinds"][kind]["step_auroc_by_k"][str(k) if str(k) in r["kinds"][kind]["step_auroc_by_k"]
-                                                           else k] for k in ks] for r in results], dtype=float)
-        with warnings.catch_warnings():   # a k where every seed lacks a class has no AUROC: a gap in the line
-            warnings.simplefilter("ignore", RuntimeWarning)
-            line, = a2.plot(ks, np.nanmean(y, 0), marker="o", ms=3, label=kind)
-            a2.fill_between(ks, np.nanmin(y, 0), np.nanmax(y, 0), color=line.get_color(), alpha=0.15)
-    a2.axhline(0.5, color="grey", ls=":", lw=1, label="chance (0.5)")
-    a1.set_xlabel("verifier score (step)")
-    a1.set_ylabel("share of steps right (oracle)")
-    a1.set_title("calibration, held-out steps")
-    a2.set_xlabel("k (digits)")
-    a2.set_ylabel("step AUROC vs oracle")
-    a2.set_title("step AUROC per k")
-    a1.legend(fontsize=8)
-    a2.legend(fontsize=8)
-    return save(fig, path)
-
-
-def render(results: list[dict], out: str, margin: float = 0.05, time_budget: float = 30.0) -> str:
-    """The verifier section: quality table (mean ± std over seeds), the Math-Shepherd margin as a check, the plot."""
-    from .report import pm
-    kinds = list(results[0]["kinds"])
-    plot_quality(results, os.path.join(out, "verifier_quality.png"))
-    rows = ["| verifier | step AUROC | chain-step AUROC | step ECE | outcome AUROC last / min / prod | train s |",
-            "|---|---|---|---|---|---|"]
-    for kind in kinds:
-        q = [r["kinds"][kind] for r in results]
-        rows.append(f"| {kind} | {pm([x['step_auroc'] for x in q])} | {pm([x['chain_step_auroc'] for x in q])} | "
-                    f"{pm([x['step_ece'] for x in q])} | "
-                    + " / ".join(pm([x["outcome_auroc"][a] for x in q]) for a in ("last", "min", "prod"))
-                    + f" | {pm([x['train']['seconds']['total'] for x in q], '{:.1f}')} |")
-    lines = []
-    if "prm" in kinds and "prm-mc" in kinds:
-        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["prm-mc"]["step_auroc"] for r in results]
-        m, lo, hi, verdict = _seed_check(gap, at_most, margin)
-        lines.append(f"Math-Shepherd labels within {margin} step AUROC of the oracle-label PRM: gap (prm − prm-mc) "
-                     f"{m:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] over {len(gap)} seeds (per seed "
-                     + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
-    if "prm" in kinds and "orm" in kinds:
-        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["orm"]["step_auroc"] for r in results]
-        m, lo, hi, verdict = _seed_check(gap, greater, 0.0)
-        lines.append(f"The PRM separates steps better than the ORM (step AUROC gap prm − orm > 0): {m:.3f}, 95 % CI "
-                     f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
-    secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
-    lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
-                 f"(sampling, labels and fitting; the kinds of a seed share one draw of samples, whose time the first "
-                 f"kind carries; wall time of the run that made the results): "
-                 f"**{'holds' if max(secs) <= time_budget else 'does not hold'}**.")
-    n_out = results[0]["kinds"][kinds[0]]["n_outputs"]
-    seeds = ", ".join(str(r["seed"]) for r in results)
-    return f"""## Verifiers: learned ORM and PRMs against the oracle
-
-> **Question.** A verifier learned from the thinker's own samples scores each chain step. How well do its
-> scores separate right steps from wrong ones, and are they calibrated?
-
-![verifier quality](verifier_quality.png)
-
-{chr(10).join(rows)}
-
-{chr(10).join(l + chr(10) for l in lines)}
-The {results[0]['thinker']} thinker's samples (temperature 1, formats forced S / T / A) of held-out problems
-({n_out} outputs per seed, problems from a quarter of problem space no verifier trains on); seeds {seeds};
-mean ± std over seeds. Step AUROC: all steps (chain sums and the answer) scored against the rule's step labels
-(0.5 = chance); outcome AUROC: the aggregated score against the final answer being right. ECE over 10 equal-width
-bins. The ORM learns from the outcome only, the PRM from the rule's step labels, prm-mc from rollout shares.
-
-*Papers:* ORM (Cobbe et al. 2021, arXiv 2110.14168); PRM (Lightman et al. 2023, arXiv 2305.20050);
-Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
-*Explore:* `VerifierConfig(rollouts=..., steps=..., init="scratch")`, `verifier_quality(v, thinker)`.
-"""

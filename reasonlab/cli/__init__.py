@@ -9,13 +9,9 @@ import time
 
 import torch
 
-from . import __version__
-from .config import add_flags, overrides
-
-
-class UsageError(ValueError):
-    """Bad input from the user: reported as one line, exit code 2. (A ValueError, so that main() catches it even
-    when raised by a second copy of this module: `python -m reasonlab.cli` runs it as __main__.)"""
+from .. import __version__
+from ..core.config import add_flags, overrides
+from .guard import UsageError, check_device, parse_digits
 
 
 class Parser(argparse.ArgumentParser):
@@ -45,21 +41,6 @@ def nonneg_float(s):
     return v
 
 
-def parse_digits(text: str) -> list[int]:
-    import re
-
-    from .task import K_MAX, K_MIN
-    parts = text.replace(",", " ").split()
-    if len(parts) == 1 and len(parts[0]) > 1 and re.fullmatch(r"[0-9]+", parts[0]):
-        parts = list(parts[0])
-    # ASCII digits only: str.isdigit() also accepts "٣" (Arabic-Indic) and "²", which int() reads or rejects
-    if not all(re.fullmatch(r"[0-9]", p) for p in parts):
-        raise UsageError(f"problem {text!r}: digits must be single digits 0-9, e.g. \"3 5 9 2 7\"")
-    if not K_MIN <= len(parts) <= K_MAX:
-        raise UsageError(f"problem {text!r} has {len(parts)} digits; k must be in {K_MIN}..{K_MAX}")
-    return [int(p) for p in parts]
-
-
 def add_common(p: argparse.ArgumentParser):
     p.add_argument("--cache-dir", default=None, help="model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
@@ -70,21 +51,9 @@ def add_model_choice(p: argparse.ArgumentParser):
     p.add_argument("--seed", type=int, default=0, help="seed of the base model to use (and of sampling)")
 
 
-def check_device(device: str) -> str:
-    import re
-    m = re.fullmatch(r"cuda(?::(\d{1,3}))?", device)
-    if device != "cpu" and not m:
-        raise UsageError(f"unknown device {device!r}: use cpu, cuda or cuda:N")
-    if m and not torch.cuda.is_available():
-        raise UsageError(f"--device {device}: no CUDA device is available")
-    if m and m.group(1) is not None and int(m.group(1)) >= torch.cuda.device_count():
-        raise UsageError(f"--device {device}: there are only {torch.cuda.device_count()} CUDA devices")
-    return device
-
-
 def pretrain_cfg(args) -> dict:
     """`reasonlab pretrain`'s recipe: the base (or spec) recipe with the flags' overrides."""
-    from .train import base_cfg
+    from ..train.sft import base_cfg
     cfg = base_cfg(args.seed, recipe=args.recipe)
     if args.lr is not None:
         cfg["lr"] = args.lr
@@ -99,8 +68,8 @@ def pretrain_cfg(args) -> dict:
 
 
 def load_or_train(args, log=print):
-    from .checkpoint import CheckpointError, load_model, resolve
-    from .train import base_model
+    from ..io.checkpoint import CheckpointError, load_model, resolve
+    from ..train.zoo import base_model
     device = check_device(args.device)
     if args.checkpoint:
         try:
@@ -112,9 +81,10 @@ def load_or_train(args, log=print):
 
 
 def cmd_pretrain(args):
-    from .checkpoint import fingerprint, get_model
-    from .evaluate import eval_table, format_table
-    from .train import base_name
+    from ..io.checkpoint import fingerprint
+    from ..train.zoo import get_model
+    from ..core.evaluate import eval_table, format_table
+    from ..train.sft import base_name
     cfg = pretrain_cfg(args)
     print("config:", json.dumps(cfg))
     name = args.name or (base_name(args.seed) if args.recipe == "base" and not (args.steps or args.lr or args.batch)
@@ -127,20 +97,20 @@ def cmd_pretrain(args):
 
 
 def cmd_eval(args):
-    from .evaluate import eval_table, format_table
+    from ..core.evaluate import eval_table, format_table
     model = load_or_train(args)
     table = eval_table(model, args.n, seed=args.problem_seed)
     print(format_table(table))
     if args.json:
-        from .checkpoint import write_json
-        from .checkpoint import strict_json   # NaN (no S/T answer to check) becomes null: strict JSON
+        from ..io.checkpoint import write_json
+        from ..io.checkpoint import strict_json   # NaN (no S/T answer to check) becomes null: strict JSON
         write_json(args.json, strict_json({c: {k: v for k, v in t.items() if k not in ("results", "outputs")}
                                            for c, t in table.items()}))
 
 
 def cmd_sample(args):
-    from .sampling import generate
-    from .task import FORMATS, VOCAB, check_chain, format_name, parse, prompt_ids, solution
+    from ..core.sampling import generate
+    from ..core.task import FORMATS, VOCAB, check_chain, format_name, parse, prompt_ids, solution
     digits = parse_digits(args.problem)
     force = None if args.force is None else [FORMATS[format_name(args.force)]]
     if args.budget is not None and not args.checkpoint:   # the base models have no budget tokens: say so at once
@@ -166,15 +136,15 @@ def cmd_sample(args):
 
 # ---- thinking on a budget (budget.py) ----
 def budget_model_check(model, budget) -> None:
-    from .task import BUDGET_VOCAB
+    from ..core.task import BUDGET_VOCAB
     if budget is not None and model.cfg.vocab_size < len(BUDGET_VOCAB):
         raise UsageError("--budget needs a budget model; this one has no budget tokens (train one with `reasonlab budget`)")
 
 
 def cmd_budget(args):
-    from . import budget
-    from .checkpoint import write_json, write_text
-    from .report import load_json
+    from ..experiments import l1
+    from ..io.checkpoint import load_json, write_json, write_text
+    from ..methods import budget
     given = {f: getattr(args, f) for f in ("steps", "alpha", "delta", "eval_n", "sft_steps") if getattr(args, f) is not None}
     cfg = budget.BudgetConfig(variants=tuple(args.variants), out=args.out, **{**(budget.QUICK if args.quick else {}), **given})
     cfg.validate()
@@ -186,14 +156,14 @@ def cmd_budget(args):
         except (OSError, ValueError) as e:
             raise UsageError(f"--replot: cannot read the results in {args.out} ({e})") from None
     else:
-        from .train import base_model
+        from ..train.zoo import base_model
         results = []
         for s in args.seeds:
             base = base_model(s, args.quick, cache=args.cache_dir, device=args.device, progress=True)
             results.append(budget.run(cfg, s, base=base, progress=True))
-    md, head = budget.render(results, args.out)
+    md, head = l1.page(results, args.out)
     write_text(os.path.join(args.out, "report.md"), md)
-    write_json(os.path.join(args.out, "findings.json"), budget.findings(results))
+    write_json(os.path.join(args.out, "findings.json"), l1.findings(results))
     print(head)
     print(f"report: {os.path.join(args.out, 'report.md')}")
 
@@ -201,12 +171,12 @@ def cmd_budget(args):
 def cmd_rl(args):
     import copy
 
-    from .evaluate import PROBE_SEED, evaluate, problems_per_k
-    from .report import plot_format_share, plot_rl_runs
-    from .rl import RLConfig, every_n_steps, train
+    from ..core.evaluate import PROBE_SEED, evaluate, problems_per_k
+    from ..io.report import plot_format_share, plot_rl_runs
+    from ..train.rl import RLConfig, every_n_steps, train
     cfg = RLConfig.preset(args.algo, seed=args.seed, **overrides(args, args.config_fields))
     run_dir = args.run_dir or os.path.join("runs", f"rl-{args.algo}-seed{args.seed}")
-    from .runs import precheck
+    from ..io.runs import precheck
     precheck(run_dir, args.resume)   # before any work: usable, locked (a second process is refused), no clobbering
     check_report_to(args)
     print("config:", json.dumps(vars(cfg)))
@@ -239,7 +209,7 @@ def cmd_rl(args):
         follow.close()
     print(f"done in {time.perf_counter() - t0:.1f}s")
     if evals:
-        from .checkpoint import write_json
+        from ..io.checkpoint import write_json
         write_json(os.path.join(run_dir, "eval.json"), evals)
     plot_rl_runs({args.algo: [hist]}, os.path.join(run_dir, "curves.png"), f"{args.algo}, seed {args.seed}")
     plot_format_share(hist, os.path.join(run_dir, "formats.png"), f"{args.algo}, seed {args.seed}")
@@ -247,9 +217,9 @@ def cmd_rl(args):
 
 
 def cmd_tts(args):
-    from . import tts
-    from .checkpoint import write_json
-    from .report import load_json
+    from ..methods import tts
+    from ..io.checkpoint import write_json
+    from ..io.checkpoint import load_json
     formats = args.formats
     for f in formats:
         if f not in tts.FORCE:
@@ -274,9 +244,9 @@ def cmd_tts(args):
 
 
 def cmd_adaptive(args):
-    from . import adaptive
-    from .checkpoint import write_json
-    from .train import base_model
+    from ..methods import adaptive
+    from ..io.checkpoint import write_json
+    from ..train.zoo import base_model
     args.methods = args.methods or list(adaptive.METHODS)
     for m in args.methods:
         if m not in adaptive.METHODS:
@@ -308,7 +278,7 @@ def cmd_adaptive(args):
 
 def load_seeds(out: str, seeds) -> list[dict]:
     """The per-seed results a command wrote (<out>/seed<s>.json), for --replot."""
-    from .report import load_json
+    from ..io.checkpoint import load_json
     try:
         return [load_json(os.path.join(out, f"seed{s}.json"))["result"] for s in seeds]
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -318,8 +288,8 @@ def load_seeds(out: str, seeds) -> list[dict]:
 def write_page(out: str, title: str, exps: list[str], rs: list[dict]) -> None:
     """A command's report: its experiments' sections, rendered by the lab's protocol (lab.render), as
     <out>/report.md and a self-contained report.html; the headlines go to the console."""
-    from . import report
-    from .runner import lab
+    from ..io import report
+    from ..runner import lab
     secs = [sec for exp in exps for sec in lab.render(exp, rs, out)]
     report.write_report(out, f"# {title}\n\n" + "\n".join(md for md, _ in secs), title)
     for md, head in secs:
@@ -327,9 +297,10 @@ def write_page(out: str, title: str, exps: list[str], rs: list[dict]) -> None:
 
 
 def cmd_star(args):
-    from . import star
-    from .checkpoint import get_model, write_json
-    from .train import base_cfg, base_name
+    from ..methods import star
+    from ..io.checkpoint import write_json
+    from ..train.zoo import get_model
+    from ..train.sft import base_cfg, base_name
     device = check_device(args.device)
     few = args.start == "few-chains"
     user = overrides(args, args.config_fields)
@@ -362,21 +333,23 @@ def cmd_star(args):
 
 
 def cmd_verifier(args):
-    """`reasonlab verifier train`: train and measure learned verifiers (issue 17), plots and table in --out."""
-    from . import verifier
-    from .checkpoint import write_text
+    """`reasonlab verifier train`: train and measure learned verifiers, plots and table in --out."""
+    from ..experiments import verifiers
+    from ..io.checkpoint import write_text
+    from ..methods import verifier
     cfg = verifier.VerifierExpConfig(kinds=tuple(dict.fromkeys(args.kind)), thinker=args.thinker, out=args.out,
                                      cache=args.cache_dir, n_test_per_k=args.n_test)
     check_device(args.device)
     results = [verifier.run(cfg, seed) for seed in args.seeds]
-    md = verifier.render(results, args.out)
+    md = verifiers.page(results, args.out)
     write_text(os.path.join(args.out, "section.md"), md)
     print(md)
 
 
 def cmd_search(args):
     """`reasonlab search`: best-of-N, weighted majority, beam search, DVTS with learned verifiers and the oracle."""
-    from . import search
+    from ..experiments import search as search_exp
+    from ..methods import search
     cfg = search.SearchConfig(thinker=args.thinker, force=args.force, n_val=args.n_val, n_test=args.n_test,
                               n_max=args.n_max, width=args.width, agg=args.agg, methods=tuple(args.method),
                               verifiers=tuple(args.verifiers), search_verifiers=tuple(args.search_verifiers),
@@ -393,15 +366,15 @@ def cmd_search(args):
             raise UsageError(f"--replot: cannot read the results in {args.out} ({e})") from None
     else:
         results = [search.run(cfg, seed, out=args.out, cache=args.cache_dir, device=device) for seed in args.seeds]
-    print(search.render(results, args.out))
+    print(search_exp.page(results, args.out))
     print(f"wrote {args.out}/ (seed*.json, findings.json, section.md, acc_vs_n.png, acc_vs_compute.png, tokens.png)")
 
 
 def cmd_lab(args):
     from dataclasses import asdict
 
-    from . import report
-    from .runner import lab
+    from ..io import report
+    from ..runner import lab
     user = overrides(args, args.config_fields)
     quick = user.get("quick", False)
     cfg = lab.LabConfig(**{"seeds": (0,) if quick else (0, 1, 2), "out": "runs/lab-quick" if quick else "runs/lab",
@@ -457,27 +430,27 @@ def add_report_to(p: argparse.ArgumentParser) -> None:
 
 
 def exec_config(args):
-    from .executor import ExecConfig
+    from ..runner.executor import ExecConfig
     ex = ExecConfig(executor=args.executor, workers=args.workers, ray_address=args.ray_address, retries=args.retries)
     ex.validate()
     return ex
 
 
 def check_report_to(args) -> None:
-    from . import tblog
+    from ..io import tblog
     tblog.check(args.report_to)
 
 
 def tensorboard_follower(args, run_dir: str):
     if args.report_to != "tensorboard":
         return None
-    from .tblog import JsonlFollower
+    from ..io.tblog import JsonlFollower
     return JsonlFollower(run_dir, os.path.join(run_dir, "tensorboard"))
 
 
 def run_or_exit_1(fn):
     """Run the lab or a sweep; units that failed after their retries end the command with one line and exit 1."""
-    from .executor import UnitsFailed
+    from ..runner.executor import UnitsFailed
     try:
         return fn()
     except UnitsFailed as e:
@@ -486,7 +459,7 @@ def run_or_exit_1(fn):
 
 
 def cmd_sweep(args):
-    from . import sweep
+    from ..runner import sweep
     spec = sweep.load_toml(args.config) if args.config else {"grid": {}, "fixed": {}}
     spec["grid"].update(sweep.parse_assignments(args.grid, many=True))
     spec["fixed"].update(sweep.parse_assignments(args.set, many=False))
@@ -523,8 +496,8 @@ def add_sweep_parser(sub) -> None:
 
 
 def build_parser() -> Parser:
-    from . import star
-    from .runner import lab
+    from ..methods import star
+    from ..runner import lab
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
     ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
@@ -585,7 +558,7 @@ def build_parser() -> Parser:
     p.add_argument("--out", default="runs/budget")
     p.set_defaults(fn=cmd_budget)
 
-    from .rl import ALGOS, RLConfig
+    from ..train.rl import ALGOS, RLConfig
     p = sub.add_parser("rl", help="RL from the base model: GRPO and its relatives (one run directory per run)")
     add_common(p)
     add_model_choice(p)
@@ -686,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done; 2 bad input or an unusable path (one line on stderr, before any long
     work where it can be known then); 1 a run stopped by a numeric fault, or an internal error (one line; the
     traceback only with REASONLAB_DEBUG=1); 130 interrupted."""
-    from .checkpoint import CheckpointError
+    from ..io.checkpoint import CheckpointError
     ap = build_parser()
     args = None
 
@@ -696,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     try:
         args = ap.parse_args(argv)
-        from .executor import keep_freed_memory
+        from ..runner.executor import keep_freed_memory
         keep_freed_memory()   # an application's allocator setting: the command is one
         from .guard import preflight
         preflight(args)   # bounds, finite numbers, memory estimates, usable paths: before any work
@@ -722,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return fail(f"internal error: {type(e).__name__}: {one_line(e)} (REASONLAB_DEBUG=1 shows the traceback)", 1)
     finally:
-        from .runs import unlock_all
+        from ..io.runs import unlock_all
         unlock_all()
     return 0
 

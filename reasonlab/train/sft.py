@@ -11,11 +11,10 @@ from typing import Callable, Literal
 import numpy as np
 import torch
 
-from .config import check_choices
-from .model import GPT
-from .task import (DIGIT0, FMT_NAMES, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
+from ..core.config import check_choices
+from ..core.model import GPT
+from ..core.task import (DIGIT0, FMT_NAMES, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
                    prompt_ids)
-
 
 
 def build_model(seed: int = 0, vocab_size: int = len(VOCAB)) -> GPT:
@@ -270,7 +269,7 @@ def phase_options(ph: list) -> tuple[PhaseOptions, Gate | None]:
 
 def gate_passes(model: GPT, gate: Gate) -> bool:
     """The gate's test on the validation problems (greedy, so it draws no random numbers)."""
-    from .evaluate import GATE_SEED, meets_bar, problems_per_k
+    from ..core.evaluate import GATE_SEED, meets_bar, problems_per_k
     return meets_bar(model, problems_per_k(gate.n, GATE_SEED, split="val"),
                      problems_per_k(gate.n, GATE_SEED, ks=[K_MIN], split="val"), gate.S, gate.T, gate.A)
 
@@ -319,14 +318,6 @@ def base_cfg(seed: int, quick: bool = False, recipe: str = "base") -> dict:
 def base_name(seed: int, quick: bool = False) -> str:
     """The base model's name in the model cache."""
     return f"lab-quick-seed{seed}" if quick else f"base-seed{seed}"
-
-
-def base_model(seed: int, quick: bool = False, cache: str | None = None, device: str | None = None,
-               log: Callable | None = print, progress: bool = False) -> GPT:
-    """The cached base model of this seed, trained first if the cache has none."""
-    from .checkpoint import get_model
-    return get_model(base_name(seed, quick), base_cfg(seed, quick), cache=cache, device=device, log=log,
-                     progress=progress)
 
 
 def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Callable | None = None, log_every: int = 0,
@@ -417,7 +408,7 @@ def misread(model: GPT, sigma: float, seed: int) -> GPT:
 def calibrate_misread(model: GPT, m: dict, seed: int) -> float:
     """The sigma (in [0, 1]) at which misread(model) is right on m["acc"] of the probe: bisection, keeping the
     larger sigma whose accuracy is still >= acc. Leaves `model` as it was."""
-    from .evaluate import evaluate, problems_per_k
+    from ..core.evaluate import evaluate, problems_per_k
     probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]])
     clean = model.tok.weight.data.clone()
 
@@ -436,18 +427,3 @@ def calibrate_misread(model: GPT, m: dict, seed: int) -> float:
     return lo
 
 
-def get_erring_model(seed: int, cache: str | None = None, device: str | None = None, log: Callable | None = print
-                     ) -> GPT:
-    """The erring thinker for `seed` (ERR_CFG on the cached base model), made once and cached as err-seed<seed>."""
-    from .checkpoint import get_model
-    base = base_model(seed, cache=cache, device=device, log=log)
-    return get_model(f"err-seed{seed}", dict(ERR_CFG, seed=seed), init=base, cache=cache, device=device, log=log)
-
-
-def thinker_model(kind: str, seed: int, cache: str | None = None, device: str | None = None,
-                  log: Callable | None = None) -> GPT:
-    """The generator test-time search and the verifiers work on: "erring" (get_erring_model), "base" (the
-    standard base model, the contrast) or "quick" (the lab's quick base model)."""
-    if kind in ("base", "quick"):
-        return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log)
-    return get_erring_model(seed, cache=cache, device=device, log=log)

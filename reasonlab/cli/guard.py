@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
-from .checkpoint import PathError, cache_dir, regular_file, resolve, writable_dir, writable_file
+from ..core.task import K_MAX, K_MIN
+from ..io.checkpoint import PathError, cache_dir, regular_file, resolve, writable_dir, writable_file
 
 SEED_MAX = 2**32 - 1          # numpy's and torch's seeding take it; 2**70 overflows torch.manual_seed
 TEMPERATURE = (1e-3, 1e3)     # logits / 1e-300 are inf and sampling gets NaN probabilities; 0 (greedy) is allowed
@@ -20,6 +22,36 @@ GEN_ROW = 64 << 10
 TRAIN_ROW = 1 << 20
 SAMPLE_ROW = 256
 N_K = 7                       # k = 2..8: evaluation commands draw n problems per k
+
+
+class UsageError(ValueError):
+    """Bad input from the user: reported as one line, exit code 2. (A ValueError, so that main() catches it even
+    when raised by a second copy of the CLI's module.)"""
+
+
+def parse_digits(text: str) -> list[int]:
+    parts = text.replace(",", " ").split()
+    if len(parts) == 1 and len(parts[0]) > 1 and re.fullmatch(r"[0-9]+", parts[0]):
+        parts = list(parts[0])
+    # ASCII digits only: str.isdigit() also accepts "٣" (Arabic-Indic) and "²", which int() reads or rejects
+    if not all(re.fullmatch(r"[0-9]", p) for p in parts):
+        raise UsageError(f"problem {text!r}: digits must be single digits 0-9, e.g. \"3 5 9 2 7\"")
+    if not K_MIN <= len(parts) <= K_MAX:
+        raise UsageError(f"problem {text!r} has {len(parts)} digits; k must be in {K_MIN}..{K_MAX}")
+    return [int(p) for p in parts]
+
+
+def check_device(device: str) -> str:
+    m = re.fullmatch(r"cuda(?::(\d{1,3}))?", device)
+    if device != "cpu" and not m:
+        raise UsageError(f"unknown device {device!r}: use cpu, cuda or cuda:N")
+    if m:
+        import torch   # only a cuda device needs torch to check it
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {device}: no CUDA device is available")
+        if m.group(1) is not None and int(m.group(1)) >= torch.cuda.device_count():
+            raise UsageError(f"--device {device}: there are only {torch.cuda.device_count()} CUDA devices")
+    return device
 
 
 class ArgError(ValueError):
@@ -96,7 +128,7 @@ def _sizes(args) -> None:
     if cmd == "tts":
         fits("--n-per-k", args.n_per_k * N_K * args.n_max, SAMPLE_ROW, N_K * args.n_max)
     if cmd == "star":
-        from .star import StarConfig
+        from ..methods.star import StarConfig
         d = StarConfig()   # the flags are StarConfig's fields, None where the user left the default
         problems, samples, growth, steps, rounds = (d.__dict__[n] if getattr(args, n) is None else getattr(args, n)
                                                     for n in ("problems", "samples", "growth", "steps", "rounds"))
@@ -146,8 +178,7 @@ def _paths(args) -> None:
 
 def preflight(args) -> None:
     """Every check above, in the order a user would want to hear about them."""
-    from .cli import check_device, parse_digits
-    from .task import format_name
+    from ..core.task import format_name
     _floats(args)
     _seeds(args)
     _temperature(args)
@@ -159,7 +190,7 @@ def preflight(args) -> None:
         if args.force is not None:
             format_name(args.force)
     if args.cmd == "pretrain" and args.name is not None:
-        from .checkpoint import check_name
+        from ..io.checkpoint import check_name
         check_name(args.name)
     _sizes(args)
     _paths(args)

@@ -32,8 +32,9 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .executor import ExecConfig, Unit, cached_model, run_units
-from .runner.store import Store
+from .executor import ExecConfig, Unit, run_units
+from ..train.zoo import cached_model
+from .store import Store
 
 SPECIAL = ("algo", "method")
 NOT_SWEPT = ("seed", "log_every", "table_every", "checkpoint_every", "k_range")   # set by the sweep, or not scalar
@@ -73,8 +74,9 @@ class SweepConfig:
 
     def validate(self) -> None:
         """Every cell's RLConfig is built (and so checked) here, before any training."""
-        from . import adaptive, tblog
-        from .rl import RLConfig
+        from ..methods import adaptive
+        from ..io import tblog
+        from ..train.rl import RLConfig
         self.execution.validate()
         tblog.check(self.report_to)
         if not self.seeds:
@@ -102,7 +104,7 @@ class SweepConfig:
 # Grids from the command line and TOML, typed by RLConfig's fields.
 
 def field_defaults() -> dict:
-    from .rl import RLConfig
+    from ..train.rl import RLConfig
     return {f.name: getattr(RLConfig(), f.name) for f in fields(RLConfig) if f.name not in NOT_SWEPT}
 
 
@@ -187,7 +189,7 @@ def load_toml(path: str) -> dict:
 
 def tiny_base_cfg(seed: int) -> dict:
     """A base model trained for a few seconds: for tests and overhead measurements, not for results."""
-    from .train import base_cfg
+    from ..train.sft import base_cfg
     cfg = base_cfg(seed)
     for ph in cfg["phases"]:
         ph[1], ph[2] = 5, 1
@@ -196,7 +198,7 @@ def tiny_base_cfg(seed: int) -> dict:
 
 def base_model(base: str, seed: int) -> tuple[str, dict]:
     """(cache name, recipe) of the base model for `seed`."""
-    from .train import base_cfg, base_name
+    from ..train.sft import base_cfg, base_name
     if base == "tiny":
         return f"sweep-tiny-seed{seed}", tiny_base_cfg(seed)
     return base_name(seed, base == "quick"), base_cfg(seed, base == "quick")
@@ -205,9 +207,9 @@ def base_model(base: str, seed: int) -> tuple[str, dict]:
 def run_cell(params: dict, seed: int, base: str = "standard", cache: str | None = None, device: str = "cpu",
              eval_n: int = 200) -> dict:
     """Train from the seed's base model with the cell's settings, evaluate greedily; a JSON-able result."""
-    from . import adaptive
-    from .evaluate import TEST_SEED, evaluate, problems_per_k
-    from .rl import RLConfig, train
+    from ..methods import adaptive
+    from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
+    from ..train.rl import RLConfig, train
     name, bcfg = base_model(base, seed)
     model = cached_model(name, bcfg, cache=cache, device=device, progress=False)
     p = dict(params)
@@ -233,15 +235,15 @@ def run_cell(params: dict, seed: int, base: str = "standard", cache: str | None 
 
 def cell_id(params: dict, keys: list[str]) -> str:
     """A readable, unique directory name for a cell: its grid values, then a short hash of all its params."""
-    from .checkpoint import fingerprint
+    from ..io.checkpoint import fingerprint
     slug = "_".join(f"{k}={params[k]}" for k in keys) or "cell"
     slug = re.sub(r"[^A-Za-z0-9_.=-]+", "-", slug)[:80]
     return f"{slug}-{fingerprint(params)[:6]}"
 
 
 def unit_key(params: dict, seed: int, cfg: SweepConfig) -> str:
-    from .checkpoint import cache_key
-    from .runner.store import unit_key as store_key
+    from ..io.checkpoint import cache_key
+    from .store import unit_key as store_key
     return store_key(params=params, seed=seed, eval_n=cfg.eval_n, base=cache_key(base_model(cfg.base, seed)[1]))
 
 
@@ -257,8 +259,8 @@ def check_cell(result) -> None:
 
 def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
     """Run (or reuse) every (cell, seed) on the executor, then aggregate and render. Returns the summary."""
-    from . import tblog
-    from .checkpoint import write_json
+    from ..io import tblog
+    from ..io.checkpoint import write_json
     cfg.validate()
     out = os.path.abspath(cfg.out)           # workers may run elsewhere (another cwd, another node)
     cache = os.path.abspath(os.path.expanduser(cfg.cache)) if cfg.cache else None
@@ -312,8 +314,8 @@ def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
 def aggregate(results: dict, cfg: SweepConfig) -> dict:
     """Per cell: accuracy mean ± std over seeds and a 95 % bootstrap interval over all seeds' evaluation problems;
     tokens, direct share and training seconds mean ± std."""
-    from .report import mean_std
-    from .tts import bootstrap_ci
+    from ..stats.summary import mean_std
+    from ..stats.summary import bootstrap_ci
     rows = []
     for cid, r in results.items():
         runs = r["runs"]
@@ -337,7 +339,7 @@ def plot_cells(summary: dict, path: str) -> str:
     """Accuracy per cell (mean, 95 % bootstrap interval) and accuracy against tokens."""
     import matplotlib.pyplot as plt
 
-    from .report import save
+    from ..io.report import save
     rows = [r for r in summary["cells"] if r["n"]]
     keys = list(summary["grid"])
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, max(3.2, 0.35 * len(rows) + 1.5)))
@@ -381,8 +383,8 @@ def table(summary: dict) -> str:
 
 def render(summary: dict, out: str) -> str:
     """table.md, cells.png, curves.png and report.md/report.html; returns the markdown section."""
-    from .checkpoint import write_text
-    from .report import plot_rl_runs, write_report
+    from ..io.checkpoint import write_text
+    from ..io.report import plot_rl_runs, write_report
     md_table = table(summary)
     write_text(os.path.join(out, "table.md"), md_table + "\n")
     keys = list(summary["grid"])

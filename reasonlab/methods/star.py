@@ -18,12 +18,13 @@ from typing import Literal
 
 import torch
 
-from .checkpoint import cache_key, fingerprint, get_model, weights_hash
-from .config import check_choices
-from .evaluate import TEST_SEED, evaluate, problems_per_k
-from .model import GPT
-from .sampling import sample_tree
-from .task import FMT_NAMES, FMT_OF, HINT_VOCAB, K_MAX, K_MIN, VOCAB, check_chain, hint_prompt_ids, make_digits, parse, prompt_ids, solution
+from ..io.checkpoint import cache_key, fingerprint, weights_hash
+from ..train.zoo import get_model
+from ..core.config import check_choices
+from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
+from ..core.model import GPT
+from ..core.sampling import sample_tree
+from ..core.task import FMT_NAMES, FMT_OF, HINT_VOCAB, K_MAX, K_MIN, VOCAB, check_chain, hint_prompt_ids, make_digits, parse, prompt_ids, solution
 
 
 @dataclass

@@ -8,8 +8,6 @@ checked against bounds and the tensors' shapes before the model is built, and it
 """
 from __future__ import annotations
 
-import fcntl
-import glob
 import hashlib
 import json
 import math
@@ -17,14 +15,13 @@ import os
 import re
 import stat
 import tempfile
-import time
 from typing import Callable
 
 import torch
 from safetensors.torch import load as load_bytes
 from safetensors.torch import save as save_bytes
 
-from .model import GPT
+from ..core.model import GPT
 
 CACHE_ENV = "REASONLAB_CACHE"
 CACHE_VERSION = 1  # bump when a change to training makes old cached models stale
@@ -36,7 +33,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 MODEL_BOUNDS = {"vocab_size": (1, 4096), "d_model": (1, 4096), "n_layers": (1, 64), "n_heads": (1, 256),
                 "max_len": (1, 4096)}
 MAX_FILE_BYTES = 2 << 30   # a checkpoint file larger than this is refused unread
-STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer
 
 
 class CheckpointError(Exception):
@@ -280,95 +276,3 @@ def cache_key(cfg: dict, init: GPT | None = None) -> dict:
     return json.loads(json.dumps(key))  # normalise tuples to lists so it compares equal after a round trip
 
 
-def train_estimate(cfg: dict, quick: bool = False) -> str:
-    """A rough duration for the recipe, said before training starts (about 33 ms per step of batch 64 on 2 cores)."""
-    steps = sum(30 if quick else ph[1] for ph in cfg.get("phases", []))
-    s = steps * 0.033 * max(1.0, cfg.get("batch", 64) / 64) + 0.3 * cfg.get("misread", {}).get("iters", 0)
-    return f"about {max(1, round(s / 60))} min" if s >= 90 else f"about {max(1, round(s))} s"
-
-
-class _NameLock:
-    """An advisory lock on one cache name (<cache>/.<name>.lock, fcntl): one process trains a model while another
-    wanting the same name waits, then loads what the first stored instead of training it again."""
-
-    def __init__(self, stem: str, log: Callable | None):
-        self.path = os.path.join(os.path.dirname(stem), f".{os.path.basename(stem)}.lock")
-        self.log = log
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(self.fd, 32, 0).decode(errors="replace").strip() or "?"
-            if self.log:
-                self.log(f"  (process {holder} is training {os.path.basename(self.path)[1:-5]}: waiting for it)")
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
-        return self
-
-    def __exit__(self, *exc):
-        os.close(self.fd)   # closing the descriptor releases the lock; the file stays (removing it would race)
-
-
-def clean_orphans(directory: str, name: str, older_than: float = STALE_TMP_S) -> int:
-    """Remove temp files of `name` left by a killed writer (atomic_write's .tmp-*<name>.* files). Called with
-    the name's lock held; the age limit also spares a writer that does not take the lock (store())."""
-    n = 0
-    for f in glob.glob(os.path.join(glob.escape(directory), f".tmp-*{glob.escape(name)}.*")):
-        try:
-            if time.time() - os.path.getmtime(f) > older_than:
-                os.remove(f)
-                n += 1
-        except OSError:
-            pass
-    return n
-
-
-def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = print, init: GPT | None = None,
-              cache: str | None = None, device: str | None = None, progress: bool = False) -> GPT:
-    """Load <cache>/<name> if it was trained with this cfg (and fixed data, and init); else train and save it.
-
-    quick=True trains 30 steps per phase and neither reads nor writes the cache. A corrupt or stale cached file
-    is reported and retrained. An unusable cache directory is an error at once (PathError), before any training;
-    the name is locked while it is trained, so a second process waits and then loads it.
-    """
-    from .train import pretrain
-
-    stem = os.path.join(cache_dir(cache), check_name(name))
-    key = cache_key(cfg, init)
-    if quick:
-        return pretrain(cfg, quick=True, init=init, device=device, progress=progress)
-    writable_dir(cache_dir(cache), "model cache")
-    with _NameLock(stem, log):
-        clean_orphans(cache_dir(cache), name)
-        why = f"no cached model {name} in {cache_dir(cache)}"
-        if os.path.exists(stem + ".json"):
-            try:
-                model, meta = load_model(stem)
-                if meta.get("key") == key:
-                    if log:
-                        log(f"  (loaded cached model {stem}.safetensors)")
-                    return model.to(device or "cpu")
-                why = f"cached {name} was trained with another config"
-            except CheckpointError as e:
-                why = str(e)
-        if log:   # said before the work starts, with its rough length
-            verb = "training it" if why.startswith("no cached") else "retraining"
-            log(f"  ({why}: {verb}, {train_estimate(cfg)})")
-        t0, stats = time.perf_counter(), {}
-        model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress, stats=stats, log=log)
-        store(name, cfg, model, init=init, cache=cache, train_seconds=round(time.perf_counter() - t0, 2),
-              phase_steps=stats.get("phase_steps", []))   # a gated phase's length is the run's, not the recipe's
-        if log:
-            log(f"  (saved {stem}.safetensors)")
-    return model
-
-
-def store(name: str, cfg: dict, model: GPT, init: GPT | None = None, cache: str | None = None, **meta) -> str:
-    """Put a model trained with cfg into the cache under `name`, so get_model(name, cfg) loads it."""
-    from . import __version__
-    stem = os.path.join(cache_dir(cache), check_name(name))
-    save_model(stem, model, {"key": cache_key(cfg, init), "version": __version__, **meta})
-    return stem

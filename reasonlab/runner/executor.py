@@ -148,44 +148,6 @@ def _ray_call(fn, kwargs, log, attempt):
     return call_unit(fn, kwargs, max(1, int(cpus)), log, attempt)
 
 
-_MODELS: dict = {}
-
-
-def cached_model(name: str, cfg: dict, cache: str | None = None, device: str | None = None, progress: bool = False,
-                 log: Callable | None = print):
-    """get_model under a per-name file lock in the cache, memoized in this process (a worker loads each base model
-    once). The lock only stops duplicate training on one host: on NFS or Lustre flock may be a no-op, and then two
-    nodes may both train and store it; the cache's atomic writes keep that correct."""
-    import fcntl
-
-    from .checkpoint import cache_dir, check_name, fingerprint, get_model
-    key = (cache_dir(cache), check_name(name), fingerprint(cfg), device or "cpu")
-    if key not in _MODELS:
-        os.makedirs(key[0], exist_ok=True)
-        # a name of its own: a lock that checkpoint.get_model may take inside (on <name>.lock) must not be this
-        # one, or this process would wait on itself (flock locks of two open() calls conflict)
-        with open(os.path.join(key[0], name + ".unit-lock"), "a") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)      # released when f is closed, also if this process dies
-            try:
-                _MODELS[key] = get_model(name, cfg, cache=cache, device=device, progress=progress, log=log)
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
-    return _MODELS[key]
-
-
-def model_in_cache(name: str, cfg: dict, cache: str | None = None) -> bool:
-    """Whether the cache holds `name` trained with `cfg` (its JSON key matches; the tensors are checked on load).
-    Cheap: lets a driver skip the base-model stage, and the start of a process pool for it."""
-    import json
-
-    from .checkpoint import cache_dir, cache_key
-    try:
-        with open(os.path.join(cache_dir(cache), name + ".json")) as f:
-            return json.load(f).get("key") == cache_key(cfg)
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The driver: one loop per backend around one book of attempts, retries, progress and results.
 

@@ -1,0 +1,108 @@
+"""Accuracy, format shares, length and chain correctness, overall and per k."""
+from __future__ import annotations
+
+import random
+
+import torch
+
+from .model import GPT
+from .sampling import generate
+from .task import FORMATS, K_MAX, K_MIN, check_chain, make_digits, parse, prompt_ids
+
+
+# The named evaluation sets, so that every comparison in one table is made on one of them.
+TEST_SEED = 12345   # "test": the base table, RL's final evaluation, adaptive methods, fixed formats and their TTS points
+PROBE_SEED = 999    # "probe": RL's greedy checks during training (time to solve), never reported as a final score
+GATE_SEED = 31337   # "gate": the base recipe's stopping tests (train.Gate), drawn from the validation half only
+
+
+def split_of(digits: list[int]) -> str:
+    """"val" or "test", a fixed function of the problem itself (a multiplicative hash of its digits): selection
+    (val) and scoring (test) sets drawn with `split=` are disjoint at every k, k = 2 included, where only 100
+    problems exist and independent draws overlap (Knuth's multiplicative hash; about half of each k goes each way)."""
+    x = 10 ** len(digits) + int("".join(map(str, digits)))
+    return "val" if (x * 2654435761) % 2 ** 32 < 2 ** 31 else "test"
+
+
+def problems_per_k(n: int, seed: int = 0, ks=range(K_MIN, K_MAX + 1), split: str | None = None) -> list[list[int]]:
+    """n problems for each k, drawn from random.Random(seed); with split="val" or "test", only problems of that
+    half of the problem space (`split_of`), so the two are disjoint."""
+    rng = random.Random(seed)
+    out = []
+    for k in ks:
+        for _ in range(n):
+            d = make_digits(rng, k)
+            while split is not None and split_of(d) != split:
+                d = make_digits(rng, k)
+            out.append(d)
+    return out
+
+
+def summarize(problems: list[list[int]], results: list[dict]) -> dict:
+    """acc, mean length, format shares and chain_ok (share of S/T answers whose every step checks)."""
+    n = max(1, len(results))
+    acc = sum(r["answer"] == sum(d) % 10 for r, d in zip(results, problems)) / n
+    share = {f: sum(r["fmt"] == f for r in results) / n for f in FORMATS}
+    chains = [check_chain(d, r) for r, d in zip(results, problems) if r["fmt"] in ("short", "full")]
+    return {"acc": acc, "length": sum(r["length"] for r in results) / n, "share": share,
+            "chain_ok": sum(bool(c) for c in chains) / len(chains) if chains else float("nan"), "n": len(results)}
+
+
+def evaluate(model: GPT, problems: list[list[int]], gen: torch.Generator | None = None, temperature: float = 0.0,
+             force: list[str] | None = None) -> dict:
+    """Generate on every problem and score it.
+
+    Returns the spec's dict (acc, length, share, chain_ok, results = parses, outputs = raw ids) plus
+    per_k: {k: the same summary over the problems with k digits}.
+    """
+    outs = generate(model, [prompt_ids(d) for d in problems], gen, temperature, force)
+    res = [parse(o) for o in outs]
+    out = summarize(problems, res)
+    out.pop("n")
+    by_k: dict[int, list[int]] = {}
+    for i, d in enumerate(problems):
+        by_k.setdefault(len(d), []).append(i)
+    out["per_k"] = {k: summarize([problems[i] for i in idx], [res[i] for i in idx]) for k, idx in sorted(by_k.items())}
+    out["results"], out["outputs"] = res, outs
+    return out
+
+
+def eval_table(model: GPT, n: int = 500, seed: int = TEST_SEED) -> dict:
+    """Greedy accuracy per k for free generation and each forced format: {"free"|"A"|"S"|"T": evaluate(...)}."""
+    probs = problems_per_k(n, seed)
+    table = {"free": evaluate(model, probs)}
+    for tok in FORMATS.values():
+        table[tok] = evaluate(model, probs, force=[tok])
+    return table
+
+
+def meets_bar(model: GPT, probs: list[list[int]], probs_k2: list[list[int]], S: float = 0.99, T: float = 0.99,
+              A: float = 0.99) -> bool:
+    """Greedy forced S and T at least S and T at every k of `probs`, and forced A at least A on `probs_k2` (k = 2):
+    the bar's three parts, evaluated in turn and stopped at the first that fails (train.Gate's test, the
+    time-to-quality benchmark's check)."""
+    for f, need in (("S", S), ("T", T)):
+        if min(v["acc"] for v in evaluate(model, probs, force=[f])["per_k"].values()) < need:
+            return False
+    return evaluate(model, probs_k2, force=["A"])["acc"] >= A
+
+
+def passes_bar(table: dict, bar: float = 0.99) -> bool:
+    """The base-model bar: forced S and T >= bar at every k, forced A >= bar at k = 2."""
+    st = all(table[f]["per_k"][k]["acc"] >= bar for f in ("S", "T") for k in table[f]["per_k"])
+    return st and table["A"]["per_k"][K_MIN]["acc"] >= bar
+
+
+def format_table(table: dict) -> str:
+    """Accuracy per k x {free, A, S, T} as a fixed-width text table, with the free format shares."""
+    ks = list(table["free"]["per_k"])
+    lines = ["k      " + "".join(f"{c:>7}" for c in ("free", "A", "S", "T")) + "   free share A/S/T"]
+    for k in ks:
+        sh = table["free"]["per_k"][k]["share"]
+        row = "".join(f"{table[c]['per_k'][k]['acc']:7.3f}" for c in ("free", "A", "S", "T"))
+        lines.append(f"{k:<7}{row}   {sh['direct']:.2f}/{sh['short']:.2f}/{sh['full']:.2f}")
+    sh = table["free"]["share"]
+    lines.append("all    " + "".join(f"{table[c]['acc']:7.3f}" for c in ("free", "A", "S", "T"))
+                 + f"   {sh['direct']:.2f}/{sh['short']:.2f}/{sh['full']:.2f}")
+    lines.append(f"mean length (free) {table['free']['length']:.2f}; chain correct (free S/T answers) {table['free']['chain_ok']:.3f}")
+    return "\n".join(lines)

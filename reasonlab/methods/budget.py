@@ -1,0 +1,459 @@
+"""Thinking on a budget: the user sets it, the model learns to keep it (L1 / LCPO), compared with s1's forcing.
+
+A budget model reads B<b> in place of "=" (task.budget_prompt_ids): "think for b chain steps", b = 0..8. It starts
+from the base model (the budget embeddings are copies of "="'s, so at step 0 it behaves exactly as the base model) and
+is trained with GRPO (rl.train) on L1's rewards, one budget drawn uniformly per prompt:
+    L1-Exact  r = c - alpha * |b - n|
+    L1-Max    r = c * clip(alpha * (b - n) + delta, 0, 1)
+with c = 1 for the right answer and n = the chain steps written (Aggarwal & Welleck 2025, arXiv 2503.04697, eqs. 1
+and 3). Where L1's code (cmu-l3/l1) differs from its paper (../shared/research/tts_star_anchors.md, L1 row, and the
+math_reward.py versions the code index holds, which do not name their repository):
+    - the length term is added to the correctness reward and only for a right answer (`final_score =
+      reward + S_delta` under `if is_correct`); a wrong answer gets the plain correctness reward whatever its length,
+      where the paper's Exact charges every sample alpha |b - n|;
+    - Max: `get_delta_score_linear_both` gives (clip(-alpha (n - b), -1, 1) + 1) / 2, the paper's clip with alpha
+      halved and delta = 0.5, added to c instead of multiplying it; and the paper's Max run is initialised from the
+      Exact checkpoint, not from the base model (here every variant starts from the base model, as the issue asks);
+    - n counts the whole response in the code (thinking + solution, l1 issue #23); here n counts chain steps only,
+      the response's frame (format token, "A", the answer, </s>) being fixed;
+    - the budget is a number written in the prompt ("Think for N tokens."); here it is one token per budget.
+Against it: s1 forcing (Muennighoff et al. 2025, arXiv 2501.19393) on the base model, a T chain cut after b steps
+(tts.budget_hook), and the fixed formats A / S / T. An optional SFT warm start on budget-annotated chains (the
+longest fixed format that fits the budget) measures whether RL needs one. `classify_chain` names what a chain does
+(its stride: digits summed per step), so the report can say what the model does with fewer steps than S needs.
+
+Protocol: `run(config, seed) -> result` (JSON-able; written to <out>/seed<s>.json when config.out is set) and
+`render(results_over_seeds, out) -> (markdown, headline)`.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import random
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Literal
+
+import numpy as np
+import torch
+
+from ..core.evaluate import problems_per_k
+from ..core.model import GPT
+from ..core.sampling import generate, sample_tree
+from ..core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, VOCAB, budget_prompt_ids,
+                   chain_steps, make_digits, parse, prompt_ids, solution)
+
+VARIANTS = ("exact", "max", "exact+sft", "max+sft")
+Variant = Literal["exact", "max", "exact+sft", "max+sft"]
+
+
+@dataclass
+class BudgetConfig:
+    variants: tuple[Variant, ...] = ("exact", "max", "exact+sft", "max+sft")
+    """trained budget models: L1-Exact, L1-Max, each optionally after an SFT warm start on budget-annotated chains"""
+    steps: int = 100
+    """GRPO steps per variant"""
+    prompts_per_step: int = 16
+    """problems per GRPO step (each with its own budget)"""
+    num_generations: int = 8
+    """samples per problem (the group)"""
+    learning_rate: float = 1e-4
+    """Adam learning rate"""
+    beta: float = 0.04
+    """KL weight to the starting model"""
+    alpha: float = 0.25
+    """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25"""
+    delta: float = 0.5
+    """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
+    sft_steps: int = 300
+    """supervised steps of the warm start (variants ending in +sft)"""
+    sft_lr: float = 3e-3
+    """peak learning rate of the warm start"""
+    log_every: int = 10
+    """per-budget training log: one record per this many GRPO steps"""
+    eval_n: int = 100
+    """greedy test problems per k (each evaluated at every budget)"""
+    eval_seed: int = 777
+    """seed of the test problems (training draws its own from the run's seed; no selection set is used: alpha and
+    delta are fixed in advance, on L1's scale)"""
+    n_examples: int = 3
+    """example outputs kept per (variant, stride class) for b < ceil(k/2)"""
+    out: str | None = None
+    """write <out>/seed<s>.json when set"""
+
+    def validate(self) -> None:
+        for v in self.variants:
+            if v not in VARIANTS:
+                raise ValueError(f"unknown budget variant {v!r}: choose from {', '.join(VARIANTS)}")
+        if not self.variants:
+            raise ValueError("budget: at least one variant")
+        for name in ("steps", "prompts_per_step", "num_generations", "eval_n", "log_every", "n_examples"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"budget: {name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.sft_steps < 0 or self.alpha <= 0 or self.beta < 0 or self.learning_rate <= 0 or self.sft_lr <= 0:
+            raise ValueError("budget: sft_steps >= 0, alpha > 0, beta >= 0 and learning rates > 0")
+        if self.num_generations < 2:
+            raise ValueError("budget: GRPO needs num_generations >= 2")
+
+
+QUICK = dict(steps=4, sft_steps=10, eval_n=8, log_every=2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The budget model and L1's rewards.
+
+def budget_model(base: GPT) -> GPT:
+    """The base model with BUDGET_VOCAB: old rows copied; each B<b> embedding a copy of "="'s (so the model starts as
+    the base model on every budget); the new output rows copies of <pad>'s (never a target, so never written)."""
+    if base.cfg.vocab_size >= len(BUDGET_VOCAB):
+        return copy.deepcopy(base)
+    c = base.cfg
+    m = GPT(len(BUDGET_VOCAB), c.d_model, c.n_layers, c.n_heads, c.max_len).to(next(base.parameters()).device)
+    sd = {k: v.clone() for k, v in base.state_dict().items()}
+    V = c.vocab_size
+    tok, head = m.tok.weight.detach().clone(), m.head.weight.detach().clone()
+    tok[:V], head[:V] = sd["tok.weight"], sd["head.weight"]
+    # B<b> = "=" + (b - 4)/4 * v, v a fixed random direction of norm 4 (a quarter of the embeddings' ~8 norm... times
+    # two at the ends): Adam moves an embedding row by ~lr per coordinate and step, so copies of "=" stay within ~0.5
+    # of each other over a whole run and the trained model ignored its budget (tried first: identical outputs at
+    # every b); an ordinal offset the network can read from step 0 fixes that, at the price of a slightly perturbed
+    # start (the rows B<b> near b = 4 are closest to the base model)
+    g = torch.Generator().manual_seed(1234)
+    v = torch.randn(c.d_model, generator=g)
+    v = 4.0 * v / v.norm()
+    tok[V:] = sd["tok.weight"][ID["="]]
+    tok[BUDGET0:BUDGET0 + len(BUDGETS)] += torch.tensor([(b - 4) / 4 for b in BUDGETS])[:, None] * v.to(tok.device)
+    head[V:] = sd["head.weight"][ID["<pad>"]]
+    sd["tok.weight"], sd["head.weight"] = tok, head
+    m.load_state_dict(sd)
+    return m.eval()
+
+
+def steps_of(parsed: dict) -> int:
+    """Chain steps written: the running sums before "A" (0 for a direct answer or no format)."""
+    return len(parsed["chain"])
+
+
+def l1_exact(correct: float, budget: int, steps: int, alpha: float = 0.25) -> float:
+    """L1-Exact (Aggarwal & Welleck 2025, eq. 1): r = c - alpha |b - n|."""
+    return correct - alpha * abs(budget - steps)
+
+
+def l1_max(correct: float, budget: int, steps: int, alpha: float = 0.25, delta: float = 0.5) -> float:
+    """L1-Max (eq. 3): r = c * clip(alpha (b - n) + delta, 0, 1): a right answer within budget pays, more so the
+    more budget it leaves; one over budget by delta / alpha steps or more pays nothing."""
+    return correct * min(1.0, max(0.0, alpha * (budget - steps) + delta))
+
+
+class BudgetProblem(list):
+    """A problem's digits carrying the budget its prompt asks for (rl.train's problem_fn / prompt_fn / reward_fn see
+    the digits only, so the budget rides along)."""
+    budget: int = 0
+
+
+def draw_problem(rng: random.Random, k: int) -> BudgetProblem:
+    """k digits and a budget drawn uniformly from BUDGETS, per prompt as in L1."""
+    p = BudgetProblem(make_digits(rng, k))
+    p.budget = rng.choice(BUDGETS)
+    return p
+
+
+def reward_fn(kind: str, alpha: float, delta: float, log: dict | None = None) -> Callable:
+    """(digits, parsed) -> L1 reward; also adds the sample to `log` (budget -> running sums) when given."""
+    def r(d: BudgetProblem, p: dict) -> float:
+        c = float(p["answer"] == sum(d) % 10)
+        n, b = steps_of(p), d.budget
+        if log is not None:
+            s = log.setdefault(b, np.zeros(5))
+            s += (1, n <= b, abs(n - b), c, tokens_used(p))
+        return l1_exact(c, b, n, alpha) if kind == "exact" else l1_max(c, b, n, alpha, delta)
+    return r
+
+
+def annotated_output(digits: list[int], budget: int) -> list[str]:
+    """The SFT warm start's target: the longest fixed format whose chain fits the budget (T, else S, else A)."""
+    k = len(digits)
+    fmt = "full" if budget >= k else "short" if budget >= len(chain_steps(k, "short")) else "direct"
+    return solution(digits, fmt)
+
+
+def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64) -> list[dict]:
+    """Supervised fine-tuning on budget prompts with annotated outputs (train.train_on_batches: warmup + cosine)."""
+    from ..train.sft import train_on_batches
+    rng = random.Random(seed + 10_000)
+
+    def get_batch(step):
+        seq = np.full((batch, MAX_LEN), ID["<pad>"], dtype=np.int64)
+        for i in range(batch):
+            p = draw_problem(rng, rng.randint(K_MIN, K_MAX))
+            ids = budget_prompt_ids(p, p.budget) + [ID[w] for w in annotated_output(p, p.budget)]
+            seq[i, :len(ids)] = ids
+        inp, tgt = torch.from_numpy(seq[:, :-1].copy()), torch.from_numpy(seq[:, 1:].copy())
+        tgt[:, :K_MAX + 1] = IGNORE          # targets from "=" on (the format token is learned)
+        tgt[tgt == ID["<pad>"]] = IGNORE
+        return inp, tgt
+    return train_on_batches(model, get_batch, steps, lr=lr, warmup=max(1, steps // 10), log=None)
+
+
+def train_variant(base: GPT, variant: str, cfg: BudgetConfig, seed: int, progress: bool = False) -> dict:
+    """One budget model: (SFT warm start,) GRPO with an L1 reward; returns the model, per-budget training logs and
+    the seconds spent (SFT and RL, without evaluation)."""
+    from ..train.rl import RLConfig, every_n_steps, train
+    kind = variant.split("+")[0]
+    t0 = time.perf_counter()
+    policy = budget_model(base)
+    sft = []
+    if variant.endswith("+sft") and cfg.sft_steps:
+        sft = sft_warm_start(policy, cfg.sft_steps, cfg.sft_lr, seed)
+    t_sft = time.perf_counter() - t0
+    ref = copy.deepcopy(policy) if cfg.beta > 0 else None
+    window: dict[int, np.ndarray] = {}
+    logs: list[dict] = [{"step": 0, "by_budget": quick_adherence(policy, seed)}]
+
+    def flush(rec, model):                # every log_every steps: the window's per-budget logs
+        logs.append({"step": rec["step"], "by_budget": {b: cell(s) for b, s in sorted(window.items())}})
+        window.clear()
+    rcfg = RLConfig.preset("grpo", steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
+                           num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
+                           seed=seed, log_every=0)
+    hist = train(policy, ref, rcfg, reward_fn=reward_fn(kind, cfg.alpha, cfg.delta, window), log=None,
+                 progress=progress, callback=every_n_steps(cfg.log_every, flush), problem_fn=draw_problem,
+                 prompt_fn=lambda d: budget_prompt_ids(d, d.budget))
+    return {"model": policy, "logs": logs, "seconds": time.perf_counter() - t0, "sft_seconds": t_sft,
+            "sft_loss": sft[-1]["loss"] if sft else None, "reward": [h.get("reward") for h in hist]}
+
+
+def cell(s: np.ndarray) -> dict:
+    """Running sums (n, within, |n - b|, correct, tokens) -> shares and means."""
+    n = max(1.0, s[0])
+    return {"n": int(s[0]), "within": s[1] / n, "abs_err": s[2] / n, "acc": s[3] / n, "tokens": s[4] / n}
+
+
+def quick_adherence(model: GPT, seed: int, n: int = 8) -> dict:
+    """Greedy adherence per budget on a few problems per k (the training log's step 0)."""
+    probs = problems_per_k(n, seed=seed + 555)
+    out = {}
+    for b in BUDGETS:
+        s = np.zeros(5)
+        for d, o in zip(probs, generate(model, [budget_prompt_ids(d, b) for d in probs])):
+            p = parse(o)
+            s += (1, steps_of(p) <= b, abs(steps_of(p) - b), p["answer"] == sum(d) % 10, tokens_used(p))
+        out[b] = cell(s)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What a chain does: its stride.
+
+def classify_chain(digits: list[int], chain: list[int]) -> str:
+    """Name a chain by the digits it sums per step: "none" (no chain), "stride s" (running sums after every s-th digit
+    and after the last: s = 1 is T, 2 is S, s >= k one step, the total), "truncated s" (right running sums of stride
+    s that stop before the last digit), "irregular" (right running sums at positions of no single stride, ending
+    at the last digit) or "wrong". Values are digits mod 10, so a chain can match a pattern by coincidence; the known
+    chains come first (T, S, then T or S cut short) and only then new strides (3 up), so that "stride >= 3" is never
+    a cut T or S chain whose values happen to match (a one-step T chain equals the total one time in ten)."""
+    if not chain:
+        return "none"
+    k = len(digits)
+    pref = [sum(digits[:i]) % 10 for i in range(1, k + 1)]
+    strides = [[i for i in range(1, k + 1) if i % s == 0 or i == k] for s in range(1, k + 1)]
+    full = lambda s: chain == [pref[i - 1] for i in strides[s - 1]]
+    cut = lambda s: len(chain) < len(strides[s - 1]) and chain == [pref[i - 1] for i in strides[s - 1][:len(chain)]]
+    order = [(1, full), (2, full), (1, cut), (2, cut)] + [(s, f) for f in (full, cut) for s in range(3, k + 1)]
+    for s, test in order:
+        if test(s):
+            return f"stride {s}" if test is full else f"truncated {s}"
+    # irregular: increasing positions i_1 < .. < i_m = k with chain[j] = pref[i_j - 1] (earliest match, greedy)
+    at = 0
+    for j, c in enumerate(chain):
+        last = j == len(chain) - 1
+        cand = [i for i in range(at + 1, k + 1) if pref[i - 1] == c and (not last or i == k)]
+        if not cand:
+            return "wrong"
+        at = cand[0] if not last else k
+    return "irregular"
+
+
+STRIDE_GROUPS = ("none", "stride 1 (T)", "stride 2 (S)", "stride >= 3 (new)", "truncated", "irregular", "wrong")
+
+
+def stride_group(label: str) -> str:
+    """classify_chain's label -> one of STRIDE_GROUPS (for plots and tables)."""
+    if label.startswith("stride"):
+        s = int(label.split()[1])
+        return STRIDE_GROUPS[s] if s <= 2 else STRIDE_GROUPS[3]
+    return "truncated" if label.startswith("truncated") else label
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation: every (budget, k) cell, for budget models, s1 forcing on the base model and the fixed formats.
+
+def tokens_used(p: dict) -> int:
+    """Tokens up to the answer and a closing </s> (chain steps + 4, or 3 for a direct answer): s1 stops generating at
+    the answer, so what a cut chain writes after it (the base model, forced to "A" mid-chain, often goes on) is not
+    counted; the whole output when no answer was read."""
+    if p["answer"] is None:
+        return p["length"]
+    return 3 if p["fmt"] == "direct" else len(p["chain"]) + 4
+
+
+def score(problems: list[list[int]], outs: list[list[int]], b: int | None, keep_examples: int = 0) -> dict:
+    """Per-k cells {acc, tokens, steps, within, abs_err, strides} for outputs at budget b (None: no budget)."""
+    by_k: dict[int, list] = {}
+    for d, o in zip(problems, outs):
+        by_k.setdefault(len(d), []).append((d, o, parse(o)))
+    res = {}
+    for k, rows in sorted(by_k.items()):
+        n = len(rows)
+        steps = [steps_of(p) for _, _, p in rows]
+        labels = [classify_chain(d, p["chain"]) for d, _, p in rows]
+        groups: dict[str, int] = {}
+        for lab in labels:
+            groups[stride_group(lab)] = groups.get(stride_group(lab), 0) + 1
+        c = {"acc": sum(p["answer"] == sum(d) % 10 for d, _, p in rows) / n,
+             "tokens": sum(tokens_used(p) for _, _, p in rows) / n, "steps": sum(steps) / n,
+             "strides": {g: v / n for g, v in groups.items()},
+             "stride_labels": {lab: labels.count(lab) / n for lab in sorted(set(labels))}}
+        if b is not None:
+            c["within"] = sum(s <= b for s in steps) / n
+            c["abs_err"] = sum(abs(s - b) for s in steps) / n
+            c["acc_within"] = sum(p["answer"] == sum(d) % 10 and s <= b for (d, _, p), s in zip(rows, steps)) / n
+        if keep_examples:
+            ex: dict[str, list] = {}
+            for (d, o, p), lab in zip(rows, labels):
+                g = stride_group(lab)
+                if len(ex.setdefault(g, [])) < keep_examples:
+                    words = " ".join(VOCAB[t] if t < len(VOCAB) else "?" for t in o)
+                    ex[g].append(f"{' '.join(map(str, d))} = {words}  ({lab}; answer {sum(d) % 10})")
+            c["examples"] = ex
+        res[k] = c
+    return res
+
+
+def needs(k: int) -> int:
+    """ceil(k / 2): the steps S needs, the fewest of any chain the base model knows."""
+    return len(chain_steps(k, "short"))
+
+
+def eval_budget_model(model: GPT, problems: list[list[int]], n_examples: int = 0) -> dict:
+    """{b: {k: cell}}: greedy, with each budget token."""
+    out = {}
+    for b in BUDGETS:
+        outs = generate(model, [prompt_ids(d) for d in problems], budget=b)
+        out[b] = score(problems, outs, b, n_examples)
+    return out
+
+
+def eval_forcing(base: GPT, problems: list[list[int]]) -> dict:
+    """s1 budget forcing on the base model: a T chain, "A" forced after b steps (tts.budget_hook), greedy."""
+    from .tts import budget_hook
+    out = {}
+    for b in BUDGETS:
+        toks, _ = sample_tree(base, [prompt_ids(d) for d in problems], 1, None, 0.0, force=["T"],
+                              logit_hook=budget_hook(max_chain=b))
+        out[b] = score(problems, toks.tolist(), b)
+    return out
+
+
+def eval_fixed(base: GPT, problems: list[list[int]]) -> dict:
+    """The fixed formats A / S / T on the base model (forced, greedy), no budget."""
+    return {f: score(problems, generate(base, [prompt_ids(d) for d in problems], force=[f]), None) for f in "AST"}
+
+
+def eval_baselines(base: GPT, problems: list[list[int]]) -> dict:
+    """s1 forcing, the fixed formats and the base model's free choice (blind to the budget) on the test problems."""
+    free = generate(base, [prompt_ids(d) for d in problems])
+    return {"forcing": eval_forcing(base, problems), "fixed": eval_fixed(base, problems),
+            "base_free": {b: score(problems, free, b) for b in BUDGETS}}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The experiment.
+
+def run(cfg: BudgetConfig, seed: int, base: GPT | None = None, cache: str | None = None, log: Callable | None = print,
+        progress: bool = False) -> dict:
+    """Train every variant from the base model of `seed`, evaluate it with forcing and the fixed formats."""
+    cfg.validate()
+    if base is None:
+        from ..train.zoo import base_model
+        base = base_model(seed, cache=cache, log=log)
+    base.eval()
+    probs = problems_per_k(cfg.eval_n, seed=cfg.eval_seed)
+    res: dict = {"seed": seed, "config": asdict(cfg), "variants": {}}
+    for v in cfg.variants:
+        t = time.perf_counter()
+        tr = train_variant(base, v, cfg, seed, progress)
+        if cfg.out:
+            from ..io.checkpoint import save_model
+            save_model(os.path.join(cfg.out, f"model-{v.replace('+', '-')}-seed{seed}"), tr["model"],
+                       {"variant": v, "seed": seed, "config": asdict(cfg)})
+        res["variants"][v] = {"train_seconds": round(tr["seconds"], 1), "sft_seconds": round(tr["sft_seconds"], 1),
+                              "sft_loss": tr["sft_loss"], "logs": tr["logs"], "reward": tr["reward"],
+                              "eval": eval_budget_model(tr["model"], probs, cfg.n_examples)}
+        if log:
+            log(f"  budget {v}, seed {seed}: trained in {tr['seconds']:.1f}s, evaluated in "
+                f"{time.perf_counter() - t - tr['seconds']:.1f}s")
+    res.update(eval_baselines(base, probs))
+    if cfg.out:
+        from ..io.checkpoint import write_json
+        write_json(os.path.join(cfg.out, f"seed{seed}.json"), res)
+    return res
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Statistics over seeds, s1's metrics, the equal-token comparison and the findings.
+
+def methods_of(r: dict) -> dict:
+    """{method name: {b: {k: cell}}} for one seed: the variants, s1 forcing and the fixed formats (same cell at
+    every budget)."""
+    out = {f"L1-{v}": r["variants"][v]["eval"] for v in variants_of(r)}
+    out["s1 forcing (T cut at b)"] = r["forcing"]
+    for f in "AST":
+        out[f"always {f}"] = {b: r["fixed"][f] for b in BUDGETS}
+    return out
+
+
+def variants_of(r: dict) -> list[str]:
+    """The variants in the order the run was asked for (a result read back from JSON has its keys sorted)."""
+    return list(r["config"]["variants"])
+
+
+def ks_of(r: dict) -> list[int]:
+    return sorted(int(k) for k in r["fixed"]["A"])
+
+
+def mean_cells(m: dict, key: str, cells) -> float:
+    """Mean of `key` over (b, k) cells of one method and seed."""
+    return float(np.mean([m[b][k][key] for b, k in cells]))
+
+
+def cells_where(r: dict, low: bool | None) -> list[tuple[int, int]]:
+    """(b, k) cells with b < ceil(k/2) (low=True), b >= ceil(k/2) (low=False), or all (None)."""
+    return [(b, k) for b in BUDGETS for k in ks_of(r) if low is None or (b < needs(k)) == low]
+
+
+def s1_metrics(m: dict, ks: list[int]) -> dict:
+    """s1's metrics for one method and seed: Control = share of outputs within budget (steps <= b), Scaling = slope
+    of accuracy against mean tokens over the budgets (least squares, per-budget means over k), Performance = best
+    per-budget accuracy."""
+    acc = [np.mean([m[b][k]["acc"] for k in ks]) for b in BUDGETS]
+    tok = [np.mean([m[b][k]["tokens"] for k in ks]) for b in BUDGETS]
+    within = [m[b][k].get("within", float(m[b][k]["steps"] <= b)) for b in BUDGETS for k in ks]
+    slope = float(np.polyfit(tok, acc, 1)[0]) if np.ptp(tok) > 1e-9 else 0.0
+    return {"control": float(np.mean(within)), "scaling": slope, "performance": float(max(acc))}
+
+
+def equal_token_gain(m: dict, ref: dict, cells) -> float:
+    """Mean over cells of (accuracy of m) - (accuracy of ref interpolated at m's mean tokens on ref's accuracy-
+    against-tokens curve for that k, clamped at its ends): more accurate at equal tokens when > 0."""
+    gains = []
+    for b, k in cells:
+        c = m[b][k]
+        pts = sorted((ref[bb][k]["tokens"], ref[bb][k]["acc"]) for bb in BUDGETS)
+        t, a = zip(*pts)
+        gains.append(c["acc"] - float(np.interp(c["tokens"], t, a)))
+    return float(np.mean(gains))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The section: plots, tables, findings.

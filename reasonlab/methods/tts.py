@@ -1,0 +1,311 @@
+"""Test-time compute: think longer (forced formats, s1 budget forcing) or sample more (voting, verifiers, pass@N).
+
+Everything is computed from one pool of N_max samples per problem, subsampled to N = 1, 2, 4, ... (the first N
+samples; they are i.i.d.), as search-and-learn draws its curves. Compute is counted as generated tokens.
+Papers: self-consistency (Wang et al. 2022, arXiv 2203.11171), pass@k estimator (Chen et al. 2021, arXiv
+2107.03374), process verifiers (Lightman et al. 2023, arXiv 2305.20050), s1 budget forcing (Muennighoff et al.
+2025, arXiv 2501.19393), compute-optimal scaling (Snell et al. 2024, arXiv 2408.03314).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..core.model import GPT
+from ..core.sampling import sample_tree
+from ..core.task import DIGIT0, FMT_INDEX, ID, PROMPT_LEN, check_chain, parse, prompt_ids
+from ..stats.summary import bootstrap_ci
+
+
+@dataclass
+class Pool:
+    """N samples for each of P problems, as (P, N) arrays."""
+    problems: list[list[int]]
+    k: np.ndarray          # (P,) digits per problem
+    answer: np.ndarray     # (P, N) the answer read, -1 when none
+    correct: np.ndarray    # (P, N) answer right
+    verified: np.ndarray   # (P, N) the process verifier accepts: chain checks (a direct answer has no chain: False)
+    fmt: np.ndarray        # (P, N) 0/1/2 = A/S/T, -1 none
+    length: np.ndarray     # (P, N) output tokens up to the end of the answer (task.parse's answer_end: its </s>
+                           # included, text written after an answer that does not close is not), forced ones included
+    chain: np.ndarray      # (P, N) thinking tokens: running sums written before the answer
+    logp: np.ndarray       # (P, N) sequence log-probability of the sampled tokens
+
+    @property
+    def n(self) -> int:
+        return self.answer.shape[1]
+
+    def subset(self, rows) -> "Pool":
+        return Pool([self.problems[i] for i in rows], self.k[rows], self.answer[rows], self.correct[rows],
+                    self.verified[rows], self.fmt[rows], self.length[rows], self.chain[rows], self.logp[rows])
+
+
+def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
+    """s1-style budget forcing on the chain (the running sums after S or T), as a logit hook:
+    max_chain: once the chain has that many steps, the answer marker "A" is forced (think at most b steps);
+    min_chain: until it has that many, only digits may be written (think at least b steps: s1 suppresses the
+    end of thinking; here anything but a running sum would end or break the chain)."""
+    A = ID["A"]
+
+    def hook(logits: torch.Tensor, paths: torch.Tensor) -> torch.Tensor:
+        out = paths[:, PROMPT_LEN:]
+        if out.shape[1] == 0:
+            return logits
+        thinking = (out[:, 0] == ID["S"]) | (out[:, 0] == ID["T"])
+        chain = out[:, 1:]
+        open_ = thinking & ~(chain == A).any(1)                       # still writing the chain
+        steps = ((chain >= DIGIT0) & (chain < DIGIT0 + 10)).sum(1)
+        logits = logits.clone()
+        if max_chain is not None:
+            cut = open_ & (steps >= max_chain)
+            logits[cut] = torch.where(torch.arange(logits.shape[1], device=logits.device) == A, 0.0, float("-inf"))
+        if min_chain is not None:
+            more = open_ & (steps < min_chain)
+            digit = (torch.arange(logits.shape[1], device=logits.device) >= DIGIT0) & \
+                    (torch.arange(logits.shape[1], device=logits.device) < DIGIT0 + 10)
+            logits[more[:, None] & ~digit[None, :]] = float("-inf")
+        return logits
+    return hook
+
+
+def sample_pool(model: GPT, problems: list[list[int]], n: int, force: list[str] | None = None, temperature: float = 1.0,
+                seed: int = 0, chunk: int = 2000, logit_hook=None) -> Pool:
+    """n samples per problem (temperature 0: greedy, n copies), parsed and verified."""
+    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    parts = []
+    for s in range(0, len(problems), chunk):
+        probs = problems[s:s + chunk]
+        toks, logp = sample_tree(model, [prompt_ids(d) for d in probs], n, gen, temperature, force, logit_hook=logit_hook)
+        uniq, inv = torch.unique(toks, dim=0, return_inverse=True)      # parse each distinct output once
+        digits_of_row = np.repeat(np.arange(len(probs)), n)
+        inv = inv.cpu().numpy()
+        parsed = [parse(row) for row in uniq.tolist()]
+        ans = np.array([-1 if p["answer"] is None else p["answer"] for p in parsed])[inv]
+        fmt = np.array([FMT_INDEX.get(p["fmt"], -1) for p in parsed])[inv]
+        length = np.array([p["answer_end"] for p in parsed])[inv]
+        chain = np.array([len(p["chain"]) for p in parsed])[inv]
+        # the verifier needs the problem: check each distinct (problem, output) pair once
+        pairs, pair_of_row = np.unique(np.stack([digits_of_row, inv], 1), axis=0, return_inverse=True)
+        ver = np.array([check_chain(probs[pi], parsed[u]) is True for pi, u in pairs.tolist()])[pair_of_row.ravel()]
+        truth = np.array([sum(d) % 10 for d in probs])[digits_of_row]
+        parts.append((ans, ans == truth, ver, fmt, length, chain, logp.cpu().numpy()))
+    shape = (len(problems), n)
+    cat = [np.concatenate([p[i] for p in parts]).reshape(shape) for i in range(7)]
+    return Pool(problems, np.array([len(d) for d in problems]), *cat)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Aggregation over the first N samples. Each returns a per-problem score in [0, 1] (mean = accuracy).
+
+def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray | None = None,
+         seed: int = 0) -> np.ndarray:
+    """Answer with the most (weighted) votes among the first N samples is right? A tie is broken uniformly at
+    random among the tied answers (a seeded generator: the same pool, N and seed give the same picks), so that a
+    tie scores its expected value and maj@2 cannot fall below maj@1 on average; breaking ties towards the smallest
+    answer would favour problems whose answer happens to be small. `only` restricts the vote to accepted samples;
+    problems with none accepted fall back to the plain vote."""
+    ans = pool.answer[:, :N]
+    w = np.ones(ans.shape) if weight is None else weight[:, :N]
+    w = np.where(ans >= 0, w, 0.0)
+    if only is not None:
+        acc = only[:, :N]
+        w = np.where(acc.any(1, keepdims=True), np.where(acc, w, 0.0), w)
+    tally = np.zeros((len(ans), 10))
+    np.add.at(tally, (np.repeat(np.arange(len(ans)), N), np.clip(ans, 0, 9).ravel()), w.ravel())
+    top = tally.max(1, keepdims=True)
+    tied = np.isclose(tally, top) & (top > 0)
+    noise = np.random.default_rng([seed, N]).random(tally.shape)     # a random order among the tied answers
+    pick = np.where(tied, noise, -1.0).argmax(1)
+    truth = np.array([sum(d) % 10 for d in pool.problems])
+    return ((pick == truth) & (tally.max(1) > 0)).astype(float)
+
+
+def majority(pool: Pool, N: int) -> np.ndarray:
+    """maj@N: self-consistency."""
+    return vote(pool, N)
+
+
+def weighted_vote(pool: Pool, N: int) -> np.ndarray:
+    """Votes weighted by each sample's sequence probability."""
+    return vote(pool, N, weight=np.exp(pool.logp))
+
+
+def best_of_n_verified(pool: Pool, N: int) -> np.ndarray:
+    """Best-of-N with the rule process verifier: vote among samples whose every chain step checks."""
+    return vote(pool, N, only=pool.verified)
+
+
+def pass_at(c: np.ndarray, n: int, N: int) -> np.ndarray:
+    """Unbiased pass@N from c right out of n samples: 1 - C(n - c, N) / C(n, N) = 1 - prod_{j=n-c+1}^{n} (1 - N/j)
+    (Chen et al. 2021's stable form), via cumulative sums of log(1 - N/j) over j > N."""
+    if not 1 <= N <= n:
+        raise ValueError(f"pass@N needs 1 <= N <= n (the samples drawn), got N={N}, n={n}")
+    c = np.asarray(c)
+    out = np.ones(len(c))
+    ok = n - c >= N                                        # otherwise every N-subset holds a right sample
+    j = np.arange(N + 1, n + 1)
+    C = np.concatenate([np.zeros(N + 1), np.cumsum(np.log1p(-N / j))])   # C[m] = sum_{j=N+1}^{m} log(1 - N/j)
+    out[ok] = 1.0 - np.exp(C[n] - C[n - c[ok]])
+    return out
+
+
+def pass_n(pool: Pool, N: int) -> np.ndarray:
+    return pass_at(pool.correct.sum(1), pool.n, N)
+
+
+def verified_pass_n(pool: Pool, N: int) -> np.ndarray:
+    """pass@N counting only right answers whose chain checks (direct answers: the answer alone)."""
+    ok = pool.correct & (pool.verified | (pool.fmt == 0))
+    return pass_at(ok.sum(1), pool.n, N)
+
+
+METHODS = {"maj": majority, "weighted": weighted_vote, "verifier": best_of_n_verified, "pass": pass_n,
+           "verified_pass": verified_pass_n}
+SELECTORS = ("maj", "weighted", "verifier")  # methods that pick one answer (pass@N is an oracle: upper bound)
+
+
+def tokens(pool: Pool, N: int) -> float:
+    """Generated tokens per problem for a strategy that draws N samples."""
+    return float(pool.length[:, :N].sum(1).mean())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The experiment: pools per format, curves, budgets, the compute-optimal frontier.
+
+NS = (1, 2, 4, 8, 16, 32, 64)
+FORCE = {"A": ["A"], "S": ["S"], "T": ["T"], "free": None}
+
+
+def curves(pool: Pool, Ns=NS) -> dict:
+    """{method: {N: per-problem scores}} for every method and N <= pool.n."""
+    return {m: {N: f(pool, N) for N in Ns if N <= pool.n} for m, f in METHODS.items()}
+
+
+def summarize_scores(x: np.ndarray, seed: int = 0) -> dict:
+    lo, hi = bootstrap_ci(x, seed=seed)
+    return {"acc": float(x.mean()), "lo": lo, "hi": hi}
+
+
+def budget_sweep(model: GPT, problems: list[list[int]], fmt: str, budgets, kind: str = "max") -> list[dict]:
+    """Greedy accuracy and thinking tokens with the chain capped at (kind=max) or forced to (kind=min) b steps."""
+    rows = []
+    for b in budgets:
+        hook = budget_hook(max_chain=b) if kind == "max" else budget_hook(min_chain=b)
+        pool = sample_pool(model, problems, 1, force=FORCE[fmt], temperature=0.0, logit_hook=hook)
+        rows.append({"format": fmt, "kind": kind, "budget": b, **summarize_scores(pool.correct[:, 0].astype(float)),
+                     "tokens": float(pool.length.mean()), "thinking_tokens": float(pool.chain.mean()),
+                     "chain_ok": float(pool.verified.mean())})
+    return rows
+
+
+def candidates(pools: dict[str, Pool], greedy: dict[str, Pool] | None = None, budget: dict[str, Pool] | None = None,
+               Ns=NS) -> list[dict]:
+    """Every strategy the lab can run, as per-problem scores and tokens on one problem set: each sampled pool's
+    selectors at every N (maj@1 is one sample), greedy decoding per format, and greedy with the chain capped at b
+    steps (s1's budget forcing, `budget` keyed like "T<=3")."""
+    out = []
+    for fmt, pool in pools.items():
+        for m in SELECTORS:
+            for N in Ns:
+                if N <= pool.n and (m == "maj" or N > 1):
+                    out.append({"format": fmt, "method": m, "N": N, "score": METHODS[m](pool, N),
+                                "tokens": pool.length[:, :N].sum(1).astype(float)})
+    for kind, extra in (("greedy", greedy or {}), ("budget", budget or {})):
+        for name, pool in extra.items():
+            out.append({"format": name.split("<")[0], "method": kind if kind == "greedy" else name, "N": 1,
+                        "score": pool.correct[:, 0].astype(float), "tokens": pool.length[:, 0].astype(float)})
+    return out
+
+
+def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
+             targets=(0.5, 0.8, 0.9, 0.95, 0.99)) -> dict:
+    """Compute-optimal strategy per k (Snell et al.): for each target accuracy, on the validation problems pick,
+    for each k, the cheapest candidate that reaches it; on the disjoint test problems (evaluate.split_of) compare its
+    tokens with the cheapest single candidate that reaches the target at every k on validation. Every candidate
+    competes on both sides, greedy decoding included. The ratio is reported whatever it is (1 when one strategy is
+    best everywhere)."""
+    from ..core.evaluate import split_of
+    split = np.array([split_of(d) for d in problems])
+    kk = np.array([len(d) for d in problems])
+    ks = sorted(set(kk.tolist()))
+    name = lambda c: f"{c['format']}/{c['method']}@{c['N']}"   # noqa: E731
+    for c in cands:
+        for sp in ("val", "test"):
+            c[sp] = {k: (float(c["score"][(split == sp) & (kk == k)].mean()), float(c["tokens"][(split == sp) & (kk == k)].mean()))
+                     for k in ks}
+            c[sp + "_all"] = (float(c["score"][split == sp].mean()), float(c["tokens"][split == sp].mean()))
+    out = {"targets": [], "n_val": int((split == "val").sum()), "n_test": int((split == "test").sum())}
+    for target in targets:
+        chosen = {k: min((c for c in cands if c["val"][k][0] >= target), key=lambda c: c["val"][k][1], default=None)
+                  for k in ks}
+        fixed = [c for c in cands if min(c["val"][k][0] for k in ks) >= target]
+        if None in chosen.values() or not fixed:
+            out["targets"].append({"target": target, "reachable": False})
+            continue
+        best = min(fixed, key=lambda c: c["val_all"][1])
+        # the per-k choice scored on test, each k weighted as in the test set
+        w = {k: float(((split == "test") & (kk == k)).sum()) for k in ks}
+        tot = sum(w.values())
+        acc = sum(w[k] * chosen[k]["test"][k][0] for k in ks) / tot
+        toks = sum(w[k] * chosen[k]["test"][k][1] for k in ks) / tot
+        out["targets"].append({
+            "target": target, "reachable": True,
+            "adaptive": {"acc": acc, "tokens": toks, "per_k": {k: name(chosen[k]) for k in ks}},
+            "fixed": {"acc": best["test_all"][0], "tokens": best["test_all"][1], "strategy": name(best)},
+            "ratio": best["test_all"][1] / toks})
+    test = split == "test"
+    out["points"] = [{"format": c["format"], "method": c["method"], "N": c["N"], "acc": c["test_all"][0],
+                      "tokens": c["test_all"][1], "ci": bootstrap_ci(c["score"][test], n_boot=300, seed=seed)}
+                     for c in cands]
+    return out
+
+
+def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"), seed: int = 0,
+        budgets: bool = True, log=print) -> dict:
+    """The whole test-time-compute grid. Returns a JSON-able dict, the lab's "sampling" result (with budgets, also
+    its "budgets" result): lab.render draws it."""
+    import time
+    from ..core.evaluate import problems_per_k
+    # one problem set for the whole grid: half from the validation side of the problem space, half from the test
+    # side (evaluate.split_of), so the frontier selects and scores on disjoint problems
+    problems = problems_per_k(n_per_k // 2, seed=seed, split="val") + problems_per_k(n_per_k - n_per_k // 2, seed=seed,
+                                                                                   split="test")
+    res = {"n_per_k": n_per_k, "n_max": n_max, "seed": seed, "formats": list(formats), "timing": {}}
+    pools = {}
+    t0 = time.perf_counter()
+    for fmt in formats:
+        t = time.perf_counter()
+        pools[fmt] = sample_pool(model, problems, n_max, force=FORCE[fmt], temperature=1.0, seed=seed)
+        res["timing"]["sample_" + fmt] = round(time.perf_counter() - t, 2)
+        if log:
+            log(f"  sampled {n_max} x {len(problems)} for {fmt} in {res['timing']['sample_' + fmt]:.1f}s")
+    greedy = {fmt: sample_pool(model, problems, 1, force=FORCE[fmt], temperature=0.0) for fmt in formats}
+    res["timing"]["greedy"] = round(time.perf_counter() - t0 - sum(res["timing"].values()), 2)
+    ks = sorted(set(pools[formats[0]].k.tolist()))
+    res["curves"], res["per_k"], res["per_k_ci"] = {}, {}, {}
+    for fmt, pool in pools.items():
+        c = curves(pool)
+        res["curves"][fmt] = {m: {N: summarize_scores(v, seed) for N, v in d.items()} for m, d in c.items()}
+        res["curves"][fmt]["greedy"] = summarize_scores(greedy[fmt].correct[:, 0].astype(float), seed)
+        res["curves"][fmt]["tokens"] = {N: tokens(pool, N) for N in NS if N <= n_max}
+        res["per_k"][fmt] = {k: {m: {N: float(v[pool.k == k].mean()) for N, v in d.items()} for m, d in c.items()}
+                             for k in ks}
+        res["per_k_ci"][fmt] = {k: {m: {N: bootstrap_ci(v[pool.k == k], n_boot=300, seed=seed) for N, v in c[m].items()}
+                                    for m in ("maj", "pass")} for k in ks}
+        for k in ks:
+            res["per_k"][fmt][k]["greedy"] = float(greedy[fmt].correct[greedy[fmt].k == k, 0].mean())
+    caps = [(f, b) for f, bs in (("T", range(0, 8)), ("S", range(0, 4))) if f in formats for b in bs]
+    budget = {f"{f}<={b}": sample_pool(model, problems, 1, force=FORCE[f], temperature=0.0, logit_hook=budget_hook(max_chain=b))
+              for f, b in caps}
+    res["frontier"] = frontier(candidates(pools, greedy, budget), problems, seed)
+    res["timing"]["grid"] = round(time.perf_counter() - t0, 2)
+    if budgets:
+        t = time.perf_counter()
+        probs = problems_per_k(min(n_per_k, 500), seed=seed + 1)
+        res["budgets"] = (budget_sweep(model, probs, "T", range(0, 9)) + budget_sweep(model, probs, "S", range(0, 5))
+                          + budget_sweep(model, probs, "T", range(9, 13), kind="min")
+                          + budget_sweep(model, probs, "S", range(5, 9), kind="min"))
+        res["timing"]["budgets"] = round(time.perf_counter() - t, 2)
+    return res

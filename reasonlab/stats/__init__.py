@@ -1,0 +1,1 @@
+"""Statistics for findings: intervals over seeds, bootstraps, verdicts."""

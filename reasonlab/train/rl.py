@@ -1,0 +1,577 @@
+"""RL from rule-based rewards: GRPO and its relatives in one flat loop.
+
+One step (the loop in `train` below, top to bottom):
+    sample     prompts_per_step problems x num_generations completions at temperature 1 (KV-cache decoding)
+    verify     reward_fn(digits, parse(output)) for each completion: a rule, no reward model
+    advantage  a baseline from the group (GRPO z-score, Dr. GRPO mean, RLOO leave-one-out, or none)
+    loss       PPO-clipped ratio (token or sequence level) - beta * KL(pi || pi_ref), aggregated over tokens
+    step       Adam, gradient clipped, num_iterations times on the same samples
+    log        one console line, one JSON line in metrics.jsonl
+Every variant is a field of RLConfig; `RLConfig.preset(algo)` sets the fields that define a named algorithm.
+
+Papers: GRPO (Shao et al. 2024, DeepSeekMath, arXiv 2402.03300), Dr. GRPO (Liu et al. 2025, arXiv 2503.20783),
+DAPO (Yu et al. 2025, arXiv 2503.14476), RLOO (Ahmadian et al. 2024, arXiv 2402.14740), GSPO (Zheng et al. 2025,
+arXiv 2507.18071), KL estimators k1/k2/k3 (Schulman 2020, "Approximating KL divergence").
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Literal, NamedTuple, get_args
+
+import torch
+import torch.nn.functional as F
+
+from ..core.config import check_choices
+from ..core.model import GPT
+from ..core.rewards import rule_reward
+from ..core.sampling import generate_n, layout, logits_at
+from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, make_digits, parse, prompt_ids
+from .sft import AdamW
+
+Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
+ALGOS = get_args(Algo)
+
+
+@dataclass
+class RLConfig:
+    algo: Algo = "grpo"
+    """name of the preset the other fields came from (grpo, dr_grpo, dapo, rloo, reinforce, reinforce_baseline, gspo)"""
+    steps: int = 100
+    """optimizer rounds (each: sample, verify, num_iterations updates)"""
+    prompts_per_step: int = 16
+    """problems per step"""
+    num_generations: int = 8
+    """completions per problem: the group (TRL's num_generations; the spec's `group`)"""
+    learning_rate: float = 3e-5
+    """Adam learning rate, constant"""
+    beta: float = 0.04
+    """KL penalty weight; 0 skips the reference model entirely"""
+    kl_estimator: Literal["k1", "k2", "k3", "exact"] = "k3"
+    """per-token KL in the loss: k1 = log pi/pi_ref, k2 = (log ratio)^2 / 2, k3 = r - log r - 1 (DeepSeekMath), exact = full-vocabulary KL"""
+    epsilon: float = 0.2
+    """lower clip: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]"""
+    epsilon_high: float | None = None
+    """upper clip (DAPO's clip-higher: 0.28); None means epsilon"""
+    clip: bool = True
+    """use the PPO clipped ratio; False gives the plain policy gradient -A * log pi (REINFORCE)"""
+    num_iterations: int = 2
+    """updates on each batch of samples (the spec's `inner`); the first has ratio exactly 1"""
+    advantage: Literal["group", "rloo", "none"] = "group"
+    """baseline: group = r - mean(group) (GRPO), rloo = r - mean(others) (RLOO), none = raw reward (REINFORCE)"""
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    """divide the advantage by the group's std (group, GRPO), the batch's std (batch), or not (none, Dr. GRPO)"""
+    loss_type: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
+    """aggregation: grpo = mean over sequences of token means; dapo = mean over all tokens; dr_grpo = sum / (G * MAX_OUT)"""
+    importance_sampling_level: Literal["token", "sequence"] = "token"
+    """token ratios (PPO/GRPO) or one sequence ratio exp(mean log ratio) per completion (GSPO)"""
+    dynamic_sampling: bool = False
+    """DAPO: drop groups whose rewards all agree (no signal) and sample new problems in their place"""
+    max_resample: int = 4
+    """cap on extra sampling rounds per step when dynamic_sampling is on"""
+    temperature: float = 1.0
+    """sampling temperature of the rollouts"""
+    force_direct: float = 0.0
+    """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
+    here without its importance-sampling correction)"""
+    forced_trains: Literal["all", "format", "answer"] = "all"
+    """what the policy-gradient term takes from forced-direct rollouts: all their tokens, only the forced "A" (the
+    format choice: is answering directly worth it on this problem?), or only the answer tokens (the format's
+    reward signal then comes from the policy's own choices alone); the KL penalty still covers every token"""
+    grad_clip: float = 1.0
+    """max gradient norm"""
+    micro_batch: int = 0
+    """completions per backward pass (0: all at once); the gradient does not depend on it"""
+    seed: int = 0
+    """seeds the problems and the sampling"""
+    k_range: tuple[int, int] = (K_MIN, K_MAX)
+    """problem lengths"""
+    format_bonus: float = 0.1
+    """the rule reward's bonus for a complete template"""
+    log_every: int = 1
+    """console line every N steps (metrics.jsonl gets every step)"""
+    table_every: int = 0
+    """print a table of prompts, completions, rewards and advantages every N steps (0: never)"""
+    checkpoint_every: int = 0
+    """write a resumable checkpoint every N steps into the run directory (0: only at the end)"""
+
+    @staticmethod
+    def preset(algo: str, **overrides) -> "RLConfig":
+        """The fields that make a named algorithm; overrides win."""
+        if algo not in ALGOS:
+            raise ValueError(f"unknown algo {algo!r}: choose from {', '.join(ALGOS)}")
+        p = {
+            "grpo": {},
+            "dr_grpo": dict(scale_rewards="none", loss_type="dr_grpo"),
+            "dapo": dict(epsilon_high=0.28, dynamic_sampling=True, loss_type="dapo", beta=0.0),
+            "rloo": dict(advantage="rloo", scale_rewards="none"),
+            "reinforce": dict(advantage="none", scale_rewards="none", clip=False, beta=0.0, num_iterations=1),
+            "reinforce_baseline": dict(advantage="group", scale_rewards="none", clip=False, beta=0.0, num_iterations=1),
+            "gspo": dict(importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, beta=0.0),
+        }[algo]
+        cfg = RLConfig(algo=algo, **{**p, **overrides})
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        """Reject invalid values and combinations with a message naming the field."""
+        def bad(msg):
+            raise ValueError(f"invalid RL config: {msg}")
+        check_choices(self, "RL")
+        for name in ("steps", "prompts_per_step", "num_generations", "num_iterations"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                bad(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if not self.learning_rate > 0 or not math.isfinite(self.learning_rate):
+            bad(f"learning_rate must be positive, got {self.learning_rate}")
+        if self.beta < 0 or self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high <= 0):
+            bad("beta must be >= 0 and epsilon, epsilon_high > 0")
+        if self.temperature <= 0:
+            bad("temperature must be > 0 for sampling rollouts")
+        if self.advantage in ("group", "rloo") and self.num_generations < 2:
+            bad(f"advantage={self.advantage!r} needs num_generations >= 2 (a group baseline of one sample is the sample)")
+        if self.scale_rewards == "group" and self.num_generations < 2:
+            bad("scale_rewards='group' needs num_generations >= 2")
+        if self.dynamic_sampling and self.num_generations < 2:
+            bad("dynamic_sampling needs num_generations >= 2")
+        if not self.clip and self.num_iterations > 1:
+            bad("clip=False (plain policy gradient) with num_iterations > 1 reuses stale samples without a ratio; "
+                "use num_iterations=1 or clip=True")
+        if self.importance_sampling_level == "sequence" and not self.clip:
+            bad("importance_sampling_level='sequence' (GSPO) needs clip=True")
+        lo, hi = self.k_range
+        if not K_MIN <= lo <= hi <= K_MAX:
+            bad(f"k_range {self.k_range} must lie within {K_MIN}..{K_MAX}")
+        for name in ("micro_batch", "max_resample", "log_every", "table_every", "checkpoint_every"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                bad(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
+        if not self.grad_clip > 0 or not math.isfinite(self.format_bonus):
+            bad("grad_clip must be > 0 and format_bonus finite")
+        if not 0.0 <= self.force_direct < 1.0:
+            bad(f"force_direct must be in [0, 1), got {self.force_direct}")
+        if self.forced_trains != "all" and round(self.num_generations * self.force_direct) < 1:
+            bad(f"forced_trains={self.forced_trains!r} needs force_direct > 0 with at least one forced rollout per "
+                f"group (num_generations * force_direct = {self.num_generations * self.force_direct:g})")
+        if self.forced_trains != "all" and self.importance_sampling_level == "sequence":
+            bad("forced_trains with importance_sampling_level='sequence' (GSPO): one ratio per sequence mixes the "
+                "masked tokens back in")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The math, each piece at the size of its formula.
+
+def advantages(r: torch.Tensor, cfg: RLConfig) -> torch.Tensor:
+    """(P, G) rewards -> (P, G) advantages, one per completion (broadcast over its tokens)."""
+    G = r.shape[1]
+    if cfg.advantage == "group":    # GRPO / REINFORCE with a mean baseline: the group mean
+        a = r - r.mean(1, keepdim=True)
+    elif cfg.advantage == "rloo":   # RLOO: mean of the other G-1 samples = G/(G-1) (r - mean)
+        a = (r - r.mean(1, keepdim=True)) * G / (G - 1)
+    else:                           # REINFORCE without a baseline (the spec's contrast): A = r
+        a = r.clone()
+    if cfg.scale_rewards == "group":  # GRPO's z-score; Dr. GRPO drops it (it over-weights too easy/hard problems)
+        a = a / (r.std(1, keepdim=True) + 1e-4)
+    elif cfg.scale_rewards == "batch":
+        a = a / (r.std() + 1e-4)
+    return a
+
+
+def kl_terms(lp: torch.Tensor, ref_lp: torch.Tensor, logits: torch.Tensor | None, ref_logits: torch.Tensor | None,
+             estimator: str) -> torch.Tensor:
+    """Per-token KL(pi || pi_ref) estimate on sampled tokens; `exact` sums over the whole vocabulary."""
+    if estimator == "exact":
+        logp, ref_logp = F.log_softmax(logits, -1), F.log_softmax(ref_logits, -1)
+        return (logp.exp() * (logp - ref_logp)).sum(-1)   # sum_v pi(v) log pi(v)/pi_ref(v)
+    d = ref_lp - lp                                   # log(pi_ref / pi) at the sampled token
+    if estimator == "k1":
+        return -d                                     # unbiased, can be negative
+    if estimator == "k2":
+        return 0.5 * d ** 2                           # biased, low variance
+    return torch.exp(d) - d - 1                       # k3: unbiased and >= 0 (DeepSeekMath's choice)
+
+
+def policy_loss_terms(lp, old_lp, adv, mask, cfg: RLConfig):
+    """Per-token surrogate loss (B, L) and clip indicators. adv is (B,), one value per completion."""
+    A = adv[:, None]
+    if not cfg.clip:                                  # REINFORCE: -A log pi
+        z = torch.zeros_like(lp, dtype=torch.bool)
+        return -A * lp, z, z
+    lo, hi = 1 - cfg.epsilon, 1 + (cfg.epsilon_high if cfg.epsilon_high is not None else cfg.epsilon)
+    if cfg.importance_sampling_level == "sequence":   # GSPO: s_i = exp(mean_t log ratio), one ratio per completion
+        n = mask.sum(1, keepdim=True).clamp(min=1)
+        ratio = torch.exp(((lp - old_lp) * mask).sum(1, keepdim=True) / n).expand_as(lp)
+    else:                                             # PPO/GRPO: a ratio per token
+        ratio = torch.exp(lp - old_lp)
+    loss = -torch.min(ratio * A, ratio.clamp(lo, hi) * A)
+    # a token is clipped when the clamp bites in the direction the advantage pushes
+    return loss, (ratio < lo) & (A < 0), (ratio > hi) & (A > 0)
+
+
+def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: int, cfg: RLConfig) -> torch.Tensor:
+    """Sum of this micro-batch's share of the loss; the denominators are the whole batch's, so micro-batching
+    leaves the gradient unchanged."""
+    # GSPO's sequence ratio gives every token of a completion the same value; loss_type still says how the
+    # tokens are weighted (TRL honours it too). Its preset keeps loss_type="grpo": the paper's (1/G) sum_i.
+    if cfg.loss_type == "grpo":                                                 # mean_i (1/|o_i|) sum_t
+        return ((per_tok * mask).sum(1) / mask.sum(1).clamp(min=1)).sum() / n_seqs
+    if cfg.loss_type == "dapo":                                                 # sum_{i,t} / sum_i |o_i|
+        return (per_tok * mask).sum() / n_tokens
+    return (per_tok * mask).sum() / (n_seqs * MAX_OUT)                          # Dr. GRPO: sum / (G * L_max)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sampling groups (with DAPO's dynamic sampling), metrics and checkpoints.
+
+class Rollouts(NamedTuple):
+    """One step's samples: P' problems (P' < prompts_per_step when dynamic sampling ran dry) x G completions."""
+    digits: list[list[int]]   # the problems
+    outs: list[list[int]]     # P' * G completions, problem-major
+    parsed: list[dict]        # parse() of each completion
+    rewards: torch.Tensor     # (P', G)
+    zero_std: float           # share of groups whose rewards all agree, as first sampled (no learning signal)
+    forced: list[bool]        # completion forced to answer directly (force_direct)
+
+
+def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable,
+                  group_fn: Callable | None = None, step: int = 0, problem_fn: Callable = make_digits,
+                  prompt_fn: Callable = prompt_ids) -> Rollouts:
+    """prompts_per_step problems x num_generations completions, verified and rewarded.
+
+    With dynamic_sampling, groups whose rewards all agree are dropped and new problems drawn, at most max_resample
+    extra rounds; the step then trains on what it has (possibly nothing). A non-finite reward stops the run.
+    """
+    P, G = cfg.prompts_per_step, cfg.num_generations
+    digits, outs, parsed, rewards, forced = [], [], [], [], []
+    zero_std = None
+    for _ in range(1 + (cfg.max_resample if cfg.dynamic_sampling else 0)):
+        d = [problem_fn(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
+        n_forced = round(G * cfg.force_direct)
+        o = generate_n(policy, [prompt_fn(x) for x in d], G - n_forced, gen, cfg.temperature)
+        if n_forced:   # the last n_forced samples of each group answer directly
+            f = generate_n(policy, [prompt_fn(x) for x in d], n_forced, gen, cfg.temperature, force=["A"])
+            o = [row for i in range(len(d)) for row in o[i * (G - n_forced):(i + 1) * (G - n_forced)]
+                 + f[i * n_forced:(i + 1) * n_forced]]
+        p = [parse(x) for x in o]
+        r = torch.tensor([reward_fn(d[i // G], p[i]) for i in range(len(o))], dtype=torch.float32).view(-1, G)
+        if group_fn is not None:   # rewards that need the whole group (Kimi length reward, ARM scaling)
+            r = group_fn(r, [p[i * G:(i + 1) * G] for i in range(len(d))], step, cfg.steps)
+        if not torch.isfinite(r).all():
+            raise NonFiniteError(f"non-finite reward at step {step + 1}")
+        flat = (r.max(1).values == r.min(1).values)
+        zero_std = flat.float().mean().item() if zero_std is None else zero_std
+        keep = (~flat).nonzero().flatten().tolist() if cfg.dynamic_sampling else range(len(d))
+        for i in keep:
+            digits.append(d[i])
+            outs.extend(o[i * G:(i + 1) * G])
+            forced.extend([False] * (G - n_forced) + [True] * n_forced)
+            parsed.extend(p[i * G:(i + 1) * G])
+            rewards.append(r[i])
+        if len(digits) == P:
+            break
+    r = torch.stack(rewards) if rewards else torch.zeros(0, G)
+    return Rollouts(digits, outs, parsed, r, zero_std, forced)
+
+
+def forced_weights(forced: list[bool], cfg: RLConfig, L: int) -> torch.Tensor:
+    """(B, L) weights of each completion's tokens in the policy loss: 1 for free completions; for forced-direct
+    ones by cfg.forced_trains (all: every token; format: only the first, the forced "A"; answer: all but it)."""
+    f = torch.tensor(forced, dtype=torch.float32)[:, None]
+    first, rest = 1 - f * (cfg.forced_trains == "answer"), 1 - f * (cfg.forced_trains == "format")
+    return torch.cat([first, rest.expand(-1, L - 1)], 1)
+
+
+def format_shares(parsed: list[dict], digits: list[list[int]], G: int) -> tuple[dict, dict]:
+    """Format shares overall and per k (k -> {fmt: share})."""
+    share = {f: sum(p["fmt"] == f for p in parsed) / max(1, len(parsed)) for f in FORMATS}
+    by_k: dict[int, list[dict]] = {}
+    for i, p in enumerate(parsed):
+        by_k.setdefault(len(digits[i // G]), []).append(p)
+    return share, {k: {f: sum(p["fmt"] == f for p in ps) / len(ps) for f in FORMATS} for k, ps in sorted(by_k.items())}
+
+
+def completion_table(digits, outs, r, adv, G: int, n_problems: int = 2) -> str:
+    """A few problems with each of their completions, reward and advantage (for the console)."""
+    from ..core.task import VOCAB
+    lines = []
+    for i in range(min(n_problems, len(digits))):
+        lines.append(f"  problem {' '.join(map(str, digits[i]))}  (answer {sum(digits[i]) % 10})")
+        for j in range(G):
+            o = outs[i * G + j]
+            lines.append(f"    {' '.join(VOCAB[t] for t in o):<34} reward {r[i, j]:.2f}  adv {adv[i, j]:+.2f}")
+    return "\n".join(lines)
+
+
+def save_state(stem: str, step: int, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator,
+               cfg: RLConfig, hist: list[dict]) -> str:
+    """Everything a bit-identical resume needs: weights, Adam moments, both RNG states, step, config, history.
+
+    stem is <run_dir>/state: the checkpoint goes to <run_dir>/ckpt-<step>/state.* as one atomic unit
+    (runs.save_checkpoint); returns its stem."""
+    from ..io.runs import save_checkpoint
+    t = {f"policy.{k}": v for k, v in policy.state_dict().items()}
+    if ref is not None:
+        t.update({f"ref.{k}": v for k, v in ref.state_dict().items()})
+    osd = opt.state_dict()
+    for i, st in osd["state"].items():
+        t.update({f"opt.{i}.{k}": (v if torch.is_tensor(v) else torch.tensor(v)) for k, v in st.items()})
+    t["rng.torch"] = gen.get_state()
+    meta = {"step": step, "config": asdict(cfg), "model": policy.config(), "param_groups": osd["param_groups"],
+            "rng_python": rng.getstate(), "history": hist}
+    return save_checkpoint(os.path.dirname(stem), step, t, meta)
+
+
+def apply_state(t: dict, meta: dict, policy: GPT, ref: GPT | None, opt, rng: random.Random,
+                gen: torch.Generator) -> tuple[int, list]:
+    """Restore a checkpoint's tensors and metadata (verified by load_tensors) into the run's objects."""
+    from ..io.checkpoint import check_finite
+    check_finite({k: v for k, v in t.items() if k.startswith("policy.")}, f"checkpoint at step {meta.get('step')}")
+    policy.load_state_dict({k[7:]: v for k, v in t.items() if k.startswith("policy.")}, strict=True)
+    if ref is not None and any(k.startswith("ref.") for k in t):
+        ref.load_state_dict({k[4:]: v for k, v in t.items() if k.startswith("ref.")}, strict=True)
+    state: dict[int, dict] = {}
+    for k, v in t.items():
+        if k.startswith("opt."):
+            _, i, name = k.split(".", 2)
+            state.setdefault(int(i), {})[name] = v
+    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    gen.set_state(t["rng.torch"])
+    v, s, g = meta["rng_python"]
+    rng.setstate((v, tuple(s), g))
+    return meta["step"], meta["history"]
+
+
+def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator) -> tuple[int, list]:
+    """Restore the checkpoint <stem>.safetensors + <stem>.json (runs.latest(run_dir) names the newest)."""
+    from ..io.checkpoint import load_tensors
+    return apply_state(*load_tensors(stem), policy, ref, opt, rng, gen)
+
+
+def all_finite(params: list[torch.Tensor]) -> bool:
+    """No NaN or inf in any parameter: their total norm is finite (a NaN or inf anywhere makes it non-finite; so
+    would values near 1e19, which no sane run reaches). 7x cheaper than isfinite over a concatenated copy."""
+    return bool(torch.isfinite(torch.nn.utils.get_total_norm(params, foreach=True)))
+
+
+class NonFiniteError(FloatingPointError):
+    """A NaN or inf in rewards, loss or parameters; the message names the step."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loop.
+
+def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | None = None, run_dir: str | None = None,
+          resume: bool = False, callback: Callable | None = None, log: Callable | None = print,
+          progress: bool = False, group_fn: Callable | None = None, problem_fn: Callable = make_digits,
+          prompt_fn: Callable = prompt_ids) -> list[dict]:
+    """Run cfg.steps RL steps on `policy` (in place) against the frozen `ref`; returns one record per step.
+
+    reward_fn(digits, parsed) -> float (default: the rule reward); group_fn(rewards (P, G), parses per group, step,
+    steps) -> rewards reshapes them with the whole group in view. With run_dir: config.json, metrics.jsonl and
+    a resumable checkpoint `state` (every cfg.checkpoint_every steps and at the end); resume=True continues it.
+    callback(record, policy) runs after every step, skipped ones included. problem_fn(rng, k) -> digits and
+    prompt_fn(digits) -> prompt ids replace make_digits and prompt_ids (budget.py: digits that carry a budget, and
+    its prompt).
+    The same step without the bookkeeping, line by line after the spec: `naive_step` in benchmarks/rl_step.py.
+    """
+    cfg.validate()
+    if cfg.beta > 0 and ref is None:
+        raise ValueError("beta > 0 needs a reference model (or set beta=0)")
+    reward_fn = reward_fn or (lambda d, p: rule_reward(d, p, cfg.format_bonus))
+    params = list(policy.parameters())   # listed once: walking the module tree each step costs ~1 ms
+    device = params[0].device
+    rng = random.Random(cfg.seed)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed)
+    opt = AdamW(params, lr=cfg.learning_rate)   # Adam (no weight decay), one fused kernel for all tensors
+    G = cfg.num_generations
+    stem = os.path.join(run_dir, "state") if run_dir else None
+    start, hist, locked = 0, [], False
+    if run_dir:   # locked, resumed from the newest complete checkpoint (or step 0), torn log line dropped: runs.py
+        from ..io import runs
+        start, hist, locked = runs.open_run(run_dir, asdict(cfg), resume,
+                                            lambda t, m: apply_state(t, m, policy, ref, opt, rng, gen), log)
+    if not all_finite(params):
+        raise NonFiniteError(f"non-finite parameters before step {start + 1}")
+    book = Logbook(cfg, hist, run_dir, log, callback, start if progress else None,
+                   save=lambda step: save_state(stem, step, policy, ref, opt, rng, gen, cfg, hist) if stem else None)
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        # 1-2. sample and verify
+        ro = sample_groups(policy, rng, gen, cfg, reward_fn, group_fn, step, problem_fn, prompt_fn)
+        B = len(ro.outs)
+        if B == 0:  # DAPO's dynamic sampling found no group with signal: no update, but the step counts and is logged
+            book.end_step(step, {"step": step + 1, "skipped": True, "frac_reward_zero_std": ro.zero_std}, policy)
+            continue
+        prompts = [prompt_fn(d) for d in ro.digits for _ in range(G)]
+        # 3. advantages
+        adv = advantages(ro.rewards, cfg)                           # (P', G)
+        A = adv.flatten().to(device)
+        # 4. loss and update, num_iterations times on the same samples
+        chunks = [slice(i, i + (cfg.micro_batch or B)) for i in range(0, B, cfg.micro_batch or B)]
+        lays = [layout(prompts[sl], ro.outs[sl], G, device) for sl in chunks]   # shared by the reference and updates
+        ref_logits = None
+        if ref is not None:
+            with torch.inference_mode():   # lighter than no_grad; cloned outside it, so backward may keep it
+                ref_logits = [logits_at(ref, lay)[0] for lay in lays]
+            ref_logits = [tempered(x.clone(), cfg) for x in ref_logits]
+        n_tokens = sum(len(o) for o in ro.outs)
+        old_logp: dict[int, torch.Tensor] = {}
+        clip_lo = clip_hi = 0.0
+        diag = {}
+        for it in range(cfg.num_iterations):
+            opt.zero_grad(set_to_none=True)
+            loss_sum = 0.0
+            for c, sl in enumerate(chunks):
+                logits, tok, mask = logits_at(policy, lays[c])
+                logits = tempered(logits, cfg)     # the distribution the rollouts were sampled from
+                logp = F.log_softmax(logits, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+                if it == 0:
+                    old_logp[c] = logp.detach()    # exactly on-policy: the first update's ratio is exactly 1
+                per_tok, lo, hi = policy_loss_terms(logp, old_logp[c], A[sl], mask, cfg)
+                if cfg.forced_trains != "all":   # forced rollouts teach the format choice only, or the answer only
+                    per_tok = per_tok * forced_weights(ro.forced[sl], cfg, per_tok.shape[1]).to(device)
+                ref_lg = ref_logits[c] if ref_logits is not None else None
+                if cfg.beta > 0:
+                    ref_logp = F.log_softmax(ref_lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+                    per_tok = per_tok + cfg.beta * kl_terms(logp, ref_logp, logits, ref_lg, cfg.kl_estimator)
+                loss = aggregate(per_tok, mask, B, n_tokens, cfg)
+                if not torch.isfinite(loss):
+                    raise NonFiniteError(f"non-finite loss at step {step + 1}")
+                loss.backward()
+                loss_sum += loss.item()
+                m = mask.float()
+                clip_lo += (lo.float() * m).sum().item() / n_tokens / cfg.num_iterations
+                clip_hi += (hi.float() * m).sum().item() / n_tokens / cfg.num_iterations
+                if it == 0:
+                    with torch.no_grad():
+                        accumulate_diagnostics(diag, logits, logp, tok, mask, ref_lg, cfg)
+            gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip, foreach=True)
+            opt.step()
+        if not all_finite(params):
+            raise NonFiniteError(f"non-finite parameters after step {step + 1}")
+        # 5. log
+        rec = step_record(step, ro, diag, n_tokens, clip_lo, clip_hi, gnorm, loss_sum, time.perf_counter() - t0)
+        book.end_step(step, rec, policy, table=lambda: completion_table(ro.digits, ro.outs, ro.rewards, adv, G))
+    book.close()
+    if locked:
+        runs.unlock(run_dir)
+    policy.eval()
+    return hist
+
+
+def tempered(logits: torch.Tensor, cfg: RLConfig) -> torch.Tensor:
+    """Logits of the sampling distribution: rollouts are drawn at cfg.temperature, so the ratio, the KL and the
+    gradient use logits / temperature, as TRL does (a no-op at temperature 1)."""
+    return logits if cfg.temperature == 1.0 else logits / cfg.temperature
+
+
+def step_record(step: int, ro: Rollouts, diag: dict, n_tokens: int, clip_lo: float, clip_hi: float, gnorm,
+                loss_sum: float, dt: float) -> dict:
+    """The metrics of one step (one line of metrics.jsonl)."""
+    B, G = len(ro.outs), ro.rewards.shape[1]
+    r = ro.rewards
+    lengths = [p["length"] for p in ro.parsed]
+    share, share_k = format_shares(ro.parsed, ro.digits, G)
+    return {"step": step + 1, "reward": r.mean().item(), "reward_std": r.std().item() if r.numel() > 1 else 0.0,
+            "acc": sum(p["answer"] == sum(ro.digits[i // G]) % 10 for i, p in enumerate(ro.parsed)) / B,
+            "frac_reward_zero_std": ro.zero_std, "length": sum(lengths) / B, "length_min": min(lengths),
+            "length_max": max(lengths), "share": share, "share_by_k": share_k,
+            "kl": diag.get("kl", 0.0) / n_tokens, "kl_exact": diag.get("kl_exact", 0.0) / n_tokens,
+            "entropy": diag["entropy"] / n_tokens, "clip_low": clip_lo, "clip_high": clip_hi,
+            "grad_norm": float(gnorm), "surrogate": loss_sum, "groups": len(ro.digits), "step_time": dt,
+            "tokens_per_s": n_tokens / dt}
+
+
+class Logbook:
+    """What happens at the end of every step, skipped or not: the history, metrics.jsonl, the console, the progress
+    bar, the checkpoint and the callback."""
+
+    def __init__(self, cfg: RLConfig, hist: list, run_dir: str | None, log: Callable | None,
+                 callback: Callable | None, bar_start: int | None, save: Callable[[int], None]):
+        self.cfg, self.hist, self.log, self.callback, self.save = cfg, hist, log, callback, save
+        self.run_dir = run_dir
+        self.bar = None
+        if bar_start is not None:
+            from tqdm import tqdm
+            self.bar = tqdm(total=cfg.steps, initial=bar_start, unit="step", leave=False)
+
+    def end_step(self, step: int, rec: dict, policy: GPT, table: Callable[[], str] | None = None) -> None:
+        cfg, n = self.cfg, step + 1
+        self.hist.append(rec)
+        if self.run_dir:
+            from ..io.runs import append_metric
+            append_metric(self.run_dir, rec)
+        if self.log and cfg.log_every and n % cfg.log_every == 0:
+            self.log(log_line(rec))
+        if self.log and table is not None and cfg.table_every and n % cfg.table_every == 0:
+            self.log(table())
+        if self.bar is not None:
+            self.bar.update(1)
+        if (cfg.checkpoint_every and n % cfg.checkpoint_every == 0) or n == cfg.steps:
+            self.save(n)
+        if self.callback is not None:
+            self.callback(rec, policy)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def accumulate_diagnostics(diag: dict, logits, logp, tok, mask, ref_logits, cfg: RLConfig) -> None:
+    """Token sums of entropy, the KL estimator and the exact KL (divided by the token count by the caller)."""
+    m = mask.float()
+    logp_all = F.log_softmax(logits, -1)
+    diag["entropy"] = diag.get("entropy", 0.0) + ((-(logp_all.exp() * logp_all).sum(-1)) * m).sum().item()
+    if ref_logits is not None:
+        ref_logp = F.log_softmax(ref_logits, -1).gather(-1, tok[:, :, None]).squeeze(-1)
+        est = "k3" if cfg.kl_estimator == "exact" else cfg.kl_estimator
+        diag["kl"] = diag.get("kl", 0.0) + (kl_terms(logp, ref_logp, None, None, est) * m).sum().item()
+        diag["kl_exact"] = diag.get("kl_exact", 0.0) + (kl_terms(logp, ref_logp, logits, ref_logits, "exact") * m).sum().item()
+
+
+def log_line(rec: dict) -> str:
+    if rec.get("skipped"):
+        return f"step {rec['step']:4d} | skipped: every group's rewards agree (no learning signal)"
+    s = rec["share"]
+    return (f"step {rec['step']:4d} | reward {rec['reward']:.3f}±{rec['reward_std']:.2f} | acc {rec['acc']:.3f} "
+            f"| zero-std {rec['frac_reward_zero_std']:.2f} | len {rec['length']:.1f} ({rec['length_min']}-{rec['length_max']}) "
+            f"| A/S/T {s['direct']:.2f}/{s['short']:.2f}/{s['full']:.2f} | kl {rec['kl']:.4f} (exact {rec['kl_exact']:.4f}) "
+            f"| ent {rec['entropy']:.3f} | clip {rec['clip_low']:.3f}/{rec['clip_high']:.3f} | gnorm {rec['grad_norm']:.2f} "
+            f"| {rec['step_time']:.3f}s {rec['tokens_per_s']:.0f} tok/s")
+
+
+SPEC_DEFAULTS = {"beta": 0.04, "clip": 0.2, "inner": 2}   # rl_train's keyword defaults, as in the spec
+
+
+def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", prompts_per_step: int = 16, group: int = 8,
+             lr: float = 3e-5, beta: float = 0.04, clip: float = 0.2, inner: int = 2, seed: int = 0,
+             k_range=(K_MIN, K_MAX), callback: Callable | None = None, every: int = 0, log: Callable | None = None,
+             **overrides) -> list[dict]:
+    """The spec's entry point: GRPO (or another preset in ALGOS) for `steps` steps, policy updated in place.
+
+    Returns one record per step with the spec's keys (step, reward, acc, length, share, kl) and more;
+    callback(step, policy) runs every `every` steps. beta, clip (epsilon) and inner (num_iterations) left at the
+    spec's defaults take the preset's values (DAPO and GSPO: no KL; the REINFORCE presets: no KL, no clip, one
+    update); a value other than the default is applied, and a combination the preset cannot take (e.g.
+    algo="reinforce", inner=2) is rejected by RLConfig.validate. For algo="reinforce" the spec's contrast holds:
+    A = r, no clip, no KL, one update per batch. Extra keyword arguments are RLConfig fields (e.g.
+    kl_estimator="exact"; run_dir is not one: use `train`).
+    """
+    kw = dict(steps=steps, prompts_per_step=prompts_per_step, num_generations=group, learning_rate=lr, seed=seed,
+              k_range=tuple(k_range), log_every=0)
+    for field, arg, v in (("beta", "beta", beta), ("epsilon", "clip", clip), ("num_iterations", "inner", inner)):
+        if algo in ("grpo", "dr_grpo", "rloo") or v != SPEC_DEFAULTS[arg]:
+            kw[field] = v
+    cfg = RLConfig.preset(algo, **{**kw, **overrides})
+    if not cfg.clip and clip != SPEC_DEFAULTS["clip"]:
+        raise ValueError(f"rl_train: algo={algo!r} does not clip the ratio (plain policy gradient); clip={clip} "
+                         "would be ignored")
+    hook = None if callback is None else every_n_steps(every, lambda rec, pol: callback(rec["step"], pol))
+    return train(policy, ref, cfg, callback=hook, log=log)
+
+
+def every_n_steps(n: int, fn: Callable) -> Callable:
+    """A train() callback that passes (record, policy) on to fn at the steps that are multiples of n (never when n
+    is 0): the evaluation and logging hooks of the CLI, the lab and budget.py."""
+    return lambda rec, pol: fn(rec, pol) if n and rec["step"] % n == 0 else None

@@ -1,0 +1,169 @@
+"""The model zoo: every model the lab trains once and keeps in the cache (the base models, the erring
+thinkers, any recipe), each under a lock so that two processes never train the same one.
+
+    <cache>/<name>.safetensors + <name>.json   the weights and {key, version, ...}; the key is the recipe's
+                                               (checkpoint.cache_key), so a changed recipe retrains
+    <cache>/.<name>.lock                       held while one process trains <name>; another waits, then loads it
+"""
+from __future__ import annotations
+
+import fcntl
+import glob
+import json
+import os
+import time
+from typing import Callable
+
+from .. import __version__
+from ..core.model import GPT
+from ..io.checkpoint import (CheckpointError, cache_dir, cache_key, check_name, fingerprint, load_model, save_model,
+                             writable_dir)
+from .sft import ERR_CFG, base_cfg, base_name, pretrain
+
+STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer
+
+
+def train_estimate(cfg: dict, quick: bool = False) -> str:
+    """A rough duration for the recipe, said before training starts (about 33 ms per step of batch 64 on 2 cores)."""
+    steps = sum(30 if quick else ph[1] for ph in cfg.get("phases", []))
+    s = steps * 0.033 * max(1.0, cfg.get("batch", 64) / 64) + 0.3 * cfg.get("misread", {}).get("iters", 0)
+    return f"about {max(1, round(s / 60))} min" if s >= 90 else f"about {max(1, round(s))} s"
+
+
+class _NameLock:
+    """An advisory lock on one cache name (<cache>/.<name>.lock, fcntl): one process trains a model while another
+    wanting the same name waits, then loads what the first stored instead of training it again."""
+
+    def __init__(self, stem: str, log: Callable | None):
+        self.path = os.path.join(os.path.dirname(stem), f".{os.path.basename(stem)}.lock")
+        self.log = log
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self.fd, 32, 0).decode(errors="replace").strip() or "?"
+            if self.log:
+                self.log(f"  (process {holder} is training {os.path.basename(self.path)[1:-5]}: waiting for it)")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)   # closing the descriptor releases the lock; the file stays (removing it would race)
+
+
+def clean_orphans(directory: str, name: str, older_than: float = STALE_TMP_S) -> int:
+    """Remove temp files of `name` left by a killed writer (atomic_write's .tmp-*<name>.* files). Called with
+    the name's lock held; the age limit also spares a writer that does not take the lock (store())."""
+    n = 0
+    for f in glob.glob(os.path.join(glob.escape(directory), f".tmp-*{glob.escape(name)}.*")):
+        try:
+            if time.time() - os.path.getmtime(f) > older_than:
+                os.remove(f)
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = print, init: GPT | None = None,
+              cache: str | None = None, device: str | None = None, progress: bool = False) -> GPT:
+    """Load <cache>/<name> if it was trained with this cfg (and fixed data, and init); else train and save it.
+
+    quick=True trains 30 steps per phase and neither reads nor writes the cache. A corrupt or stale cached file
+    is reported and retrained. An unusable cache directory is an error at once (PathError), before any training;
+    the name is locked while it is trained, so a second process waits and then loads it.
+    """
+    stem = os.path.join(cache_dir(cache), check_name(name))
+    key = cache_key(cfg, init)
+    if quick:
+        return pretrain(cfg, quick=True, init=init, device=device, progress=progress)
+    writable_dir(cache_dir(cache), "model cache")
+    with _NameLock(stem, log):
+        clean_orphans(cache_dir(cache), name)
+        why = f"no cached model {name} in {cache_dir(cache)}"
+        if os.path.exists(stem + ".json"):
+            try:
+                model, meta = load_model(stem)
+                if meta.get("key") == key:
+                    if log:
+                        log(f"  (loaded cached model {stem}.safetensors)")
+                    return model.to(device or "cpu")
+                why = f"cached {name} was trained with another config"
+            except CheckpointError as e:
+                why = str(e)
+        if log:   # said before the work starts, with its rough length
+            verb = "training it" if why.startswith("no cached") else "retraining"
+            log(f"  ({why}: {verb}, {train_estimate(cfg)})")
+        t0, stats = time.perf_counter(), {}
+        model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress, stats=stats, log=log)
+        store(name, cfg, model, init=init, cache=cache, train_seconds=round(time.perf_counter() - t0, 2),
+              phase_steps=stats.get("phase_steps", []))   # a gated phase's length is the run's, not the recipe's
+        if log:
+            log(f"  (saved {stem}.safetensors)")
+    return model
+
+
+def store(name: str, cfg: dict, model: GPT, init: GPT | None = None, cache: str | None = None, **meta) -> str:
+    """Put a model trained with cfg into the cache under `name`, so get_model(name, cfg) loads it."""
+    stem = os.path.join(cache_dir(cache), check_name(name))
+    save_model(stem, model, {"key": cache_key(cfg, init), "version": __version__, **meta})
+    return stem
+
+
+_MODELS: dict = {}
+
+
+def cached_model(name: str, cfg: dict, cache: str | None = None, device: str | None = None, progress: bool = False,
+                 log: Callable | None = print):
+    """get_model under a per-name file lock in the cache, memoized in this process (a worker loads each base model
+    once). The lock only stops duplicate training on one host: on NFS or Lustre flock may be a no-op, and then two
+    nodes may both train and store it; the cache's atomic writes keep that correct."""
+    key = (cache_dir(cache), check_name(name), fingerprint(cfg), device or "cpu")
+    if key not in _MODELS:
+        os.makedirs(key[0], exist_ok=True)
+        # a name of its own: a lock that checkpoint.get_model may take inside (on <name>.lock) must not be this
+        # one, or this process would wait on itself (flock locks of two open() calls conflict)
+        with open(os.path.join(key[0], name + ".unit-lock"), "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)      # released when f is closed, also if this process dies
+            try:
+                _MODELS[key] = get_model(name, cfg, cache=cache, device=device, progress=progress, log=log)
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+    return _MODELS[key]
+
+
+def model_in_cache(name: str, cfg: dict, cache: str | None = None) -> bool:
+    """Whether the cache holds `name` trained with `cfg` (its JSON key matches; the tensors are checked on load).
+    Cheap: lets a driver skip the base-model stage, and the start of a process pool for it."""
+    try:
+        with open(os.path.join(cache_dir(cache), name + ".json")) as f:
+            return json.load(f).get("key") == cache_key(cfg)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def base_model(seed: int, quick: bool = False, cache: str | None = None, device: str | None = None,
+               log: Callable | None = print, progress: bool = False) -> GPT:
+    """The cached base model of this seed, trained first if the cache has none."""
+    return get_model(base_name(seed, quick), base_cfg(seed, quick), cache=cache, device=device, log=log,
+                     progress=progress)
+
+
+def get_erring_model(seed: int, cache: str | None = None, device: str | None = None, log: Callable | None = print
+                     ) -> GPT:
+    """The erring thinker for `seed` (ERR_CFG on the cached base model), made once and cached as err-seed<seed>."""
+    base = base_model(seed, cache=cache, device=device, log=log)
+    return get_model(f"err-seed{seed}", dict(ERR_CFG, seed=seed), init=base, cache=cache, device=device, log=log)
+
+
+def thinker_model(kind: str, seed: int, cache: str | None = None, device: str | None = None,
+                  log: Callable | None = None) -> GPT:
+    """The generator test-time search and the verifiers work on: "erring" (get_erring_model), "base" (the
+    standard base model, the contrast) or "quick" (the lab's quick base model)."""
+    if kind in ("base", "quick"):
+        return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log)
+    return get_erring_model(seed, cache=cache, device=device, log=log)
