@@ -1,8 +1,8 @@
-"""Training time of the budget models (issue 18: <= 2 min per seed and variant on this machine).
+"""Training time of the budget models.
 
-`python benchmarks/budget_train.py` trains every default variant on seed 0 and times it; `--from results/budget`
+`python benchmarks/budget_train.py` trains every default variant on seed 0 and times it; `--from runs/budget`
 instead tabulates the times `reasonlab budget` recorded for each seed (train_seconds: SFT + GRPO, no evaluation).
-Writes results/budget_train.{md,json}. Timings on a shared 2-core machine are noisy.
+Writes runs/bench/budget_train.{md,json}. Timings on a shared 2-core machine are noisy.
 """
 import argparse
 import glob
@@ -18,7 +18,7 @@ from reasonlab.train.sft import BASE_CFG
 ap = argparse.ArgumentParser()
 ap.add_argument("--from", dest="src", default=None, help="a `reasonlab budget` output folder to read times from")
 ap.add_argument("--seed", type=int, default=0)
-ap.add_argument("--out", default="results/budget_train")
+ap.add_argument("--out", default="runs/bench/budget_train")
 args = ap.parse_args()
 
 rows = []

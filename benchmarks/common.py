@@ -33,9 +33,8 @@ def best_times(fns, repeats: int, clock=time.perf_counter) -> list[float]:
 
 
 def sgemm_peak(n: int = 2048, repeats: int = 5) -> float:
-    """This machine's float32 matmul rate in GFLOP/s (best of `repeats` n x n products, the threads set). The issue's
-    absolute limits (a 12.6 ms training step, a 45 ms GRPO step) assume its machine's ~140 GFLOP/s; session 13's
-    machine (AVX2, no AVX-512) measured 58-70 (docs/LOG.md), so an absolute time means little without this figure."""
+    """This machine's float32 matmul rate in GFLOP/s (best of `repeats` n x n products, the threads set). Machines of one
+    kind differ by 2x or more in it, so an absolute time means little without this figure."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     a @ b
     return 2 * n ** 3 / min(best_times([lambda: a @ b], repeats)) / 1e9

@@ -1,10 +1,10 @@
-"""Several models as one batched model (issue 19's first lever): E base-recipe models trained as one ensemble, every
+"""Several models as one batched model: E base-recipe models trained as one ensemble, every
 linear a baddbmm over the model axis, against E training steps of our single-model step, taking turns.
 
 The ensemble holds each parameter stacked over the E models (E, ...), runs a padded (E, 64, 23) batch (one base-recipe
 batch per model) through bmm-shaped layers, and sums the models' mean losses, so each model's gradient is its own;
 clipping is per model. Its loss at the start equals the sum of the single models' GPT.loss (checked before timing).
-A measurement, not a trainer: the lab trains each seed's model alone (docs/LOG.md, session 9: it does not pay).
+A measurement, not a trainer: the lab trains each seed's model alone (docs/history.md: it does not pay).
 
     python benchmarks/ensemble_step.py [--models 3] [--steps 30] [--repeats 3] [--threads N]
 """
@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--out", default="results/ensemble_step.txt", help="'' for none")
+    ap.add_argument("--out", default="runs/bench/ensemble_step.txt", help="'' for none")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -5,8 +5,8 @@ Makes (or loads from the cache) err-seed<s> for each seed and reads back the sig
 then, on 500 problems per k (drawn fresh, seed 12345): greedy forced S / T / A accuracy per k; sampled
 (temperature 1) forced S / T accuracy per k; and, for S and T, over 8 samples per problem of 100 problems per k,
 the position of the first wrong step of each wrong chain: the share of problems whose wrong samples fail at two
-or more different steps ("errs in different places"). The target (issue 17): greedy S about 0.9 at k = 2 falling
-to 0.4-0.6 at k = 8, for every seed. Writes results/erring_thinker.{md,json}.
+or more different steps ("errs in different places"). The target: greedy S about 0.9 at k = 2 falling
+to 0.4-0.6 at k = 8, for every seed. Writes runs/bench/erring_thinker.{md,json}.
 
     python benchmarks/erring_thinker.py --seeds 0 1 2 3 4
 """
@@ -121,7 +121,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("-n", "--n-per-k", type=int, default=500)
-    ap.add_argument("--out", default="results/erring_thinker")
+    ap.add_argument("--out", default="runs/bench/erring_thinker")
     ap.add_argument("--render-only", action="store_true", help="rebuild the .md from the .json")
     a = ap.parse_args()
     if a.render_only:

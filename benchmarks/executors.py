@@ -3,7 +3,7 @@ and a paper estimate for a 64-CPU cluster from measured unit times.
 
     python benchmarks/executors.py lab      [--seeds 0 1] [--workers 2]   # quick lab, workers=1 then workers=N
     python benchmarks/executors.py sweep    [--workers 2]                 # tiny sweep: local x1, local xN, Ray xN
-    python benchmarks/executors.py estimate [--timing results/lab/timing.json] [--adaptive results/adaptive/summary.json]
+    python benchmarks/executors.py estimate [--timing results/lab/timing.json] [--adaptive runs/adaptive/summary.json]
 
 Each prints a table and writes JSON next to it (--json). Base models are trained into a private cache before the
 clock starts (--cache, default /tmp/reasonlab-bench-cache), so both sides of a comparison load the same models.
@@ -85,7 +85,7 @@ def estimate(args, cpus: int = 64, overhead_s: float = 10.0) -> dict:
     ran = t["ran"]
     seeds = t["seeds"]
     units = {k: v for k, v in ran.items() if "/seed" in k and not k.startswith("base-model/")}
-    bases = [v for k, v in ran.items() if k.startswith("base-model/")]    # one unit each (session 8 on)
+    bases = [v for k, v in ran.items() if k.startswith("base-model/")]    # one unit each
     base_each = max(bases) if bases else ran.get("base models", 0.0) / max(1, len(seeds))
     longest = max(units, key=units.get)
     lab_seq = round(sum(units.values()) + (sum(bases) if bases else ran.get("base models", 0.0)), 1)   # one CPU
@@ -121,7 +121,7 @@ def main():
     ap.add_argument("--cache", default="/tmp/reasonlab-bench-cache")
     ap.add_argument("--scratch", default="/tmp/reasonlab-bench")
     ap.add_argument("--timing", default="results/lab/timing.json")
-    ap.add_argument("--adaptive", default="results/adaptive/summary.json")
+    ap.add_argument("--adaptive", default="runs/adaptive/summary.json")
     ap.add_argument("--json", default=None, help="write the figures here too")
     args = ap.parse_args()
     res = {"lab": bench_lab, "sweep": bench_sweep, "estimate": estimate}[args.what](args)

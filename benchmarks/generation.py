@@ -9,7 +9,7 @@ random streams differ; sampled mode compares speed only.
 
 4096 prompts with k uniform in 2..8; forced-T greedy and free sampling at temperature 1 (target: >= 10x on
 both). Reports sequences per second for both decoders and their ratio, best of `--repeats` runs, the two taking
-turns; writes results/generation.txt. Uses the cached base model (trained if missing).
+turns; writes runs/bench/generation.txt. Uses the cached base model (trained if missing).
 
     python benchmarks/generation.py [--n 4096] [--repeats 3]
 """
@@ -67,7 +67,7 @@ def main():
     ap.add_argument("--model", default="base-seed0", help="cached model name (trained if missing)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this process's CPU time "
                     "(one thread only), for a machine shared with other work")
-    ap.add_argument("--out", default="results/generation.txt", help="'' for none")
+    ap.add_argument("--out", default="runs/bench/generation.txt", help="'' for none")
     args = ap.parse_args()
     from reasonlab.train.zoo import get_model
     from reasonlab.train.sft import base_cfg

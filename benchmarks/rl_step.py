@@ -92,10 +92,10 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--long", type=int, default=100, help="steps of the run whose mean step time is reported "
-                    "(0: skip it); the median over its first 10 steps too (the issue's targets: <= 50 and 45 ms)")
+                    "(0: skip it); the median over its first 10 steps too")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this process's CPU time "
                     "(one thread only), for a machine shared with other work")
-    ap.add_argument("--out", default="results/rl_step.txt", help="'' for none")
+    ap.add_argument("--out", default="runs/bench/rl_step.txt", help="'' for none")
     args = ap.parse_args()
     clock = clock_for(args.clock)
     base = base_model(0, log=None)

@@ -1,4 +1,4 @@
-"""Time of the full search grid for one seed (issue 17): verifiers trained (or loaded from the cache), best-of-N /
+"""Time of the full search grid for one seed: verifiers trained (or loaded from the cache), best-of-N /
 weighted / majority from one pool of 64 samples per problem, beam search and DVTS re-run for N = 1, 2, ..., 64,
 with the learned PRM and the oracle, on validation and test problems. Prints the stage times and the headline.
 

@@ -1,6 +1,6 @@
 """Seconds of training until the base model meets the bar, per seed.
 
-The bar (issue 2): greedy forced-format accuracy >= 0.99 for S and T at every k = 2..8 and for A at k = 2,
+The bar: greedy forced-format accuracy >= 0.99 for S and T at every k = 2..8 and for A at k = 2,
 on 500 problems per k. Every `--every` steps training pauses for a cheap check on 100 problems per k; when that
 passes, the full 500-per-k check decides. Evaluation time is not counted as training time. Training always runs
 the whole recipe; with the default recipe the result is stored in the model cache as base-seed<seed>, exactly
@@ -88,7 +88,7 @@ def main():
     ap.add_argument("--spec", action="store_true", help="the spec's recipe instead of BASE_CFG")
     ap.add_argument("--cfg", type=str, default=None, help="a recipe as JSON (overrides BASE_CFG keys)")
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--out", default="results/base_model", help="write <out>.json and <out>.md ('' for none)")
+    ap.add_argument("--out", default="runs/bench/base_model", help="write <out>.json and <out>.md ('' for none)")
     args = ap.parse_args()
     keep_freed_memory()   # as `reasonlab pretrain` runs (REASONLAB_MALLOC=default: glibc's settings)
     if args.threads:

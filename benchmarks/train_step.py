@@ -4,7 +4,7 @@ The baseline is the plain step: forward over the whole padded (64, 23) batch wit
 AdamW over foreach kernels, foreach clipping. Ours is `train_on_batches` itself (GPT.loss: only what the counted
 targets need; bmm attention; fused AdamW), bookkeeping included. Both train fresh seed-0 models on the same
 pre-built batches of the base recipe's phase 2 (S and T, k = 2..8); each side runs `--steps` steps, best of
-`--repeats` runs, the two taking turns. Writes results/train_step.txt.
+`--repeats` runs, the two taking turns. Writes runs/bench/train_step.txt.
 
     python benchmarks/train_step.py [--steps 50] [--repeats 5] [--threads N]
 """
@@ -47,7 +47,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this process's CPU time "
                     "(one thread only), for a machine shared with other work")
-    ap.add_argument("--out", default="results/train_step.txt", help="'' for none")
+    ap.add_argument("--out", default="runs/bench/train_step.txt", help="'' for none")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,8 +1,8 @@
 """Verifier quality: ORM, PRM (oracle step labels) and PRM (Math-Shepherd rollout labels) trained on the erring
 thinker's samples, measured against the oracle on held-out problems, seeds 0-2.
 
-Writes results/verifiers/seed<s>.json (verifier.run), results/verifiers/verifier_quality.png and
-results/verifiers.md (experiments.verifiers.page), and prints the per-kind training times.
+Writes runs/bench/verifiers/seed<s>.json (verifier.run), runs/bench/verifiers/verifier_quality.png and
+runs/bench/verifiers.md (experiments.verifiers.page), and prints the per-kind training times.
 
     python benchmarks/verifiers.py --seeds 0 1 2 [--thinker erring|base]
 """
@@ -24,7 +24,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--thinker", choices=["erring", "base"], default="erring")
-    ap.add_argument("--out", default="results/verifiers")
+    ap.add_argument("--out", default="runs/bench/verifiers")
     ap.add_argument("--render-only", action="store_true", help="rebuild the .md and plot from <out>/seed<s>.json")
     a = ap.parse_args()
     cfg = VerifierExpConfig(thinker=a.thinker, out=a.out)

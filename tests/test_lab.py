@@ -41,7 +41,7 @@ def test_quick_lab_runs_every_experiment_and_writes_the_report(quick_lab):
     assert sections == [str(i) for i in range(1, 9)]
     for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):          # every picture the markdown names exists
         assert os.path.getsize(os.path.join(cfg.out, img)) > 1000
-    n = 8 + 2                                     # + learned verifiers, verifiers and search (issue 17; unnumbered)
+    n = 8 + 2                                     # + learned verifiers, verifiers and search (unnumbered)
     assert md.count("*Paper") == n and md.count("*Explore:*") == n and md.count("**Question.**") == n
     assert "## Verifiers and search" in md and "| claim | statistic |" in md
     # numbers are the experiments' own: the RL table's base accuracy is the base section's free accuracy

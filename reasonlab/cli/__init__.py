@@ -610,7 +610,6 @@ def build_parser() -> Parser:
                    "without rationalization")
     p.add_argument("--out", default="runs/star")
     p.set_defaults(fn=cmd_star)
-    # issue 17: learned verifiers and search
     p = sub.add_parser("verifier", help="learned verifiers (ORM, PRM, Math-Shepherd PRM): train, measure, plot")
     vsub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
     p = vsub.add_parser("train", help="train verifiers on the thinker's samples; AUROC and calibration on held-out ones")

@@ -51,8 +51,7 @@ class Attention(nn.Module):
         if keep is not None and (mask is None or T <= PACKED_BMM_T):
             # training (GPT.loss: plain causal) and scoring packed rows (RL: the mask, per head): three batched
             # GEMM-sized ops run forward + backward in 3/4 of the time of SDPA's CPU flash kernel at T <= 24,
-            # which tiles for long sequences, and in 0.5-0.8 of it at RL's masked (16, 4, 36, 36) (docs/LOG.md,
-            # sessions 6 and 11)
+            # which tiles for long sequences, and in less at RL's masked rows
             H, D = self.n_heads, C // self.n_heads
             q, k, v = qkv.reshape(3, B * H, T, D)            # one copy for the three
             bias = _causal(T, q.device, q.dtype).expand(B * H, T, T) if mask is None else mask.view(B * H, T, T)
@@ -82,20 +81,19 @@ class Attention(nn.Module):
 
 PACKED_BMM_T = 64
 """Packed rows up to this long attend through baddbmm (GRPO from the base model packs 30-43 positions a row); longer
-ones through SDPA, whose flash kernel tiles: at (16, 4, 150, 150) on one thread forward + backward 13 ms against
-23 for the materialised scores (docs/LOG.md, session 11)."""
+ones through SDPA, whose flash kernel tiles and is faster there than materialised scores."""
 
 DECODE_ROWS = 256
 """From this many rows a decode step's attention is _decode_attention; below it SDPA. Alone the elementwise form is
-faster from ~64 rows at 2 threads (at 128 rows 92 against 158 us), but RL's rollouts, whose decode steps run ~50
-distinct prefixes, cost the same with either (docs/LOG.md, sessions 9-11)."""
+faster from ~64 rows at 2 threads, but RL's rollouts, whose decode steps run ~50 distinct prefixes, cost the same
+with either."""
 
 
 def _decode_attention(q: torch.Tensor, kt: torch.Tensor, vt: torch.Tensor) -> torch.Tensor:
     """softmax(q k^T / sqrt(D)) v for one query per row and head: q (B, H, D), kt and vt (pos, B, H, D) -> (B, H, D).
     Attention written for <= 24 positions, as elementwise products and sums over the time-major cache (contiguous
-    slabs): at 1024 rows 0.44-0.89 ms against 1.0-1.6 ms for SDPA's CPU flash kernel, which runs a tiny GEMM per row
-    and head (docs/LOG.md, session 9)."""
+    slabs): at a thousand rows about twice as fast as SDPA's CPU flash kernel, which runs a tiny GEMM per row and
+    head."""
     p = (kt * q).sum(-1).mul_(q.shape[-1] ** -0.5).softmax(0)     # (pos, B, H)
     return (p[..., None] * vt).sum(0)
 
@@ -187,9 +185,8 @@ class KVCache:
         L, two, T, _, H, D = self.kv.shape
         store = self.kv.new_empty((L, two, T, max(len(rows), capacity or 0), H, D))
         out = self._with(store[:, :, :, :len(rows)], store)
-        # only the filled positions, one block of slabs in this layout: at 128 rows and 12 of 24 positions 165 us
-        # against 436 for the whole cache in the (B, H, T, D) layout, at 1024 rows 5.3 ms against 23.7; gathered
-        # straight into place (out=), not through a copy: 3457 -> 1162 rows at 19 positions 24-28 ms against 41-49
+        # only the filled positions, one block of slabs in this layout (a third of the time of the whole cache in
+        # the (B, H, T, D) layout), gathered straight into place (out=), not through a copy
         _gather(self.kv[:, :, :self.pos], rows, out.kv[:, :, :self.pos])
         return out
 
@@ -223,7 +220,7 @@ class GPT(nn.Module):
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         # PyTorch's default init (N(0, 1) embeddings, U(+-1/sqrt(fan_in)) linears), not GPT-2's N(0, 0.02): at
         # d = 64 the small init leaves attention uniform and the model sits on a plateau for hundreds of steps
-        # before it finds the digit it must add (docs/LOG.md, "initialisation").
+        # before it finds the digit it must add.
 
     def config(self) -> dict:
         return asdict(self.cfg)

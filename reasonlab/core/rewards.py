@@ -15,7 +15,7 @@ def rule_reward(digits: list[int], parsed: dict, format_bonus: float = 0.1) -> f
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Length- and cost-aware rewards (issue: adaptive thinking). Per-sample rewards are functions of (digits, parsed);
+# Length- and cost-aware rewards (adaptive thinking). Per-sample rewards are functions of (digits, parsed);
 # group rewards reshape a (P, G) reward tensor with the group's parses (they need the other samples).
 
 

@@ -145,8 +145,8 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
         elif len(rows) > keep_frac * (R + n_branch) and R + n_branch <= cache.capacity:
             # most rows live on: leave the cache where it is. A branch gets a new row after the last (a copy of
             # its parent's, `grow`), and rows that have ended run on padding (their results unused). Compacting
-            # copies the cache into a fresh allocation, which cost as much as a decode step over it (docs/LOG.md,
-            # sessions 6 and 10), to save a fraction of one per step.
+            # copies the cache into a fresh allocation, which costs as much as a decode step over it, to save a
+            # fraction of one per step.
             if n_branch:
                 cache.grow(rows[branch])
                 rows = rows.masked_scatter(branch, arange[R:R + n_branch])
@@ -213,8 +213,8 @@ def _prefill(model: GPT, seq: torch.Tensor, room=None):
 PREFILL_ROWS = 512
 """Rows per forward of a prefill on CPU. The prompt block of 4096 rows makes 35-46 MB activations, above the 32 MB
 up to which glibc's malloc reuses freed memory: each was a fresh mmap whose pages fault in as they are first written
-(the MLP's 46 MB bias copy took 13 ms a layer). At 512 rows they stay under it and in cache: 4096 forced-T prompts
-1.27 -> 0.99 s, free 0.90 -> 0.75 s, outputs unchanged (docs/LOG.md, session 9)."""
+(the MLP's bias copy alone took milliseconds a layer). At 512 rows they stay under it and in cache, and prefill is
+about a fifth faster with the same outputs."""
 
 
 def last_logits(model: GPT, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:

@@ -13,8 +13,8 @@ math_reward.py versions the code index holds, which do not name their repository
       where the paper's Exact charges every sample alpha |b - n|;
     - Max: `get_delta_score_linear_both` gives (clip(-alpha (n - b), -1, 1) + 1) / 2, the paper's clip with alpha
       halved and delta = 0.5, added to c instead of multiplying it; and the paper's Max run is initialised from the
-      Exact checkpoint, not from the base model (here every variant starts from the base model, as the issue asks);
-    - n counts the whole response in the code (thinking + solution, l1 issue #23); here n counts chain steps only,
+      Exact checkpoint, not from the base model (here every variant starts from the base model);
+    - n counts the whole response in the code (thinking + solution); here n counts chain steps only,
       the response's frame (format token, "A", the answer, </s>) being fixed;
     - the budget is a number written in the prompt ("Think for N tokens."); here it is one token per budget.
 Against it: s1 forcing (Muennighoff et al. 2025, arXiv 2501.19393) on the base model, a T chain cut after b steps

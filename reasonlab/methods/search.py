@@ -59,8 +59,7 @@ METHODS = ("bon", "weighted", "beam", "dvts")
 class Scorer:
     """A verifier's step scores, memoised per (problem, output): beam search at N = 64 re-scores the prefixes it
     scored at N = 32, and best-of-N's pool holds most of them. Keys are (digits, output) tuples; callers that hold
-    tuples already (tree_search) spare the copies, which were most of a search's Python time (docs/LOG.md, session
-    11)."""
+    tuples already (tree_search) spare the copies, which were most of a search's Python time."""
 
     def __init__(self, verifier):
         self.v, self.memo = verifier, {}

@@ -195,16 +195,14 @@ class VerifierConfig:
     steps: int = 300
     """AdamW steps"""
     batch: int = 64
-    """sequences per step (128 gave the same held-out step AUROC, PRM 0.917 / 0.944 / 0.926 on seeds 0-2 against
-    0.915 / 0.941 / 0.924, at 1.3-1.5x the training time; docs/LOG.md, session 8)"""
+    """sequences per step (128 gives the same held-out step AUROC at more training time)"""
     lr: float = 1e-3
     """peak learning rate (warmup 20 steps, cosine to 0.1 x); 3e-3 overfits"""
     head: Literal["token", "scalar"] = "token"
     """token: the head scores the token a step writes from the state before it (one logit per vocabulary entry,
     the written token's is read: a Q-value head, as in DQN), initialised from the thinker's LM head, so training
-    starts from what the thinker expected there; scalar: Linear(d, 1) read at the step's own token, new. Oracle-label
-    PRM, seeds 0-2, 300 steps, on the early-snapshot erring thinker of session 7: step AUROC 0.92-0.93 with the
-    token head, 0.87-0.93 with the scalar one (docs/LOG.md)"""
+    starts from what the thinker expected there; scalar: Linear(d, 1) read at the step's own token, new (its step
+    AUROC is lower and varies more by seed)"""
     init: Literal["thinker", "base", "scratch"] = "thinker"
     """start from the thinker's weights (a reward model is initialised from the policy, as in Lightman et al.
     and Math-Shepherd), from the standard base model of the same seed (a stronger backbone than the generator, as

@@ -112,11 +112,8 @@ def keep_freed_memory() -> bool:
     (this process only; glibc on Linux only; REASONLAB_MALLOC=default leaves glibc's settings). By default blocks
     over 128 KiB-32 MiB (the threshold adapts) are mmapped and unmapped, and the heap's free top is trimmed, so the
     tensors of a few MiB that every training or decode step makes are fresh pages that fault in as they are
-    written, which is slow in a VM. With these settings the full lab made 6.2 M minor faults against 15 M and spent
-    22-25 s of system time against 42-45 (wall 8:20 and 9:11 against 9:22 and 9:17: within the machine's noise),
-    the same findings; `benchmarks/allocator.py` (alternating processes) timed training, GRPO and decoding between
-    5 % slower and 10 % faster on the final code (about 20 % faster in an earlier round), within the machine's
-    noise; peak RSS +15 MB (docs/LOG.md, session 12). An application's choice, not an import's: the CLI, every
+    written, which is slow in a VM; with these settings the lab makes less than half the page faults
+    (`benchmarks/allocator.py` measures it, docs/performance.md). An application's choice, not an import's: the CLI, every
     executor unit (the lab, sweeps) and the benchmarks call it; a notebook may. Returns whether the settings were
     made."""
     if os.environ.get("REASONLAB_MALLOC", "").lower() in ("default", "0", "off") or not sys.platform.startswith("linux"):

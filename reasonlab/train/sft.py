@@ -285,7 +285,7 @@ BASE_CFG = {"seed": 0, "lr": 3e-3, "keep_optimizer": True,
                          "schedule": "constant", "until": {"S": 0.95, "T": 0.95, "A": 0.95, "min": 500}}],
                        [[0.5, 0.3, 0.2], 300, 0, [K_MIN, K_MAX], 0.67,
                         {"extra": [[[1.0, 0.0, 0.0], [K_MIN, K_MIN], 0.1]], "schedule": "decay"}]]}
-"""Our recipe (docs/LOG.md, sessions 1-15), phases of [mix A/S/T, steps, warmup, k range(, lr multiplier(, options))]:
+"""Our recipe, phases of [mix A/S/T, steps, warmup, k range(, lr multiplier(, options))]:
 1. T only, 200 steps, warmup + cosine: the lookup of a digit and the addition, stopped before the T chain is
    fully learned (learned first, it delays S by hundreds of steps);
 2. S and T, weighted to S (two digits per step, the hard format), plus S/T on k = 6..8 (S's last step, digits 7
@@ -293,10 +293,9 @@ BASE_CFG = {"seed": 0, "lr": 3e-3, "keep_optimizer": True,
    forced A 0.95 at k = 2 on validation problems (tested every 100 steps from step 500 of the phase; at most 1500);
 3. the spec's 50/30/20 mix (which sets the preference for answering directly) plus A on k = 2, while the learning
    rate anneals to a tenth: the anneal takes the chains from ~0.95 to ~1.00.
-One AdamW throughout (keep_optimizer). The gate makes the recipe's length follow the seed and the CPU: on session
-15's machine seeds 0-4 all pass the bar, met after 1300-1700 steps of recipes of 1300-1800, where the fixed
-1900-step recipe before it left one or two seeds of five under the bar on each of three CPU types; in seconds the
-two are alike there (41-57 s against 50-56 s a seed: docs/LOG.md, session 15, has the recipes tried)."""
+One AdamW throughout (keep_optimizer). The gate makes the recipe's length follow the seed and the CPU, so that seeds
+0-4 all pass the bar where a fixed-length recipe left one or two of five just under it (docs/history.md has the
+recipes tried)."""
 
 
 QUICK_CFG = {"seed": 0, "lr": 3e-3, "batch": 32,
@@ -304,10 +303,7 @@ QUICK_CFG = {"seed": 0, "lr": 3e-3, "batch": 32,
                         [[0.0, 0.5, 0.5], 150, 30, [K_MIN, K_MAX]],
                         [[0.5, 0.3, 0.2], 100, 30, [K_MIN, K_MAX], 0.5]]}
 """The quick base model (`--quick` lab, the tests, sweeps with base = "quick"): it checks pipelines, it is not a
-result. 600 steps of batch 32: forced T is learned (0.85-1.00 on 200 problems per k, seeds 0-4; 0.999 on seed 0),
-S is not (0.14-0.24: its chains err), forced A is right on 0.11-0.14 (k = 2..8). 13-15 s; at batch 64 T reached
-0.99 on every seed in 20-25 s, and the base recipe's first half (950 steps, the quick model before) took 1.6x as
-long again; a quarter of it, or T-only cut to 250 steps, left T unlearned on some seeds (docs/LOG.md, session 8)."""
+result. 600 steps of batch 32 (seconds): forced T is learned, S is not (its chains err), forced A is near chance."""
 
 
 def base_cfg(seed: int, quick: bool = False, recipe: str = "base") -> dict:
@@ -380,14 +376,11 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The erring thinker (issue 17): test-time search and learned verifiers need a thinker whose chains err, and the
+# The erring thinker: test-time search and learned verifiers need a thinker whose chains err, and the
 # base model's are ~100 % right. This one is the base model reading digits through noise: Gaussian noise on the ten
 # digit embeddings (prompt digits and the chain's own sums alike), one direction per seed, scaled so that greedy
 # forced S at k = 8 is right on a set share of probe problems. A chain reads more digits the larger k is, so it
-# errs more often as k grows, in S and (on most seeds) in T, k = 2 included on four seeds of five. The early
-# snapshot of the base recipe used before erred only in the three-operand S steps (k = 2 right every time on four
-# seeds of five), though its wrong samples failed at different steps more often; docs/LOG.md, session 7, has both,
-# and what else was tried.
+# errs more often as k grows, in S and (on most seeds) in T.
 
 ERR_CFG = {"phases": [], "misread": {"format": "S", "k": 8, "acc": 0.45, "n": 300, "probe_seed": 4321, "iters": 12}}
 """The erring thinker: the seed's base model (pretrain's init) with misread digits; sigma is found by bisection

@@ -1,8 +1,8 @@
-"""Where a training step's time goes against what its linears must take (docs/LOG.md, session 13): the machine's
+"""Where a training step's time goes against what its linears must take: the machine's
 sgemm rate (2048^2 and the step's own (1100, 64) x (64, 256)), the GEMM FLOPs of GPT.loss's step on batches of 64
 (positions run and counted), ms a step, and the profiler's table over 40 steps.
 
-    PYTHONPATH=. python experiments/train_step_profile.py [threads] [mix A,S,T]
+    python scripts/train_step_profile.py [threads] [mix A,S,T]
 """
 import sys
 import time

@@ -1,8 +1,8 @@
-"""Where `generate`'s time goes on 4096 prompts (docs/LOG.md, session 14): the whole call, its prefill
+"""Where `generate`'s time goes on 4096 prompts: the whole call, its prefill
 (sampling._prefill) and each decode step's forward (rows, positions filled, ms), from the fastest of `reps` calls;
 then the profiler's top operators over one prefill.
 
-    PYTHONPATH=. python experiments/decode_profile.py [T|free] [threads] [reps]
+    python scripts/decode_profile.py [T|free] [threads] [reps]
 """
 import random
 import sys

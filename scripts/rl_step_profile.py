@@ -1,8 +1,8 @@
-"""Where a GRPO step's time goes (docs/LOG.md, session 16): cProfile over a 20-step run with the spec's defaults
+"""Where a GRPO step's time goes: cProfile over a 20-step run with the spec's defaults
 from the seed-0 base model (after a 3-step warm-up run), the cumulative table's top rows: rollouts
 (rl.sample_groups / sampling.tree_walk), the scoring forwards (sampling.logits_at), backward, clipping.
 
-    PYTHONPATH=. python experiments/rl_step_profile.py [threads] [rows]
+    python scripts/rl_step_profile.py [threads] [rows]
 """
 import copy
 import cProfile
