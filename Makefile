@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,ray]'
 	touch $@
 
-.PHONY: setup run quick test test-slow bench
+.PHONY: setup run quick results test test-slow bench
 setup: $(VENV)/.installed
 
 run: setup
@@ -20,6 +20,12 @@ run: setup
 
 quick: setup
 	$(VENV)/bin/reasonlab lab --quick
+
+# The committed run: results/lab (report.md, plots, findings.json, per-seed results gzipped; finished units whose
+# key is unchanged are reused, FRESH=--fresh reruns them), then the README's findings block.
+results: setup
+	$(VENV)/bin/reasonlab lab --out results/lab --seeds 0 1 2 --workers 2 --pack $(FRESH)
+	$(VENV)/bin/reasonlab findings readme
 
 test: setup
 	$(VENV)/bin/lint-imports

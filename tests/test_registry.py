@@ -143,3 +143,20 @@ class _Unregistered:
 def test_a_config_of_another_type_is_refused():
     with pytest.raises(ValueError, match="expected a Config"):
         X.get("base").validate(_Unregistered())
+
+
+def test_a_packed_run_stores_gzipped_results_and_no_html(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TOY_MARKER", str(tmp_path / "marker"))
+    out = tmp_path / "lab"
+    argv = ["lab", "--experiment", TOY, "--only", "toy", "--seeds", "0", "1", "--out", str(out),
+            "--cache-dir", str(tmp_path / "cache")]
+    assert main(argv) == 0 and (out / "toy" / "seed0.json").exists() and (out / "report.html").exists()
+    assert main(argv + ["--pack"]) == 0                              # reused, then packed
+    assert sorted(os.listdir(out / "toy")) == ["seed0.json.gz", "seed1.json.gz"] and not (out / "report.html").exists()
+    assert len(runs(tmp_path / "marker")) == 2
+    first = (out / "toy" / "seed0.json.gz").read_bytes()
+    assert main(argv + ["--pack", "--report-only"]) == 0
+    assert (out / "toy" / "seed0.json.gz").read_bytes() == first     # deterministic bytes: a rerun is no diff
+    st = Store(str(out))
+    assert st.read("toy", 1)["result"]["value"] == 0.51 and st.path("toy", 1).endswith(".gz")
+    assert main(argv) == 0 and len(runs(tmp_path / "marker")) == 2   # a plain run reuses packed results too

@@ -370,6 +370,24 @@ def cmd_search(args):
     print(f"wrote {args.out}/ (seed*.json, findings.json, section.md, acc_vs_n.png, acc_vs_compute.png, tokens.png)")
 
 
+def cmd_findings(args):
+    from ..runner import readme
+    try:
+        if args.action == "diff":
+            moved = readme.diff(args.a, args.b)
+            print("\n".join(moved) if moved else "no verdict moved")
+        elif readme.sync(args.readme, args.findings, check=args.check):
+            print(f"{args.readme}: the findings block is up to date")
+        elif args.check:
+            print(f"reasonlab: {args.readme}'s findings block differs from {args.findings}: run `make results`",
+                  file=sys.stderr)
+            raise SystemExit(1)
+        else:
+            print(f"{args.readme}: findings block written from {args.findings}")
+    except (OSError, ValueError) as e:
+        raise UsageError(" ".join(str(e).split())) from None
+
+
 def cmd_lab(args):
     from dataclasses import asdict
 
@@ -381,18 +399,10 @@ def cmd_lab(args):
                            **user}, cache=args.cache_dir, device=check_device(args.device),
                         execution=exec_config(args), report_to=args.report_to)
     cfg.validate()
+    if args.screenshot and cfg.pack:
+        raise UsageError("--screenshot needs report.html, which --pack does not write")
     if args.report_only:
-        results = lab.load_results(cfg.out, cfg.seeds)
-        if not results:
-            raise UsageError(f"--report-only: no finished experiments in {cfg.out} for seeds {list(cfg.seeds)}")
-        try:
-            with open(os.path.join(cfg.out, "timing.json")) as f:
-                meta = json.load(f)
-        except (OSError, ValueError):
-            meta = {"wall_s": 0.0}
-        if not isinstance(meta, dict) or not isinstance(meta.get("wall_s", 0.0), (int, float)):
-            raise UsageError(f"--report-only: {os.path.join(cfg.out, 'timing.json')} is not the lab's timing record")
-        paths = lab.write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick})
+        paths = lab.rebuild_report(cfg)
     else:
         print("config:", json.dumps(asdict(cfg)))
         run_or_exit_1(lambda: lab.run(cfg))
@@ -639,6 +649,18 @@ def build_parser() -> Parser:
     p.add_argument("--out", default="runs/search")
     p.add_argument("--replot", action="store_true", help="only redraw plots and findings from --out/seed*.json")
     p.set_defaults(fn=cmd_search)
+
+    p = sub.add_parser("findings", help="findings.json files: what moved between two runs; the README's block")
+    fsub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
+    p = fsub.add_parser("diff", help="the claims whose verdict differs between two runs (run directories or files)")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(fn=cmd_findings)
+    p = fsub.add_parser("readme", help="write (or --check) the README's findings block from a findings.json")
+    p.add_argument("--findings", default="results/lab/findings.json")
+    p.add_argument("--readme", default="README.md")
+    p.add_argument("--check", action="store_true", help="exit 1 if the block is out of date, write nothing")
+    p.set_defaults(fn=cmd_findings)
     return ap
 
 

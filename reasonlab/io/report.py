@@ -16,6 +16,10 @@ from ..stats.summary import chance, pareto, pm  # noqa: E402
 TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free": FREE_COLOR}
 
 
+DPI = 90
+"""Pixels per inch of every plot: sharp on a screen, small enough that results/ stays a few MB."""
+
+
 def save(fig, path: str) -> str:
     """Write a figure atomically (temp file + rename) and close it. A figure with a layout engine (constrained) is
     saved as laid out: bbox_inches="tight" would measure every artist once more (the budget section's two
@@ -23,7 +27,7 @@ def save(fig, path: str) -> str:
     from .checkpoint import atomic_write   # a unique temp name: two writers never share one, a failure leaves none
     tight = {} if fig.get_layout_engine() is not None else {"bbox_inches": "tight"}
     try:
-        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png", **tight))
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", pil_kwargs={"optimize": True}, **tight))
     finally:
         plt.close(fig)
     return path
@@ -362,8 +366,9 @@ th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left}th{background:#f
 padding:0 .25em;border-radius:3px}blockquote{color:#555;border-left:3px solid #ccc;margin-left:0;padding-left:1em}"""
 
 
-def write_report(out: str, md: str, title: str) -> dict:
-    """report.md (images linked) and a self-contained report.html (images embedded as data URIs), both atomic."""
+def write_report(out: str, md: str, title: str, html: bool = True) -> dict:
+    """report.md (images linked) and a self-contained report.html (images embedded as data URIs), both atomic
+    (html=False: report.md alone, and a stale report.html removed)."""
     import base64
     import re
 
@@ -371,15 +376,19 @@ def write_report(out: str, md: str, title: str) -> dict:
 
     from .checkpoint import write_text
 
+    paths = {"md": os.path.join(out, "report.md"), "html": os.path.join(out, "report.html")}
+    write_text(paths["md"], md)
+    if not html:
+        if os.path.exists(paths["html"]):
+            os.remove(paths["html"])
+        return {"md": paths["md"], "html": None}
+
     def embed(m):
         with open(os.path.join(out, m.group(2)), "rb") as f:
             return f"![{m.group(1)}](data:image/png;base64,{base64.b64encode(f.read()).decode()})"
     body = markdown.markdown(re.sub(r"!\[([^\]]*)\]\(([^)]+\.png)\)", embed, md), extensions=["tables"])
-    html = (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
-            f"<style>{REPORT_CSS}</style></head><body>\n{body}\n</body></html>\n")
-    paths = {"md": os.path.join(out, "report.md"), "html": os.path.join(out, "report.html")}
-    write_text(paths["md"], md)
-    write_text(paths["html"], html)
+    write_text(paths["html"], f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
+                              f"<style>{REPORT_CSS}</style></head><body>\n{body}\n</body></html>\n")
     return paths
 
 

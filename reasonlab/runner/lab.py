@@ -7,6 +7,7 @@ findings.json) is rebuilt from the store at the end.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -48,6 +49,8 @@ class LabConfig:
     """where the (experiment, seed) units run: this process (default), a local process pool, or Ray"""
     report_to: Literal["none", "tensorboard"] = "none"
     """tensorboard: event files of the RL runs under <out>/tensorboard/"""
+    pack: bool = False
+    """store the per-seed results gzipped and write report.md without report.html (the committed results/)"""
 
     def selected(self) -> tuple[str, ...]:
         return self.only or X.names()
@@ -106,7 +109,7 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     write_json(os.path.join(cfg.out, "config.json"), asdict(cfg))
     t_lab = time.perf_counter()
     timing: dict[str, float] = {}
-    store = Store(cfg.out)
+    store = Store(cfg.out, packed=cfg.pack)
     env = replace(cfg.env(), cache=cache_dir(cfg.cache))   # workers elsewhere (another cwd or node): an absolute path
     plugins = tuple(os.path.abspath(p) for p in cfg.experiment)
     logs = os.path.abspath(os.path.join(cfg.out, "logs"))
@@ -150,20 +153,46 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     failed = {uid: o.error for uid, o in outcomes.items() if not o.ok and uid in where}
     if bases:
         timing["base models"] = round(sum(timing.get(u.uid, 0.0) for u in bases), 1)
+    if cfg.pack:
+        for exp in only:
+            for seed in cfg.seeds:
+                store.pack(exp, seed)
     results = load_results(cfg.out, cfg.seeds)
     wall = time.perf_counter() - t_lab
     meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
             "executor": asdict(cfg.execution), **({"failed": failed} if failed else {})}
     write_json(os.path.join(cfg.out, "timing.json"), meta)
-    paths = write_report(cfg.out, results, meta)
+    paths = write_report(cfg.out, results, meta, html=not cfg.pack)
     if cfg.report_to == "tensorboard":
         from ..io import tblog
         tblog.write_lab(cfg.out, results)
-    log(f"lab finished in {wall:.0f}s; report: {paths['html']} and {paths['md']}")
+    log(f"lab finished in {wall:.0f}s; report: " + " and ".join(p for p in (paths["html"], paths["md"]) if p))
     if failed:
         raise UnitsFailed(f"{len(failed)} unit(s) failed after retries (see {logs}): "
                           + "; ".join(f"{u}: {e}" for u, e in failed.items()))
     return results
+
+
+def rebuild_report(cfg: LabConfig) -> dict:
+    """`--report-only`: the report from the results in the store (packed first, with cfg.pack). A bad record or
+    timing file is a ValueError naming it."""
+    store = Store(cfg.out, packed=cfg.pack)
+    if cfg.pack:
+        for exp in X.names():
+            for seed in cfg.seeds:
+                store.pack(exp, seed)
+    results = load_results(cfg.out, cfg.seeds)
+    if not results:
+        raise ValueError(f"--report-only: no finished experiments in {cfg.out} for seeds {list(cfg.seeds)}")
+    timing = os.path.join(cfg.out, "timing.json")
+    try:
+        with open(timing) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        meta = {"wall_s": 0.0}
+    if not isinstance(meta, dict) or not isinstance(meta.get("wall_s", 0.0), (int, float)):
+        raise ValueError(f"--report-only: {timing} is not the lab's timing record")
+    return write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick}, html=not cfg.pack)
 
 
 def load_results(out: str, seeds) -> dict:
@@ -183,8 +212,14 @@ def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
 
 
 def lab_findings(results: dict) -> list[dict]:
-    """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order."""
-    return [f for name in X.names() if name in results for f in X.get(name).claims(results[name]["results"])]
+    """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order,
+    each with its experiment's name; an experiment's first claim is its primary one."""
+    out = []
+    for name in X.names():
+        if name in results:
+            fs = X.get(name).claims(results[name]["results"])
+            out += [{**f, "experiment": name, "primary": i == 0} for i, f in enumerate(fs)]
+    return out
 
 
 _TO_RENDER: tuple = ()   # (results, out) for the forked rendering processes, which read it from the parent's memory
@@ -230,9 +265,9 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     return done, extra
 
 
-def write_report(out: str, results: dict, meta: dict, workers: int | None = None) -> dict:
+def write_report(out: str, results: dict, meta: dict, workers: int | None = None, html: bool = True) -> dict:
     """Build every section with results (render_all: `workers` processes), the headline table on top; write
-    report.md and report.html."""
+    report.md and (html) report.html."""
     parts, heads = [], []
     secs, fs = render_all(results, out, workers, also=lambda: lab_findings(results))
     for exp in X.names():
@@ -262,5 +297,5 @@ bootstrap over seeds and problems), the per-seed values, the threshold, and the 
 |---|---|---|
 {chr(10).join(heads)}
 """
-    return report.write_report(out, top + "\n" + "\n".join(parts), "reasonlab lab report")
+    return report.write_report(out, top + "\n" + "\n".join(parts), "reasonlab lab report", html=html)
 

@@ -2,7 +2,7 @@
 
     <root>/<group>/seed<s>.json = {"key": <fingerprint>, "seconds": <run time>, "result": <JSON object>}
 
-written atomically by the driver only. The key is a fingerprint of everything the result depends on (the
+(or seed<s>.json.gz, packed: what results/ commits), written atomically by the driver only. The key is a fingerprint of everything the result depends on (the
 experiment and its config, the seed, the base model's recipe, the package and cache versions, and what else the
 experiment names); a record is reused only when its key matches and it has the right shape. A record of another
 shape (a list, no result, a result its experiment rejects) counts as missing: it is rerun, and the store says so
@@ -10,13 +10,14 @@ in one line. Reading a group back for a report (`collect`) refuses a bad record,
 """
 from __future__ import annotations
 
+import gzip
 import json
 import numbers
 import os
 from typing import Callable
 
 from .. import __version__
-from ..io.checkpoint import CACHE_VERSION, fingerprint, int_keys, write_json
+from ..io.checkpoint import CACHE_VERSION, atomic_write, fingerprint, int_keys, write_json
 
 
 class BadRecord(ValueError):
@@ -29,11 +30,17 @@ def unit_key(**parts) -> str:
 
 
 class Store:
-    def __init__(self, root: str):
-        self.root = root
+    def __init__(self, root: str, packed: bool = False):
+        self.root, self.packed = root, packed
+        """packed: write records gzipped (seed<s>.json.gz, deterministic bytes) and remove their plain twins"""
 
     def path(self, group: str, seed: int) -> str:
-        return os.path.join(self.root, group, f"seed{seed}.json")
+        """The record's file: the plain one if there is one, else the packed one, else where a write would go."""
+        plain = os.path.join(self.root, group, f"seed{seed}.json")
+        packed = plain + ".gz"
+        if os.path.lexists(plain) or (not os.path.lexists(packed) and not self.packed):
+            return plain
+        return packed
 
     def read(self, group: str, seed: int, check: Callable | None = None) -> dict | None:
         """The record ({key, seconds, result}, int keys restored), None if there is none; BadRecord naming the
@@ -44,9 +51,9 @@ class Store:
         if not os.path.isfile(path):
             raise BadRecord(f"{path} is not a regular file")
         try:
-            with open(path, encoding="utf-8") as f:
+            with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
                 rec = int_keys(json.load(f))
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, EOFError) as e:
             raise BadRecord(f"{path}: cannot read it ({' '.join(str(e).split())})") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or "result" not in rec \
                 or not isinstance(rec.get("seconds"), numbers.Real) or isinstance(rec.get("seconds"), bool):
@@ -70,9 +77,26 @@ class Store:
         return rec is not None and rec["key"] == key
 
     def write(self, group: str, seed: int, key: str, seconds: float, result) -> str:
-        path = self.path(group, seed)
-        write_json(path, {"key": key, "seconds": round(seconds, 1), "result": result})
-        return path
+        plain = os.path.join(self.root, group, f"seed{seed}.json")
+        rec = {"key": key, "seconds": round(seconds, 1), "result": result}
+        if not self.packed:
+            write_json(plain, rec)
+            stale = plain + ".gz"
+        else:
+            def w(tmp):
+                with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+                    f.write(json.dumps(rec, indent=1, sort_keys=True).encode())
+            atomic_write(plain + ".gz", w)
+            stale = plain
+        if os.path.lexists(stale):
+            os.remove(stale)
+        return plain + (".gz" if self.packed else "")
+
+    def pack(self, group: str, seed: int) -> None:
+        """Rewrite a plain record packed (a packed store's reused records)."""
+        rec = self.read(group, seed)
+        if rec is not None and not self.path(group, seed).endswith(".gz"):
+            self.write(group, seed, rec["key"], rec["seconds"], rec["result"])
 
     def finished(self, group: str, seeds, key: Callable[[int], str], check: Callable | None = None) -> list[dict]:
         """The records of `group` for `seeds` that are there, well formed and of key(seed), in seed order."""
