@@ -18,11 +18,10 @@ import numpy as np
 from ..core import rewards
 from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
 from ..core.model import GPT
+from .config import ADAPTIVE_METHODS as METHODS
 from ..stats.summary import mean_std, pareto
 from ..train.rl import RLConfig, train
 from ..core.task import FMT_NAMES
-
-METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "thinkless_fmt", "arm", "adaptthink")
 
 
 def method_parts(name: str, ref_acc: dict | None = None) -> tuple:

@@ -31,72 +31,18 @@ import copy
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
-from typing import Callable, Literal
+from dataclasses import asdict
+from typing import Callable
 
 import numpy as np
 import torch
 
 from ..core.evaluate import problems_per_k
 from ..core.model import GPT
+from .config import BUDGET_QUICK as QUICK, VARIANTS, BudgetConfig, Variant  # noqa: F401  (this method's public names)
 from ..core.sampling import generate, sample_tree
 from ..core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, VOCAB, budget_prompt_ids,
                    chain_steps, make_digits, parse, prompt_ids, solution)
-
-VARIANTS = ("exact", "max", "exact+sft", "max+sft")
-Variant = Literal["exact", "max", "exact+sft", "max+sft"]
-
-
-@dataclass
-class BudgetConfig:
-    variants: tuple[Variant, ...] = ("exact", "max", "exact+sft", "max+sft")
-    """trained budget models: L1-Exact, L1-Max, each optionally after an SFT warm start on budget-annotated chains"""
-    steps: int = 100
-    """GRPO steps per variant"""
-    prompts_per_step: int = 16
-    """problems per GRPO step (each with its own budget)"""
-    num_generations: int = 8
-    """samples per problem (the group)"""
-    learning_rate: float = 1e-4
-    """Adam learning rate"""
-    beta: float = 0.04
-    """KL weight to the starting model"""
-    alpha: float = 0.25
-    """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25"""
-    delta: float = 0.5
-    """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
-    sft_steps: int = 300
-    """supervised steps of the warm start (variants ending in +sft)"""
-    sft_lr: float = 3e-3
-    """peak learning rate of the warm start"""
-    log_every: int = 10
-    """per-budget training log: one record per this many GRPO steps"""
-    eval_n: int = 100
-    """greedy test problems per k (each evaluated at every budget)"""
-    eval_seed: int = 777
-    """seed of the test problems (training draws its own from the run's seed; no selection set is used: alpha and
-    delta are fixed in advance, on L1's scale)"""
-    n_examples: int = 3
-    """example outputs kept per (variant, stride class) for b < ceil(k/2)"""
-    out: str | None = None
-    """write <out>/seed<s>.json when set"""
-
-    def validate(self) -> None:
-        for v in self.variants:
-            if v not in VARIANTS:
-                raise ValueError(f"unknown budget variant {v!r}: choose from {', '.join(VARIANTS)}")
-        if not self.variants:
-            raise ValueError("budget: at least one variant")
-        for name in ("steps", "prompts_per_step", "num_generations", "eval_n", "log_every", "n_examples"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"budget: {name} must be a positive integer, got {getattr(self, name)!r}")
-        if self.sft_steps < 0 or self.alpha <= 0 or self.beta < 0 or self.learning_rate <= 0 or self.sft_lr <= 0:
-            raise ValueError("budget: sft_steps >= 0, alpha > 0, beta >= 0 and learning rates > 0")
-        if self.num_generations < 2:
-            raise ValueError("budget: GRPO needs num_generations >= 2")
-
-
-QUICK = dict(steps=4, sft_steps=10, eval_n=8, log_every=2)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -36,21 +36,18 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import asdict
 
 import numpy as np
 import torch
 
 from . import tts
 from ..core.model import GPT, KVCache
+from .config import NS, SEARCH_METHODS as METHODS, SearchConfig  # noqa: F401  (this method's public names)
 from ..core.sampling import EOS, last_logits, pick, sample_tree, strip_row
 from ..core.task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
 from .verifier import aggregate, steps as read_steps
 from ..train.zoo import thinker_model
-
-NS = (1, 2, 4, 8, 16, 32, 64)
-METHODS = ("bon", "weighted", "beam", "dvts")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -289,67 +286,6 @@ def weighted(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------------------------
 # The experiment.
-
-@dataclass
-class SearchConfig:
-    thinker: Literal["erring", "base", "quick"] = "erring"
-    """the generator: the erring thinker (train.get_erring_model), the standard base model (the contrast), or the
-    lab's quick base model (train.QUICK_CFG: its S chains err; for tests and quick runs)"""
-    force: Literal["S", "T"] = "S"
-    """the chain format every method writes (forced as the first token)"""
-    n_val: int = 50
-    """validation problems per k (strategy selection)"""
-    n_test: int = 100
-    """test problems per k (every reported number); disjoint from validation and from every verifier's training"""
-    n_max: int = 64
-    """largest N; N runs over 1, 2, 4, ... up to it"""
-    width: int = 4
-    """M, the beam width (expansions per beam per step) of beam search and DVTS (min(M, N) where N < M)"""
-    temperature: float = 1.0
-    """sampling temperature of every method"""
-    agg: Literal["last", "min", "prod"] = "min"
-    """how a finished output's step scores become one score (best-of-N, weighted, the final pick of a search)"""
-    step_agg: Literal["last", "min", "prod"] = "last"
-    """how a partial chain is ranked during beam search and DVTS (search-and-learn: the last step's score)"""
-    verifiers: tuple[str, ...] = ("orm", "prm", "prm-mc")
-    """learned verifiers (verifier.KINDS); the oracle always runs too"""
-    search_verifiers: tuple[str, ...] = ("prm", "oracle")
-    """verifiers that guide beam search and DVTS (each costs a search per N)"""
-    methods: tuple[str, ...] = METHODS
-    """search methods to run (bon, weighted, beam, dvts); greedy and majority always run"""
-    quick_verifiers: bool = False
-    """train the verifiers small (tests and quick runs: the numbers mean little)"""
-
-    def validate(self) -> None:
-        from .verifier import KINDS
-        if self.thinker not in ("erring", "base", "quick"):
-            raise ValueError(f"invalid thinker {self.thinker!r}: use erring, base or quick")
-        if self.force not in ("S", "T"):
-            raise ValueError(f"invalid search format {self.force!r}: use S or T (a chain to search over)")
-        if self.n_max not in NS:
-            raise ValueError(f"invalid n_max {self.n_max}: use one of {', '.join(map(str, NS))}")
-        if self.width < 1 or self.width & (self.width - 1):
-            raise ValueError(f"invalid width {self.width}: a power of two >= 1")
-        if self.n_val < 1 or self.n_test < 1:
-            raise ValueError("n_val and n_test must be >= 1")
-        if self.temperature <= 0:
-            raise ValueError("temperature must be > 0 (search samples)")
-        for a in (self.agg, self.step_agg):
-            if a not in ("last", "min", "prod"):
-                raise ValueError(f"invalid aggregation {a!r}: use last, min or prod")
-        for v in self.verifiers:
-            if v not in KINDS:
-                raise ValueError(f"unknown verifier {v!r}: use {', '.join(KINDS)}")
-        for v in self.search_verifiers:
-            if v not in (*self.verifiers, "oracle"):
-                raise ValueError(f"search verifier {v!r} must be oracle or one of --verifiers")
-        for m in self.methods:
-            if m not in METHODS:
-                raise ValueError(f"unknown search method {m!r}: use {', '.join(METHODS)}")
-
-    @property
-    def Ns(self) -> tuple[int, ...]:
-        return tuple(n for n in NS if n <= self.n_max)
 
 
 def split_problems(n_per_k: int, seed: int, part: str, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:

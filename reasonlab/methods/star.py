@@ -13,69 +13,16 @@ from __future__ import annotations
 import copy
 import random
 import time
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
 from ..io.checkpoint import cache_key, fingerprint, weights_hash
 from ..train.zoo import get_model
-from ..core.config import check_choices
 from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
 from ..core.model import GPT
+from .config import StarConfig
 from ..core.sampling import sample_tree
 from ..core.task import FMT_NAMES, FMT_OF, HINT_VOCAB, K_MAX, K_MIN, VOCAB, check_chain, hint_prompt_ids, make_digits, parse, prompt_ids, solution
-
-
-@dataclass
-class StarConfig:
-    rounds: int = 3
-    """self-improvement rounds"""
-    problems: int = 10_000
-    """fresh problems sampled each round"""
-    samples: int = 4
-    """outputs sampled per problem (STaR: 1 near-greedy; RFT / ReST-EM: many)"""
-    temperature: float = 1.0
-    """sampling temperature (STaR: ~0; RFT / ReST-EM: 0.7; 1.0 explores the base model's 50/30/20 formats)"""
-    force: Literal["A", "S", "T"] | None = None
-    """sample with this format token forced ("T" or "S": STaR prompts for a rationale); None: the model picks"""
-    filter: Literal["answer", "chain"] = "answer"
-    """answer: keep right answers in complete templates (STaR); chain: and every chain step checks (RFT's step
-    check)"""
-    cap: int = 1
-    """at most this many distinct kept outputs per problem (ReST-EM caps at 10)"""
-    restart: bool = True
-    """fine-tune from the base model each round (STaR, ReST-EM) rather than from the last round's model"""
-    pool: bool = False
-    """train on the kept data of all rounds so far rather than the last round's"""
-    steps: int = 300
-    """fine-tuning steps in round 1"""
-    growth: float = 1.2
-    """fine-tuning steps grow by this factor each round (STaR: +20 %)"""
-    lr: float = 1e-3
-    """fine-tuning learning rate (warmup 30 steps, cosine)"""
-    fixed_frac: float = 0.8
-    """share of each batch drawn from the kept data; the rest are fresh problems in `mix`"""
-    mix: tuple[float, float, float] = (0.5, 0.3, 0.2)
-    """A / S / T mix of the fresh problems: the base's own pre-training mix (few-chains start: (1, 0, 0), so no
-    new worked chains enter through the fresh rows)"""
-    rationalize: bool = False
-    """STaR's rationalization: problems with no kept output are sampled again with the answer as a hint (the hint
-    token replaces <s>; needs a base pre-trained with hints, e.g. `few_chains_cfg`); kept without the hint"""
-    hint_frac: float = 0.1
-    """with rationalize: share of fine-tuning's fresh rows that carry the hint, so the next round can still read it"""
-    seed: int = 0
-    """seeds the problems, the sampling and the fine-tuning"""
-    eval_n: int = 300
-    """greedy test problems per k for each round's evaluation (free, and forced A, S, T)"""
-
-    def validate(self) -> None:
-        check_choices(self, "STaR")
-        for name in ("rounds", "problems", "samples", "cap", "steps", "eval_n"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"invalid STaR config: {name} must be >= 1")
-        if not 0.0 < self.fixed_frac <= 1.0 or self.temperature < 0 or self.growth <= 0:
-            raise ValueError("invalid STaR config: fixed_frac in (0, 1], temperature >= 0, growth > 0")
 
 
 def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.Generator) -> dict:
@@ -205,4 +152,3 @@ def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None
                 + f" | used {data['used']:.2f} | kept A/S/T " + "/".join(f"{data['fmt_mix'][f]:.2f}" for f in FMT_NAMES)
                 + f" | right answer, wrong chain {data['false_positive_rate']:.3f} | {t_round:.1f}s")
     return hist
-

@@ -35,14 +35,12 @@ Labels (what the learned verifiers train on, per step):
 """
 from __future__ import annotations
 
-from typing import Literal
 
 import numpy as np
 
 from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps
+from .config import KINDS, Agg, VerifierConfig, VerifierExpConfig  # noqa: F401  (this method's public names)
 
-Agg = Literal["last", "min", "prod"]
-KINDS = ("orm", "prm", "prm-mc")
 
 _A, _S, _T = ID["A"], ID["S"], ID["T"]
 
@@ -131,7 +129,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import time  # noqa: E402
-from dataclasses import asdict, dataclass, field  # noqa: E402
+from dataclasses import asdict  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -171,57 +169,6 @@ def draw_problems(n_per_k: int, seed: int, test: bool, ks=range(K_MIN, K_MAX + 1
 def held_out_problems(n_per_k: int, seed: int = 0, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
     """Test problems no verifier was trained on (see held_out)."""
     return draw_problems(n_per_k, seed, True, ks)
-
-
-@dataclass
-class VerifierConfig:
-    kind: Literal["orm", "prm", "prm-mc"] = "prm"
-    """label: orm = final answer right; prm = the rule's step labels; prm-mc = Math-Shepherd rollout shares"""
-    n_per_k: int = 600
-    """training problems per k (k = 2..8), drawn outside the held-out quarter of problem space (sampling is cheap;
-    with 300 per k the PRM overfits: lower training loss, lower held-out AUROC)"""
-    formats: tuple[str, ...] = ("S", "T", "A")
-    """formats forced when sampling the training outputs (A: the verifier also sees direct answers)"""
-    format_weights: tuple[float, ...] = (0.45, 0.45, 0.1)
-    """share of the training problems sampled with each format"""
-    samples: int = 2
-    """outputs sampled per training problem (temperature below): chains that err in different places"""
-    temperature: float = 1.0
-    """the thinker's sampling temperature, for the training outputs and the Math-Shepherd rollouts"""
-    rollouts: int = 8
-    """prm-mc: completions M sampled from each step's prefix (Math-Shepherd uses N = 8)"""
-    mc_share: float = 0.5
-    """prm-mc: share of the training outputs that get rollout labels (rollouts cost M generations per step)"""
-    steps: int = 300
-    """AdamW steps"""
-    batch: int = 64
-    """sequences per step (128 gives the same held-out step AUROC at more training time)"""
-    lr: float = 1e-3
-    """peak learning rate (warmup 20 steps, cosine to 0.1 x); 3e-3 overfits"""
-    head: Literal["token", "scalar"] = "token"
-    """token: the head scores the token a step writes from the state before it (one logit per vocabulary entry,
-    the written token's is read: a Q-value head, as in DQN), initialised from the thinker's LM head, so training
-    starts from what the thinker expected there; scalar: Linear(d, 1) read at the step's own token, new (its step
-    AUROC is lower and varies more by seed)"""
-    init: Literal["thinker", "base", "scratch"] = "thinker"
-    """start from the thinker's weights (a reward model is initialised from the policy, as in Lightman et al.
-    and Math-Shepherd), from the standard base model of the same seed (a stronger backbone than the generator, as
-    the HF blog's 8B PRM guiding a 1B model), or from scratch (see `head` for the head's start)"""
-
-    def validate(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"invalid verifier kind {self.kind!r}: use orm, prm or prm-mc")
-        if self.head not in ("token", "scalar"):
-            raise ValueError(f"invalid verifier head {self.head!r}: use token or scalar")
-        if self.init not in ("thinker", "base", "scratch"):
-            raise ValueError(f"invalid verifier init {self.init!r}: use thinker, base or scratch")
-        if len(self.formats) != len(self.format_weights) or any(f not in FORCE_TOKENS for f in self.formats):
-            raise ValueError("invalid verifier formats: A, S or T, one weight each")
-        for name in ("n_per_k", "samples", "rollouts", "steps", "batch"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"invalid verifier config: {name} must be >= 1")
-        if self.lr <= 0 or self.temperature <= 0 or not 0 < self.mc_share <= 1:
-            raise ValueError("invalid verifier config: lr > 0, temperature > 0, mc_share in (0, 1]")
 
 
 def build_net(thinker: GPT | None = None, cfg: dict | None = None, head: str = "token") -> GPT:
@@ -541,21 +488,6 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The experiment: train each kind on the erring thinker, measure it against the oracle (run), tabulate (render).
-
-@dataclass
-class VerifierExpConfig:
-    kinds: tuple[str, ...] = KINDS
-    """verifiers to train and measure"""
-    thinker: Literal["erring", "base"] = "erring"
-    """whose samples the verifiers learn from and are tested on"""
-    n_test_per_k: int = 100
-    """held-out problems per k for the quality check (the held-out quarter of problem space)"""
-    verifier: VerifierConfig = field(default_factory=VerifierConfig)
-    """training settings shared by the kinds (its `kind` field is overridden per kind)"""
-    out: str = "runs/verifier"
-    """where run() writes seed<s>.json and render() its plots"""
-    cache: str | None = None
-    """model cache (None: $REASONLAB_CACHE or ~/.cache/reasonlab)"""
 
 
 def run(config: VerifierExpConfig, seed: int, log=print) -> dict:

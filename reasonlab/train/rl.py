@@ -15,148 +15,21 @@ arXiv 2507.18071), KL estimators k1/k2/k3 (Schulman 2020, "Approximating KL dive
 """
 from __future__ import annotations
 
-import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
-from typing import Callable, Literal, NamedTuple, get_args
+from dataclasses import asdict
+from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-from ..core.config import check_choices
 from ..core.model import GPT
 from ..core.rewards import rule_reward
 from ..core.sampling import generate_n, layout, logits_at
 from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, make_digits, parse, prompt_ids
 from .sft import AdamW
-
-Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
-ALGOS = get_args(Algo)
-
-
-@dataclass
-class RLConfig:
-    algo: Algo = "grpo"
-    """name of the preset the other fields came from (grpo, dr_grpo, dapo, rloo, reinforce, reinforce_baseline, gspo)"""
-    steps: int = 100
-    """optimizer rounds (each: sample, verify, num_iterations updates)"""
-    prompts_per_step: int = 16
-    """problems per step"""
-    num_generations: int = 8
-    """completions per problem: the group (TRL's num_generations; the spec's `group`)"""
-    learning_rate: float = 3e-5
-    """Adam learning rate, constant"""
-    beta: float = 0.04
-    """KL penalty weight; 0 skips the reference model entirely"""
-    kl_estimator: Literal["k1", "k2", "k3", "exact"] = "k3"
-    """per-token KL in the loss: k1 = log pi/pi_ref, k2 = (log ratio)^2 / 2, k3 = r - log r - 1 (DeepSeekMath), exact = full-vocabulary KL"""
-    epsilon: float = 0.2
-    """lower clip: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]"""
-    epsilon_high: float | None = None
-    """upper clip (DAPO's clip-higher: 0.28); None means epsilon"""
-    clip: bool = True
-    """use the PPO clipped ratio; False gives the plain policy gradient -A * log pi (REINFORCE)"""
-    num_iterations: int = 2
-    """updates on each batch of samples (the spec's `inner`); the first has ratio exactly 1"""
-    advantage: Literal["group", "rloo", "none"] = "group"
-    """baseline: group = r - mean(group) (GRPO), rloo = r - mean(others) (RLOO), none = raw reward (REINFORCE)"""
-    scale_rewards: Literal["group", "batch", "none"] = "group"
-    """divide the advantage by the group's std (group, GRPO), the batch's std (batch), or not (none, Dr. GRPO)"""
-    loss_type: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
-    """aggregation: grpo = mean over sequences of token means; dapo = mean over all tokens; dr_grpo = sum / (G * MAX_OUT)"""
-    importance_sampling_level: Literal["token", "sequence"] = "token"
-    """token ratios (PPO/GRPO) or one sequence ratio exp(mean log ratio) per completion (GSPO)"""
-    dynamic_sampling: bool = False
-    """DAPO: drop groups whose rewards all agree (no signal) and sample new problems in their place"""
-    max_resample: int = 4
-    """cap on extra sampling rounds per step when dynamic_sampling is on"""
-    temperature: float = 1.0
-    """sampling temperature of the rollouts"""
-    force_direct: float = 0.0
-    """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
-    here without its importance-sampling correction)"""
-    forced_trains: Literal["all", "format", "answer"] = "all"
-    """what the policy-gradient term takes from forced-direct rollouts: all their tokens, only the forced "A" (the
-    format choice: is answering directly worth it on this problem?), or only the answer tokens (the format's
-    reward signal then comes from the policy's own choices alone); the KL penalty still covers every token"""
-    grad_clip: float = 1.0
-    """max gradient norm"""
-    micro_batch: int = 0
-    """completions per backward pass (0: all at once); the gradient does not depend on it"""
-    seed: int = 0
-    """seeds the problems and the sampling"""
-    k_range: tuple[int, int] = (K_MIN, K_MAX)
-    """problem lengths"""
-    format_bonus: float = 0.1
-    """the rule reward's bonus for a complete template"""
-    log_every: int = 1
-    """console line every N steps (metrics.jsonl gets every step)"""
-    table_every: int = 0
-    """print a table of prompts, completions, rewards and advantages every N steps (0: never)"""
-    checkpoint_every: int = 0
-    """write a resumable checkpoint every N steps into the run directory (0: only at the end)"""
-
-    @staticmethod
-    def preset(algo: str, **overrides) -> "RLConfig":
-        """The fields that make a named algorithm; overrides win."""
-        if algo not in ALGOS:
-            raise ValueError(f"unknown algo {algo!r}: choose from {', '.join(ALGOS)}")
-        p = {
-            "grpo": {},
-            "dr_grpo": dict(scale_rewards="none", loss_type="dr_grpo"),
-            "dapo": dict(epsilon_high=0.28, dynamic_sampling=True, loss_type="dapo", beta=0.0),
-            "rloo": dict(advantage="rloo", scale_rewards="none"),
-            "reinforce": dict(advantage="none", scale_rewards="none", clip=False, beta=0.0, num_iterations=1),
-            "reinforce_baseline": dict(advantage="group", scale_rewards="none", clip=False, beta=0.0, num_iterations=1),
-            "gspo": dict(importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, beta=0.0),
-        }[algo]
-        cfg = RLConfig(algo=algo, **{**p, **overrides})
-        cfg.validate()
-        return cfg
-
-    def validate(self) -> None:
-        """Reject invalid values and combinations with a message naming the field."""
-        def bad(msg):
-            raise ValueError(f"invalid RL config: {msg}")
-        check_choices(self, "RL")
-        for name in ("steps", "prompts_per_step", "num_generations", "num_iterations"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                bad(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not self.learning_rate > 0 or not math.isfinite(self.learning_rate):
-            bad(f"learning_rate must be positive, got {self.learning_rate}")
-        if self.beta < 0 or self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high <= 0):
-            bad("beta must be >= 0 and epsilon, epsilon_high > 0")
-        if self.temperature <= 0:
-            bad("temperature must be > 0 for sampling rollouts")
-        if self.advantage in ("group", "rloo") and self.num_generations < 2:
-            bad(f"advantage={self.advantage!r} needs num_generations >= 2 (a group baseline of one sample is the sample)")
-        if self.scale_rewards == "group" and self.num_generations < 2:
-            bad("scale_rewards='group' needs num_generations >= 2")
-        if self.dynamic_sampling and self.num_generations < 2:
-            bad("dynamic_sampling needs num_generations >= 2")
-        if not self.clip and self.num_iterations > 1:
-            bad("clip=False (plain policy gradient) with num_iterations > 1 reuses stale samples without a ratio; "
-                "use num_iterations=1 or clip=True")
-        if self.importance_sampling_level == "sequence" and not self.clip:
-            bad("importance_sampling_level='sequence' (GSPO) needs clip=True")
-        lo, hi = self.k_range
-        if not K_MIN <= lo <= hi <= K_MAX:
-            bad(f"k_range {self.k_range} must lie within {K_MIN}..{K_MAX}")
-        for name in ("micro_batch", "max_resample", "log_every", "table_every", "checkpoint_every"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                bad(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
-        if not self.grad_clip > 0 or not math.isfinite(self.format_bonus):
-            bad("grad_clip must be > 0 and format_bonus finite")
-        if not 0.0 <= self.force_direct < 1.0:
-            bad(f"force_direct must be in [0, 1), got {self.force_direct}")
-        if self.forced_trains != "all" and round(self.num_generations * self.force_direct) < 1:
-            bad(f"forced_trains={self.forced_trains!r} needs force_direct > 0 with at least one forced rollout per "
-                f"group (num_generations * force_direct = {self.num_generations * self.force_direct:g})")
-        if self.forced_trains != "all" and self.importance_sampling_level == "sequence":
-            bad("forced_trains with importance_sampling_level='sequence' (GSPO): one ratio per sequence mixes the "
-                "masked tokens back in")
+from .config import ALGOS, Algo, RLConfig  # noqa: F401  (the loop's public names)
 
 
 # ---------------------------------------------------------------------------------------------------------------
