@@ -33,7 +33,7 @@ def bench_lab(args) -> dict:
     out = {}
     for w in (1, args.workers):
         cfg = lab.LabConfig(seeds=tuple(args.seeds), quick=True, out=os.path.join(args.scratch, f"lab-w{w}"),
-                            cache=args.cache, fresh=True,
+                            cache_dir=args.cache, fresh=True,
                             execution=ExecConfig(workers=w, threads=1 if w > 1 else 0))
         t = time.perf_counter()
         lab.run(cfg, log=lambda s: None)
@@ -61,7 +61,7 @@ def bench_sweep(args) -> dict:
         for name, ex in (("local x1", ExecConfig()), (f"local x{args.workers}", ExecConfig(workers=args.workers, threads=1)),
                          (f"ray x{args.workers}", ExecConfig("ray", args.workers)),
                          (f"ray x{args.workers} (warm workers)", ExecConfig("ray", args.workers))):
-            cfg = sweep.SweepConfig(grid=grid, fixed=fixed, seeds=(0, 1), base="tiny", eval_n=50, cache=args.cache,
+            cfg = sweep.SweepConfig(grid=grid, fixed=fixed, seeds=(0, 1), base="tiny", eval_n=50, cache_dir=args.cache,
                                     out=os.path.join(args.scratch, "sweep-" + name.replace(" ", "")), fresh=True,
                                     execution=ex)
             t = time.perf_counter()

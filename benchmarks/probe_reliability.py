@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
-from reasonlab.io import checkpoint, runs  # noqa: E402
+from reasonlab.io import checkpoint, files, runs  # noqa: E402
 from reasonlab.train import zoo  # noqa: E402
 from reasonlab.cli import main  # noqa: E402
 
@@ -451,7 +451,7 @@ def main_probe():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-    base = os.path.join(checkpoint.cache_dir(), f"base-seed{a.seed}")
+    base = os.path.join(files.cache_dir(), f"base-seed{a.seed}")
     if not os.path.exists(base + ".json"):
         sys.exit(f"probe: needs the cached base model {base}.json (run `reasonlab pretrain --seed {a.seed}`)")
     root = tempfile.mkdtemp(prefix="reasonlab-probe-")

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import reasonlab as R
-from reasonlab.io.checkpoint import CheckpointError, cache_dir, check_name, load_model, save_model
+from reasonlab.io.checkpoint import CheckpointError, load_model, save_model
+from reasonlab.io.files import cache_dir, check_name
 from reasonlab.train.zoo import get_model
 from reasonlab.train.sft import build_model
 

@@ -23,7 +23,7 @@ def ckpt(tmp_path):
     (["sample", "3"], "k must be"),
     (["sample", "1 2 3 4 5 6 7 8 9"], "k must be"),
     (["sample", "3 5", "--force", "Q"], "unknown format"),
-    (["sample", "3 5", "--temperature", "-1"], ">= 0"),
+    (["sample", "3 5", "--temperature", "-1"], "--temperature must be 0 (greedy)"),
     (["sample", "3 5", "-n", "0"], "positive"),
     (["pretrain", "--steps", "0", "5"], "positive"),
     (["pretrain", "--steps", "-3"], "positive"),
@@ -113,9 +113,9 @@ def test_tts_end_to_end_small(ckpt, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["tts", "--formats", "Q"], "unknown format"),
+    (["tts", "--formats", "Q"], "invalid choice"),
     (["tts", "--n-max", "3"], "--n-max"),
-    (["adaptive", "--methods", "nope"], "unknown method"),
+    (["adaptive", "--methods", "nope"], "invalid choice"),
     (["adaptive", "--steps", "0"], "positive"),
 ])
 def test_tts_and_adaptive_bad_input(ckpt, argv, msg, capsys):
@@ -124,29 +124,61 @@ def test_tts_and_adaptive_bad_input(ckpt, argv, msg, capsys):
     assert msg in capsys.readouterr().err
 
 
-def test_config_dataclasses_are_the_flags():
-    """One source of truth: every field of RLConfig / StarConfig / LabConfig (but the few the command sets
-    itself) is a flag whose help is the field's docstring, and Literal fields offer exactly their choices."""
+def test_every_commands_flags_come_from_its_dataclass():
+    """One source of truth: every field of every command's dataclass, nested configs included (but the few the
+    command sets itself), is one flag whose help is the field's docstring, and a Literal field offers exactly its
+    choices."""
     import argparse
     import dataclasses
+    import typing
 
-    from reasonlab.core import config
-    from reasonlab import lab
-    from reasonlab.methods import star
     from reasonlab.cli import build_parser
-    from reasonlab.train.rl import RLConfig
-    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
-    for cmd, cls, skip in (("rl", RLConfig, {"algo", "seed"}), ("star", star.StarConfig, {"seed"}),
-                           ("lab", lab.LabConfig, {"cache", "device", "configs", "execution", "report_to"})):
-        actions = {a.option_strings[0][2:].replace("-", "_"): a for a in subs[cmd]._actions if a.option_strings}
-        docs = config.field_docs(cls)
+    from reasonlab.cli.commands import COMMANDS, SKIP
+    from reasonlab.core import config
+
+    def parser_of(name):
+        p = build_parser()
+        for word in name.split():
+            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+        return p
+
+    def leaves(cls, skip):
         for f in dataclasses.fields(cls):
+            tp = config._unwrap(config.hints(cls)[f.name])[0]
             if f.name in skip:
                 continue
-            a = actions[f.name]
-            assert a.help.replace("%%", "%").startswith(docs[f.name]) and docs[f.name], (cmd, f.name)
-            if f.name in config.choices(cls):
-                assert a.choices == [str(v) for v in config.choices(cls)[f.name] if v is not None], (cmd, f.name)
+            if dataclasses.is_dataclass(tp):
+                yield from leaves(tp, {s.split(".", 1)[1] for s in skip if s.startswith(f.name + ".")})
+            else:
+                yield cls, f, tp
+    for name, (cls, _) in COMMANDS.items():
+        actions = {a.dest: a for a in parser_of(name)._actions if a.dest != "help"}
+        fields = list(leaves(cls, SKIP.get(name, ())))
+        assert {f.name for _, f, _ in fields} == set(actions) - {"command"}, name    # one flag per field, no more
+        for owner, f, tp in fields:
+            a, doc = actions[f.name], config.field_docs(owner)[f.name]
+            assert doc and a.help.replace("%%", "%").startswith(doc), (name, f.name)
+            literal = tp if typing.get_origin(tp) is typing.Literal else (
+                typing.get_args(tp)[0] if typing.get_origin(tp) is tuple else None)
+            if typing.get_origin(literal) is typing.Literal:
+                assert [str(c) for c in a.choices] == [str(v) for v in typing.get_args(literal)], (name, f.name)
+
+
+def test_help_and_usage_errors_load_neither_torch_nor_matplotlib():
+    import subprocess
+    import sys
+
+    from reasonlab.cli.commands import COMMANDS
+    argvs = [["--help"], []] + [name.split() + ["--help"] for name in COMMANDS] + [
+        ["rl", "--algo", "nope"], ["lab", "--bogus"], ["sample"], ["tts", "--n-per-k", "x"]]
+    code = ("import sys, contextlib, io; from reasonlab.cli import main\n"
+            f"for argv in {argvs!r}:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            "        try:\n            rc = main(argv)\n        except SystemExit as e:\n            rc = e.code\n"
+            "    assert rc in (0, 2), (argv, rc)\n"
+            "print(sorted({'torch', 'matplotlib', 'numpy'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out.stdout + out.stderr
 
 
 def test_every_command_prints_its_help():

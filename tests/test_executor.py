@@ -69,7 +69,7 @@ def test_lab_on_two_local_workers_writes_the_same_files_as_in_process(quick_cach
     outs = []
     for w in (1, 2):
         out = str(tmp_path / f"w{w}")
-        lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache=quick_cache,
+        lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache_dir=quick_cache,
                               only=("base", "budgets", "rl"), execution=ExecConfig(workers=w, threads=1)), log=lambda s: None)
         outs.append(files(out))
     assert outs[0] == outs[1]

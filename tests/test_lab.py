@@ -25,7 +25,7 @@ def quick_lab(tmp_path_factory, quick_cache):
     root = tmp_path_factory.mktemp("lab")
     out = str(root / "run")
     logs = []
-    cfg = lab.LabConfig(quick=True, seeds=(0,), out=out, cache=quick_cache)
+    cfg = lab.LabConfig(quick=True, seeds=(0,), out=out, cache_dir=quick_cache)
     results = lab.run(cfg, log=logs.append)
     return cfg, results, logs
 
@@ -65,7 +65,7 @@ def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_p
     shutil.copytree(cfg.out, out)
     os.remove(os.path.join(out, "rl", "seed0.json"))               # as if the lab was interrupted during RL
     logs = []
-    lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache=cfg.cache), log=logs.append)
+    lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache_dir=cfg.cache_dir), log=logs.append)
     reused = [line for line in logs if "reused" in line]
     assert len(reused) == len(X.names()) - 1 and not any("rl," in line for line in reused)
     assert any(line.startswith(f"[5/{len(X.names())}] rl, seed 0 ...") for line in logs)
@@ -167,7 +167,7 @@ def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
     monkeypatch.setattr(lab, "run_units", fake_run_units)
     monkeypatch.setattr(lab, "model_in_cache", lambda name, cfg, cache: name == "base-seed1")   # seed 1 cached
     ex = ExecConfig(executor="local", workers=1)
-    cfg = lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache=str(tmp_path / "c"), execution=ex)
+    cfg = lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache_dir=str(tmp_path / "c"), execution=ex)
     with pytest.raises(Stop):
         lab.run(cfg, log=lambda s: None)
     assert seen[:2] == ["base-model/seed0", "base-model/seed2"]
@@ -179,7 +179,7 @@ def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
     assert first == sorted(first, key=longest_first("run_cost").index) and first[0] == "search"
     seen.clear()
     with pytest.raises(Stop):      # two workers: both models train at once, every unit in one longest-first queue
-        lab.run(lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache=str(tmp_path / "c"),
+        lab.run(lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache_dir=str(tmp_path / "c"),
                               execution=ExecConfig(executor="local", workers=2)), log=lambda s: None)
     exps = [u.split("/")[0] for u in seen[2:]]
     assert exps == sorted(exps, key=longest_first("run_cost").index)

@@ -24,7 +24,7 @@ def tiny(out, cache, executor, workers=1):
     """2 cells x 2 seeds, 2 RL steps of 4 x 4 samples from the tiny base model."""
     return sweep.SweepConfig(grid={"algo": ["grpo", "rloo"]}, fixed={"steps": 2, "prompts_per_step": 4,
                              "num_generations": 4, "learning_rate": 3e-4}, seeds=(0, 1), base="tiny", eval_n=10,
-                             out=str(out), cache=str(cache), execution=ExecConfig(executor, workers))
+                             out=str(out), cache_dir=str(cache), execution=ExecConfig(executor, workers))
 
 
 def untimed(x):
@@ -105,10 +105,10 @@ def test_the_lab_runs_a_toy_experiment_file_on_ray(local_ray, tmp_path, monkeypa
     from reasonlab import experiments as X
     from reasonlab.runner import lab
     toy = os.path.join(os.path.dirname(__file__), "toy_experiment.py")
-    before, loaded = dict(X.REGISTRY), set(X._LOADED)
+    before, loaded = dict(zip(X.names(), map(X.get, X.names()))), set(X._LOADED)
     try:
         cfg = lab.LabConfig(only=("toy",), experiment=(toy,), seeds=(0, 1), out=str(tmp_path / "lab"),
-                            cache=str(tmp_path / "c"), execution=ExecConfig("ray", 2))
+                            cache_dir=str(tmp_path / "c"), execution=ExecConfig("ray", 2))
         res = lab.run(cfg, log=lambda s: None)
         assert [r["value"] for r in res["toy"]["results"]] == [0.5, 0.51]
         assert all(r["pid"] != os.getpid() for r in res["toy"]["results"])

@@ -19,7 +19,7 @@ TEMPLATE = os.path.join(os.path.dirname(X.__file__), "template.py")
 @pytest.fixture(autouse=True)
 def clean_registry():
     """Experiments a test loads from files leave the registry as it was."""
-    before, loaded = dict(X.REGISTRY), set(X._LOADED)
+    before, loaded = dict(zip(X.names(), map(X.get, X.names()))), set(X._LOADED)
     yield
     X.REGISTRY.clear()
     X.REGISTRY.update(before)
@@ -33,7 +33,7 @@ def runs(marker):
 
 def test_the_builtin_experiments_are_registered_once_in_the_reports_order():
     assert X.names() == ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search")
-    for e in X.REGISTRY.values():       # every config has a docstring per field and passes its own checks
+    for e in map(X.get, X.names()):       # every config has a docstring per field and passes its own checks
         from reasonlab.core.config import field_docs
         assert set(field_docs(e.Config)) == {f for f in e.Config.__dataclass_fields__}, e.name
         e.validate(e.config())
@@ -78,7 +78,7 @@ def test_the_toy_is_found_in_an_entry_point(tmp_path, monkeypatch):
             return X.REGISTRY["toy"]
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [EP()] if group == X.ENTRY_POINTS else [])
     assert X.load_entry_points() == ["toy"]
-    cfg = lab.LabConfig(only=("toy",), seeds=(0,), out=str(tmp_path / "lab"), cache=str(tmp_path / "c"))
+    cfg = lab.LabConfig(only=("toy",), seeds=(0,), out=str(tmp_path / "lab"), cache_dir=str(tmp_path / "c"))
     assert set(lab.run(cfg, log=lambda s: None)) == {"toy"}
 
 

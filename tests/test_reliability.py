@@ -384,7 +384,7 @@ def test_eval_json_is_strict(tmp_path, ckpt, capsys):
     (["sample", "3 5", "-n", "10000000000"], "at most"), (["star", "--growth", "inf"], "finite"),
     (["star", "--growth", "5", "--rounds", "30"], "fine-tuning steps"), (["pretrain", "--name", "ok\n"], "invalid model name"),
     (["rl", "--prompts-per-step", "100000000"], "at most"), (["pretrain", "--batch", "100000000"], "at most"),
-    (["rl", "--lr", "inf"], "finite"), (["eval", "--seed", "-1"], "--seed"),
+    (["rl", "--learning-rate", "inf"], "finite"), (["eval", "--seed", "-1"], "--seed"),
 ])
 def test_hostile_values_are_one_line_and_exit_2(argv, msg, monkeypatch, capsys):
     no_training(monkeypatch)
@@ -429,7 +429,7 @@ def stubbed(monkeypatch, tmp_path):
     for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
                       ("methods.tts", "run"), ("methods.star", "run"), ("runner.lab", "run"),
                       ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("methods.adaptive", "fixed_points"),
-                      ("cli", "load_or_train"), ("train.zoo", "get_model")]:
+                      ("cli.run", "load_or_train"), ("train.zoo", "get_model")]:
         monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")

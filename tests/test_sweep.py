@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from reasonlab.runner import config as C
 from reasonlab.runner import sweep
 from reasonlab.cli import main
 from reasonlab.runner.executor import ExecConfig
@@ -14,11 +15,11 @@ from reasonlab.train.zoo import cached_model
 def tiny(out, cache, seeds=(0,), grid=None, **kw):
     return sweep.SweepConfig(grid=grid or {"learning_rate": [1e-4, 3e-4]},
                              fixed={"steps": 2, "prompts_per_step": 4, "num_generations": 4}, seeds=seeds, base="tiny",
-                             eval_n=10, out=str(out), cache=str(cache), **kw)
+                             eval_n=10, out=str(out), cache_dir=str(cache), **kw)
 
 
 def test_grid_values_are_typed_by_the_rl_config_fields():
-    g = sweep.parse_assignments(["learning_rate=1e-5,3e-5", "steps=10", "clip=false,true", "epsilon-high=none,0.28",
+    g = C.parse_assignments(["learning_rate=1e-5,3e-5", "steps=10", "clip=false,true", "epsilon-high=none,0.28",
                                  "method=grpo,cost0.3"], many=True)
     assert g == {"learning_rate": [1e-5, 3e-5], "steps": [10], "clip": [False, True], "epsilon_high": [None, 0.28],
                  "method": ["grpo", "cost0.3"]}
@@ -27,18 +28,18 @@ def test_grid_values_are_typed_by_the_rl_config_fields():
     for bad, msg in ((["lr=1"], "unknown sweep key 'lr'"), (["steps=1.5"], "bad value"), (["seed=1,2"], "--seeds"),
                      (["beta"], "key=value")):
         with pytest.raises(ValueError, match=msg):
-            sweep.parse_assignments(bad, many=True)
+            C.parse_assignments(bad, many=True)
 
 
 def test_toml_grid(tmp_path):
     p = tmp_path / "g.toml"
     p.write_text('seeds = [0, 2]\nbase = "quick"\n[grid]\nmethod = ["grpo", "kimi"]\nbeta = [0, 0.04]\n[set]\nsteps = 50\n')
-    spec = sweep.load_toml(str(p))
+    spec = C.load_toml(str(p))
     assert spec == {"grid": {"method": ["grpo", "kimi"], "beta": [0.0, 0.04]}, "fixed": {"steps": 50},
                     "seeds": (0, 2), "base": "quick"}
     p.write_text("[grid]\nsteps = [1, 'x']\n")
     with pytest.raises(ValueError, match="bad value 'x' for steps"):
-        sweep.load_toml(str(p))
+        C.load_toml(str(p))
 
 
 def test_sweep_cli_rejects_bad_input_before_any_work(capsys, tmp_path):

@@ -9,8 +9,8 @@ import math
 import os
 import re
 
-from ..core.task import K_MAX, K_MIN
-from ..io.checkpoint import PathError, cache_dir, regular_file, resolve, writable_dir, writable_file
+from ..core.task import K_MAX, K_MIN, format_name
+from ..io.files import PathError, cache_dir, check_name, regular_file, resolve, writable_dir, writable_file
 
 SEED_MAX = 2**32 - 1          # numpy's and torch's seeding take it; 2**70 overflows torch.manual_seed
 TEMPERATURE = (1e-3, 1e3)     # logits / 1e-300 are inf and sampling gets NaN probabilities; 0 (greedy) is allowed
@@ -91,7 +91,7 @@ def _floats(args) -> None:
 def _seeds(args) -> None:
     for k in ("seed", "problem_seed", "seeds"):
         vals = getattr(args, k, None)
-        for v in (vals if isinstance(vals, list) else [] if vals is None else [vals]):
+        for v in (vals if isinstance(vals, (list, tuple)) else [] if vals is None else [vals]):
             if not 0 <= v <= SEED_MAX:
                 raise ArgError(f"--{k.replace('_', '-')} must be in 0..{SEED_MAX}, got {v}")
 
@@ -104,7 +104,7 @@ def _temperature(args) -> None:
 
 def _steps(args) -> None:
     s = getattr(args, "steps", None)
-    for v in (s if isinstance(s, list) else [] if s is None else [s]):
+    for v in (s if isinstance(s, (list, tuple)) else [] if s is None else [s]):
         if v > STEPS_MAX:
             raise ArgError(f"--steps {v} is more than {STEPS_MAX:,}")
     if getattr(args, "eval_every", 0) < 0:
@@ -120,20 +120,16 @@ def _sizes(args) -> None:
     if cmd == "sample":
         fits("-n", args.n, GEN_ROW)
     if cmd == "rl":
-        fits("--prompts-per-step", (args.prompts_per_step or 16) * (args.num_generations or 8), TRAIN_ROW,
-             args.num_generations or 8)
-        fits("--num-generations", (args.prompts_per_step or 16) * (args.num_generations or 8), TRAIN_ROW,
-             args.prompts_per_step or 16)
+        rows = args.prompts_per_step * args.num_generations
+        fits("--prompts-per-step", rows, TRAIN_ROW, args.num_generations)
+        fits("--num-generations", rows, TRAIN_ROW, args.prompts_per_step)
         fits("--eval-n", args.eval_n * N_K, GEN_ROW, N_K)
     if cmd == "tts":
         fits("--n-per-k", args.n_per_k * N_K * args.n_max, SAMPLE_ROW, N_K * args.n_max)
     if cmd == "star":
-        from ..methods.star import StarConfig
-        d = StarConfig()   # the flags are StarConfig's fields, None where the user left the default
-        problems, samples, growth, steps, rounds = (d.__dict__[n] if getattr(args, n) is None else getattr(args, n)
-                                                    for n in ("problems", "samples", "growth", "steps", "rounds"))
+        problems, samples, growth, steps, rounds = args.problems, args.samples, args.growth, args.steps, args.rounds
         fits("--problems", problems * samples, GEN_ROW, samples)
-        fits("--eval-n", (d.eval_n if args.eval_n is None else args.eval_n) * N_K, GEN_ROW, N_K)
+        fits("--eval-n", args.eval_n * N_K, GEN_ROW, N_K)
         fits("--n-chains", args.n_chains, TRAIN_ROW // 16)
         if not growth <= GROWTH_MAX:
             raise ArgError(f"--growth must be at most {GROWTH_MAX:g}, got {growth:g}")
@@ -176,13 +172,17 @@ def _paths(args) -> None:
         writable_file(args.json, "--json")
 
 
-def preflight(args) -> None:
-    """Every check above, in the order a user would want to hear about them."""
-    from ..core.task import format_name
+def values(args) -> None:
+    """The bounds every value has whatever the command: finite floats, seeds, temperature, step counts (before the
+    configs' own validate())."""
     _floats(args)
     _seeds(args)
     _temperature(args)
     _steps(args)
+
+
+def preflight(args) -> None:
+    """What needs the OS or the inputs' contents: the device, the problem, names, memory estimates, paths."""
     if hasattr(args, "device"):
         check_device(args.device)
     if args.cmd == "sample":
@@ -190,10 +190,9 @@ def preflight(args) -> None:
         if args.force is not None:
             format_name(args.force)
     if args.cmd == "pretrain" and args.name is not None:
-        from ..io.checkpoint import check_name
         check_name(args.name)
     _sizes(args)
     _paths(args)
 
 
-__all__ = ["preflight", "ArgError", "PathError", "fits", "mem_available"]
+__all__ = ["values", "preflight", "ArgError", "PathError", "fits", "mem_available"]

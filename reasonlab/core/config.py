@@ -59,44 +59,84 @@ def check_choices(obj, what: str) -> None:
 
 
 def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    return "-" + name if len(name) == 1 else "--" + name.replace("_", "-")
 
 
-def add_flags(p: argparse.ArgumentParser, cls, skip=(), aliases: dict | None = None) -> list[str]:
-    """Add one flag per field of `cls` (but `skip`), default None so that only what the user set overrides the
-    config; values are checked by the config's `validate`. `aliases` adds other flag names for a field (e.g.
-    {"learning_rate": ["--lr"]}). Returns the field names."""
-    docs, names = field_docs(cls), []
+def _is_config(tp) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def add_flags(p: argparse.ArgumentParser, cls, skip=()) -> None:
+    """One flag per field of `cls`: its name (-x for a one-letter name), its docstring as help, its `Literal` as
+    choices; a field without a default is positional; the fields of a nested config are flags of their own (names
+    must not clash). Defaults are None, so that only what the user set overrides the config (`given`); values are
+    checked by the config's validate(). `skip`: field names (dotted for nested ones) that are not flags."""
+    docs = field_docs(cls)
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
         tp, optional = _unwrap(hints(cls)[f.name])
-        kw: dict = {"default": None, "help": docs.get(f.name, "").replace("%", "%%")}   # argparse formats help with %
-        if f.default is not dataclasses.MISSING:
-            kw["help"] += f" (default {f.default})"
+        if _is_config(tp):
+            add_flags(p, tp, skip={s.split(".", 1)[1] for s in skip if s.startswith(f.name + ".")})
+            continue
+        kw: dict = {"help": docs.get(f.name, "").replace("%", "%%")}   # argparse formats help with %
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        if default is not dataclasses.MISSING and default is not None and default != ():
+            kw["help"] += f" (default {' '.join(map(str, default)) if isinstance(default, tuple) else default})"
         if tp is bool:
             kw["action"] = argparse.BooleanOptionalAction
-        elif typing.get_origin(tp) is typing.Literal:
-            kw["choices"] = [str(v) for v in typing.get_args(tp)]
         elif typing.get_origin(tp) is tuple:
             args = typing.get_args(tp)
-            kw["nargs"], kw["type"] = ("+" if args[-1] is Ellipsis else len(args)), args[0]
+            item = args[0]
+            if args[-1] is Ellipsis:
+                kw["nargs"], kw["action"] = "+", "extend"
+            else:
+                kw["nargs"] = len(args)
+            if typing.get_origin(item) is typing.Literal:
+                kw["choices"] = list(typing.get_args(item))
+            else:
+                kw["type"] = item
+        elif typing.get_origin(tp) is typing.Literal:
+            kw["choices"] = [str(v) for v in typing.get_args(tp)]
         else:
             kw["type"] = tp
         if optional and "type" in kw and "nargs" not in kw:
             inner = kw["type"]
             kw["type"] = lambda s, t=inner: None if s.lower() == "none" else t(s)
             kw["help"] += "; 'none' for None"
-        p.add_argument(flag(f.name), *(aliases or {}).get(f.name, ()), dest=f.name, **kw)
-        names.append(f.name)
-    return names
+        if default is dataclasses.MISSING:
+            p.add_argument(f.name, **kw)
+        else:
+            p.add_argument(flag(f.name), dest=f.name, default=None, **kw)
 
 
-def overrides(args: argparse.Namespace, names) -> dict:
-    """The fields the user set on the command line, with tuples as tuples."""
+def given(cls, ns: argparse.Namespace, skip=()) -> dict:
+    """The fields of `cls` the user set on the command line ({nested config: {...}} for nested ones), tuples as
+    tuples."""
     out = {}
-    for n in names:
-        v = getattr(args, n, None)
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        tp, _ = _unwrap(hints(cls)[f.name])
+        if _is_config(tp):
+            sub = given(tp, ns, {s.split(".", 1)[1] for s in skip if s.startswith(f.name + ".")})
+            if sub:
+                out[f.name] = sub
+            continue
+        v = getattr(ns, f.name, None)
         if v is not None:
-            out[n] = tuple(v) if isinstance(v, list) else v
+            out[f.name] = tuple(v) if isinstance(v, list) else v
     return out
+
+
+def make(cls, values: dict, **fixed):
+    """cls from its given values (a nested config from its own dict, over its defaults) and `fixed` ones."""
+    kw = {}
+    for f in dataclasses.fields(cls):
+        tp, _ = _unwrap(hints(cls)[f.name])
+        if _is_config(tp) and isinstance(values.get(f.name), dict):
+            kw[f.name] = make(tp, values[f.name])
+        elif f.name in values:
+            kw[f.name] = values[f.name]
+    return cls(**{**kw, **fixed})

@@ -7,9 +7,9 @@ functions:
     claims(results) -> findings           the checked claims over the per-seed results (findings.finding dicts)
     render(results, out) -> sections      the report's sections [(markdown, headline)], plots written under out
 
-The lab, sweeps, the CLI and `--replot` iterate `REGISTRY` and read results through one store
-(`reasonlab.runner.store`); nothing else lists experiments. A new experiment is one file that ends with
-`register(Experiment(...))` and one import line below; an idea outside the package is the same file, passed
+The lab, sweeps, the CLI and `--replot` iterate the registry (`names()`, `get()`) and read results through one
+store (`reasonlab.runner.store`); nothing else lists experiments. A new experiment is one file that ends with
+`register(Experiment(...))` and its name in `BUILTIN`; an idea outside the package is the same file, passed
 as `reasonlab lab --experiment my_idea.py` or named in the `reasonlab.experiments` entry-point group
 (docs/your_idea.md, template in `reasonlab/experiments/template.py`).
 """
@@ -89,8 +89,20 @@ class Experiment:
             self.check(result)
 
 
+BUILTIN = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search")
+"""The built-in experiments, one module each, in the report's order: a new one is one more name here."""
+
 REGISTRY: dict[str, Experiment] = {}
 _LOADED: set[str] = set()
+
+
+def _builtins() -> dict[str, Experiment]:
+    """The registry, with the built-in experiments imported on first use (they load torch; the command line's
+    parsing does not need them)."""
+    for name in BUILTIN:
+        if f"{__name__}.{name}" not in sys.modules:
+            importlib.import_module(f".{name}", __name__)
+    return REGISTRY
 
 
 def register(exp: Experiment) -> Experiment:
@@ -105,17 +117,20 @@ def register(exp: Experiment) -> Experiment:
 
 def get(name: str) -> Experiment:
     try:
-        return REGISTRY[name]
+        return _builtins()[name]
     except KeyError:
         raise ValueError(f"unknown experiment {name!r}: choose from {', '.join(REGISTRY)}") from None
 
 
 def names() -> tuple[str, ...]:
-    return tuple(REGISTRY)
+    """The registered experiments: the built-ins in the report's order, then the others as they came."""
+    reg = _builtins()
+    return tuple([n for n in BUILTIN if n in reg] + [n for n in reg if n not in BUILTIN])
 
 
 def load_file(path: str) -> list[str]:
     """Import an experiment file (a user's idea); returns the names it registered."""
+    _builtins()                               # the built-ins first: the report's order
     path = os.path.abspath(os.path.expanduser(path))
     if path in _LOADED:
         return []
@@ -141,7 +156,7 @@ def load_file(path: str) -> list[str]:
 def load_entry_points() -> list[str]:
     """Import the experiments that installed packages name in the `reasonlab.experiments` entry-point group."""
     from importlib.metadata import entry_points
-    before = set(REGISTRY)
+    before = set(_builtins())
     for ep in entry_points(group=ENTRY_POINTS):
         obj = ep.load()
         if isinstance(obj, Experiment):
@@ -175,6 +190,3 @@ def config_from(cls, d: dict):
         out[k] = v
     return cls(**out)
 
-
-# The built-in experiments, in the report's order: one line each.
-from . import base, budgets, sampling, star, rl, adaptive, l1, search  # noqa: E402,F401

@@ -12,7 +12,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import stat
 import tempfile
 from typing import Callable
@@ -23,9 +22,7 @@ from safetensors.torch import save as save_bytes
 
 from ..core.model import GPT
 
-CACHE_ENV = "REASONLAB_CACHE"
 CACHE_VERSION = 1  # bump when a change to training makes old cached models stale
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 # Bounds on a model config read from a file, checked before anything is allocated: a crafted JSON must not make
@@ -35,64 +32,8 @@ MODEL_BOUNDS = {"vocab_size": (1, 4096), "d_model": (1, 4096), "n_layers": (1, 6
 MAX_FILE_BYTES = 2 << 30   # a checkpoint file larger than this is refused unread
 
 
-class CheckpointError(Exception):
+class CheckpointError(ValueError):
     """A checkpoint that is missing, truncated, corrupt or of the wrong shape."""
-
-
-class PathError(ValueError):
-    """A path the user gave that cannot be used (a file where a directory is needed, unwritable, not regular)."""
-
-
-def regular_file(path: str, what: str = "file") -> str:
-    """`path` if it is a regular file; PathError otherwise. A FIFO would block open() forever, a directory or a
-    device would fail later with a less clear message."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise PathError(f"{what} {path} not found") from None
-    except OSError as e:
-        raise PathError(f"{what} {path} is unreadable: {e.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise PathError(f"{what} {path} is not a regular file")
-    return path
-
-
-def writable_dir(path: str, what: str = "directory") -> str:
-    """Create `path` if needed and prove it writable by creating and removing a unique temp file in it, so a bad
-    --cache-dir / --out / --run-dir fails at once, not after minutes of work."""
-    path = os.path.abspath(os.path.expanduser(path))
-    try:
-        if os.path.exists(path) and not os.path.isdir(path):
-            raise PathError(f"{what} {path} is a file, not a directory")
-        os.makedirs(path, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".tmp-probe-")
-        os.close(fd)
-        os.remove(probe)
-    except PathError:
-        raise
-    except OSError as e:
-        raise PathError(f"{what} {path} is not writable: {e.strerror or e}") from None
-    return path
-
-
-def writable_file(path: str, what: str = "file") -> str:
-    """A file we may (atomically) write: not a directory, in a writable directory."""
-    if os.path.isdir(path):
-        raise PathError(f"{what} {path} is a directory, not a file")
-    writable_dir(os.path.dirname(os.path.abspath(path)) or ".", f"{what}'s directory")
-    return path
-
-
-def cache_dir(path: str | None = None) -> str:
-    """The model cache: `path`, else $REASONLAB_CACHE, else ~/.cache/reasonlab."""
-    return os.path.abspath(os.path.expanduser(path or os.environ.get(CACHE_ENV) or "~/.cache/reasonlab"))
-
-
-def check_name(name: str) -> str:
-    """A cache name is letters, digits, '_', '.', '-' (no separators, no '..'): it cannot leave the cache."""
-    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:   # match()'s $ also matches before a final newline
-        raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.' and '-' only")
-    return name
 
 
 def atomic_write(path: str, write: Callable[[str], None]) -> None:
@@ -244,14 +185,6 @@ def load_model(stem: str) -> tuple[GPT, dict]:
     return model, meta
 
 
-def resolve(path: str) -> str:
-    """Accept a checkpoint given as stem, .json or .safetensors path."""
-    for ext in (".json", ".safetensors"):
-        if path.endswith(ext):
-            return path[:-len(ext)]
-    return path
-
-
 def fingerprint(obj) -> str:
     """Short SHA-256 of a JSON-able object (the STaR data, for the cache key)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -274,5 +207,3 @@ def cache_key(cfg: dict, init: GPT | None = None) -> dict:
         key["init_hash"] = weights_hash(init)
     key["cache_version"] = CACHE_VERSION
     return json.loads(json.dumps(key))  # normalise tuples to lists so it compares equal after a round trip
-
-

@@ -23,7 +23,8 @@ import shutil
 import tempfile
 from typing import Callable
 
-from .checkpoint import CheckpointError, PathError, load_tensors, save_tensors, write_json, writable_dir
+from .checkpoint import CheckpointError, load_tensors, save_tensors, write_json
+from .files import PathError, writable_dir
 
 CKPT_RE = re.compile(r"ckpt-(\d+)")
 # RLConfig fields that may change on --resume: how long and how chatty the run is, not what it computes

@@ -18,7 +18,7 @@ import numpy as np
 from ..core import rewards
 from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
 from ..core.model import GPT
-from .config import ADAPTIVE_METHODS as METHODS
+from .config import ADAPTIVE_METHODS as METHODS, adaptive_fields
 from ..stats.summary import mean_std, pareto
 from ..train.rl import RLConfig, train
 from ..core.task import FMT_NAMES
@@ -26,7 +26,7 @@ from ..core.task import FMT_NAMES
 
 def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
     """(reward_fn, group_fn, RLConfig fields) for a method name: the fields set the forced-direct rollouts."""
-    q = dict(force_direct=0.25)
+    q = adaptive_fields(name)
     if name == "grpo":                                 # the rule reward: thinking is free
         return rewards.rule_reward, None, q
     if name.startswith("cost"):                        # Arora & Zanette style token cost, alpha swept
@@ -36,11 +36,11 @@ def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
     if name == "thinkless":                            # per-format values, wrong = -1
         return rewards.format_reward, None, q
     if name == "thinkless_fmt":                        # the same, half forced, and forced rollouts train only their
-        return rewards.format_reward, None, dict(force_direct=0.5, forced_trains="format")   # "A": where A pays
+        return rewards.format_reward, None, q          # "A": where A pays
     if name == "arm":                                  # ARM: rare formats scaled up early in training
         return rewards.correct, rewards.arm_format_scaling, q
     if name == "adaptthink":                           # AdaptThink: c - ref accuracy + delta * no-thinking, half forced
-        return functools.partial(rewards.adaptthink_reward, ref_acc=ref_acc), None, dict(force_direct=0.5)
+        return functools.partial(rewards.adaptthink_reward, ref_acc=ref_acc), None, q
     raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
 
 

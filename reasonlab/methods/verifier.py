@@ -370,7 +370,8 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
 
     Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>), safetensors + JSON,
     keyed by the config, the seed and the thinker's weights; name=None with cache="" disables caching (tests)."""
-    from ..io.checkpoint import CheckpointError, cache_dir, cache_key, check_name, load_tensors, save_tensors
+    from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors
+    from ..io.files import cache_dir, check_name
     cfg = VerifierConfig(**{**asdict(config or VerifierConfig()), "kind": kind})
     cfg.validate()
     key = cache_key({"verifier": asdict(cfg), "seed": seed}, init=thinker)

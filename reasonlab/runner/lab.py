@@ -11,69 +11,19 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Literal
+from dataclasses import asdict, replace
+from typing import Callable
 
 from .. import experiments as X
 from ..stats import findings
 from ..io import report
-from ..io.checkpoint import cache_dir, cache_key, write_json
-from .executor import ExecConfig, Unit, UnitsFailed, run_units
+from ..io.checkpoint import cache_key, write_json
+from ..io.files import cache_dir
+from .executor import Unit, UnitsFailed, run_units
 from ..train.zoo import model_in_cache
 from ..train.sft import base_cfg, base_name
+from .config import LabConfig
 from .store import Store, unit_key as store_key
-
-
-@dataclass
-class LabConfig:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """base-model seeds; every experiment runs once per seed and reports mean ± std over them"""
-    quick: bool = False
-    """smoke-test sizes (each experiment's quick config) and a small base model: checks the pipeline, the numbers
-    mean nothing"""
-    out: str = "runs/lab"
-    """run directory: one folder per experiment, report.md and report.html"""
-    cache: str | None = None
-    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)"""
-    device: str = "cpu"
-    """cpu or cuda"""
-    fresh: bool = False
-    """rerun every experiment even where a finished result with the same settings exists"""
-    only: tuple[str, ...] = ()
-    """the experiments to run (default: every registered one; the report covers those that have results)"""
-    experiment: tuple[str, ...] = ()
-    """extra experiment files to register (your idea in one file: docs/your_idea.md)"""
-    configs: dict[str, Any] = field(default_factory=dict)
-    """experiment name -> its Config; an experiment not named here runs its default (or, with quick, its quick) one"""
-    execution: ExecConfig = field(default_factory=ExecConfig)
-    """where the (experiment, seed) units run: this process (default), a local process pool, or Ray"""
-    report_to: Literal["none", "tensorboard"] = "none"
-    """tensorboard: event files of the RL runs under <out>/tensorboard/"""
-    pack: bool = False
-    """store the per-seed results gzipped and write report.md without report.html (the committed results/)"""
-
-    def selected(self) -> tuple[str, ...]:
-        return self.only or X.names()
-
-    def config_of(self, name: str):
-        return self.configs.get(name) or X.get(name).config(self.quick)
-
-    def env(self) -> X.Env:
-        return X.Env(cache=self.cache, device=self.device, quick=self.quick)
-
-    def validate(self) -> None:
-        from ..io import tblog
-        self.execution.validate()
-        tblog.check(self.report_to)
-        X.load_plugins(self.experiment)
-        for name in self.only:
-            X.get(name)
-        for name in self.configs:
-            X.get(name)
-        if not self.seeds:
-            raise ValueError("the lab needs at least one seed")
-        for name in self.selected():
-            X.get(name).validate(self.config_of(name))
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
@@ -93,7 +43,7 @@ def lab_base(env: X.Env, seed: int) -> dict:
 def lab_unit(exp: str, seed: int, config: dict, env: X.Env, plugins: tuple = ()) -> dict:
     """One (experiment, seed) unit, in whichever process runs it: the experiment looked up (its file loaded there
     too), its config rebuilt, its run."""
-    if exp not in X.REGISTRY:
+    if exp not in X.names():
         X.load_plugins(plugins)
     e = X.get(exp)
     return e.run(X.config_from(e.Config, config), seed, env)
@@ -110,7 +60,7 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     t_lab = time.perf_counter()
     timing: dict[str, float] = {}
     store = Store(cfg.out, packed=cfg.pack)
-    env = replace(cfg.env(), cache=cache_dir(cfg.cache))   # workers elsewhere (another cwd or node): an absolute path
+    env = replace(cfg.env(), cache=cache_dir(cfg.cache_dir))   # workers elsewhere (another cwd or node): an absolute path
     plugins = tuple(os.path.abspath(p) for p in cfg.experiment)
     logs = os.path.abspath(os.path.join(cfg.out, "logs"))
     only = cfg.selected()
@@ -298,4 +248,3 @@ bootstrap over seeds and problems), the per-seed values, the threshold, and the 
 {chr(10).join(heads)}
 """
     return report.write_report(out, top + "\n" + "\n".join(parts), "reasonlab lab report", html=html)
-

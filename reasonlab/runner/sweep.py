@@ -22,166 +22,26 @@ or from the command line: `reasonlab sweep --grid learning_rate=1e-5,3e-5 --grid
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field, fields
-from typing import Callable, Literal
+from dataclasses import asdict
+from typing import Callable
 
 import numpy as np
 
-from .executor import ExecConfig, Unit, run_units
+from .executor import Unit, run_units
 from ..train.zoo import cached_model
+from .config import ADAPTIVE_DEFAULTS, SweepConfig
 from .store import Store
 
-SPECIAL = ("algo", "method")
-NOT_SWEPT = ("seed", "log_every", "table_every", "checkpoint_every", "k_range")   # set by the sweep, or not scalar
-ADAPTIVE_DEFAULTS = dict(steps=200, learning_rate=1e-4, beta=0.04)   # adaptive.run_method's
 HIST_KEYS = ("step", "reward", "reward_std", "acc", "length", "kl", "kl_exact", "entropy", "frac_reward_zero_std",
              "share", "step_time")
 
 
-@dataclass
-class SweepConfig:
-    grid: dict = field(default_factory=dict)
-    """key -> list of values; the cells are the product (keys: RLConfig fields, algo, method)"""
-    fixed: dict = field(default_factory=dict)
-    """key -> value set in every cell"""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """every cell runs once per seed (base model, problems and sampling all follow it)"""
-    base: Literal["standard", "quick", "tiny"] = "standard"
-    """base model recipe: the lab's standard one, the quick lab's, or a tiny one for tests (numbers mean nothing)"""
-    eval_n: int = 200
-    """greedy evaluation problems per k after training"""
-    out: str = "runs/sweep"
-    """run directory: cells/, logs/, table.md, plots, report.html"""
-    cache: str | None = None
-    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab); on a cluster, a path every node sees"""
-    device: str = "cpu"
-    """cpu or cuda"""
-    fresh: bool = False
-    """rerun every unit even where a finished result with the same settings exists"""
-    report_to: Literal["none", "tensorboard"] = "none"
-    """tensorboard: event files per RL run under <out>/tensorboard/<cell>/seed<s>"""
-    execution: ExecConfig = field(default_factory=ExecConfig)
-    """where the units run"""
-
-    def cells(self) -> list[dict]:
-        keys = list(self.grid)
-        return [{**self.fixed, **dict(zip(keys, vals))} for vals in itertools.product(*(self.grid[k] for k in keys))]
-
-    def validate(self) -> None:
-        """Every cell's RLConfig is built (and so checked) here, before any training."""
-        from ..methods import adaptive
-        from ..io import tblog
-        from ..train.rl import RLConfig
-        self.execution.validate()
-        tblog.check(self.report_to)
-        if not self.seeds:
-            raise ValueError("a sweep needs at least one seed")
-        if self.base not in ("standard", "quick", "tiny"):
-            raise ValueError(f"unknown base {self.base!r}: choose from standard, quick, tiny")
-        if self.eval_n < 1:
-            raise ValueError("eval_n must be positive")
-        for k, vs in self.grid.items():
-            if not isinstance(vs, list) or not vs:
-                raise ValueError(f"grid key {k!r} needs a non-empty list of values")
-        for k in list(self.grid) + list(self.fixed):
-            check_key(k)
-        for cell in self.cells():
-            p = dict(cell)
-            method, algo = p.pop("method", None), p.pop("algo", "grpo")
-            if method is not None:
-                if method not in adaptive.METHODS:
-                    raise ValueError(f"unknown adaptive method {method!r}: choose from {', '.join(adaptive.METHODS)}")
-                p = {**ADAPTIVE_DEFAULTS, **adaptive.method_parts(method, {})[2], **p}
-            RLConfig.preset(algo, **p, seed=0, log_every=0)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Grids from the command line and TOML, typed by RLConfig's fields.
-
-def field_defaults() -> dict:
-    from ..train.rl import RLConfig
-    return {f.name: getattr(RLConfig(), f.name) for f in fields(RLConfig) if f.name not in NOT_SWEPT}
-
-
-def check_key(k: str) -> None:
-    if k == "seed":
-        raise ValueError("seeds are not a grid key: use --seeds (or seeds = [...] in the TOML file)")
-    if k not in SPECIAL and k not in field_defaults():
-        raise ValueError(f"unknown sweep key {k!r}: use algo, method or an RLConfig field "
-                         f"({', '.join(k for k in field_defaults() if k != 'algo')})")
-
-
-def parse_value(key: str, text):
-    """A value for `key`, typed by its RLConfig default (TOML values arrive typed and are checked the same way)."""
-    check_key(key)
-    if key in SPECIAL:
-        return str(text)
-    default = field_defaults()[key]
-    try:
-        if isinstance(default, bool):
-            if isinstance(text, bool):
-                return text
-            if str(text).lower() in ("true", "1", "yes", "false", "0", "no"):
-                return str(text).lower() in ("true", "1", "yes")
-            raise ValueError
-        if isinstance(default, int):
-            if isinstance(text, float) and not text.is_integer():
-                raise ValueError
-            return int(text)
-        if isinstance(default, float) or default is None:
-            if default is None and str(text).lower() in ("none", "null"):
-                return None
-            return float(text)
-        return str(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"bad value {text!r} for {key} (expected {type(default).__name__ if default is not None else 'a number or none'})") from None
-
-
-def parse_assignments(items: list[str], many: bool) -> dict:
-    """["key=v1,v2", ...] -> {key: [v1, v2]} (many) or ["key=v"] -> {key: v}."""
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ValueError(f"expected key=value{'s' if many else ''}, got {item!r}")
-        k, v = item.split("=", 1)
-        k = k.strip().replace("-", "_")
-        vals = [parse_value(k, x.strip()) for x in v.split(",")] if many else parse_value(k, v.strip())
-        if many and not vals:
-            raise ValueError(f"--grid {k}: no values")
-        out[k] = vals
-    return out
-
-
-def load_toml(path: str) -> dict:
-    """{grid, fixed, seeds?, base?, eval_n?} from a TOML file; ValueError naming the problem."""
-    try:
-        import tomllib
-    except ImportError:            # Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise ValueError("a TOML grid needs Python 3.11 or `pip install tomli`") from None
-    try:
-        with open(path, "rb") as f:
-            d = tomllib.load(f)
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{path}: {e}") from None
-    extra = set(d) - {"grid", "set", "seeds", "base", "eval_n"}
-    if extra:
-        raise ValueError(f"{path}: unknown key {sorted(extra)[0]!r} (use grid, set, seeds, base, eval_n)")
-    grid = {k: [parse_value(k, x) for x in (v if isinstance(v, list) else [v])] for k, v in d.get("grid", {}).items()}
-    out = {"grid": grid, "fixed": {k: parse_value(k, v) for k, v in d.get("set", {}).items()}}
-    for k in ("seeds", "base", "eval_n"):
-        if k in d:
-            out[k] = tuple(d[k]) if k == "seeds" else d[k]
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -263,7 +123,7 @@ def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
     from ..io.checkpoint import write_json
     cfg.validate()
     out = os.path.abspath(cfg.out)           # workers may run elsewhere (another cwd, another node)
-    cache = os.path.abspath(os.path.expanduser(cfg.cache)) if cfg.cache else None
+    cache = os.path.abspath(os.path.expanduser(cfg.cache_dir)) if cfg.cache_dir else None
     os.makedirs(out, exist_ok=True)
     write_json(os.path.join(out, "config.json"), asdict(cfg))
     cells = cfg.cells()

@@ -16,8 +16,8 @@ from typing import Callable
 
 from .. import __version__
 from ..core.model import GPT
-from ..io.checkpoint import (CheckpointError, cache_dir, cache_key, check_name, fingerprint, load_model, save_model,
-                             writable_dir)
+from ..io.checkpoint import CheckpointError, cache_key, fingerprint, load_model, save_model
+from ..io.files import cache_dir, check_name, writable_dir
 from .sft import ERR_CFG, base_cfg, base_name, pretrain
 
 STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer

@@ -1,0 +1,78 @@
+"""Paths: the checks every command runs on the paths it is given before any work, and the model cache's
+location. Torch-free."""
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tempfile
+
+
+CACHE_ENV = "REASONLAB_CACHE"
+
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class PathError(ValueError):
+    """A path the user gave that cannot be used (a file where a directory is needed, unwritable, not regular)."""
+
+
+def regular_file(path: str, what: str = "file") -> str:
+    """`path` if it is a regular file; PathError otherwise. A FIFO would block open() forever, a directory or a
+    device would fail later with a less clear message."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise PathError(f"{what} {path} not found") from None
+    except OSError as e:
+        raise PathError(f"{what} {path} is unreadable: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise PathError(f"{what} {path} is not a regular file")
+    return path
+
+
+def writable_dir(path: str, what: str = "directory") -> str:
+    """Create `path` if needed and prove it writable by creating and removing a unique temp file in it, so a bad
+    --cache-dir / --out / --run-dir fails at once, not after minutes of work."""
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise PathError(f"{what} {path} is a file, not a directory")
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".tmp-probe-")
+        os.close(fd)
+        os.remove(probe)
+    except PathError:
+        raise
+    except OSError as e:
+        raise PathError(f"{what} {path} is not writable: {e.strerror or e}") from None
+    return path
+
+
+def writable_file(path: str, what: str = "file") -> str:
+    """A file we may (atomically) write: not a directory, in a writable directory."""
+    if os.path.isdir(path):
+        raise PathError(f"{what} {path} is a directory, not a file")
+    writable_dir(os.path.dirname(os.path.abspath(path)) or ".", f"{what}'s directory")
+    return path
+
+
+def cache_dir(path: str | None = None) -> str:
+    """The model cache: `path`, else $REASONLAB_CACHE, else ~/.cache/reasonlab."""
+    return os.path.abspath(os.path.expanduser(path or os.environ.get(CACHE_ENV) or "~/.cache/reasonlab"))
+
+
+def check_name(name: str) -> str:
+    """A cache name is letters, digits, '_', '.', '-' (no separators, no '..'): it cannot leave the cache."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:   # match()'s $ also matches before a final newline
+        raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.' and '-' only")
+    return name
+
+
+def resolve(path: str) -> str:
+    """Accept a checkpoint given as stem, .json or .safetensors path."""
+    for ext in (".json", ".safetensors"):
+        if path.endswith(ext):
+            return path[:-len(ext)]
+    return path
