@@ -205,7 +205,7 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
     assert torch.equal(misread(copy.deepcopy(base), 0.5, 3).tok.weight, m.tok.weight)   # deterministic
     # calibration against a stand-in accuracy that falls linearly with sigma: 1 - sigma
     unit = (misread(copy.deepcopy(base), 1.0, 7).tok.weight - base.tok.weight).detach().abs().sum()
-    monkeypatch.setattr(importlib.import_module("reasonlab.evaluate"), "evaluate", lambda model, probe, force: {
+    monkeypatch.setattr(importlib.import_module("reasonlab.train.sft"), "evaluate", lambda model, probe, force: {
         "acc": 1 - float((model.tok.weight.detach() - clean["tok.weight"]).abs().sum() / unit)})
     mr = dict(ERR_CFG["misread"], acc=0.45, iters=12)
     sigma = calibrate_misread(base, mr, 7)

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from .model import GPT, KVCache, additive
 from .task import ID, MAX_LEN
+from .task import BUDGET_VOCAB, with_budget
 
 PAD, EOS = ID["<pad>"], ID["</s>"]
 
@@ -54,7 +55,6 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
     a model without budget tokens (budget.py trains those) raises ValueError.
     """
     if budget is not None:
-        from .task import BUDGET_VOCAB, with_budget
         if model.cfg.vocab_size < len(BUDGET_VOCAB):
             raise ValueError(f"budget={budget}: this model has no budget tokens (vocabulary {model.cfg.vocab_size} < "
                              f"{len(BUDGET_VOCAB)}); train one with `reasonlab budget`")

@@ -36,13 +36,22 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, truncated, corrupt or of the wrong shape."""
 
 
+def umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str, write: Callable[[str], None]) -> None:
     """Call write(tmp) on a temporary file beside `path`, then rename it into place. The temp name is unique
-    (mkstemp), so two writers never share one; on any failure (ENOSPC included) it is removed."""
+    (mkstemp), so two writers never share one; on any failure (ENOSPC included) it is removed. The file gets the
+    mode a plain open() would give it (0666 less the umask), not mkstemp's 0600."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=os.path.basename(path))
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~umask())
         write(tmp)
         os.replace(tmp, path)
     except BaseException:

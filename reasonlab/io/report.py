@@ -11,6 +11,15 @@ import numpy as np  # noqa: E402
 
 from ..core.task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR  # noqa: E402
 from ..stats.summary import chance, pareto, pm  # noqa: E402
+from .checkpoint import atomic_write 
+from matplotlib.ticker import NullLocator
+import base64
+import re
+import markdown
+from .checkpoint import write_text
+import shutil
+import subprocess
+import tempfile
 
 # plot colours by format token, and for free generation
 TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free": FREE_COLOR}
@@ -24,7 +33,6 @@ def save(fig, path: str) -> str:
     """Write a figure atomically (temp file + rename) and close it. A figure with a layout engine (constrained) is
     saved as laid out: bbox_inches="tight" would measure every artist once more (the budget section's two
     many-panel figures: 5.0 -> 3.0-3.3 s)."""
-    from .checkpoint import atomic_write   # a unique temp name: two writers never share one, a failure leaves none
     tight = {} if fig.get_layout_engine() is not None else {"bbox_inches": "tight"}
     try:
         atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", pil_kwargs={"optimize": True}, **tight))
@@ -36,7 +44,6 @@ def save(fig, path: str) -> str:
 def log_x(ax, base: float = 10) -> None:
     """A log-scale x axis without minor ticks: on a many-panel figure they are hundreds of tick artists, about a
     third of its drawing time (search's accuracy-against-FLOPs figure)."""
-    from matplotlib.ticker import NullLocator
     ax.set_xscale("log", base=base)
     ax.xaxis.set_minor_locator(NullLocator())
 
@@ -369,12 +376,8 @@ padding:0 .25em;border-radius:3px}blockquote{color:#555;border-left:3px solid #c
 def write_report(out: str, md: str, title: str, html: bool = True) -> dict:
     """report.md (images linked) and a self-contained report.html (images embedded as data URIs), both atomic
     (html=False: report.md alone, and a stale report.html removed)."""
-    import base64
-    import re
 
-    import markdown
 
-    from .checkpoint import write_text
 
     paths = {"md": os.path.join(out, "report.md"), "html": os.path.join(out, "report.html")}
     write_text(paths["md"], md)
@@ -394,9 +397,6 @@ def write_report(out: str, md: str, title: str, html: bool = True) -> dict:
 
 def screenshot(html: str, png: str, width: int = 1200, height: int = 12000, chromium: str | None = None) -> str:
     """Render html in headless Chromium (flags as this machine's browser tests need) and save a PNG."""
-    import shutil
-    import subprocess
-    import tempfile
     exe = chromium or shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if exe is None:
         raise FileNotFoundError("no Chromium found (Debian: apt-get install chromium)")

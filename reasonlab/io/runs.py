@@ -15,6 +15,7 @@ Resume with no complete checkpoint starts at step 0 and says so. Resume with a c
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -23,8 +24,9 @@ import shutil
 import tempfile
 from typing import Callable
 
-from .checkpoint import CheckpointError, load_tensors, save_tensors, write_json
+from .checkpoint import CheckpointError, load_tensors, save_tensors, umask, write_json
 from .files import PathError, writable_dir
+from .checkpoint import write_text
 
 CKPT_RE = re.compile(r"ckpt-(\d+)")
 # RLConfig fields that may change on --resume: how long and how chatty the run is, not what it computes
@@ -42,9 +44,10 @@ class RunError(ValueError):
 _HELD: dict[str, int] = {}
 
 
-def lock(run_dir: str) -> bool:
-    """Take the run directory's lock; True if taken now, False if this process already held it. RunError naming
-    the holder's pid if another process holds it; PathError if the directory cannot be created or written."""
+def lock(run_dir: str, flag: str = "--run-dir", wait: bool = False, log: Callable | None = None) -> bool:
+    """Take the run directory's lock; True if taken now, False if this process already held it. If another process
+    holds it: RunError naming its pid, or (wait) wait for it. A pid left in the lock file by a process that died
+    holding it is said (log) and taken over. PathError if the directory cannot be created or written."""
     run_dir = writable_dir(run_dir, "run directory")
     if run_dir in _HELD:
         return False
@@ -53,9 +56,16 @@ def lock(run_dir: str) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise RunError(f"run directory {run_dir} is in use by process {holder}: wait for it to finish, or use "
-                       f"another --run-dir") from None
+        if not wait:
+            os.close(fd)
+            raise RunError(f"{run_dir} is in use by process {holder}: wait for it to finish (or pass --wait), or "
+                           f"use another {flag}") from None
+        if log:
+            log(f"{run_dir} is in use by process {holder}: waiting for it")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    stale = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    if stale and log:           # a holder that unlocks clears its pid: this one died holding the lock
+        log(f"{run_dir}: took over the lock of process {stale}, which is no longer running")
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _HELD[run_dir] = fd
@@ -65,7 +75,19 @@ def lock(run_dir: str) -> bool:
 def unlock(run_dir: str) -> None:
     fd = _HELD.pop(os.path.abspath(os.path.expanduser(run_dir)), None)
     if fd is not None:
+        os.ftruncate(fd, 0)     # no pid left behind: the next holder knows this one ended cleanly
         os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(run_dir: str, flag: str, wait: bool = False, log: Callable | None = None):
+    """The run directory's lock for a block (released after it, unless this process held it before)."""
+    taken = lock(run_dir, flag, wait, log)
+    try:
+        yield
+    finally:
+        if taken:
+            unlock(run_dir)
 
 
 def unlock_all() -> None:
@@ -118,7 +140,6 @@ def read_metrics(path: str, log: Callable | None = None) -> list[dict]:
 
 def truncate_metrics(run_dir: str, last_step: int, log: Callable | None = None) -> None:
     """Keep the records of steps <= last_step: steps logged after the checkpoint are run again on resume."""
-    from .checkpoint import write_text
     path = os.path.join(run_dir, "metrics.jsonl")
     if os.path.exists(path):
         keep = [r for r in read_metrics(path, log) if r["step"] <= last_step]
@@ -151,6 +172,7 @@ def save_checkpoint(run_dir: str, step: int, tensors: dict, meta: dict) -> str:
     """Write ckpt-<step>/ as one unit: both files into a fresh temp directory, then one rename. Older checkpoints
     are removed only once the new one is in place, so a kill at any point leaves a complete checkpoint."""
     tmp = tempfile.mkdtemp(dir=run_dir, prefix=".tmp-ckpt-")
+    os.chmod(tmp, 0o777 & ~umask())                 # a plain mkdir's mode, not mkdtemp's 0700
     final = os.path.join(run_dir, f"ckpt-{step:06d}")
     try:
         save_tensors(os.path.join(tmp, "state"), tensors, meta)

@@ -22,6 +22,8 @@ from .config import ADAPTIVE_METHODS as METHODS, adaptive_fields
 from ..stats.summary import mean_std, pareto
 from ..train.rl import RLConfig, train
 from ..core.task import FMT_NAMES
+import torch
+from . import tts
 
 
 def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
@@ -46,7 +48,6 @@ def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
 
 def reference_accuracy(model: GPT, n: int = 200, seed: int = 3) -> dict:
     """The base model's sampled accuracy per k when it thinks (forced S): AdaptThink's reference."""
-    import torch
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
     r = evaluate(model, problems_per_k(n, seed=seed), gen=gen, temperature=1.0, force=["S"])
     return {k: v["acc"] for k, v in r["per_k"].items()}
@@ -92,7 +93,6 @@ def mean_points(per_base: list[dict]) -> dict:
 def tts_points(base: GPT, n: int = 300) -> dict:
     """Two test-time-compute points for the plane: maj@8 of direct answers and maj@4 of short chains, on the
     methods' and fixed formats' problems (the test set), so the whole table compares on one set."""
-    from . import tts
     probs = problems_per_k(n, seed=TEST_SEED)
     out = {}
     for f, N in (("A", 8), ("S", 4)):

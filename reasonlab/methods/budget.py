@@ -43,6 +43,12 @@ from .config import BUDGET_QUICK as QUICK, VARIANTS, BudgetConfig, Variant  # no
 from ..core.sampling import generate, sample_tree
 from ..core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, VOCAB, budget_prompt_ids,
                    chain_steps, make_digits, parse, prompt_ids, solution)
+from ..train.sft import train_on_batches
+from ..train.rl import RLConfig, every_n_steps, train
+from .tts import budget_hook
+from ..train.zoo import base_model
+from ..io.checkpoint import write_json
+from ..io.checkpoint import save_model
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -125,7 +131,6 @@ def annotated_output(digits: list[int], budget: int) -> list[str]:
 
 def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64) -> list[dict]:
     """Supervised fine-tuning on budget prompts with annotated outputs (train.train_on_batches: warmup + cosine)."""
-    from ..train.sft import train_on_batches
     rng = random.Random(seed + 10_000)
 
     def get_batch(step):
@@ -144,7 +149,6 @@ def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64
 def train_variant(base: GPT, variant: str, cfg: BudgetConfig, seed: int, progress: bool = False) -> dict:
     """One budget model: (SFT warm start,) GRPO with an L1 reward; returns the model, per-budget training logs and
     the seconds spent (SFT and RL, without evaluation)."""
-    from ..train.rl import RLConfig, every_n_steps, train
     kind = variant.split("+")[0]
     t0 = time.perf_counter()
     policy = budget_model(base)
@@ -292,7 +296,6 @@ def eval_budget_model(model: GPT, problems: list[list[int]], n_examples: int = 0
 
 def eval_forcing(base: GPT, problems: list[list[int]]) -> dict:
     """s1 budget forcing on the base model: a T chain, "A" forced after b steps (tts.budget_hook), greedy."""
-    from .tts import budget_hook
     out = {}
     for b in BUDGETS:
         toks, _ = sample_tree(base, [prompt_ids(d) for d in problems], 1, None, 0.0, force=["T"],
@@ -321,7 +324,6 @@ def run(cfg: BudgetConfig, seed: int, base: GPT | None = None, cache: str | None
     """Train every variant from the base model of `seed`, evaluate it with forcing and the fixed formats."""
     cfg.validate()
     if base is None:
-        from ..train.zoo import base_model
         base = base_model(seed, cache=cache, log=log)
     base.eval()
     probs = problems_per_k(cfg.eval_n, seed=cfg.eval_seed)
@@ -330,7 +332,6 @@ def run(cfg: BudgetConfig, seed: int, base: GPT | None = None, cache: str | None
         t = time.perf_counter()
         tr = train_variant(base, v, cfg, seed, progress)
         if cfg.out:
-            from ..io.checkpoint import save_model
             save_model(os.path.join(cfg.out, f"model-{v.replace('+', '-')}-seed{seed}"), tr["model"],
                        {"variant": v, "seed": seed, "config": asdict(cfg)})
         res["variants"][v] = {"train_seconds": round(tr["seconds"], 1), "sft_seconds": round(tr["sft_seconds"], 1),
@@ -341,7 +342,6 @@ def run(cfg: BudgetConfig, seed: int, base: GPT | None = None, cache: str | None
                 f"{time.perf_counter() - t - tr['seconds']:.1f}s")
     res.update(eval_baselines(base, probs))
     if cfg.out:
-        from ..io.checkpoint import write_json
         write_json(os.path.join(cfg.out, f"seed{seed}.json"), res)
     return res
 

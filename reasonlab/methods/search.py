@@ -48,6 +48,11 @@ from ..core.sampling import EOS, last_logits, pick, sample_tree, strip_row
 from ..core.task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
 from .verifier import aggregate, steps as read_steps
 from ..train.zoo import thinker_model
+from .verifier import held_out
+from .verifier import VerifierConfig
+from .verifier import OracleVerifier, train_verifier
+import os
+from ..io.checkpoint import write_json
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -291,7 +296,6 @@ def weighted(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
 def split_problems(n_per_k: int, seed: int, part: str, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
     """Problems from the verifiers' held-out quarter (verifier.held_out), halved again by another hash byte into a
     validation and a test part, so the two are disjoint as sets (k = 2 has ~25 held-out problems: draws repeat)."""
-    from .verifier import held_out
     rng = random.Random(f"search-{seed}-{part}")
     want = part == "val"
     out = []
@@ -307,7 +311,6 @@ def split_problems(n_per_k: int, seed: int, part: str, ks=range(K_MIN, K_MAX + 1
 
 def verifier_config(config: SearchConfig):
     """The verifiers' training settings: verifier.VerifierConfig's defaults, or tiny ones (quick runs, tests)."""
-    from .verifier import VerifierConfig
     return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if config.quick_verifiers else VerifierConfig()
 
 
@@ -333,7 +336,6 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
     """Every method x verifier x N on the validation and test problems of one seed. Writes <out>/seed<seed>.json
     when out is given. Per strategy and split: per-problem correctness (a 0/1 string) and token counts, so findings
     can bootstrap over problems and seeds."""
-    from .verifier import OracleVerifier, train_verifier
     config.validate()
     t_all = time.perf_counter()
     timing = {}
@@ -400,8 +402,6 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
     if log:
         log(f"  search grid, seed {seed}: {timing['total']:.0f}s ({timing})")
     if out:
-        import os
-        from ..io.checkpoint import write_json
         write_json(os.path.join(out, f"seed{seed}.json"), res)
     return res
 

@@ -17,6 +17,9 @@ from ..core.model import GPT
 from ..core.sampling import sample_tree
 from ..core.task import DIGIT0, FMT_INDEX, ID, PROMPT_LEN, check_chain, parse, prompt_ids
 from ..stats.summary import bootstrap_ci
+from ..core.evaluate import split_of
+import time
+from ..core.evaluate import problems_per_k
 
 
 @dataclass
@@ -226,7 +229,6 @@ def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
     tokens with the cheapest single candidate that reaches the target at every k on validation. Every candidate
     competes on both sides, greedy decoding included. The ratio is reported whatever it is (1 when one strategy is
     best everywhere)."""
-    from ..core.evaluate import split_of
     split = np.array([split_of(d) for d in problems])
     kk = np.array([len(d) for d in problems])
     ks = sorted(set(kk.tolist()))
@@ -266,8 +268,6 @@ def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"
         budgets: bool = True, log=print) -> dict:
     """The whole test-time-compute grid. Returns a JSON-able dict, the lab's "sampling" result (with budgets, also
     its "budgets" result): lab.render draws it."""
-    import time
-    from ..core.evaluate import problems_per_k
     # one problem set for the whole grid: half from the validation side of the problem space, half from the test
     # side (evaluate.split_of), so the frontier selects and scores on disjoint problems
     problems = problems_per_k(n_per_k // 2, seed=seed, split="val") + problems_per_k(n_per_k - n_per_k // 2, seed=seed,

@@ -139,6 +139,12 @@ from ..core.model import GPT  # noqa: E402
 from ..core.sampling import generate_n, sample_tree, strip_row  # noqa: E402
 from ..core.task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
 from ..train.zoo import thinker_model  # noqa: E402
+from ..io.checkpoint import weights_hash
+from ..train.sft import AdamW, lr_at
+from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors
+from ..io.files import cache_dir, check_name
+from ..io.checkpoint import write_json
+from ..train.zoo import base_model
 
 PAD = ID["<pad>"]
 FORCE_TOKENS = {"A": ["A"], "S": ["S"], "T": ["T"]}
@@ -245,7 +251,6 @@ def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig,
     gen's state): the kinds of one seed draw the same training outputs and the same held-out ones, so the lab's
     search unit sampled six times what it needed twice. A repeat hands back the lists and leaves gen where the
     sampling left it, so what draws from gen next (prm-mc's rollouts) draws the same stream."""
-    from ..io.checkpoint import weights_hash
     key = (weights_hash(thinker), tuple(map(tuple, problems)), cfg.formats, cfg.format_weights, cfg.samples,
            cfg.temperature, gen.device.type, bytes(gen.get_state().numpy()))
     if key in _SAMPLED:
@@ -344,7 +349,6 @@ def logits_at(net: GPT, ids: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 
 def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:
     """BCE (soft targets allowed) on the step positions; AdamW, warmup + cosine (train.lr_at)."""
-    from ..train.sft import AdamW, lr_at
     g = torch.Generator().manual_seed(seed)
     opt = AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.98))
     net.train()
@@ -370,8 +374,6 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
 
     Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>), safetensors + JSON,
     keyed by the config, the seed and the thinker's weights; name=None with cache="" disables caching (tests)."""
-    from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors
-    from ..io.files import cache_dir, check_name
     cfg = VerifierConfig(**{**asdict(config or VerifierConfig()), "kind": kind})
     cfg.validate()
     key = cache_key({"verifier": asdict(cfg), "seed": seed}, init=thinker)
@@ -407,7 +409,6 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     ids, y, m = _targets(digs, outs, labels)
     src = thinker if cfg.init == "thinker" else None
     if cfg.init == "base":
-        from ..train.zoo import base_model
         src = base_model(seed, cache=cache or None, log=log)
     net = build_net(src, cfg=thinker.config(), head=cfg.head)
     losses = fit(net, ids, y, m, cfg, seed)
@@ -494,7 +495,6 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
 def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
     """Train every kind in config.kinds on the thinker's samples and measure it on held-out problems; writes
     <out>/seed<seed>.json and returns the same dict."""
-    from ..io.checkpoint import write_json
     thinker = thinker_model(config.thinker, seed, config.cache, log=log)
     res = {"seed": seed, "thinker": config.thinker, "config": asdict(config), "kinds": {}}
     for kind in config.kinds:

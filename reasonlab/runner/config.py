@@ -43,6 +43,8 @@ class SweepConfig:
     """cpu or cuda"""
     fresh: bool = False
     """rerun every unit even where a finished result with the same settings exists"""
+    wait: bool = False
+    """if another process is running a sweep on --out, wait for it instead of stopping"""
     report_to: Literal["none", "tensorboard"] = "none"
     """tensorboard: event files per RL run under <out>/tensorboard/<cell>/seed<s>"""
     execution: ExecConfig = field(default_factory=ExecConfig)
@@ -177,6 +179,8 @@ class LabConfig:
     """tensorboard: event files of the RL runs under <out>/tensorboard/"""
     pack: bool = False
     """store the per-seed results gzipped and write report.md without report.html (the committed results/)"""
+    wait: bool = False
+    """if another process is running a lab on --out, wait for it instead of stopping"""
 
     def selected(self) -> tuple[str, ...]:
         return self.only or X.names()

@@ -22,8 +22,14 @@ from ..io.files import cache_dir
 from .executor import Unit, UnitsFailed, run_units
 from ..train.zoo import model_in_cache
 from ..train.sft import base_cfg, base_name
+from ..io.runs import locked
 from .config import LabConfig
 from .store import Store, unit_key as store_key
+import multiprocessing as mp
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from ..io import tblog
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
@@ -53,9 +59,13 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     """Run (or reuse) every selected experiment for every seed on cfg.execution, then write the report. Returns
     {experiment: {"results": [per seed], "seconds": [...]}}. The base models are units of their own, queued first
     (one per seed, in parallel where the executor is), each seed's experiments queued behind the models trained
-    before its own."""
+    before its own. The run directory is locked: a second lab on it stops (or, with cfg.wait, waits)."""
     cfg.validate()
-    os.makedirs(cfg.out, exist_ok=True)
+    with locked(cfg.out, "--out", cfg.wait, log):
+        return _run(cfg, log)
+
+
+def _run(cfg: LabConfig, log: Callable) -> dict:
     write_json(os.path.join(cfg.out, "config.json"), asdict(cfg))
     t_lab = time.perf_counter()
     timing: dict[str, float] = {}
@@ -114,7 +124,6 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     write_json(os.path.join(cfg.out, "timing.json"), meta)
     paths = write_report(cfg.out, results, meta, html=not cfg.pack)
     if cfg.report_to == "tensorboard":
-        from ..io import tblog
         tblog.write_lab(cfg.out, results)
     log(f"lab finished in {wall:.0f}s; report: " + " and ".join(p for p in (paths["html"], paths["md"]) if p))
     if failed:
@@ -126,6 +135,11 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
 def rebuild_report(cfg: LabConfig) -> dict:
     """`--report-only`: the report from the results in the store (packed first, with cfg.pack). A bad record or
     timing file is a ValueError naming it."""
+    with locked(cfg.out, "--out", cfg.wait):
+        return _rebuild_report(cfg)
+
+
+def _rebuild_report(cfg: LabConfig) -> dict:
     store = Store(cfg.out, packed=cfg.pack)
     if cfg.pack:
         for exp in X.names():
@@ -189,10 +203,6 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     rendering runs none (tests/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
     rendering process dies, it renders here."""
     global _TO_RENDER
-    import multiprocessing as mp
-    import warnings
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
     exps = [e for e in longest_first("render_cost") if e in results]
     workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
     here = lambda: {e: render(e, results[e]["results"], out) for e in exps}   # noqa: E731

@@ -33,8 +33,25 @@ import numpy as np
 
 from .executor import Unit, run_units
 from ..train.zoo import cached_model
+from ..io import tblog
+from ..io.checkpoint import write_json
+from ..io.runs import locked
 from .config import ADAPTIVE_DEFAULTS, SweepConfig
 from .store import Store
+from ..train.sft import base_cfg
+from ..train.sft import base_name
+from ..methods import adaptive
+from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
+from ..train.rl import RLConfig, train
+from ..io.checkpoint import fingerprint
+from ..io.checkpoint import cache_key
+from .store import unit_key as store_key
+from ..stats.summary import mean_std
+from ..stats.summary import bootstrap_ci
+import matplotlib.pyplot as plt
+from ..io.report import save
+from ..io.checkpoint import write_text
+from ..io.report import plot_rl_runs, write_report
 
 HIST_KEYS = ("step", "reward", "reward_std", "acc", "length", "kl", "kl_exact", "entropy", "frac_reward_zero_std",
              "share", "step_time")
@@ -49,7 +66,6 @@ HIST_KEYS = ("step", "reward", "reward_std", "acc", "length", "kl", "kl_exact", 
 
 def tiny_base_cfg(seed: int) -> dict:
     """A base model trained for a few seconds: for tests and overhead measurements, not for results."""
-    from ..train.sft import base_cfg
     cfg = base_cfg(seed)
     for ph in cfg["phases"]:
         ph[1], ph[2] = 5, 1
@@ -58,7 +74,6 @@ def tiny_base_cfg(seed: int) -> dict:
 
 def base_model(base: str, seed: int) -> tuple[str, dict]:
     """(cache name, recipe) of the base model for `seed`."""
-    from ..train.sft import base_cfg, base_name
     if base == "tiny":
         return f"sweep-tiny-seed{seed}", tiny_base_cfg(seed)
     return base_name(seed, base == "quick"), base_cfg(seed, base == "quick")
@@ -67,9 +82,6 @@ def base_model(base: str, seed: int) -> tuple[str, dict]:
 def run_cell(params: dict, seed: int, base: str = "standard", cache: str | None = None, device: str = "cpu",
              eval_n: int = 200) -> dict:
     """Train from the seed's base model with the cell's settings, evaluate greedily; a JSON-able result."""
-    from ..methods import adaptive
-    from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
-    from ..train.rl import RLConfig, train
     name, bcfg = base_model(base, seed)
     model = cached_model(name, bcfg, cache=cache, device=device, progress=False)
     p = dict(params)
@@ -95,15 +107,12 @@ def run_cell(params: dict, seed: int, base: str = "standard", cache: str | None 
 
 def cell_id(params: dict, keys: list[str]) -> str:
     """A readable, unique directory name for a cell: its grid values, then a short hash of all its params."""
-    from ..io.checkpoint import fingerprint
     slug = "_".join(f"{k}={params[k]}" for k in keys) or "cell"
     slug = re.sub(r"[^A-Za-z0-9_.=-]+", "-", slug)[:80]
     return f"{slug}-{fingerprint(params)[:6]}"
 
 
 def unit_key(params: dict, seed: int, cfg: SweepConfig) -> str:
-    from ..io.checkpoint import cache_key
-    from .store import unit_key as store_key
     return store_key(params=params, seed=seed, eval_n=cfg.eval_n, base=cache_key(base_model(cfg.base, seed)[1]))
 
 
@@ -118,13 +127,16 @@ def check_cell(result) -> None:
 
 
 def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
-    """Run (or reuse) every (cell, seed) on the executor, then aggregate and render. Returns the summary."""
-    from ..io import tblog
-    from ..io.checkpoint import write_json
+    """Run (or reuse) every (cell, seed) on the executor, then aggregate and render. Returns the summary. The run
+    directory is locked: a second sweep on it stops (or, with cfg.wait, waits)."""
     cfg.validate()
+    with locked(cfg.out, "--out", cfg.wait, log):
+        return _run(cfg, log)
+
+
+def _run(cfg: SweepConfig, log: Callable | None) -> dict:
     out = os.path.abspath(cfg.out)           # workers may run elsewhere (another cwd, another node)
     cache = os.path.abspath(os.path.expanduser(cfg.cache_dir)) if cfg.cache_dir else None
-    os.makedirs(out, exist_ok=True)
     write_json(os.path.join(out, "config.json"), asdict(cfg))
     cells = cfg.cells()
     ids = [cell_id(c, list(cfg.grid)) for c in cells]
@@ -174,8 +186,6 @@ def run(cfg: SweepConfig, log: Callable | None = print) -> dict:
 def aggregate(results: dict, cfg: SweepConfig) -> dict:
     """Per cell: accuracy mean ± std over seeds and a 95 % bootstrap interval over all seeds' evaluation problems;
     tokens, direct share and training seconds mean ± std."""
-    from ..stats.summary import mean_std
-    from ..stats.summary import bootstrap_ci
     rows = []
     for cid, r in results.items():
         runs = r["runs"]
@@ -197,9 +207,7 @@ def _label(params: dict, keys: list[str]) -> str:
 
 def plot_cells(summary: dict, path: str) -> str:
     """Accuracy per cell (mean, 95 % bootstrap interval) and accuracy against tokens."""
-    import matplotlib.pyplot as plt
 
-    from ..io.report import save
     rows = [r for r in summary["cells"] if r["n"]]
     keys = list(summary["grid"])
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, max(3.2, 0.35 * len(rows) + 1.5)))
@@ -243,8 +251,6 @@ def table(summary: dict) -> str:
 
 def render(summary: dict, out: str) -> str:
     """table.md, cells.png, curves.png and report.md/report.html; returns the markdown section."""
-    from ..io.checkpoint import write_text
-    from ..io.report import plot_rl_runs, write_report
     md_table = table(summary)
     write_text(os.path.join(out, "table.md"), md_table + "\n")
     keys = list(summary["grid"])

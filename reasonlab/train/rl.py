@@ -30,6 +30,13 @@ from ..core.sampling import generate_n, layout, logits_at
 from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, make_digits, parse, prompt_ids
 from .sft import AdamW
 from .config import ALGOS, Algo, RLConfig  # noqa: F401  (the loop's public names)
+from ..core.task import VOCAB
+from ..io.runs import save_checkpoint
+from ..io.checkpoint import check_finite
+from ..io.checkpoint import load_tensors
+from ..io import runs
+from tqdm import tqdm
+from ..io.runs import append_metric
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -166,7 +173,6 @@ def format_shares(parsed: list[dict], digits: list[list[int]], G: int) -> tuple[
 
 def completion_table(digits, outs, r, adv, G: int, n_problems: int = 2) -> str:
     """A few problems with each of their completions, reward and advantage (for the console)."""
-    from ..core.task import VOCAB
     lines = []
     for i in range(min(n_problems, len(digits))):
         lines.append(f"  problem {' '.join(map(str, digits[i]))}  (answer {sum(digits[i]) % 10})")
@@ -182,7 +188,6 @@ def save_state(stem: str, step: int, policy: GPT, ref: GPT | None, opt, rng: ran
 
     stem is <run_dir>/state: the checkpoint goes to <run_dir>/ckpt-<step>/state.* as one atomic unit
     (runs.save_checkpoint); returns its stem."""
-    from ..io.runs import save_checkpoint
     t = {f"policy.{k}": v for k, v in policy.state_dict().items()}
     if ref is not None:
         t.update({f"ref.{k}": v for k, v in ref.state_dict().items()})
@@ -198,7 +203,6 @@ def save_state(stem: str, step: int, policy: GPT, ref: GPT | None, opt, rng: ran
 def apply_state(t: dict, meta: dict, policy: GPT, ref: GPT | None, opt, rng: random.Random,
                 gen: torch.Generator) -> tuple[int, list]:
     """Restore a checkpoint's tensors and metadata (verified by load_tensors) into the run's objects."""
-    from ..io.checkpoint import check_finite
     check_finite({k: v for k, v in t.items() if k.startswith("policy.")}, f"checkpoint at step {meta.get('step')}")
     policy.load_state_dict({k[7:]: v for k, v in t.items() if k.startswith("policy.")}, strict=True)
     if ref is not None and any(k.startswith("ref.") for k in t):
@@ -217,7 +221,6 @@ def apply_state(t: dict, meta: dict, policy: GPT, ref: GPT | None, opt, rng: ran
 
 def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator) -> tuple[int, list]:
     """Restore the checkpoint <stem>.safetensors + <stem>.json (runs.latest(run_dir) names the newest)."""
-    from ..io.checkpoint import load_tensors
     return apply_state(*load_tensors(stem), policy, ref, opt, rng, gen)
 
 
@@ -261,7 +264,6 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     stem = os.path.join(run_dir, "state") if run_dir else None
     start, hist, locked = 0, [], False
     if run_dir:   # locked, resumed from the newest complete checkpoint (or step 0), torn log line dropped: runs.py
-        from ..io import runs
         start, hist, locked = runs.open_run(run_dir, asdict(cfg), resume,
                                             lambda t, m: apply_state(t, m, policy, ref, opt, rng, gen), log)
     if not all_finite(params):
@@ -366,14 +368,12 @@ class Logbook:
         self.run_dir = run_dir
         self.bar = None
         if bar_start is not None:
-            from tqdm import tqdm
             self.bar = tqdm(total=cfg.steps, initial=bar_start, unit="step", leave=False)
 
     def end_step(self, step: int, rec: dict, policy: GPT, table: Callable[[], str] | None = None) -> None:
         cfg, n = self.cfg, step + 1
         self.hist.append(rec)
         if self.run_dir:
-            from ..io.runs import append_metric
             append_metric(self.run_dir, rec)
         if self.log and cfg.log_every and n % cfg.log_every == 0:
             self.log(log_line(rec))

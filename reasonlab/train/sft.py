@@ -15,6 +15,9 @@ from ..core.config import check_choices
 from ..core.model import GPT
 from ..core.task import (DIGIT0, FMT_NAMES, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
                    prompt_ids)
+from ..core.evaluate import GATE_SEED, meets_bar, problems_per_k
+from ..core.evaluate import evaluate
+from tqdm import tqdm
 
 
 def build_model(seed: int = 0, vocab_size: int = len(VOCAB)) -> GPT:
@@ -175,7 +178,6 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
     hist, t0 = [], time.perf_counter()
     bar = None
     if progress:
-        from tqdm import tqdm
         bar = tqdm(total=steps, leave=False, unit="step")
     for step in range(steps):
         if stop is not None and stop(step):
@@ -269,7 +271,6 @@ def phase_options(ph: list) -> tuple[PhaseOptions, Gate | None]:
 
 def gate_passes(model: GPT, gate: Gate) -> bool:
     """The gate's test on the validation problems (greedy, so it draws no random numbers)."""
-    from ..core.evaluate import GATE_SEED, meets_bar, problems_per_k
     return meets_bar(model, problems_per_k(gate.n, GATE_SEED, split="val"),
                      problems_per_k(gate.n, GATE_SEED, ks=[K_MIN], split="val"), gate.S, gate.T, gate.A)
 
@@ -401,7 +402,6 @@ def misread(model: GPT, sigma: float, seed: int) -> GPT:
 def calibrate_misread(model: GPT, m: dict, seed: int) -> float:
     """The sigma (in [0, 1]) at which misread(model) is right on m["acc"] of the probe: bisection, keeping the
     larger sigma whose accuracy is still >= acc. Leaves `model` as it was."""
-    from ..core.evaluate import evaluate, problems_per_k
     probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]])
     clean = model.tok.weight.data.clone()
 
