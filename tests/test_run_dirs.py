@@ -96,3 +96,72 @@ def test_atomic_writes_keep_the_umasks_mode(tmp_path, mask):
     assert mode(tmp_path / "a.json") == mode(tmp_path / "b.json") == 0o666 & ~mask
     assert mode(tmp_path / "ckpt-000001") == 0o777 & ~mask
     assert mode(tmp_path / "ckpt-000001" / "state.json") == 0o666 & ~mask
+
+
+@pytest.mark.parametrize("toml,argv,msg", [
+    ("grid = 5\n", [], "grid must be a table"),
+    ("seeds = [-1]\n[grid]\nbeta = [0.0]\n", [], "seeds must be in 0..4294967295"),
+    ("seeds = [true]\n[grid]\nbeta = [0.0]\n", [], "seeds must be a list of integers"),
+    ("[grid]\nbeta = [0.0]\n[set]\nsteps = 100000000\n", [], "steps = 100,000,000 is more than 10,000,000"),
+    ("[grid]\nbeta = [nan]\n", [], "beta must be a finite number"),
+    (None, ["--set", "beta=nan", "--grid", "algo=grpo"], "beta must be a finite number"),
+    (None, ["--set", "steps=100000000"], "is more than 10,000,000"),
+    (None, ["--grid", "beta=0", "--seeds", "-1"], "--seeds must be in 0..4294967295"),
+    (None, ["--grid", "beta=" + ",".join(str(i / 1e4) for i in range(200)),
+            "--grid", "learning_rate=" + ",".join(str((i + 1) * 1e-6) for i in range(60))], "36,000 (cell, seed) units"),
+    (None, ["--grid", "beta=0,0.04", "--max-units", "5"], "6 (cell, seed) units, more than --max-units 5"),
+])
+def test_every_sweep_value_is_checked_before_any_work(tmp_path, capsys, toml, argv, msg):
+    if toml is not None:
+        (tmp_path / "grid.toml").write_text(toml)
+        argv = ["--config", str(tmp_path / "grid.toml")] + argv
+    assert main(["sweep", *argv, "--base", "tiny", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and msg in err, err
+    assert not (tmp_path / "o" / "cells").exists()
+
+
+def test_a_budget_beyond_bounds_is_refused(tmp_path, capsys):
+    assert main(["budget", "--sft-steps", "100000000000", "--out", str(tmp_path)]) == 2
+    assert "sft_steps = 100,000,000,000 is more than 10,000,000" in capsys.readouterr().err
+
+
+def test_a_config_that_is_not_a_file_and_a_cache_that_is_a_file_are_refused(tmp_path, capsys, monkeypatch):
+    os.mkfifo(tmp_path / "grid.toml")
+    signal.alarm(20)                              # reading a FIFO would hang: fail instead
+    try:
+        assert main(["sweep", "--config", str(tmp_path / "grid.toml"), "--out", str(tmp_path / "o")]) == 2
+    finally:
+        signal.alarm(0)
+    assert "is not a regular file" in capsys.readouterr().err
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path / "afile"))
+    assert main(["sweep", "--grid", "beta=0", "--out", str(tmp_path / "o")]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+
+
+def test_commands_that_draw_nothing_do_not_load_matplotlib(tmp_path):
+    import subprocess
+    import sys
+    code = ("import sys; from reasonlab.train.sft import build_model; from reasonlab.io.checkpoint import save_model\n"
+            f"save_model({str(tmp_path / 'm')!r}, build_model(0), {{}})\n"
+            "from reasonlab.cli import main\n"
+            f"assert main(['sample', '1 2', '--checkpoint', {str(tmp_path / 'm')!r}]) == 0\n"
+            f"assert main(['findings', 'diff', {str(tmp_path)!r}, {str(tmp_path)!r}]) == 2\n"
+            "print(sorted({'matplotlib'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_an_unwritable_home_still_gets_one_line(tmp_path):
+    import subprocess
+    import sys
+    bad = tmp_path / "run" / "base"
+    bad.mkdir(parents=True)
+    (bad / "seed0.json").write_text("[1, 2]")
+    env = {**os.environ, "HOME": "/proc", "XDG_CONFIG_HOME": "", "MPLCONFIGDIR": ""}
+    for argv in (["lab", "--report-only", "--out", str(tmp_path / "run"), "--seeds", "0"],
+                 ["sample", "1 2", "--checkpoint", str(tmp_path / "missing")]):
+        out = subprocess.run([sys.executable, "-m", "reasonlab", *argv], capture_output=True, text=True, env=env)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and out.stderr.startswith("reasonlab: error"), \
+            out.stderr

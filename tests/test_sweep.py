@@ -47,7 +47,7 @@ def test_sweep_cli_rejects_bad_input_before_any_work(capsys, tmp_path):
                       (["sweep", "--grid", "method=nope"], "unknown adaptive method 'nope'"),
                       (["sweep", "--grid", "algo=reinforce", "--set", "num_iterations=2"], "clip=False"),
                       (["sweep", "--grid", "beta=0", "--ray-address", "auto"], "--ray-address needs --executor ray"),
-                      (["sweep", "--config", str(tmp_path / "none.toml")], "cannot read"),
+                      (["sweep", "--config", str(tmp_path / "none.toml")], "not found"),
                       (["lab", "--retries", "-1"], "retries"), (["rl", "--report-to", "wandb"], "invalid choice")):
         assert main(argv + ["--out", str(tmp_path / "o")]) == 2, argv
         err = capsys.readouterr().err

@@ -1,6 +1,7 @@
 """The `reasonlab` command line. Every command's flags are generated from its dataclass (`cli.commands`: field
 docstring = help, Literal = choices); parsing, `--help` and usage errors load neither torch nor matplotlib, and the
-command itself (`cli.run`) is imported only once its arguments have passed their checks. Bad input gets one line
+command itself (`cli.run`, or `cli.pages` for those that draw) is imported only once its arguments have passed
+their checks. Bad input gets one line
 on stderr and exit code 2.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sys
 
 from .. import __version__
-from ..core.config import add_flags, given, make
+from ..core.config import add_flags, check_numbers, given, make
 from ..runner.executor import keep_freed_memory
 from .commands import COMMANDS, SKIP
 from .guard import UsageError, preflight, values
@@ -60,7 +61,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     obj = make(cls, user)
     cmd, _, action = ns.command.partition(" ")
     args = argparse.Namespace(**leaves(obj), given=user, cmd=cmd, action=action or None)
-    values(args)
+    values(args)                 # the bounds, named as flags
+    check_numbers(obj, cmd)      # and those of every field the flags do not show
     for part in [obj] + [getattr(obj, f.name) for f in dataclasses.fields(obj)]:
         if dataclasses.is_dataclass(part) and hasattr(part, "validate"):
             part.validate()
@@ -93,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parse(argv)
         keep_freed_memory()   # an application's allocator setting: the command is one
         preflight(args)       # the device, memory estimates and usable paths: before any work
-        run = importlib.import_module(".run", __name__)
-        getattr(run, f"cmd_{args.cmd}")(args)
+        run = importlib.import_module(".run", __name__)       # the commands that print; then those that draw
+        fn = getattr(run, f"cmd_{args.cmd}", None) or getattr(importlib.import_module(".pages", __name__), f"cmd_{args.cmd}")
+        fn(args)
     except ValueError as e:  # bad input: invalid values, names, configs, paths, run dirs, checkpoints
         return fail(f"error: {one_line(e)}", 2)
     except FloatingPointError as e:  # a NaN stopped a run: not bad input, but no traceback either

@@ -83,9 +83,13 @@ class Sweep:
     """where the units run"""
     report_to: ReportTo = "none"
     """tensorboard: event files per RL run under <out>/tensorboard/"""
+    wait: bool = False
+    """if another process is running a sweep on --out, wait for it instead of stopping"""
+    max_units: int = 10_000
+    """refuse a grid of more (cell, seed) units than this"""
 
     def validate(self) -> None:
-        positive(self, "eval_n")
+        positive(self, "eval_n", "max_units")
 
 
 @dataclass

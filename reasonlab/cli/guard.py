@@ -9,13 +9,12 @@ import math
 import os
 import re
 
+from ..core.config import SEED_MAX, STEPS_MAX
 from ..core.task import K_MAX, K_MIN, format_name
 from ..io.files import PathError, cache_dir, check_name, regular_file, resolve, writable_dir, writable_file
 
-SEED_MAX = 2**32 - 1          # numpy's and torch's seeding take it; 2**70 overflows torch.manual_seed
 TEMPERATURE = (1e-3, 1e3)     # logits / 1e-300 are inf and sampling gets NaN probabilities; 0 (greedy) is allowed
 GROWTH_MAX = 10.0
-STEPS_MAX = 10**7             # any step count beyond this is a typo, not a run
 # Rough bytes per sequence, measured on the 200K-parameter model (KV cache 4 x 2 x 64 x 24 floats = 48 KiB, plus
 # logits and activations): generating one, training on one (activations kept for backward), keeping one sample.
 GEN_ROW = 64 << 10
@@ -150,7 +149,7 @@ def _paths(args) -> None:
                   "eval": not getattr(args, "checkpoint", None), "sample": not getattr(args, "checkpoint", None),
                   "rl": not getattr(args, "checkpoint", None),
                   "tts": not getattr(args, "checkpoint", None) and not replot,
-                  "star": True, "adaptive": not replot, "lab": not replot}.get(cmd, False)
+                  "star": True, "adaptive": not replot, "lab": not replot, "sweep": True}.get(cmd, False)
     if uses_cache or getattr(args, "cache_dir", None):
         writable_dir(cache_dir(getattr(args, "cache_dir", None)), "model cache")
     if getattr(args, "checkpoint", None):
@@ -158,6 +157,8 @@ def _paths(args) -> None:
         for ext in (".json", ".safetensors"):   # regular files only: a FIFO named X.json would hang the reader
             if os.path.lexists(stem + ext):
                 regular_file(stem + ext, "checkpoint")
+    if cmd == "sweep" and args.config is not None:   # a FIFO would hang the reader
+        regular_file(args.config, "--config")
     out = getattr(args, "out", None)
     if out is not None:
         if cmd == "tts" and args.replot:

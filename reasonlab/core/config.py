@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import functools
 import inspect
+import math
 import textwrap
 import types
 import typing
@@ -56,6 +57,28 @@ def check_choices(obj, what: str) -> None:
         if getattr(obj, name) not in ok:
             raise ValueError(f"invalid {what} config: {name}={getattr(obj, name)!r}, expected one of "
                              f"{', '.join(str(v) for v in ok)}")
+
+
+SEED_MAX = 2**32 - 1          # numpy's and torch's seeding take it; 2**70 overflows torch.manual_seed
+STEPS_MAX = 10**7             # any step count beyond this is a typo, not a run
+
+
+def check_numbers(obj, what: str) -> None:
+    """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite,
+    seeds in 0..SEED_MAX, step counts at most STEPS_MAX (nested configs too)."""
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if dataclasses.is_dataclass(v):
+            check_numbers(v, what)
+            continue
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, float) and not math.isfinite(x):
+                raise ValueError(f"invalid {what} config: {f.name} must be a finite number, got {x}")
+            if isinstance(x, int) and not isinstance(x, bool):
+                if f.name in ("seed", "seeds", "problem_seed") and not 0 <= x <= SEED_MAX:
+                    raise ValueError(f"invalid {what} config: {f.name} must be in 0..{SEED_MAX}, got {x}")
+                if "steps" in f.name and x > STEPS_MAX:
+                    raise ValueError(f"invalid {what} config: {f.name} = {x:,} is more than {STEPS_MAX:,}")
 
 
 def flag(name: str) -> str:

@@ -76,3 +76,17 @@ def resolve(path: str) -> str:
         if path.endswith(ext):
             return path[:-len(ext)]
     return path
+
+
+def writable_config_home(app: str) -> bool:
+    """Whether `app` (matplotlib) can keep its config and cache where it looks first: $MPLCONFIGDIR when set, else
+    <$XDG_CONFIG_HOME or ~/.config>/<app>, made if missing (as the app itself would) and written to once."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return True
+    path = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"), app)
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            return True
+    except OSError:
+        return False

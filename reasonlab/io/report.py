@@ -1,9 +1,14 @@
-"""Plots (matplotlib, Agg backend) and small statistics helpers shared by the experiments."""
+"""Plots (matplotlib, Agg backend), report.md and the self-contained report.html."""
 from __future__ import annotations
 
 import os
+import tempfile
 
-import matplotlib
+from .files import writable_config_home
+
+if not writable_config_home("matplotlib"):     # an unwritable HOME: a private config dir, instead of a warning
+    os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="reasonlab-matplotlib-")
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.config import check_choices
+from ..core.config import check_choices, check_numbers
 
 
 ADAPTIVE_RL = {"thinkless_fmt": dict(force_direct=0.5, forced_trains="format"), "adaptthink": dict(force_direct=0.5)}
@@ -64,6 +64,7 @@ class StarConfig:
 
     def validate(self) -> None:
         check_choices(self, "STaR")
+        check_numbers(self, "STaR")
         for name in ("rounds", "problems", "samples", "cap", "steps", "eval_n"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid STaR config: {name} must be >= 1")
@@ -250,6 +251,7 @@ class BudgetConfig:
     """write <out>/seed<s>.json when set"""
 
     def validate(self) -> None:
+        check_numbers(self, "budget")
         for v in self.variants:
             if v not in VARIANTS:
                 raise ValueError(f"unknown budget variant {v!r}: choose from {', '.join(VARIANTS)}")

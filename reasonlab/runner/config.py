@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from .. import experiments as X
 from ..io import tblog
+from ..core.config import check_numbers
 from ..methods.config import ADAPTIVE_METHODS, adaptive_fields
 from ..train.config import RLConfig
 from .executor import ExecConfig
@@ -45,6 +46,8 @@ class SweepConfig:
     """rerun every unit even where a finished result with the same settings exists"""
     wait: bool = False
     """if another process is running a sweep on --out, wait for it instead of stopping"""
+    max_units: int = 10_000
+    """refuse a grid of more (cell, seed) units than this"""
     report_to: Literal["none", "tensorboard"] = "none"
     """tensorboard: event files per RL run under <out>/tensorboard/<cell>/seed<s>"""
     execution: ExecConfig = field(default_factory=ExecConfig)
@@ -60,6 +63,12 @@ class SweepConfig:
         tblog.check(self.report_to)
         if not self.seeds:
             raise ValueError("a sweep needs at least one seed")
+        check_numbers(self, "sweep")
+        units = len(self.seeds)
+        for vs in self.grid.values():
+            units *= len(vs) if isinstance(vs, list) else 1
+        if units > self.max_units:
+            raise ValueError(f"the grid has {units:,} (cell, seed) units, more than --max-units {self.max_units:,}")
         if self.base not in ("standard", "quick", "tiny"):
             raise ValueError(f"unknown base {self.base!r}: choose from standard, quick, tiny")
         if self.eval_n < 1:
@@ -144,6 +153,11 @@ def load_toml(path: str) -> dict:
     extra = set(d) - {"grid", "set", "seeds", "base", "eval_n"}
     if extra:
         raise ValueError(f"{path}: unknown key {sorted(extra)[0]!r} (use grid, set, seeds, base, eval_n)")
+    for key, kind, what in (("grid", dict, "a table"), ("set", dict, "a table"), ("seeds", list, "a list of integers"),
+                            ("base", str, "a string"), ("eval_n", int, "an integer")):
+        if key in d and (not isinstance(d[key], kind) or isinstance(d[key], bool)
+                         or (key == "seeds" and not all(isinstance(s, int) and not isinstance(s, bool) for s in d[key]))):
+            raise ValueError(f"{path}: {key} must be {what}, got {d[key]!r}")
     grid = {k: [parse_value(k, x) for x in (v if isinstance(v, list) else [v])] for k, v in d.get("grid", {}).items()}
     out = {"grid": grid, "fixed": {k: parse_value(k, v) for k, v in d.get("set", {}).items()}}
     for k in ("seeds", "base", "eval_n"):

@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..core.config import check_choices
+from ..core.config import check_choices, check_numbers
 from ..core.task import K_MAX, K_MIN
 
 
@@ -100,6 +100,7 @@ class RLConfig:
         def bad(msg):
             raise ValueError(f"invalid RL config: {msg}")
         check_choices(self, "RL")
+        check_numbers(self, "RL")
         for name in ("steps", "prompts_per_step", "num_generations", "num_iterations"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 bad(f"{name} must be a positive integer, got {getattr(self, name)!r}")
