@@ -1,5 +1,6 @@
 """A toy experiment for the registry's tests: no model, one number per seed, each run noted in $TOY_MARKER."""
 import os
+import time
 from dataclasses import dataclass
 
 from reasonlab.experiments import Experiment, register
@@ -13,6 +14,7 @@ class Config:
 
 
 def run(cfg: Config, seed: int, env) -> dict:
+    time.sleep(float(os.environ.get("TOY_SLEEP", 0)))
     if os.environ.get("TOY_MARKER"):
         with open(os.environ["TOY_MARKER"], "a") as f:
             f.write(f"{seed} {os.getpid()}\n")

@@ -10,13 +10,23 @@ import argparse
 import dataclasses
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from .. import __version__
 from ..core.config import add_flags, check_numbers, given, make
 from ..runner.executor import keep_freed_memory
 from .commands import COMMANDS, SKIP
 from .guard import UsageError, preflight, values
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so that every finally runs (pool workers stopped, locks released)."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
 
 
 class Parser(argparse.ArgumentParser):
@@ -86,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     work where it can be known then); 1 a run stopped by a numeric fault, or an internal error (one line; the
     traceback only with REASONLAB_DEBUG=1); 130 interrupted."""
     args = None
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
 
     def fail(msg: str, code: int) -> int:
         close_bars()
@@ -107,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"error: cannot read or write{where}: {e.strerror or one_line(e)}", 2)
     except KeyboardInterrupt:
         return fail("interrupted", 130)
+    except Terminated:
+        return fail("terminated", 143)
     except (KeyError, TypeError, IndexError, AttributeError) as e:
         if args is not None and getattr(args, "replot", False):   # a results file of another shape
             return fail(f"error: --replot: {args.out} does not hold results this version can read "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import time
 from collections import deque
@@ -235,7 +236,9 @@ def _threads(ex: ExecConfig) -> int:
 
 
 def _worker_main(conn, threads: int, path: list[str]) -> None:
-    """A pool worker: runs the units it is sent, one at a time, until it is sent None."""
+    """A pool worker: runs the units it is sent, one at a time, until it is sent None. Ctrl-C reaches the whole
+    process group: the driver alone answers it (it stops the workers), so a worker ignores it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:0] = [p for p in path if p not in sys.path]
     set_threads(threads)
     while True:
@@ -269,6 +272,7 @@ def _run_pool(book: _Book) -> None:
         there.close()
         return {"proc": proc, "conn": here, "unit": None}
     slots: list[dict | None] = [None] * min(ex.workers, len(book.todo))   # None: no process (started on demand)
+    finished = False
     try:
         while True:
             for i, s in enumerate(slots):
@@ -297,8 +301,12 @@ def _run_pool(book: _Book) -> None:
                     book.done(u, *val)
                 else:
                     book.failed(u, val)
+        finished = True
     finally:
         live = [s for s in slots if s is not None]
+        if not finished:                  # interrupted or terminated: stop the workers now, mid-unit or not
+            for s in live:
+                s["proc"].terminate()
         for s in live:
             try:
                 s["conn"].send(None)
@@ -307,7 +315,8 @@ def _run_pool(book: _Book) -> None:
         for s in live:
             s["proc"].join(5)
             if s["proc"].is_alive():
-                s["proc"].terminate()
+                s["proc"].kill()
+                s["proc"].join(1)
 
 
 def ray_init(ex: ExecConfig) -> bool:
