@@ -37,3 +37,15 @@ def quick_cache(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("quick-cache"))
     base_model(0, quick=True, cache=path, log=None)
     return path
+
+
+@pytest.fixture
+def clean_registry():
+    """Experiments a test loads from files leave the registry as it was."""
+    from reasonlab import experiments as X
+    before, loaded = dict(zip(X.names(), map(X.get, X.names()))), set(X._LOADED)
+    yield
+    X.REGISTRY.clear()
+    X.REGISTRY.update(before)
+    X._LOADED.clear()
+    X._LOADED.update(loaded)

@@ -100,20 +100,12 @@ def test_sweep_joins_a_running_cluster_by_address(tmp_path):
         cluster.shutdown()
 
 
-def test_the_lab_runs_a_toy_experiment_file_on_ray(local_ray, tmp_path, monkeypatch):
+def test_the_lab_runs_a_toy_experiment_file_on_ray(local_ray, clean_registry, tmp_path):
     """An experiment from a user's file runs in Ray workers too: each worker loads the file before its unit."""
-    from reasonlab import experiments as X
     from reasonlab.runner import lab
     toy = os.path.join(os.path.dirname(__file__), "toy_experiment.py")
-    before, loaded = dict(zip(X.names(), map(X.get, X.names()))), set(X._LOADED)
-    try:
-        cfg = lab.LabConfig(only=("toy",), experiment=(toy,), seeds=(0, 1), out=str(tmp_path / "lab"),
-                            cache_dir=str(tmp_path / "c"), execution=ExecConfig("ray", 2))
-        res = lab.run(cfg, log=lambda s: None)
-        assert [r["value"] for r in res["toy"]["results"]] == [0.5, 0.51]
-        assert all(r["pid"] != os.getpid() for r in res["toy"]["results"])
-    finally:
-        X.REGISTRY.clear()
-        X.REGISTRY.update(before)
-        X._LOADED.clear()
-        X._LOADED.update(loaded)
+    cfg = lab.LabConfig(only=("toy",), experiment=(toy,), seeds=(0, 1), out=str(tmp_path / "lab"),
+                        cache_dir=str(tmp_path / "c"), execution=ExecConfig("ray", 2))
+    res = lab.run(cfg, log=lambda s: None)
+    assert [r["value"] for r in res["toy"]["results"]] == [0.5, 0.51]
+    assert all(r["pid"] != os.getpid() for r in res["toy"]["results"])

@@ -16,15 +16,7 @@ TOY = os.path.join(os.path.dirname(__file__), "toy_experiment.py")
 TEMPLATE = os.path.join(os.path.dirname(X.__file__), "template.py")
 
 
-@pytest.fixture(autouse=True)
-def clean_registry():
-    """Experiments a test loads from files leave the registry as it was."""
-    before, loaded = dict(zip(X.names(), map(X.get, X.names()))), set(X._LOADED)
-    yield
-    X.REGISTRY.clear()
-    X.REGISTRY.update(before)
-    X._LOADED.clear()
-    X._LOADED.update(loaded)
+pytestmark = pytest.mark.usefixtures("clean_registry")
 
 
 def runs(marker):

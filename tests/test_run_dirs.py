@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from reasonlab import experiments as X
 from reasonlab.cli import main
 from reasonlab.io import runs
 from reasonlab.io.checkpoint import write_json
@@ -17,14 +16,7 @@ TOY = os.path.join(os.path.dirname(__file__), "toy_experiment.py")
 FORK = mp.get_context("fork")
 
 
-@pytest.fixture(autouse=True)
-def clean_registry():
-    before, loaded = dict(zip(X.names(), map(X.get, X.names()))), set(X._LOADED)
-    yield
-    X.REGISTRY.clear()
-    X.REGISTRY.update(before)
-    X._LOADED.clear()
-    X._LOADED.update(loaded)
+pytestmark = pytest.mark.usefixtures("clean_registry")
 
 
 def hold(path, seconds, ready):

@@ -11,16 +11,19 @@ import pytest
 TOY = os.path.join(os.path.dirname(__file__), "toy_experiment.py")
 
 
-def started(logs, n, timeout=90):
-    """Wait until n unit logs show their first attempt (the workers are busy)."""
+def until(ready, timeout=120) -> bool:
     end = time.time() + timeout
     while time.time() < end:
-        if os.path.isdir(logs):
-            heads = [f for f in os.listdir(logs) if "=== attempt" in open(os.path.join(logs, f)).read()]
-            if len(heads) >= n:
-                return True
+        if ready():
+            return True
         time.sleep(0.2)
     return False
+
+
+def started(logs, n):
+    """n unit logs show their first attempt: the workers are busy."""
+    return lambda: os.path.isdir(logs) and sum("=== attempt" in open(os.path.join(logs, f)).read()
+                                               for f in os.listdir(logs)) >= n
 
 
 def gone(pgid, timeout=5.0) -> bool:
@@ -34,17 +37,17 @@ def gone(pgid, timeout=5.0) -> bool:
     return False
 
 
-def stop(argv, logs, n, sig, env=None):
+def stop(argv, ready, sig, env=None):
+    """Start a command in its own process group, wait until ready(), send sig (Ctrl-C: to the whole group, as a
+    terminal does; SIGTERM: to the driver alone, as kill does); (exit code, stderr, seconds it took to stop)."""
     p = subprocess.Popen([sys.executable, "-m", "reasonlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, start_new_session=True, env={**os.environ, **(env or {})})
     try:
-        assert started(logs, n), p.communicate(timeout=5)
+        assert until(ready), p.communicate(timeout=5)
+        time.sleep(0.5)
         t = time.time()
-        if sig == signal.SIGINT:
-            os.killpg(p.pid, sig)           # Ctrl-C: the whole process group
-        else:
-            p.send_signal(sig)              # kill PID: the driver alone
-        out, err = p.communicate(timeout=10)
+        os.killpg(p.pid, sig) if sig == signal.SIGINT else p.send_signal(sig)
+        _, err = p.communicate(timeout=10)
         took = time.time() - t
     finally:
         if p.poll() is None:
@@ -59,7 +62,8 @@ def test_the_lab_and_its_workers_stop_cleanly(tmp_path, sig, code, word):
     out = tmp_path / "lab"
     argv = ["lab", "--experiment", TOY, "--only", "toy", "--seeds", "0", "1", "2", "--workers", "2", "--out", str(out)]
     (tmp_path / "marker").write_text("")
-    rc, err, took = stop(argv, str(out / "logs"), 2, sig, {"TOY_SLEEP": "60", "TOY_MARKER": str(tmp_path / "marker")})
+    rc, err, took = stop(argv, started(str(out / "logs"), 2), sig,
+                         {"TOY_SLEEP": "60", "TOY_MARKER": str(tmp_path / "marker")})
     assert rc == code and err.strip().splitlines()[-1] == f"reasonlab: {word}", err
     assert "Traceback" not in err and took < 5.0
     assert not (out / "toy" / "seed0.json").exists()                        # nothing half-written
@@ -71,23 +75,9 @@ def test_a_sweep_and_its_workers_stop_cleanly_and_a_rerun_reuses_what_finished(t
     out = tmp_path / "sweep"
     argv = ["sweep", "--grid", "steps=1,400", "--set", "prompts_per_step=4", "num_generations=4", "--seeds", "0",
             "--base", "tiny", "--eval-n", "5", "--workers", "2", "--out", str(out), "--cache-dir", str(tmp_path / "c")]
-    p = subprocess.Popen([sys.executable, "-m", "reasonlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
-    try:
-        end = time.time() + 120                          # the 1-step cell finishes, the 400-step one is running
-        while time.time() < end and not ((out / "cells").is_dir()
-                                         and any("steps=1-" in d for d in os.listdir(out / "cells"))):
-            time.sleep(0.3)
-        time.sleep(1.0)
-        t = time.time()
-        os.killpg(p.pid, sig) if sig == signal.SIGINT else p.send_signal(sig)
-        _, err = p.communicate(timeout=10)
-        took = time.time() - t
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-    assert gone(p.pid), "processes left behind"
-    assert p.returncode == code and err.strip().splitlines()[-1] == f"reasonlab: {word}", err
+    cells = out / "cells"                                   # the 1-step cell has finished, the 400-step one runs
+    rc, err, took = stop(argv, lambda: cells.is_dir() and any("steps=1-" in d for d in os.listdir(cells)), sig)
+    assert rc == code and err.strip().splitlines()[-1] == f"reasonlab: {word}", err
     assert "Traceback" not in err and took < 5.0
     rerun = subprocess.run([sys.executable, "-m", "reasonlab", *argv[:2], "steps=1", *argv[3:]], capture_output=True,
                            text=True)
