@@ -69,8 +69,8 @@ def test_the_lab_and_its_workers_stop_cleanly(tmp_path, sig, code, word):
     assert not (out / "toy" / "seed0.json").exists()                        # nothing half-written
 
 
-@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"),
-                                           pytest.param(signal.SIGTERM, 143, "terminated", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_sweep_and_its_workers_stop_cleanly_and_a_rerun_reuses_what_finished(tmp_path, sig, code, word):
     out = tmp_path / "sweep"
     argv = ["sweep", "--grid", "steps=1,400", "--set", "prompts_per_step=4", "num_generations=4", "--seeds", "0",
