@@ -74,6 +74,13 @@ def test_the_toy_is_found_in_an_entry_point(tmp_path, monkeypatch):
     assert set(lab.run(cfg, log=lambda s: None)) == {"toy"}
 
 
+def test_a_name_taken_by_another_module_is_refused(tmp_path, capsys):
+    clash = tmp_path / "clash.py"
+    clash.write_text(open(TOY).read().replace('Experiment("toy"', 'Experiment("base"'))
+    assert main(["lab", "--experiment", str(clash), "--out", str(tmp_path / "o")]) == 2
+    assert "two experiments are called 'base'" in capsys.readouterr().err
+
+
 def test_bad_experiment_files_are_one_line_errors(tmp_path, capsys):
     empty = tmp_path / "empty.py"
     empty.write_text("x = 1\n")

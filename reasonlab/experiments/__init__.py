@@ -45,10 +45,6 @@ class Env:
         return cached_model(base_name(seed, self.quick), base_cfg(seed, self.quick), cache=self.cache,
                             device=self.device, progress=True)
 
-    def base_recipe(self, seed: int) -> dict:
-        from ..train.sft import base_cfg
-        return base_cfg(seed, self.quick)
-
 
 @dataclass(frozen=True)
 class Experiment:
@@ -106,11 +102,11 @@ def _builtins() -> dict[str, Experiment]:
 
 
 def register(exp: Experiment) -> Experiment:
-    """Add an experiment to the lab (the order of registration is the report's order)."""
+    """Add an experiment to the lab. The same module registering again (a reload) replaces its entry; another
+    module taking a registered name is an error."""
     old = REGISTRY.get(exp.name)
-    if old is not None and old.run is not exp.run:
-        if getattr(old.run, "__module__", None) != getattr(exp.run, "__module__", None):
-            raise ValueError(f"two experiments are called {exp.name!r}")
+    if old is not None and old.run.__module__ != exp.run.__module__:
+        raise ValueError(f"two experiments are called {exp.name!r} ({old.run.__module__}, {exp.run.__module__})")
     REGISTRY[exp.name] = exp
     return exp
 
