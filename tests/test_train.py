@@ -216,3 +216,20 @@ def test_training_does_not_import_torch_dynamo():
             "print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_recipes_convert_to_and_from_the_spec_dicts_exactly():
+    """Recipe(phases=[Phase(...)]) gives back the very dict it was read from (the model cache's key), for every
+    recipe the package trains; phases are edited by name, not by index."""
+    from reasonlab.methods.star import few_chains_cfg
+    from reasonlab.runner.sweep import tiny_base_cfg
+    from reasonlab.train.sft import BASE_CFG, ERR_CFG, QUICK_CFG, SPEC_CFG, Phase, Recipe
+    for d in (BASE_CFG, SPEC_CFG, QUICK_CFG, dict(ERR_CFG, seed=3), few_chains_cfg(0, 50), tiny_base_cfg(1)):
+        assert Recipe.from_dict(d).to_dict() == d
+    r = Recipe.from_dict(BASE_CFG)
+    assert [ph.steps for ph in r.phases] == [200, 1500, 300] and r.phases[1].options["schedule"] == "constant"
+    cut = r.with_steps([10, 20, 5]).to_dict()
+    assert [ph[1:3] for ph in cut["phases"]] == [[10, 10], [20, 20], [5, 0]] and BASE_CFG["phases"][0][1] == 200
+    assert Phase((0, 0, 1), 5, 1, (2, 8)).to_list() == [[0, 0, 1], 5, 1, [2, 8]]
+    with pytest.raises(ValueError, match="one number per phase"):
+        r.with_steps([1])

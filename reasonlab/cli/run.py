@@ -15,24 +15,19 @@ from ..core.task import BUDGET_VOCAB, FORMATS, VOCAB, check_chain, format_name, 
 from ..io.checkpoint import CheckpointError, fingerprint, load_model, strict_json, write_json
 from ..io.files import resolve
 from ..runner import readme
-from ..train.sft import base_cfg, base_name
+from ..train.sft import Recipe, base_cfg, base_name
 from ..train.zoo import base_model, get_model
 from .guard import UsageError, check_device, parse_digits
 
 
 def pretrain_cfg(args) -> dict:
     """`reasonlab pretrain`'s recipe: the base (or spec) recipe with the flags' overrides."""
-    cfg = base_cfg(args.seed, recipe=args.recipe)
+    r = Recipe.from_dict(base_cfg(args.seed, recipe=args.recipe))
     if args.lr is not None:
-        cfg["lr"] = args.lr
+        r.lr = args.lr
     if args.batch is not None:
-        cfg["batch"] = args.batch
-    if args.steps:
-        if len(args.steps) != len(cfg["phases"]):
-            raise UsageError(f"--steps takes one number per phase ({len(cfg['phases'])} phases), got {len(args.steps)}")
-        for ph, n in zip(cfg["phases"], args.steps):
-            ph[1], ph[2] = n, min(ph[2], n)
-    return cfg
+        r.rest["batch"] = args.batch
+    return (r.with_steps(args.steps) if args.steps else r).to_dict()
 
 
 def load_or_train(args, log=print):

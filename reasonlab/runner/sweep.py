@@ -26,7 +26,7 @@ import json
 import os
 import re
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Callable
 
 import numpy as np
@@ -38,8 +38,7 @@ from ..io.checkpoint import write_json
 from ..io.runs import locked
 from .config import ADAPTIVE_DEFAULTS, SweepConfig
 from .store import Store
-from ..train.sft import base_cfg
-from ..train.sft import base_name
+from ..train.sft import Recipe, base_cfg, base_name
 from ..methods import adaptive
 from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
 from ..train.rl import RLConfig, train
@@ -66,10 +65,9 @@ HIST_KEYS = ("step", "reward", "reward_std", "acc", "length", "kl", "kl_exact", 
 
 def tiny_base_cfg(seed: int) -> dict:
     """A base model trained for a few seconds: for tests and overhead measurements, not for results."""
-    cfg = base_cfg(seed)
-    for ph in cfg["phases"]:
-        ph[1], ph[2] = 5, 1
-    return dict(cfg, batch=32)
+    r = Recipe.from_dict(base_cfg(seed))
+    r = replace(r, phases=[replace(ph, steps=5, warmup=1) for ph in r.phases])
+    return dict(r.to_dict(), batch=32)
 
 
 def base_model(base: str, seed: int) -> tuple[str, dict]:

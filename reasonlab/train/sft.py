@@ -5,7 +5,7 @@ import copy
 import json
 import math
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Literal
 
 import numpy as np
@@ -273,6 +273,65 @@ def gate_passes(model: GPT, gate: Gate) -> bool:
     """The gate's test on the validation problems (greedy, so it draws no random numbers)."""
     return meets_bar(model, problems_per_k(gate.n, GATE_SEED, split="val"),
                      problems_per_k(gate.n, GATE_SEED, ks=[K_MIN], split="val"), gate.S, gate.T, gate.A)
+
+
+@dataclass
+class Phase:
+    """One phase of a recipe: the spec's [mix, steps, warmup, k range] list, with our optional lr multiplier and
+    options (PhaseOptions' fields)."""
+    mix: tuple[float, float, float]
+    """shares of A / S / T rows"""
+    steps: int
+    """optimizer steps (a gated phase: the most)"""
+    warmup: int
+    """warmup steps"""
+    k_range: tuple[int, int]
+    """problem sizes"""
+    lr_mult: float | None = None
+    """the phase's peak learning rate as a multiple of the recipe's (None: the spec's four-element phase)"""
+    options: dict | None = None
+    """PhaseOptions' fields: extra batch parts, schedule, gate"""
+
+    @classmethod
+    def from_list(cls, ph: list) -> "Phase":
+        return cls(tuple(ph[0]), ph[1], ph[2], tuple(ph[3]), ph[4] if len(ph) > 4 else None,
+                   copy.deepcopy(ph[5]) if len(ph) > 5 else None)
+
+    def to_list(self) -> list:
+        head = [list(self.mix), self.steps, self.warmup, list(self.k_range)]
+        if self.options is not None:
+            return head + [1.0 if self.lr_mult is None else self.lr_mult, self.options]
+        return head + ([] if self.lr_mult is None else [self.lr_mult])
+
+
+@dataclass
+class Recipe:
+    """A training recipe as a dataclass; `get_model` and `pretrain` take the spec's dict, which `to_dict` gives
+    back exactly (the model cache's key is that dict) and `from_dict` reads."""
+    phases: list[Phase]
+    """the phases, in order"""
+    seed: int | None = None
+    """seeds the model's init and the batches (None: not in the dict)"""
+    lr: float | None = None
+    """peak learning rate (None: not in the dict, as in the erring thinker's, which trains nothing)"""
+    rest: dict = field(default_factory=dict)
+    """the dict's other keys, kept as they are (batch, keep_optimizer, misread, fixed, ...)"""
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Recipe":
+        rest = {k: copy.deepcopy(v) for k, v in d.items() if k not in ("phases", "seed", "lr")}
+        return cls([Phase.from_list(ph) for ph in d.get("phases", [])], d.get("seed"), d.get("lr"), rest)
+
+    def to_dict(self) -> dict:
+        head = {k: v for k, v in (("seed", self.seed), ("lr", self.lr)) if v is not None}
+        return {**head, **copy.deepcopy(self.rest), "phases": [ph.to_list() for ph in self.phases]}
+
+    def with_steps(self, steps) -> "Recipe":
+        """Each phase cut (or stretched) to its number of steps, its warmup at most that."""
+        if len(steps) != len(self.phases):
+            raise ValueError(f"--steps takes one number per phase ({len(self.phases)} phases), got {len(steps)}")
+        return replace(self, phases=[replace(ph, steps=n, warmup=min(ph.warmup, n))
+                                     for ph, n in zip(self.phases, steps)])
 
 
 SPEC_CFG = {"seed": 1, "lr": 1e-3,
