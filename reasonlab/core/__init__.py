@@ -1,1 +1,1 @@
-"""The task and the model: problems and formats, the GPT, sampling, evaluation, rewards, configs."""
+"""The task and the model: problems and formats, the GPT, sampling, evaluation, rewards, the optimiser, configs."""

@@ -140,7 +140,7 @@ from ..core.sampling import generate_n, sample_tree, strip_row  # noqa: E402
 from ..core.task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
 from ..train.zoo import thinker_model  # noqa: E402
 from ..io.checkpoint import weights_hash
-from ..train.sft import AdamW, lr_at
+from ..core.optim import AdamW, lr_at
 from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors
 from ..io.files import cache_dir, check_name
 from ..io.checkpoint import write_json

@@ -28,7 +28,7 @@ from ..core.model import GPT
 from ..core.rewards import rule_reward
 from ..core.sampling import generate_n, layout, logits_at
 from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, make_digits, parse, prompt_ids
-from .sft import AdamW
+from ..core.optim import AdamW
 from .config import ALGOS, Algo, RLConfig  # noqa: F401  (the loop's public names)
 from ..core.task import VOCAB
 from ..io.runs import save_checkpoint
