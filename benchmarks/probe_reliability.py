@@ -10,6 +10,9 @@
    bit-identical to an uninterrupted run's.
 3. Injected faults at the unsafe points (a writer dying mid-checkpoint, a full disk, a torn log line, a corrupt
    checkpoint, two writers, a cache race, ...): recovered means the run or cache ends in the right state.
+4. The lab and sweeps: result files of the wrong shape, two drivers on one --out, a stale lock, SIGTERM and Ctrl-C
+   to a 2-worker lab, bad configs through TOML and --set, a FIFO config, a grid too large, a cache that is a file,
+   an unwritable HOME, file modes: clean means handled as the reliability doc says (one line, exit 2, rerun, ...).
 
 Needs the cached base model of seed 0 (~/.cache/reasonlab/base-seed0.*): it is copied into a temporary cache, so
 nothing is trained and the real cache is never written.
@@ -51,9 +54,10 @@ class Reached(BaseException):
 def stub_work():
     def stop(*a, **kw):
         raise Reached()
-    for mod, name in [("train", "pretrain"), ("rl", "train"), ("tts", "run"), ("star", "run"), ("lab", "run"),
-                      ("evaluate", "eval_table"), ("sampling", "generate"), ("adaptive", "fixed_points"),
-                      ("checkpoint", "get_model")]:
+    for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
+                      ("methods.tts", "run"), ("methods.star", "run"), ("runner.lab", "run"), ("runner.sweep", "run"),
+                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"),
+                      ("methods.adaptive", "fixed_points"), ("train.zoo", "get_model")]:
         setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
 
 
@@ -444,6 +448,224 @@ def faults(root: str) -> list[tuple[str, bool]]:
     return res
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# 4. The lab and sweeps: their store, run directory, signals and configs.
+
+SLOW = """import os, time
+from dataclasses import dataclass
+from reasonlab.experiments import Experiment, register
+from reasonlab.stats.findings import seed_check
+
+@dataclass
+class Config:
+    sleep: float = 0.0
+    \"\"\"seconds each seed takes\"\"\"
+
+def run(cfg, seed, env):
+    time.sleep(float(os.environ.get("PROBE_SLEEP", cfg.sleep)))
+    return {"value": 1.0 + seed}
+
+register(Experiment("probe", Config, run, lambda rs: [seed_check("probe", "c", "v", [r["value"] for r in rs], 0)],
+                    lambda rs, out: [("## Probe\\n", "probe")], uses_base=False))
+"""
+
+
+def cli(argv, env=None, timeout=120):
+    """(exit code, stdout, stderr) of `reasonlab argv` in its own process."""
+    p = subprocess.run([sys.executable, "-m", "reasonlab", *argv], capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **(env or {})})
+    return p.returncode, p.stdout, p.stderr
+
+
+def one_line(rc, err, code=2, word="reasonlab: error"):
+    return rc == code and err.count("\n") == 1 and err.startswith(word) and "Traceback" not in err
+
+
+def lab_and_sweeps(root: str) -> list[tuple[str, bool]]:
+    """Each fault class of the layer above single commands, tried as a user would: True when handled cleanly."""
+    out: list[tuple[str, bool]] = []
+    os.makedirs(root, exist_ok=True)
+    exp = os.path.join(root, "probe_exp.py")
+    with open(exp, "w") as f:
+        f.write(SLOW)
+    lab = lambda d, *x, **kw: cli(["lab", "--experiment", exp, "--only", "probe", "--seeds", "0", "1", "--out", d,  # noqa: E731
+                                   *x], **kw)
+
+    def trial(name, fn):
+        d = os.path.join(root, "lab-" + name.split(":")[0])
+        try:
+            ok = bool(fn(d))
+        except Exception as e:           # a trial that raises is a fault not handled
+            ok = False
+            name += f" ({type(e).__name__}: {e})"
+        out.append((name, ok))
+
+    def bad_record(content):
+        def fn(d):
+            if lab(d)[0] != 0:
+                return False
+            with open(os.path.join(d, "probe", "seed0.json"), "w") as f:
+                f.write(content)
+            rc, so, _ = lab(d)
+            return rc == 0 and "running it again" in so and json.load(open(os.path.join(d, "probe", "seed0.json")))[
+                "result"]["value"] == 1.0
+        return fn
+    for what, content in (("list", "[1, 2]"), ("no-result", '{"key": "k", "seconds": 1}'), ("not-json", "{"),
+                          ("garbage-result", None)):
+        if content is None:
+            def garbage(d):
+                if lab(d)[0] != 0:
+                    return False
+                rec = json.load(open(os.path.join(d, "probe", "seed0.json")))
+                rec["result"] = [1, 2]                        # the current key, a result of the wrong shape
+                json.dump(rec, open(os.path.join(d, "probe", "seed0.json"), "w"))
+                rc, so, _ = lab(d)
+                return rc == 0 and "running it again" in so
+            trial(f"store-{what}: a per-seed result of the wrong shape is rerun, and said", garbage)
+        else:
+            trial(f"store-{what}: a per-seed result of the wrong shape is rerun, and said", bad_record(content))
+
+    def report_only_bad(d):
+        os.makedirs(os.path.join(d, "probe"))
+        with open(os.path.join(d, "probe", "seed0.json"), "w") as f:
+            f.write("[1]")
+        rc, _, err = lab(d, "--report-only")
+        return one_line(rc, err) and "seed0.json" in err
+    trial("report-only-record: --report-only on a bad result file", report_only_bad)
+
+    def report_only_timing(d):
+        if lab(d)[0] != 0:
+            return False
+        with open(os.path.join(d, "timing.json"), "w") as f:
+            f.write("[]")
+        rc, _, err = lab(d, "--report-only")
+        return one_line(rc, err) and "timing.json" in err
+    trial("report-only-timing: --report-only on a timing.json that is a list", report_only_timing)
+
+    def two_drivers(d):
+        p = subprocess.Popen([sys.executable, "-m", "reasonlab", "lab", "--experiment", exp, "--only", "probe",
+                              "--seeds", "0", "--out", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PROBE_SLEEP": "30"}, start_new_session=True)
+        try:
+            end = time.time() + 60
+            while time.time() < end and not os.path.exists(os.path.join(d, "logs")) \
+                    and not os.path.exists(os.path.join(d, "config.json")):
+                time.sleep(0.2)
+            rc, _, err = lab(d)
+            return one_line(rc, err) and f"process {p.pid}" in err
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    trial("two-drivers: a second lab on one --out", two_drivers)
+
+    def stale(d):
+        p = FORK.Process(target=lambda: (runs.lock(d, "--out"), time.sleep(60)))
+        p.start()
+        time.sleep(1.0)
+        os.kill(p.pid, signal.SIGKILL)
+        p.join()
+        rc, so, _ = lab(d)
+        return rc == 0 and f"took over the lock of process {p.pid}" in so
+    trial("stale-lock: a lock left by a killed driver is taken over, and said", stale)
+
+    def stop(sig, code, word):
+        def fn(d):
+            p = subprocess.Popen([sys.executable, "-m", "reasonlab", "lab", "--experiment", exp, "--only", "probe",
+                                  "--seeds", "0", "1", "2", "--workers", "2", "--out", d], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env={**os.environ, "PROBE_SLEEP": "60"},
+                                 start_new_session=True)
+            logs = os.path.join(d, "logs")
+            end = time.time() + 90
+            while time.time() < end and not (os.path.isdir(logs) and sum(
+                    "=== attempt" in open(os.path.join(logs, f)).read() for f in os.listdir(logs)) >= 2):
+                time.sleep(0.2)
+            t = time.time()
+            os.killpg(p.pid, sig) if sig == signal.SIGINT else p.send_signal(sig)
+            try:
+                _, err = p.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                return False
+            took = time.time() - t
+            end = time.time() + 5.0
+            while True:                                   # every process of the group gone within 5 s
+                try:
+                    os.killpg(p.pid, 0)
+                except ProcessLookupError:
+                    break
+                if time.time() > end:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    return False
+                time.sleep(0.1)
+            return p.returncode == code and err.strip().splitlines()[-1] == f"reasonlab: {word}" and \
+                "Traceback" not in err and took < 5.0
+        return fn
+    trial("sigterm: SIGTERM to a 2-worker lab", stop(signal.SIGTERM, 143, "terminated"))
+    trial("sigint: Ctrl-C to a 2-worker lab", stop(signal.SIGINT, 130, "interrupted"))
+
+    def sweep_refuses(toml, argv, msg):
+        def fn(d):
+            os.makedirs(d, exist_ok=True)
+            extra = []
+            if toml is not None:
+                path = os.path.join(d, "grid.toml")
+                if toml == "FIFO":
+                    os.mkfifo(path)
+                else:
+                    with open(path, "w") as f:
+                        f.write(toml)
+                extra = ["--config", path]
+            rc, _, err = cli(["sweep", *extra, *argv, "--base", "tiny", "--out", os.path.join(d, "o")], timeout=30)
+            return one_line(rc, err) and msg in err and not os.path.exists(os.path.join(d, "o", "cells"))
+        return fn
+    for name, toml, argv, msg in (
+            ("toml-grid-5", "grid = 5\n", [], "grid must be a table"),
+            ("toml-seeds", "seeds = [-1]\n[grid]\nbeta = [0.0]\n", [], "seeds must be in"),
+            ("toml-nan", "[grid]\nbeta = [nan]\n", [], "finite"),
+            ("toml-steps", "[grid]\nbeta = [0.0]\n[set]\nsteps = 100000000\n", [], "more than 10,000,000"),
+            ("set-nan", None, ["--set", "beta=nan", "--grid", "algo=grpo"], "finite"),
+            ("set-steps", None, ["--set", "steps=100000000"], "more than 10,000,000"),
+            ("grid-size", None, ["--grid", "beta=" + ",".join(str(i / 1e4) for i in range(200)),
+                                 "--grid", "learning_rate=" + ",".join(str((i + 1) * 1e-6) for i in range(60))],
+             "36,000 (cell, seed) units"),
+            ("fifo", "FIFO", [], "not a regular file")):
+        trial(f"sweep-{name}: a bad sweep value or path, refused before any work", sweep_refuses(toml, argv, msg))
+
+    def cache_file(d):
+        os.makedirs(d)
+        open(os.path.join(d, "afile"), "w").close()
+        rc, _, err = cli(["sweep", "--grid", "beta=0", "--out", os.path.join(d, "o")],
+                         env={"REASONLAB_CACHE": os.path.join(d, "afile")})
+        return one_line(rc, err) and "not a directory" in err
+    trial("cache-file: REASONLAB_CACHE is a file", cache_file)
+
+    def budget_steps(d):
+        rc, _, err = cli(["budget", "--sft-steps", "100000000000", "--out", d])
+        return one_line(rc, err) and "more than 10,000,000" in err
+    trial("budget-steps: budget --sft-steps 1e11", budget_steps)
+
+    def home(d):
+        os.makedirs(os.path.join(d, "probe"))
+        with open(os.path.join(d, "probe", "seed0.json"), "w") as f:
+            f.write("[1]")
+        env = {"HOME": "/proc", "XDG_CONFIG_HOME": "", "MPLCONFIGDIR": ""}
+        a = lab(d, "--report-only", env=env)
+        b = cli(["sample", "1 2", "--checkpoint", os.path.join(d, "missing")], env=env)
+        return one_line(a[0], a[2]) and one_line(b[0], b[2])
+    trial("home: an unwritable HOME, one line only", home)
+
+    def modes(d):
+        os.makedirs(d)
+        old = os.umask(0o022)
+        try:
+            checkpoint.write_json(os.path.join(d, "a.json"), {})
+        finally:
+            os.umask(old)
+        return oct(os.stat(os.path.join(d, "a.json")).st_mode & 0o777) == oct(0o644)
+    trial("modes: an atomic write keeps the umask's mode", modes)
+    return out
+
+
 def main_probe():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kills", type=int, default=10)
@@ -460,6 +682,9 @@ def main_probe():
     for ext in (".json", ".safetensors"):
         shutil.copy(base + ext, os.path.join(cache, f"base-seed{a.seed}{ext}"))
     os.environ["REASONLAB_CACHE"] = cache
+    # the faults fork this process after it has run torch: with more than one thread, libgomp's pool does not
+    # survive the fork and the child hangs in its first parallel op (pytorch/pytorch#17199)
+    torch.set_num_threads(1)
     rng = random.Random(1234)
     t0 = time.perf_counter()
     # the kill trials and the faults first: the input probe stubs out the library's work in this process
@@ -468,22 +693,28 @@ def main_probe():
     fres = faults(root)
     t2 = time.perf_counter()
     os.makedirs(os.path.join(root, "inputs"))
+    lres = lab_and_sweeps(os.path.join(root, "lab-sweeps"))
+    t25 = time.perf_counter()
     n, clean, unclean = probe_inputs(os.path.join(root, "inputs"), os.path.join(cache, f"base-seed{a.seed}"))
     t3 = time.perf_counter()
     for s in knotes:
         print("  " + s)
     for name, ok in fres:
         print(f"  fault {'recovered' if ok else 'NOT RECOVERED'}: {name}")
+    for name, ok in lres:
+        print(f"  lab and sweeps {'clean' if ok else 'NOT CLEAN'}: {name}")
     for argv, rc, e in unclean[:40]:
         print(f"  unclean input: {argv!r} -> {rc} {e!r}")
     if a.verbose:
         for argv in bad_inputs(make_fixtures(tempfile.mkdtemp(), os.path.join(cache, f"base-seed{a.seed}"))):
             print(f"  tried {argv!r}")
     print(f"inputs tried / clean: {n} / {clean}; kill trials / recovered: {kn} / {kok}; "
-          f"injected faults / recovered: {len(fres)} / {sum(ok for _, ok in fres)}")
-    print(f"({t1 - t0:.0f} s kill trials, {t2 - t1:.0f} s faults, {t3 - t2:.0f} s inputs; files in {root})")
+          f"injected faults / recovered: {len(fres)} / {sum(ok for _, ok in fres)}; "
+          f"lab and sweep cases / clean: {len(lres)} / {sum(ok for _, ok in lres)}")
+    print(f"({t1 - t0:.0f} s kill trials, {t2 - t1:.0f} s faults, {t25 - t2:.0f} s lab and sweeps, {t3 - t25:.0f} s "
+          f"inputs; files in {root})")
     shutil.rmtree(root, ignore_errors=True)
-    return 0 if clean == n and kok == kn and all(ok for _, ok in fres) else 1
+    return 0 if clean == n and kok == kn and all(ok for _, ok in fres) and all(ok for _, ok in lres) else 1
 
 
 if __name__ == "__main__":

@@ -102,6 +102,8 @@ def test_atomic_writes_keep_the_umasks_mode(tmp_path, mask):
     (None, ["--grid", "beta=" + ",".join(str(i / 1e4) for i in range(200)),
             "--grid", "learning_rate=" + ",".join(str((i + 1) * 1e-6) for i in range(60))], "36,000 (cell, seed) units"),
     (None, ["--grid", "beta=0,0.04", "--max-units", "5"], "6 (cell, seed) units, more than --max-units 5"),
+    (None, ["--set", "prompts_per_step=1000000", "--grid", "beta=0"], "GiB for 8,000,000 sequences"),
+    ("[grid]\nnum_generations = [4000000]\n", [], "GiB for 64,000,000 sequences"),
 ])
 def test_every_sweep_value_is_checked_before_any_work(tmp_path, capsys, toml, argv, msg):
     if toml is not None:

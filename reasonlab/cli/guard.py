@@ -9,18 +9,12 @@ import math
 import os
 import re
 
-from ..core.config import SEED_MAX, STEPS_MAX
+from ..core.config import GEN_ROW, N_K, SAMPLE_ROW, SEED_MAX, STEPS_MAX, TRAIN_ROW, fits, mem_available  # noqa: F401
 from ..core.task import K_MAX, K_MIN, format_name
 from ..io.files import PathError, cache_dir, check_name, regular_file, resolve, writable_dir, writable_file
 
 TEMPERATURE = (1e-3, 1e3)     # logits / 1e-300 are inf and sampling gets NaN probabilities; 0 (greedy) is allowed
 GROWTH_MAX = 10.0
-# Rough bytes per sequence, measured on the 200K-parameter model (KV cache 4 x 2 x 64 x 24 floats = 48 KiB, plus
-# logits and activations): generating one, training on one (activations kept for backward), keeping one sample.
-GEN_ROW = 64 << 10
-TRAIN_ROW = 1 << 20
-SAMPLE_ROW = 256
-N_K = 7                       # k = 2..8: evaluation commands draw n problems per k
 
 
 class UsageError(ValueError):
@@ -55,30 +49,6 @@ def check_device(device: str) -> str:
 
 class ArgError(ValueError):
     """A command-line value out of bounds."""
-
-
-def mem_available() -> int:
-    """Bytes of memory available now (MemAvailable), or physical memory where /proc is absent."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return 8 << 30
-
-
-def fits(flag: str, rows: int, per_row: int, unit: int = 1) -> None:
-    """Refuse a size whose memory estimate exceeds half of the available memory, saying the largest that fits."""
-    budget = mem_available() // 2
-    if rows * per_row > budget:
-        most = max(1, budget // per_row // unit)
-        raise ArgError(f"{flag}: about {rows * per_row / 2**30:.1f} GiB for {rows:,} sequences, more than half of the "
-                       f"{2 * budget / 2**30:.1f} GiB available; use at most {most:,}")
 
 
 def _floats(args) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from .. import experiments as X
 from ..io import tblog
-from ..core.config import check_numbers
+from ..core.config import TRAIN_ROW, check_numbers, fits
 from ..methods.config import ADAPTIVE_METHODS, adaptive_fields
 from ..train.config import RLConfig
 from .executor import ExecConfig
@@ -85,7 +85,9 @@ class SweepConfig:
                 if method not in ADAPTIVE_METHODS:
                     raise ValueError(f"unknown adaptive method {method!r}: choose from {', '.join(ADAPTIVE_METHODS)}")
                 p = {**ADAPTIVE_DEFAULTS, **adaptive_fields(method), **p}
-            RLConfig.preset(algo, **p, seed=0, log_every=0)
+            rl = RLConfig.preset(algo, **p, seed=0, log_every=0)
+            fits("a cell's prompts_per_step x num_generations", rl.prompts_per_step * rl.num_generations, TRAIN_ROW,
+                 rl.num_generations)
 
 
 def field_defaults() -> dict:
