@@ -59,3 +59,14 @@ def test_the_front_door_and_results_stay_small():
             sizes["gz" if f.endswith(".gz") else "other"] += os.path.getsize(os.path.join(d, f))
             assert not f.endswith(".html"), f            # no base64 pages in the repository
     assert sizes["other"] < 3 << 20 and sizes["gz"] < 5 << 20
+
+
+def test_every_experiment_refuses_a_stored_result_of_another_shape():
+    """The committed results pass their experiment's check; a JSON object without the experiment's keys does not, so
+    the lab reruns it instead of dying in the report."""
+    from reasonlab.runner.store import Store
+    for name in lab.X.names():
+        e = lab.X.get(name)
+        e.check_result(Store(RUN).read(name, 0)["result"])
+        with pytest.raises(ValueError, match=f"a {name} result"):
+            e.check_result({"garbage": 1})

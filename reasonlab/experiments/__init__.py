@@ -62,8 +62,10 @@ class Experiment:
     """typical seconds to render: the longest sections go to the rendering processes first"""
     depends: Callable[[Any], dict] | None = None
     """what else a result depends on (models other than the base): part of the store's key"""
+    keys: tuple[str, ...] = ()
+    """the top-level keys every result has: a stored result without one is rerun, never reused"""
     check: Callable[[Any], None] | None = None
-    """raise ValueError if a result read back has the wrong shape (default: it must be a dict)"""
+    """raise ValueError if a result read back has the wrong shape, beyond `keys` (default: nothing more)"""
     uses_base: bool = True
     """whether run() asks env for the base model (the lab then trains the seed's model first, as a unit of its own)"""
 
@@ -81,6 +83,9 @@ class Experiment:
     def check_result(self, result) -> None:
         if not isinstance(result, dict):
             raise ValueError(f"a {self.name} result must be a JSON object, got {type(result).__name__}")
+        missing = [k for k in self.keys if k not in result]
+        if missing:
+            raise ValueError(f"a {self.name} result needs {', '.join(missing)}")
         if self.check is not None:
             self.check(result)
 

@@ -91,5 +91,5 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
 
 
 
-register(Experiment("adaptive", Config, run, claims, render, quick=Config(steps=4, eval_n=30), run_cost=13,
+register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "tts"), quick=Config(steps=4, eval_n=30), run_cost=13,
                     render_cost=0.4))

@@ -64,4 +64,4 @@ model has to learn *when* to think (sections 5–7).
     return [(md, head)]
 
 
-register(Experiment("base", Config, run, claims, render, quick=Config(n=40), run_cost=2, render_cost=0.2))
+register(Experiment("base", Config, run, claims, render, keys=("free", "A", "S", "T"), quick=Config(n=40), run_cost=2, render_cost=0.2))

@@ -88,4 +88,4 @@ uncapped at {t[-1]['budget']} steps.
     return [(md, head)]
 
 
-register(Experiment("budgets", Config, run, claims, render, quick=Config(n=30), run_cost=4, render_cost=0.1))
+register(Experiment("budgets", Config, run, claims, render, keys=("budgets",), quick=Config(n=30), run_cost=4, render_cost=0.1))

@@ -365,5 +365,5 @@ Max starts from the Exact checkpoint, and n counts the whole response (budget.py
     return md, headline
 
 
-register(Experiment("l1", Config, run, claims, render, quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21,
+register(Experiment("l1", Config, run, claims, render, keys=("variants", "forcing", "fixed", "config", "base_free"), quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21,
                     render_cost=3.0))

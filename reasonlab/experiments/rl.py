@@ -138,5 +138,11 @@ baseline. {" ".join(findings.verdict_line(f) for f in (rl_faster(rs, "grpo", "re
     return [(md, head)]
 
 
-register(Experiment("rl", Config, run, claims, render, quick=Config(steps=4, eval_every=2, eval_n=40), run_cost=17,
+def check(result: dict) -> None:
+    """Every algorithm's run has its history and its time to solve."""
+    if not result or not all(isinstance(r, dict) and "hist" in r and "solved" in r for r in result.values()):
+        raise ValueError("a rl result maps each algorithm to its run (hist, solved, ...)")
+
+
+register(Experiment("rl", Config, run, claims, render, check=check, quick=Config(steps=4, eval_every=2, eval_n=40), run_cost=17,
                     render_cost=0.7))

@@ -149,5 +149,5 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     return [render_sampling(rs, out), render_verifiers(rs, out)]
 
 
-register(Experiment("sampling", Config, run, claims, render, quick=Config(n=40, n_max=8), run_cost=14,
+register(Experiment("sampling", Config, run, claims, render, keys=("curves", "formats", "frontier", "n_max"), quick=Config(n=40, n_max=8), run_cost=14,
                     render_cost=1.1))

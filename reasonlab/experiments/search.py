@@ -351,5 +351,5 @@ def headline(results: list[dict], fs: list[dict] | None = None) -> str:
     return (", ".join(f"{n} {v:.3f}" for n, v in acc.items()) + f" (N = {nmax}); {held}/{len(fs)} findings hold")
 
 
-register(Experiment("search", Config, run, claims, render, depends=depends, run_cost=52, render_cost=6.1,
+register(Experiment("search", Config, run, claims, render, depends=depends, keys=("verifiers", "search"), run_cost=52, render_cost=6.1,
                     quick=Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick")))

@@ -88,5 +88,5 @@ et al. 2023, arXiv 2312.06585).
 
 
 
-register(Experiment("star", Config, run, claims, render,
+register(Experiment("star", Config, run, claims, render, keys=("main",),
                     quick=Config(rounds=1, problems=400, steps=40, eval_n=30), run_cost=45, render_cost=0.5))
