@@ -159,3 +159,12 @@ def test_an_unwritable_home_still_gets_one_line(tmp_path):
         out = subprocess.run([sys.executable, "-m", "reasonlab", *argv], capture_output=True, text=True, env=env)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and out.stderr.startswith("reasonlab: error"), \
             out.stderr
+
+
+def test_the_lab_and_each_experiment_config_meet_the_same_bounds():
+    from reasonlab import experiments as X
+    from reasonlab.runner.config import LabConfig
+    with pytest.raises(ValueError, match="seeds must be in"):
+        LabConfig(seeds=(-1,)).validate()
+    with pytest.raises(ValueError, match="is more than 10,000,000"):
+        LabConfig(only=("rl",), configs={"rl": X.get("rl").Config(steps=10**9)}).validate()

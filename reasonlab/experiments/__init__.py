@@ -23,7 +23,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..core.config import check_choices
+from ..core.config import check_choices, check_numbers
 
 ENTRY_POINTS = "reasonlab.experiments"
 
@@ -77,6 +77,7 @@ class Experiment:
         if not isinstance(config, self.Config):
             raise ValueError(f"{self.name}: expected a {self.Config.__name__}, got {type(config).__name__}")
         check_choices(config, self.name)
+        check_numbers(config, self.name)
         if hasattr(config, "validate"):
             config.validate()
 

@@ -217,5 +217,6 @@ class LabConfig:
             X.get(name)
         if not self.seeds:
             raise ValueError("the lab needs at least one seed")
+        check_numbers(self, "lab")
         for name in self.selected():
             X.get(name).validate(self.config_of(name))
