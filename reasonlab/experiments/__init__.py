@@ -173,10 +173,6 @@ def load_plugins(files=()) -> None:
         load_file(f)
 
 
-def config_dict(config) -> dict:
-    return dataclasses.asdict(config)
-
-
 def config_from(cls, d: dict):
     """A Config from its dict (JSON lists back to tuples where the field is a tuple); unknown fields are an error."""
     hints = typing.get_type_hints(cls)

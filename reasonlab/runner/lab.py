@@ -114,9 +114,7 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
     if bases:
         timing["base models"] = round(sum(timing.get(u.uid, 0.0) for u in bases), 1)
     if cfg.pack:
-        for exp in only:
-            for seed in cfg.seeds:
-                store.pack(exp, seed)
+        store.pack(only, cfg.seeds)
     results = load_results(cfg.out, cfg.seeds)
     wall = time.perf_counter() - t_lab
     meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
@@ -142,9 +140,7 @@ def rebuild_report(cfg: LabConfig) -> dict:
 def _rebuild_report(cfg: LabConfig) -> dict:
     store = Store(cfg.out, packed=cfg.pack)
     if cfg.pack:
-        for exp in X.names():
-            for seed in cfg.seeds:
-                store.pack(exp, seed)
+        store.pack(X.names(), cfg.seeds)
     results = load_results(cfg.out, cfg.seeds)
     if not results:
         raise ValueError(f"--report-only: no finished experiments in {cfg.out} for seeds {list(cfg.seeds)}")

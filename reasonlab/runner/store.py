@@ -92,11 +92,14 @@ class Store:
             os.remove(stale)
         return plain + (".gz" if self.packed else "")
 
-    def pack(self, group: str, seed: int) -> None:
-        """Rewrite a plain record packed (a packed store's reused records)."""
-        rec = self.read(group, seed)
-        if rec is not None and not self.path(group, seed).endswith(".gz"):
-            self.write(group, seed, rec["key"], rec["seconds"], rec["result"])
+    def pack(self, groups, seeds) -> None:
+        """Rewrite the plain records of these groups and seeds packed (a packed store's reused records)."""
+        for g in groups:
+            for s in seeds:
+                if not self.path(g, s).endswith(".gz"):
+                    rec = self.read(g, s)
+                    if rec is not None:
+                        self.write(g, s, rec["key"], rec["seconds"], rec["result"])
 
     def finished(self, group: str, seeds, key: Callable[[int], str], check: Callable | None = None) -> list[dict]:
         """The records of `group` for `seeds` that are there, well formed and of key(seed), in seed order."""
@@ -110,13 +113,12 @@ class Store:
                 out.append(rec)
         return out
 
-    def collect(self, groups, seeds, check: Callable[[str], Callable | None] = lambda g: None,
-                keys: Callable[[str, int], str] | None = None) -> dict:
-        """{group: {"results": [per seed], "seconds": [...]}} for every group with a record for every seed (with
-        keys: a record of this key). A bad record is a BadRecord naming its file."""
+    def collect(self, groups, seeds, check: Callable[[str], Callable | None] = lambda g: None) -> dict:
+        """{group: {"results": [per seed], "seconds": [...]}} for every group with a record for every seed. A bad
+        record is a BadRecord naming its file."""
         out = {}
         for g in groups:
             recs = [self.read(g, s, check(g)) for s in seeds]
-            if all(r is not None and (keys is None or r["key"] == keys(g, s)) for r, s in zip(recs, seeds)):
+            if all(r is not None for r in recs):
                 out[g] = {"results": [r["result"] for r in recs], "seconds": [r["seconds"] for r in recs]}
         return out
