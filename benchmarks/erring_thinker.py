@@ -24,7 +24,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reasonlab.io.checkpoint import write_json, write_text  # noqa: E402
-from reasonlab.core.evaluate import evaluate, problems_per_k  # noqa: E402
+from reasonlab.core.evaluate import evaluate  # noqa: E402
+from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate_n  # noqa: E402
 from reasonlab.core.task import K_MAX, K_MIN, prompt_ids  # noqa: E402
 from reasonlab.train.sft import ERR_CFG, misread  # noqa: E402

@@ -16,7 +16,8 @@ import time
 
 import torch
 
-from reasonlab.core.evaluate import eval_table, format_table, meets_bar, passes_bar, problems_per_k
+from reasonlab.core.evaluate import eval_table, format_table, meets_bar, passes_bar
+from reasonlab.core.problems import problems_per_k
 from reasonlab.runner.executor import keep_freed_memory
 from reasonlab.io.checkpoint import write_json
 from reasonlab.train.zoo import store

@@ -13,7 +13,7 @@ import time
 import torch
 
 from reasonlab.methods import tts
-from reasonlab.core.evaluate import problems_per_k
+from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate_n
 from reasonlab.core.task import parse, prompt_ids
 from reasonlab.train.zoo import base_model

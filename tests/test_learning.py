@@ -4,7 +4,8 @@ import copy
 import pytest
 
 import reasonlab as R
-from reasonlab.core.evaluate import evaluate, problems_per_k
+from reasonlab.core.evaluate import evaluate
+from reasonlab.core.problems import problems_per_k
 from reasonlab.train.sft import pretrain
 
 

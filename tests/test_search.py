@@ -9,6 +9,7 @@ import torch
 from reasonlab.methods import search, tts
 from reasonlab.experiments import search as search_exp
 from reasonlab.core.model import GPT
+from reasonlab.core.pool import Pool, pool_of, sample_pool
 from reasonlab.core.sampling import sample_tree, strip_row
 from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, make_digits, prompt_ids, solution
 from reasonlab.methods.verifier import OracleVerifier
@@ -80,7 +81,7 @@ def test_oracle_best_of_n_is_verified_pass_at_n():
     over every N-subset of the pool that rate averages to the unbiased verified pass@N estimator (problem by
     problem), and its accuracy is at least that (with no verified chain it still answers, sometimes right)."""
     probs, outs = random_pool(0)
-    pool = search.pool_of(probs, outs)
+    pool = pool_of(probs, outs)
     sc = search.Scorer(OracleVerifier())
     n = pool.n
     for N in (1, 2, 3, n):
@@ -89,7 +90,7 @@ def test_oracle_best_of_n_is_verified_pass_at_n():
         for s in subsets:
             cols = list(s) + [c for c in range(n) if c not in s]       # the subset first: best-of-N reads the first N
             rows = [[row[c] for c in cols] for row in outs]
-            sub = search.pool_of(probs, rows)
+            sub = pool_of(probs, rows)
             scores = sc.score([d for d in probs for _ in range(n)], [o for row in rows for o in row],
                               "min").reshape(len(probs), n)
             acc += search.best_of_n(sub, scores, N)
@@ -104,7 +105,7 @@ def test_weighted_vote_with_constant_scores_is_majority():
         rng = np.random.default_rng(seed)
         probs = [[1, 2, 3]] * 50
         ans = rng.integers(-1, 10, size=(50, 16))
-        pool = tts.Pool(probs, np.full(50, 3), ans, ans == 6, np.zeros(ans.shape, bool), np.ones(ans.shape, int),
+        pool = Pool(probs, np.full(50, 3), ans, ans == 6, np.zeros(ans.shape, bool), np.ones(ans.shape, int),
                         np.full(ans.shape, 5), np.full(ans.shape, 3), np.zeros(ans.shape))
         for c in (0.3, 1.0, 7.0):
             for N in (1, 2, 5, 16):
@@ -123,8 +124,8 @@ def test_token_accounting_is_exact_on_a_hand_made_example():
         assert r["outputs"][0] == [[ID[w] for w in "S 3 A 3 </s>".split()]] * 4
         assert r["gen_tokens"].tolist() == [4 * 2 + 4 * 3]
         assert r["ver_tokens"].tolist() == [4 * 12 + 4 * 15]
-    outs = search.sample_outputs(model, [[1, 2]], 4, "S", seed=0)
-    pool = search.pool_of([[1, 2]], outs)
+    pool = sample_pool(model, [[1, 2]], 4, ["S"], seed=0, keep_outputs=True)
+    outs = pool.outputs
     assert pool.length.sum() == 20 and OracleVerifier().tokens([[1, 2]] * 4, outs[0]) == 60
     assert pool.correct.all() and pool.verified.all()
 

@@ -129,13 +129,13 @@ def test_bad_phase_options_are_errors_before_any_training(monkeypatch):
 def test_the_gate_tests_validation_problems(monkeypatch):
     import importlib
 
-    from reasonlab.core.evaluate import split_of
+    from reasonlab.core.problems import part_of
     from reasonlab.train.sft import Gate, gate_passes
     E = importlib.import_module("reasonlab.evaluate")   # the package exports a function of the same name
     seen, orig = [], E.evaluate
     monkeypatch.setattr(E, "evaluate", lambda model, probs, **kw: (seen.extend(probs), orig(model, probs, **kw))[1])
     assert not gate_passes(build_model(0), Gate(n=5))     # an untrained model fails it
-    assert seen and all(split_of(d) == "val" for d in seen)
+    assert seen and all(part_of(d) == "val" for d in seen)
 
 
 def test_a_step_changes_every_parameter():

@@ -9,6 +9,7 @@ from reasonlab.methods import tts
 from reasonlab.stats import summary
 import torch.nn.functional as F
 
+from reasonlab.core.pool import Pool, sample_pool
 from reasonlab.core.sampling import generate_n, output_logits, sample_tree
 from reasonlab.core.task import ID, PROMPT_LEN, check_chain, parse, prompt_ids
 
@@ -17,7 +18,7 @@ def pool(answers, problems, verified=None, fmt=None, logp=None):
     a = np.array(answers)
     truth = np.array([sum(d) % 10 for d in problems])[:, None]
     z = np.zeros(a.shape)
-    return tts.Pool(problems, np.array([len(d) for d in problems]), a, a == truth,
+    return Pool(problems, np.array([len(d) for d in problems]), a, a == truth,
                     np.zeros(a.shape, bool) if verified is None else np.array(verified),
                     np.ones(a.shape, int) if fmt is None else np.array(fmt), z + 5, z + 3, z if logp is None else np.array(logp))
 
@@ -113,7 +114,7 @@ def test_tree_sampler_equals_flat_sampling_and_its_logprobs_are_right(noisy_mode
 def test_sample_pool_records_what_the_samples_say(noisy_model):
     """Every field of the pool agrees with parsing and checking the same samples by hand."""
     probs = [[1, 2], [3, 4, 5], [9, 9, 9, 9]]
-    p = tts.sample_pool(noisy_model, probs, 8, force=["T"], seed=0)
+    p = sample_pool(noisy_model, probs, 8, force=["T"], seed=0)
     toks, _ = sample_tree(noisy_model, [prompt_ids(d) for d in probs], 8, torch.Generator().manual_seed(0), 1.0, ["T"])
     for r, row in enumerate(toks.tolist()):
         i, j = divmod(r, 8)
@@ -138,7 +139,7 @@ def test_budget_tokens_stop_at_the_end_of_the_answer():
 
 def _frontier_problems():
     """20 problems per k = 2, 3 on each side of the val / test split."""
-    from reasonlab.core.evaluate import problems_per_k
+    from reasonlab.core.problems import problems_per_k
     return problems_per_k(20, seed=1, ks=(2, 3), split="val") + problems_per_k(20, seed=1, ks=(2, 3), split="test")
 
 
@@ -172,19 +173,19 @@ def test_frontier_switches_per_k_when_that_wins():
 def test_frontier_selects_on_validation_and_scores_on_test():
     """A strategy right on every validation problem but wrong on every test problem is chosen, and the test
     accuracy shows it: selection never sees the test side."""
-    from reasonlab.core.evaluate import split_of
+    from reasonlab.core.problems import part_of
     probs = _frontier_problems()
-    val = np.array([split_of(d) == "val" for d in probs])
+    val = np.array([part_of(d) == "val" for d in probs])
     t = next(x for x in tts.frontier([_cand("greedy", val, np.full(len(probs), 3.0))], probs)["targets"]
              if x["target"] == 0.5)
     assert t["reachable"] and t["adaptive"]["acc"] == 0.0 and t["fixed"]["acc"] == 0.0
 
 
 def test_named_splits_are_disjoint_at_every_k():
-    from reasonlab.core.evaluate import problems_per_k, split_of
+    from reasonlab.core.problems import part_of, problems_per_k
     v, t = problems_per_k(200, seed=0, split="val"), problems_per_k(200, seed=0, split="test")
     assert not {tuple(d) for d in v} & {tuple(d) for d in t}
-    assert all(split_of(d) == "val" for d in v) and {len(d) for d in v} == set(range(2, 9))
+    assert all(part_of(d) == "val" for d in v) and {len(d) for d in v} == set(range(2, 9))
 
 
 def test_bootstrap_ci_covers_the_mean_about_95_percent_of_the_time():

@@ -125,7 +125,7 @@ def test_token_head_starts_from_the_thinkers_logit_for_the_written_token():
 
 def test_held_out_problems_are_disjoint_from_training_problems():
     test = {tuple(d) for d in V.held_out_problems(30, seed=0)}
-    train = {tuple(d) for s in (0, 1) for d in V.draw_problems(30, s, test=False)}
+    train = {tuple(d) for s in (0, 1) for d in V.training_problems(30, s)}
     assert test and train and not test & train
     assert V.held_out_problems(5, seed=3) == V.held_out_problems(5, seed=3)
 
@@ -152,7 +152,7 @@ def test_verifier_cache_round_trip(tmp_path):
 
 def test_repeated_sampling_is_memoised_and_leaves_the_generator_where_sampling_would(monkeypatch):
     thinker = build_model(0).eval()
-    cfg, probs = V.VerifierConfig(samples=2), V.draw_problems(4, 0, test=False)
+    cfg, probs = V.VerifierConfig(samples=2), V.training_problems(4, 0)
     calls, real = [], V._sample_outputs
     monkeypatch.setattr(V, "_sample_outputs", lambda *a: calls.append(1) or real(*a))
 

@@ -11,7 +11,8 @@ from dataclasses import asdict
 
 
 from ..core.config import make
-from ..core.evaluate import PROBE_SEED, evaluate, problems_per_k
+from ..core.evaluate import evaluate
+from ..core.problems import PROBE_SEED, problems_per_k
 from ..experiments import l1, verifiers
 from ..experiments import search as search_exp
 from ..io import report, tblog

@@ -1,41 +1,12 @@
 """Accuracy, format shares, length and chain correctness, overall and per k."""
 from __future__ import annotations
 
-import random
-
 import torch
 
 from .model import GPT
 from .sampling import generate
-from .task import FORMATS, K_MAX, K_MIN, check_chain, make_digits, parse, prompt_ids
-
-
-# The named evaluation sets, so that every comparison in one table is made on one of them.
-TEST_SEED = 12345   # "test": the base table, RL's final evaluation, adaptive methods, fixed formats and their TTS points
-PROBE_SEED = 999    # "probe": RL's greedy checks during training (time to solve), never reported as a final score
-GATE_SEED = 31337   # "gate": the base recipe's stopping tests (train.Gate), drawn from the validation half only
-
-
-def split_of(digits: list[int]) -> str:
-    """"val" or "test", a fixed function of the problem itself (a multiplicative hash of its digits): selection
-    (val) and scoring (test) sets drawn with `split=` are disjoint at every k, k = 2 included, where only 100
-    problems exist and independent draws overlap (Knuth's multiplicative hash; about half of each k goes each way)."""
-    x = 10 ** len(digits) + int("".join(map(str, digits)))
-    return "val" if (x * 2654435761) % 2 ** 32 < 2 ** 31 else "test"
-
-
-def problems_per_k(n: int, seed: int = 0, ks=range(K_MIN, K_MAX + 1), split: str | None = None) -> list[list[int]]:
-    """n problems for each k, drawn from random.Random(seed); with split="val" or "test", only problems of that
-    half of the problem space (`split_of`), so the two are disjoint."""
-    rng = random.Random(seed)
-    out = []
-    for k in ks:
-        for _ in range(n):
-            d = make_digits(rng, k)
-            while split is not None and split_of(d) != split:
-                d = make_digits(rng, k)
-            out.append(d)
-    return out
+from .problems import TEST_SEED, problems_per_k
+from .task import FORMATS, K_MIN, check_chain, parse, prompt_ids
 
 
 def summarize(problems: list[list[int]], results: list[dict]) -> dict:

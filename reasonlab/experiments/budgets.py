@@ -9,7 +9,7 @@ import numpy as np
 from ..stats import findings
 from ..io import report
 from ..methods import tts
-from ..core.evaluate import problems_per_k
+from ..core.problems import problems_per_k
 from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pm
 from . import Experiment, register

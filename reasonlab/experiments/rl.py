@@ -10,7 +10,8 @@ import numpy as np
 
 from ..stats import findings
 from ..io import report
-from ..core.evaluate import PROBE_SEED, TEST_SEED, evaluate, problems_per_k
+from ..core.evaluate import evaluate
+from ..core.problems import PROBE_SEED, TEST_SEED, problems_per_k
 from ..stats.findings import missing, seed_check
 from ..core.model import GPT
 from ..stats.summary import pm

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from reasonlab.core.evaluate import evaluate, problems_per_k
+from reasonlab.core.evaluate import evaluate
+from reasonlab.core.problems import problems_per_k
 from reasonlab.experiments import Experiment, register
 from reasonlab.stats.findings import seed_check, verdict_line
 from reasonlab.io.report import save

@@ -15,15 +15,18 @@ import time
 
 import numpy as np
 
+import torch
+
 from ..core import rewards
-from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
+from ..core.evaluate import evaluate
 from ..core.model import GPT
-from .config import ADAPTIVE_METHODS as METHODS, adaptive_fields
+from ..core.pool import sample_pool
+from ..core.problems import TEST_SEED, problems_per_k
+from ..core.task import FMT_NAMES
 from ..stats.summary import mean_std, pareto
 from ..train.rl import RLConfig, train
-from ..core.task import FMT_NAMES
-import torch
 from . import tts
+from .config import ADAPTIVE_METHODS as METHODS, adaptive_fields
 
 
 def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
@@ -96,7 +99,7 @@ def tts_points(base: GPT, n: int = 300) -> dict:
     probs = problems_per_k(n, seed=TEST_SEED)
     out = {}
     for f, N in (("A", 8), ("S", 4)):
-        pool = tts.sample_pool(base, probs, N, force=[f], seed=1)
+        pool = sample_pool(base, probs, N, force=[f], seed=1)
         out[f"{f} maj@{N}"] = {"acc": float(tts.majority(pool, N).mean()), "tokens": tts.tokens(pool, N)}
     return out
 

@@ -37,7 +37,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..core.evaluate import problems_per_k
+from ..core.problems import problems_per_k
 from ..core.model import GPT
 from .config import BUDGET_QUICK as QUICK, VARIANTS, BudgetConfig, Variant  # noqa: F401  (this method's public names)
 from ..core.sampling import generate, sample_tree

@@ -33,26 +33,23 @@ scores that prefix inside a longer output) saves time, not counted tokens: the c
 """
 from __future__ import annotations
 
-import hashlib
-import random
+import os
 import time
 from dataclasses import asdict
 
 import numpy as np
 import torch
 
-from . import tts
 from ..core.model import GPT, KVCache
-from .config import NS, SEARCH_METHODS as METHODS, SearchConfig  # noqa: F401  (this method's public names)
-from ..core.sampling import EOS, last_logits, pick, sample_tree, strip_row
-from ..core.task import DIGIT0, ID, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids
-from .verifier import aggregate, steps as read_steps
-from ..train.zoo import thinker_model
-from .verifier import held_out
-from .verifier import VerifierConfig
-from .verifier import OracleVerifier, train_verifier
-import os
+from ..core.pool import Pool, sample_pool
+from ..core.problems import problems_per_k
+from ..core.sampling import EOS, last_logits, pick
+from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, parse, prompt_ids
 from ..io.checkpoint import write_json
+from ..train.zoo import thinker_model
+from . import tts
+from .config import NS, SEARCH_METHODS as METHODS, SearchConfig  # noqa: F401  (this method's public names)
+from .verifier import OracleVerifier, VerifierConfig, aggregate, steps as read_steps, train_verifier
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -247,66 +244,24 @@ def dvts(model, scorer, problems, N: int, M: int, **kw) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # Best-of-N and weighted majority on one pool.
 
-def sample_outputs(model: GPT, problems, n: int, force: str, seed: int, temperature: float = 1.0,
-                   chunk: int = 1000) -> list[list[list[int]]]:
-    """n sampled outputs per problem (sample_tree: shared prefixes share cache rows), as token lists."""
-    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
-    outs = []
-    for s in range(0, len(problems), chunk):
-        probs = problems[s:s + chunk]
-        toks, _ = sample_tree(model, [prompt_ids(d) for d in probs], n, gen, temperature, [force])
-        rows = [strip_row(r) for r in toks.tolist()]
-        outs += [rows[i * n:(i + 1) * n] for i in range(len(probs))]
-    return outs
-
-
-def pool_of(problems, outputs: list[list[list[int]]]) -> tts.Pool:
-    """A tts.Pool from output lists (answers, correctness, the rule's check), so tts's votes apply."""
-    parsed = [[parse(o) for o in row] for row in outputs]
-    ans = np.array([[-1 if p["answer"] is None else p["answer"] for p in row] for row in parsed])
-    truth = np.array([sum(d) % 10 for d in problems])[:, None]
-    ver = np.array([[check_chain(d, p) is True for p in row] for d, row in zip(problems, parsed)])
-    fmt = np.array([[tts.FMT_INDEX.get(p["fmt"], -1) for p in row] for row in parsed])
-    length = np.array([[len(o) for o in row] for row in outputs])
-    chain = np.array([[len(p["chain"]) for p in row] for row in parsed])
-    return tts.Pool(list(problems), np.array([len(d) for d in problems]), ans, ans == truth, ver, fmt, length, chain,
-                    np.zeros(ans.shape))
-
-
 def pick_best(scores: np.ndarray, N: int) -> np.ndarray:
     """(P,) column of the highest-scored of the first N samples (ties: the first)."""
     return scores[:, :N].argmax(1)
 
 
-def best_of_n(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
+def best_of_n(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
     """1.0 where the highest-scored of the first N samples is right."""
     pick = pick_best(scores, N)
     return pool.correct[np.arange(len(pick)), pick].astype(float)
 
 
-def weighted(pool: tts.Pool, scores: np.ndarray, N: int) -> np.ndarray:
+def weighted(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
     """Weighted majority: the answer whose samples' scores sum highest among the first N (tts.vote's ties)."""
     return tts.vote(pool, N, weight=scores)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The experiment.
-
-
-def split_problems(n_per_k: int, seed: int, part: str, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
-    """Problems from the verifiers' held-out quarter (verifier.held_out), halved again by another hash byte into a
-    validation and a test part, so the two are disjoint as sets (k = 2 has ~25 held-out problems: draws repeat)."""
-    rng = random.Random(f"search-{seed}-{part}")
-    want = part == "val"
-    out = []
-    for k in ks:
-        got = 0
-        while got < n_per_k:
-            d = make_digits(rng, k)
-            if held_out(d) and (hashlib.sha256(bytes([len(d)] + d)).digest()[1] % 2 == 0) == want:
-                out.append(d)
-                got += 1
-    return out
 
 
 def verifier_config(config: SearchConfig):
@@ -348,7 +303,7 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
     timing["verifiers"] = round(time.perf_counter() - t, 1)
     n_params = sum(p.numel() for p in model.parameters())
     scorers = {k: Scorer(v) for k, v in verifiers.items()}
-    problems = {"val": split_problems(config.n_val, seed, "val"), "test": split_problems(config.n_test, seed, "test")}
+    problems = {part: problems_per_k(n, f"search-{seed}", split=part) for part, n in (("val", config.n_val), ("test", config.n_test))}
     res = {"config": asdict(config), "seed": seed, "n_params": n_params,
            "ver_params": {k: (v.flops_per_token / 2 or n_params + model.cfg.d_model + 1) for k, v in verifiers.items()},
            "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
@@ -359,12 +314,11 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
 
     for split, probs in problems.items():
         t = time.perf_counter()
-        greedy = sample_outputs(model, probs, 1, config.force, seed, temperature=0.0)
-        gp = pool_of(probs, greedy)
+        gp = sample_pool(model, probs, 1, [config.force], temperature=0.0, seed=seed)
         put("greedy", split, 1, gp.correct[:, 0], gp.length[:, 0], np.zeros(len(probs)))
-        outs = sample_outputs(model, probs, config.n_max, config.force, seed + 1000 * (split == "test"),
-                              config.temperature)
-        pool = pool_of(probs, outs)
+        pool = sample_pool(model, probs, config.n_max, [config.force], config.temperature,
+                           seed=seed + 1000 * (split == "test"), keep_outputs=True)
+        outs = pool.outputs
         timing[f"sample_{split}"] = round(time.perf_counter() - t, 1)
         t = time.perf_counter()
         flat_d = [d for d, row in zip(probs, outs) for _ in row]

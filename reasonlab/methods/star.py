@@ -18,7 +18,8 @@ import torch
 
 from ..io.checkpoint import cache_key, fingerprint, weights_hash
 from ..train.zoo import get_model
-from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
+from ..core.evaluate import evaluate
+from ..core.problems import TEST_SEED, problems_per_k
 from ..core.model import GPT
 from .config import StarConfig
 from ..core.sampling import sample_tree

@@ -8,41 +8,16 @@ Papers: self-consistency (Wang et al. 2022, arXiv 2203.11171), pass@k estimator 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
 
 import numpy as np
 import torch
 
 from ..core.model import GPT
-from ..core.sampling import sample_tree
-from ..core.task import DIGIT0, FMT_INDEX, ID, PROMPT_LEN, check_chain, parse, prompt_ids
+from ..core.pool import Pool, sample_pool
+from ..core.problems import part_of, problems_per_k
+from ..core.task import DIGIT0, ID, PROMPT_LEN
 from ..stats.summary import bootstrap_ci
-from ..core.evaluate import split_of
-import time
-from ..core.evaluate import problems_per_k
-
-
-@dataclass
-class Pool:
-    """N samples for each of P problems, as (P, N) arrays."""
-    problems: list[list[int]]
-    k: np.ndarray          # (P,) digits per problem
-    answer: np.ndarray     # (P, N) the answer read, -1 when none
-    correct: np.ndarray    # (P, N) answer right
-    verified: np.ndarray   # (P, N) the process verifier accepts: chain checks (a direct answer has no chain: False)
-    fmt: np.ndarray        # (P, N) 0/1/2 = A/S/T, -1 none
-    length: np.ndarray     # (P, N) output tokens up to the end of the answer (task.parse's answer_end: its </s>
-                           # included, text written after an answer that does not close is not), forced ones included
-    chain: np.ndarray      # (P, N) thinking tokens: running sums written before the answer
-    logp: np.ndarray       # (P, N) sequence log-probability of the sampled tokens
-
-    @property
-    def n(self) -> int:
-        return self.answer.shape[1]
-
-    def subset(self, rows) -> "Pool":
-        return Pool([self.problems[i] for i in rows], self.k[rows], self.answer[rows], self.correct[rows],
-                    self.verified[rows], self.fmt[rows], self.length[rows], self.chain[rows], self.logp[rows])
 
 
 def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
@@ -71,32 +46,6 @@ def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
             logits[more[:, None] & ~digit[None, :]] = float("-inf")
         return logits
     return hook
-
-
-def sample_pool(model: GPT, problems: list[list[int]], n: int, force: list[str] | None = None, temperature: float = 1.0,
-                seed: int = 0, chunk: int = 2000, logit_hook=None) -> Pool:
-    """n samples per problem (temperature 0: greedy, n copies), parsed and verified."""
-    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
-    parts = []
-    for s in range(0, len(problems), chunk):
-        probs = problems[s:s + chunk]
-        toks, logp = sample_tree(model, [prompt_ids(d) for d in probs], n, gen, temperature, force, logit_hook=logit_hook)
-        uniq, inv = torch.unique(toks, dim=0, return_inverse=True)      # parse each distinct output once
-        digits_of_row = np.repeat(np.arange(len(probs)), n)
-        inv = inv.cpu().numpy()
-        parsed = [parse(row) for row in uniq.tolist()]
-        ans = np.array([-1 if p["answer"] is None else p["answer"] for p in parsed])[inv]
-        fmt = np.array([FMT_INDEX.get(p["fmt"], -1) for p in parsed])[inv]
-        length = np.array([p["answer_end"] for p in parsed])[inv]
-        chain = np.array([len(p["chain"]) for p in parsed])[inv]
-        # the verifier needs the problem: check each distinct (problem, output) pair once
-        pairs, pair_of_row = np.unique(np.stack([digits_of_row, inv], 1), axis=0, return_inverse=True)
-        ver = np.array([check_chain(probs[pi], parsed[u]) is True for pi, u in pairs.tolist()])[pair_of_row.ravel()]
-        truth = np.array([sum(d) % 10 for d in probs])[digits_of_row]
-        parts.append((ans, ans == truth, ver, fmt, length, chain, logp.cpu().numpy()))
-    shape = (len(problems), n)
-    cat = [np.concatenate([p[i] for p in parts]).reshape(shape) for i in range(7)]
-    return Pool(problems, np.array([len(d) for d in problems]), *cat)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -225,11 +174,11 @@ def candidates(pools: dict[str, Pool], greedy: dict[str, Pool] | None = None, bu
 def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
              targets=(0.5, 0.8, 0.9, 0.95, 0.99)) -> dict:
     """Compute-optimal strategy per k (Snell et al.): for each target accuracy, on the validation problems pick,
-    for each k, the cheapest candidate that reaches it; on the disjoint test problems (evaluate.split_of) compare its
+    for each k, the cheapest candidate that reaches it; on the disjoint test problems (core.problems.part_of) compare its
     tokens with the cheapest single candidate that reaches the target at every k on validation. Every candidate
     competes on both sides, greedy decoding included. The ratio is reported whatever it is (1 when one strategy is
     best everywhere)."""
-    split = np.array([split_of(d) for d in problems])
+    split = np.array([part_of(d) for d in problems])
     kk = np.array([len(d) for d in problems])
     ks = sorted(set(kk.tolist()))
     name = lambda c: f"{c['format']}/{c['method']}@{c['N']}"   # noqa: E731
@@ -269,7 +218,7 @@ def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"
     """The whole test-time-compute grid. Returns a JSON-able dict, the lab's "sampling" result (with budgets, also
     its "budgets" result): lab.render draws it."""
     # one problem set for the whole grid: half from the validation side of the problem space, half from the test
-    # side (evaluate.split_of), so the frontier selects and scores on disjoint problems
+    # side (core.problems.part_of), so the frontier selects and scores on disjoint problems
     problems = problems_per_k(n_per_k // 2, seed=seed, split="val") + problems_per_k(n_per_k - n_per_k // 2, seed=seed,
                                                                                    split="test")
     res = {"n_per_k": n_per_k, "n_max": n_max, "seed": seed, "formats": list(formats), "timing": {}}

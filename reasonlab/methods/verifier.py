@@ -35,10 +35,26 @@ Labels (what the learned verifiers train on, per step):
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict
 
 import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps
+from ..core.model import GPT
+from ..core.optim import AdamW, lr_at
+from ..core.problems import problems_per_k
+from ..core.pool import sample_pool
+from ..core.sampling import generate_n
+from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps, prompt_ids
+from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash, write_json
+from ..io.files import cache_dir, check_name
+from ..train.zoo import base_model, thinker_model
 from .config import KINDS, Agg, VerifierConfig, VerifierExpConfig  # noqa: F401  (this method's public names)
 
 
@@ -124,57 +140,19 @@ class OracleVerifier:
 # ---------------------------------------------------------------------------------------------------------------
 # Learned verifiers: the thinker's GPT with a verifier head (token or scalar).
 
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import time  # noqa: E402
-from dataclasses import asdict  # noqa: E402
-
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from ..core.model import GPT  # noqa: E402
-from ..core.sampling import generate_n, sample_tree, strip_row  # noqa: E402
-from ..core.task import K_MAX, K_MIN, make_digits, prompt_ids  # noqa: E402
-from ..train.zoo import thinker_model  # noqa: E402
-from ..io.checkpoint import weights_hash
-from ..core.optim import AdamW, lr_at
-from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors
-from ..io.files import cache_dir, check_name
-from ..io.checkpoint import write_json
-from ..train.zoo import base_model
-
 PAD = ID["<pad>"]
-FORCE_TOKENS = {"A": ["A"], "S": ["S"], "T": ["T"]}
 
 
-def held_out(digits: list[int]) -> bool:
-    """A fixed quarter of the problem space (by a hash of the digits) that no verifier ever trains on, so held-out
-    checks, and any search experiment that draws its test problems with `held_out_problems`, are disjoint from
-    every verifier's training problems whatever the seeds."""
-    return hashlib.sha256(bytes([len(digits)] + list(digits))).digest()[0] % 4 == 0
+def training_problems(n_per_k: int, seed: int = 0) -> list[list[int]]:
+    """A verifier's training problems: n_per_k per k from the "train" part of the space (core.problems), with
+    repetition where a k is small. Every check and search that scores a verifier draws from "val" or "test", so
+    they are disjoint from these whatever the seeds."""
+    return problems_per_k(n_per_k, f"verifier-{seed}", split="train", repeat=True)
 
 
-def draw_problems(n_per_k: int, seed: int, test: bool, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
-    """n_per_k problems per k from the held-out quarter (test=True) or the rest (test=False), random.Random(seed).
-    (k = 2 has 100 problems in all, 25 or so held out: draws repeat there.)"""
-    rng = random.Random(f"verifier-{seed}-{test}")
-    out = []
-    for k in ks:
-        got = 0
-        while got < n_per_k:
-            d = make_digits(rng, k)
-            if held_out(d) == test:
-                out.append(d)
-                got += 1
-    return out
-
-
-def held_out_problems(n_per_k: int, seed: int = 0, ks=range(K_MIN, K_MAX + 1)) -> list[list[int]]:
-    """Test problems no verifier was trained on (see held_out)."""
-    return draw_problems(n_per_k, seed, True, ks)
+def held_out_problems(n_per_k: int, seed: int = 0) -> list[list[int]]:
+    """Up to n_per_k distinct problems per k no verifier trained on (the "test" part)."""
+    return problems_per_k(n_per_k, f"verifier-{seed}", split="test")
 
 
 def build_net(thinker: GPT | None = None, cfg: dict | None = None, head: str = "token") -> GPT:
@@ -276,11 +254,10 @@ def _sample_outputs(thinker: GPT, problems, cfg: VerifierConfig, gen: torch.Gene
         probs = [p for p, g in zip(problems, fmt) if g == f]
         if not probs:
             continue
-        toks, _ = sample_tree(thinker, [prompt_ids(d) for d in probs], cfg.samples, gen, cfg.temperature,
-                              FORCE_TOKENS[name])
-        for i, row in enumerate(toks.tolist()):
-            digs.append(probs[i // cfg.samples])
-            outs.append(strip_row(row))
+        pool = sample_pool(thinker, probs, cfg.samples, [name], cfg.temperature, gen=gen, keep_outputs=True)
+        for d, row in zip(probs, pool.outputs):
+            digs += [d] * len(row)
+            outs += row
     return digs, outs
 
 
@@ -398,7 +375,7 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     t0 = time.perf_counter()
-    problems = draw_problems(cfg.n_per_k, seed, test=False)
+    problems = training_problems(cfg.n_per_k, seed)
     digs, outs = sample_outputs(thinker, problems, cfg, gen)
     if kind == "prm-mc" and cfg.mc_share < 1:     # rollouts are the cost: label a share of the outputs
         keep = np.random.default_rng(seed).random(len(outs)) < cfg.mc_share

@@ -40,7 +40,8 @@ from .config import ADAPTIVE_DEFAULTS, SweepConfig
 from .store import Store
 from ..train.sft import Recipe, base_cfg, base_name
 from ..methods import adaptive
-from ..core.evaluate import TEST_SEED, evaluate, problems_per_k
+from ..core.evaluate import evaluate
+from ..core.problems import TEST_SEED, problems_per_k
 from ..train.rl import RLConfig, train
 from ..io.checkpoint import fingerprint
 from ..io.checkpoint import cache_key
