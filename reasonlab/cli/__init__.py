@@ -18,7 +18,7 @@ from .. import __version__
 from ..core.config import add_flags, check_numbers, given, make
 from ..runner.executor import keep_freed_memory
 from .commands import COMMANDS, SKIP
-from .guard import UsageError, preflight, values
+from .guard import UsageError, preflight
 
 
 class Terminated(BaseException):
@@ -71,8 +71,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     obj = make(cls, user)
     cmd, _, action = ns.command.partition(" ")
     args = argparse.Namespace(**leaves(obj), given=user, cmd=cmd, action=action or None)
-    values(args)                 # the bounds, named as flags
-    check_numbers(obj, cmd)      # and those of every field the flags do not show
+    check_numbers(obj, cmd, flags=True)
     for part in [obj] + [getattr(obj, f.name) for f in dataclasses.fields(obj)]:
         if dataclasses.is_dataclass(part) and hasattr(part, "validate"):
             part.validate()

@@ -9,11 +9,10 @@ import math
 import os
 import re
 
-from ..core.config import GEN_ROW, N_K, SAMPLE_ROW, SEED_MAX, STEPS_MAX, TRAIN_ROW, fits, mem_available  # noqa: F401
+from ..core.config import GEN_ROW, N_K, SAMPLE_ROW, STEPS_MAX, TRAIN_ROW, fits, mem_available  # noqa: F401
 from ..core.task import K_MAX, K_MIN, format_name
 from ..io.files import PathError, cache_dir, check_name, regular_file, resolve, writable_dir, writable_file
 
-TEMPERATURE = (1e-3, 1e3)     # logits / 1e-300 are inf and sampling gets NaN probabilities; 0 (greedy) is allowed
 GROWTH_MAX = 10.0
 
 
@@ -49,35 +48,6 @@ def check_device(device: str) -> str:
 
 class ArgError(ValueError):
     """A command-line value out of bounds."""
-
-
-def _floats(args) -> None:
-    for k, v in vars(args).items():
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ArgError(f"--{k.replace('_', '-')} must be a finite number, got {v}")
-
-
-def _seeds(args) -> None:
-    for k in ("seed", "problem_seed", "seeds"):
-        vals = getattr(args, k, None)
-        for v in (vals if isinstance(vals, (list, tuple)) else [] if vals is None else [vals]):
-            if not 0 <= v <= SEED_MAX:
-                raise ArgError(f"--{k.replace('_', '-')} must be in 0..{SEED_MAX}, got {v}")
-
-
-def _temperature(args) -> None:
-    t = getattr(args, "temperature", None)
-    if t is not None and t != 0 and not TEMPERATURE[0] <= t <= TEMPERATURE[1]:
-        raise ArgError(f"--temperature must be 0 (greedy) or in {TEMPERATURE[0]:g}..{TEMPERATURE[1]:g}, got {t:g}")
-
-
-def _steps(args) -> None:
-    s = getattr(args, "steps", None)
-    for v in (s if isinstance(s, (list, tuple)) else [] if s is None else [s]):
-        if v > STEPS_MAX:
-            raise ArgError(f"--steps {v} is more than {STEPS_MAX:,}")
-    if getattr(args, "eval_every", 0) < 0:
-        raise ArgError(f"--eval-every must be >= 0, got {args.eval_every}")
 
 
 def _sizes(args) -> None:
@@ -143,15 +113,6 @@ def _paths(args) -> None:
         writable_file(args.json, "--json")
 
 
-def values(args) -> None:
-    """The bounds every value has whatever the command: finite floats, seeds, temperature, step counts (before the
-    configs' own validate())."""
-    _floats(args)
-    _seeds(args)
-    _temperature(args)
-    _steps(args)
-
-
 def preflight(args) -> None:
     """What needs the OS or the inputs' contents: the device, the problem, names, memory estimates, paths."""
     if hasattr(args, "device"):
@@ -166,4 +127,4 @@ def preflight(args) -> None:
     _paths(args)
 
 
-__all__ = ["values", "preflight", "ArgError", "PathError", "fits", "mem_available"]
+__all__ = ["preflight", "ArgError", "PathError", "fits", "mem_available"]

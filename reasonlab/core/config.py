@@ -96,22 +96,40 @@ def fits(flag: str, rows: int, per_row: int, unit: int = 1) -> None:
                          f"{2 * budget / 2**30:.1f} GiB available; use at most {most:,}")
 
 
-def check_numbers(obj, what: str) -> None:
+TEMPERATURE = (1e-3, 1e3)
+"""Sampling temperatures allowed besides 0 (greedy): logits / 1e-300 are inf and sampling gets NaN probabilities."""
+
+
+def check_numbers(obj, what: str, flags: bool = False) -> None:
     """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite,
-    seeds in 0..SEED_MAX, step counts at most STEPS_MAX (nested configs too)."""
+    seeds in 0..SEED_MAX, step counts at most STEPS_MAX, a temperature 0 or in TEMPERATURE, intervals >= 0
+    (nested configs too). flags: name a field as its command-line flag (the command line's check)."""
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
         if dataclasses.is_dataclass(v):
-            check_numbers(v, what)
+            check_numbers(v, what, flags)
             continue
-        for x in (v if isinstance(v, (tuple, list)) else (v,)):
-            if isinstance(x, float) and not math.isfinite(x):
-                raise ValueError(f"invalid {what} config: {f.name} must be a finite number, got {x}")
-            if isinstance(x, int) and not isinstance(x, bool):
-                if f.name in ("seed", "seeds", "problem_seed") and not 0 <= x <= SEED_MAX:
-                    raise ValueError(f"invalid {what} config: {f.name} must be in 0..{SEED_MAX}, got {x}")
-                if "steps" in f.name and x > STEPS_MAX:
-                    raise ValueError(f"invalid {what} config: {f.name} = {x:,} is more than {STEPS_MAX:,}")
+        bad = _bound(f.name, v)
+        if bad:
+            raise ValueError(f"{flag(f.name)} {bad}" if flags else f"invalid {what} config: {f.name} {bad}")
+
+
+def _bound(name: str, v) -> str | None:
+    """What is wrong with one field's value, or None."""
+    for x in (v if isinstance(v, (tuple, list)) else (v,)):
+        if isinstance(x, float) and not math.isfinite(x):
+            return f"must be a finite number, got {x}"
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            continue
+        if name in ("seed", "seeds", "problem_seed") and not 0 <= x <= SEED_MAX:
+            return f"must be in 0..{SEED_MAX}, got {x}"
+        if "steps" in name and x > STEPS_MAX:
+            return f"= {x:,} is more than {STEPS_MAX:,}"
+        if name == "temperature" and x != 0 and not TEMPERATURE[0] <= x <= TEMPERATURE[1]:
+            return f"must be 0 (greedy) or in {TEMPERATURE[0]:g}..{TEMPERATURE[1]:g}, got {x:g}"
+        if name.endswith("_every") and x < 0:
+            return f"must be >= 0, got {x}"
+    return None
 
 
 def flag(name: str) -> str:
@@ -187,12 +205,21 @@ def given(cls, ns: argparse.Namespace, skip=()) -> dict:
 
 
 def make(cls, values: dict, **fixed):
-    """cls from its given values (a nested config from its own dict, over its defaults) and `fixed` ones."""
+    """cls from its given values over its defaults (a nested config from its own dict; a JSON list back to a tuple
+    where the field is a tuple) and `fixed` ones. An unknown field is an error naming the known ones."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    bad = sorted(set(values) - known)
+    if bad:
+        raise ValueError(f"unknown {cls.__module__.rsplit('.', 1)[-1]} field {bad[0]!r}: choose from {', '.join(sorted(known))}")
     kw = {}
     for f in dataclasses.fields(cls):
+        if f.name not in values:
+            continue
         tp, _ = _unwrap(hints(cls)[f.name])
-        if _is_config(tp) and isinstance(values.get(f.name), dict):
-            kw[f.name] = make(tp, values[f.name])
-        elif f.name in values:
-            kw[f.name] = values[f.name]
+        v = values[f.name]
+        if _is_config(tp) and isinstance(v, dict):
+            v = make(tp, v)
+        elif isinstance(v, list) and (typing.get_origin(tp) is tuple or tp is tuple):
+            v = tuple(v)
+        kw[f.name] = v
     return cls(**{**kw, **fixed})

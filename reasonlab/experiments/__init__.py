@@ -15,11 +15,9 @@ as `reasonlab lab --experiment my_idea.py` or named in the `reasonlab.experiment
 """
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import sys
-import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -171,20 +169,3 @@ def load_plugins(files=()) -> None:
     load_entry_points()
     for f in files:
         load_file(f)
-
-
-def config_from(cls, d: dict):
-    """A Config from its dict (JSON lists back to tuples where the field is a tuple); unknown fields are an error."""
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    bad = sorted(set(d) - known)
-    if bad:
-        raise ValueError(f"unknown {cls.__module__.rsplit('.', 1)[-1]} field {bad[0]!r}: choose from {', '.join(sorted(known))}")
-    out = {}
-    for k, v in d.items():
-        tp = hints[k]
-        if isinstance(v, list) and (typing.get_origin(tp) is tuple or tp is tuple):
-            v = tuple(v)
-        out[k] = v
-    return cls(**out)
-

@@ -22,13 +22,18 @@ is correct, only slower: the model is a deterministic function of its recipe).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import multiprocessing as mp
 import os
 import signal
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from typing import Any, Callable, Literal
+
+from tqdm import tqdm
 
 EXECUTORS = ("local", "ray")
 
@@ -119,7 +124,6 @@ def keep_freed_memory() -> bool:
     made."""
     if os.environ.get("REASONLAB_MALLOC", "").lower() in ("default", "0", "off") or not sys.platform.startswith("linux"):
         return False
-    import ctypes
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)   # glibc's (musl has none)
     return mallopt is not None and all(mallopt(param, value) == 1 for param, value in MALLOC.items())
 
@@ -157,7 +161,6 @@ class _Book:
         self.out: dict[str, Outcome] = {}
         self.bar = None
         if progress:
-            from tqdm import tqdm
             self.bar = tqdm(total=len(units), unit="unit", desc=f"{ex.executor}×{ex.workers}", leave=False)
 
     def next(self) -> tuple[Unit, int]:
@@ -257,9 +260,6 @@ def _run_pool(book: _Book) -> None:
     time over a pipe. The driver knows which unit each process runs, so when one dies (killed, segfault, OOM) only
     that unit is charged an attempt and a fresh process takes its place; concurrent.futures' pool cannot do this
     (BrokenProcessPool fails every pending future)."""
-    import multiprocessing as mp
-    from multiprocessing.connection import wait
-
     ex = book.ex
     threads = _threads(ex)
     ctx = mp.get_context("spawn")

@@ -8,28 +8,28 @@ findings.json) is rebuilt from the store at the end.
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import sys
 import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, replace
 from typing import Callable
 
 from .. import experiments as X
-from ..stats import findings
-from ..io import report
+from ..core.config import make
+from ..io import report, tblog
 from ..io.checkpoint import cache_key, write_json
 from ..io.files import cache_dir
-from .executor import Unit, UnitsFailed, run_units
-from ..train.zoo import model_in_cache
-from ..train.sft import base_cfg, base_name
 from ..io.runs import locked
+from ..stats import findings
+from ..train.sft import base_cfg, base_name
+from ..train.zoo import model_in_cache
 from .config import LabConfig
+from .executor import Unit, UnitsFailed, run_units
 from .store import Store, unit_key as store_key
-import multiprocessing as mp
-import warnings
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from ..io import tblog
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
@@ -52,7 +52,7 @@ def lab_unit(exp: str, seed: int, config: dict, env: X.Env, plugins: tuple = ())
     if exp not in X.names():
         X.load_plugins(plugins)
     e = X.get(exp)
-    return e.run(X.config_from(e.Config, config), seed, env)
+    return e.run(make(e.Config, config), seed, env)
 
 
 def run(cfg: LabConfig, log: Callable = print) -> dict:
