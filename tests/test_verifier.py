@@ -30,8 +30,10 @@ def test_oracle_labels_mark_each_step_by_the_rule():
     assert V.oracle_labels(D, w("S 8 1 8 A 8 </s>")) == [1, 0, 0, 0]
     # right answer after a wrong chain: the answer step is right, the chain step is not
     assert V.oracle_labels(D, w("S 8 1 6 A 6 </s>")) == [1, 0, 1, 1]
-    # a sum written past the chain's end is wrong; T checks every digit
-    assert V.oracle_labels(D, w("S 8 9 6 6 A 6 </s>")) == [1, 1, 1, 0, 1]
+    # a sum written past the chain's end is wrong, and so is an answer that comes too late or too early (a chain
+    # that skips its last sums: right answer, wrong process); T checks every digit
+    assert V.oracle_labels(D, w("S 8 9 6 6 A 6 </s>")) == [1, 1, 1, 0, 0]
+    assert V.oracle_labels(D, w("S 8 9 A 6 </s>")) == [1, 1, 0]
     assert V.oracle_labels(D, w("T 3 8 7 9 6 A 6 </s>")) == [1] * 6
     assert V.oracle_labels(D, w("A 5 </s>")) == [0]
     assert V.outcome_label(D, w("S 8 1 6 A 6 </s>")) == 1.0 and V.outcome_label(D, w("S 8 9 </s>")) == 0.0

@@ -95,8 +95,9 @@ class VerifierConfig:
     """the thinker's sampling temperature, for the training outputs and the Math-Shepherd rollouts"""
     rollouts: int = 8
     """prm-mc: completions M sampled from each step's prefix (Math-Shepherd uses N = 8)"""
-    mc_share: float = 0.5
-    """prm-mc: share of the training outputs that get rollout labels (rollouts cost M generations per step)"""
+    mc_share: float = 1.0
+    """prm-mc: share of the training outputs that get rollout labels (rollouts cost M generations per step; 1: the
+    same data as the oracle-label PRM, so the two compare label quality at equal data)"""
     steps: int = 300
     """AdamW steps"""
     batch: int = 64
@@ -148,7 +149,7 @@ class VerifierExpConfig:
 NS = (1, 2, 4, 8, 16, 32, 64)
 
 
-SEARCH_METHODS = ("bon", "weighted", "beam", "dvts")
+SEARCH_METHODS = ("bon", "weighted", "beam", "beam_dedup", "dvts")
 
 
 @dataclass
@@ -169,9 +170,8 @@ class SearchConfig:
     temperature: float = 1.0
     """sampling temperature of every method"""
     agg: Literal["last", "min", "prod"] = "min"
-    """how a finished output's step scores become one score (best-of-N, weighted, the final pick of a search)"""
-    step_agg: Literal["last", "min", "prod"] = "last"
-    """how a partial chain is ranked during beam search and DVTS (search-and-learn: the last step's score)"""
+    """how an output's step scores become one score, in every method (search-and-learn's agg_strategy; its default
+    is "last": "min" makes the oracle's score the process check, task.check_chain)"""
     verifiers: tuple[str, ...] = ("orm", "prm", "prm-mc")
     """learned verifiers (verifier.KINDS); the oracle always runs too"""
     search_verifiers: tuple[str, ...] = ("prm", "oracle")
@@ -194,9 +194,8 @@ class SearchConfig:
             raise ValueError("n_val and n_test must be >= 1")
         if self.temperature <= 0:
             raise ValueError("temperature must be > 0 (search samples)")
-        for a in (self.agg, self.step_agg):
-            if a not in ("last", "min", "prod"):
-                raise ValueError(f"invalid aggregation {a!r}: use last, min or prod")
+        if self.agg not in ("last", "min", "prod"):
+            raise ValueError(f"invalid aggregation {self.agg!r}: use last, min or prod")
         for v in self.verifiers:
             if v not in KINDS:
                 raise ValueError(f"unknown verifier {v!r}: use {', '.join(KINDS)}")

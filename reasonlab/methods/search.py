@@ -1,38 +1,36 @@
 """Search with verifiers: best-of-N, weighted majority, step-level beam search and DVTS, with compute accounting.
 
-Methods (every one with a learned verifier and with the rule's oracle, `verifier.OracleVerifier`):
-- best-of-N (Cobbe et al. 2021, arXiv 2110.14168): N i.i.d. samples, the one the verifier scores highest;
+Methods (every one with a learned verifier and with the rule's oracle, `verifier.OracleVerifier`), as Hugging Face
+search-and-learn (`src/sal/`) defines them:
+- best-of-N (Cobbe et al. 2021, arXiv 2110.14168): N i.i.d. samples, the one the verifier scores highest (the
+  first of a tie);
 - weighted majority (Li et al. 2023 DiVeRSe; search-and-learn's `find_answer_with_largest_sum`): the verifier's
-  scores summed per answer, the answer with the largest sum;
-- beam search over steps (Snell et al. 2024, arXiv 2408.03314; search-and-learn `search/beam_search.py`): N/M live
-  beams, each expanded M times by one chain step (one running sum, or the final "A d </s>"), the N candidates
-  scored by the PRM (the last step's score), the best N/M kept;
-- DVTS (search-and-learn `search/diverse_verifier_tree_search.py`): N/M independent subtrees, each keeping its one
-  best of M expansions per step (greedy per subtree, diverse across subtrees).
-Baselines: greedy decoding and plain majority (tts.majority). Best-of-N, weighted and majority are read from one
-pool of n_max samples per problem, subsampled to N = 1, 2, 4, ... (the first N; search-and-learn's score.py draws
-its curves so); beam search and DVTS are re-run for every N (recipes/README.md).
-
-Beam search and DVTS are one routine, `tree_search(subtrees, keep, width)`: beam search is one subtree keeping N/M
-beams, DVTS N/M subtrees keeping one; so DVTS with a single subtree is beam search with N = M. It runs on the
-generator's KV cache the way sampling.sample_tree does: a cache row per distinct prefix, so beams (and subtrees)
-that wrote the same tokens share a row and one forward pass.
+  scores summed per answer ("no answer" is an answer too), the first answer to reach the largest sum;
+- beam search over steps (Snell et al. 2024, arXiv 2408.03314; `search/beam_search.py`): see `beam_search`;
+  `beam_dedup` is the same with its `filter_duplicates` on;
+- DVTS (`search/diverse_verifier_tree_search.py`): see `dvts`.
+A step is one chain digit, or the answer marker "A" with the answer and "</s>". Every method scores an output by
+its step scores aggregated with one `agg` (search-and-learn's agg_strategy). Baselines: greedy decoding and plain
+majority (tts.majority). Best-of-N, weighted and majority are read from one pool of n_max samples per problem,
+subsampled to N = 1, 2, 4, ... (the first N; search-and-learn's score.py draws its curves so); beam search and DVTS
+are re-run for every N. tests/test_search.py replays both searches against a re-implementation of the reference.
 
 Compute, per problem (stated once, used everywhere):
 - generated tokens: every token the generator samples, the forced format token included (as tts.tokens counts);
   best-of-N: the N samples' lengths; beam search and DVTS: every candidate's new step, pruned ones too.
-- verifier tokens: `Verifier.tokens`: each scored sequence read from its start, prompt included (PROMPT_LEN +
-  output length), no cache between calls, as search-and-learn calls its PRM once per expansion on the full text.
-  Beam search and DVTS score every candidate at every expansion, so they read more verifier tokens than best-of-N
-  at the same N. Majority and greedy read none. The oracle is charged what a learned verifier would read.
+- verifier tokens: each scored sequence read from its start, prompt included (PROMPT_LEN + output length), as
+  search-and-learn calls its PRM on the full text. Beam search and DVTS score every candidate at every round, so
+  they read more verifier tokens than best-of-N at the same N. Majority and greedy read none. The oracle is charged
+  what a learned verifier would read. `ver_inc`: what a causal verifier that keeps its cache reads (the prompt once
+  per problem, then each candidate's new tokens): a sensitivity row.
 - FLOPs = 2 * P_gen * (PROMPT_LEN + generated tokens) + 2 * P_ver * verifier tokens (Kaplan et al. 2020's forward
   cost, 2 FLOPs per parameter per token; attention's share is negligible at length 24; the generator reads its
   prompt once per problem). The oracle's FLOPs use P_ver = a learned verifier's size (the thinker's).
-Memoisation (a verifier's step scores cached per (problem, prefix); a causal verifier scores a prefix as it
-scores that prefix inside a longer output) saves time, not counted tokens: the counts are what the method reads.
+Memoisation (a verifier's step scores cached per (problem, prefix)) saves time, not counted tokens.
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import asdict
@@ -62,7 +60,7 @@ class Scorer:
 
     def __init__(self, verifier):
         self.v, self.memo = verifier, {}
-        self.values_memo: dict[tuple, dict] = {}   # (agg, answered_only) -> {key: aggregated score}
+        self.values_memo: dict[str, dict] = {}     # agg -> {key: aggregated score}
         self.calls = 0                       # sequences the verifier actually read (the counted tokens are nominal)
 
     def keys(self, digits_list, outputs) -> list[tuple]:
@@ -90,36 +88,30 @@ class Scorer:
             for j, (i, _, _) in enumerate(read_steps(o)):
                 self.memo.setdefault((tuple(d), tuple(o[:i + 1])), full[:j + 1])
 
-    def values(self, digits_list, outputs, agg: str, answered_only: bool) -> np.ndarray:
-        """One score per output: its step scores aggregated with `agg` (verifier.aggregate), memoised per key. With
-        answered_only, an output that gives no answer (a chain cut off, junk) scores 0."""
-        memo = self.values_memo.setdefault((agg, answered_only), {})
+    def values(self, digits_list, outputs, agg: str) -> np.ndarray:
+        """One score per output: its step scores aggregated with `agg` (verifier.aggregate), memoised per key. An
+        output that is over without an answer (it wrote </s> or filled the context: a cut-off chain, junk) scores
+        0: the right steps of a chain that never answers must not outrank a finished one."""
+        memo = self.values_memo.setdefault(agg, {})
         keys = [(tuple(d), tuple(o)) for d, o in zip(digits_list, outputs)]
         got = [memo.get(k) for k in keys]          # one pass when all are memoised (most calls of a search)
         if None in got:
             new = list(dict.fromkeys(k for k, v in zip(keys, got) if v is None))
             self.keys([d for d, _ in new], [o for _, o in new])   # the verifier reads those it has not read
             vals = aggregate([self.memo[k] for k in new], agg)
-            if answered_only:
-                vals = np.where([bool(st) and st[-1][2] for st in (read_steps(o) for _, o in new)], vals, 0.0)
-            memo.update(zip(new, vals.tolist()))
+            silent = [over(o) and not ((st := read_steps(o)) and st[-1][2]) for _, o in new]
+            memo.update(zip(new, np.where(silent, 0.0, vals).tolist()))
             got = [memo[k] for k in keys]
         return np.array(got, dtype=np.float64)
 
-    def score(self, digits_list, outputs, agg: str) -> np.ndarray:
-        """One score per output; an output that gives no answer (a chain cut off, junk) scores 0: the right steps of
-        a chain that never answers must not outrank a finished one (the oracle would give "S 2 </s>" a 1.0)."""
-        return self.values(digits_list, outputs, agg, answered_only=True)
+
+def over(output) -> bool:
+    """An output is over: it wrote </s>, or it fills the context (MAX_LEN tokens with the prompt)."""
+    return bool(output) and (output[-1] == EOS or PROMPT_LEN + len(output) >= MAX_LEN)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Beam search and DVTS on the KV cache.
-
-def _sample(logits: torch.Tensor, node: torch.Tensor, gen, temperature: float) -> torch.Tensor:
-    """One token per row from its prefix's logits (U, V): the decoder's own draw (sampling.pick, as in tree_walk), so
-    one chain matches sample_tree exactly."""
-    return pick(logits[node], gen, temperature)
-
 
 def _advance(model: GPT, cache: KVCache, node: torch.Tensor, tok: torch.Tensor):
     """Rows that append `tok` to prefix `node`: the distinct (prefix, token) pairs become the new prefixes (one cache
@@ -143,7 +135,7 @@ def _finish(model: GPT, cache: KVCache, node: torch.Tensor, first: torch.Tensor,
         if bool(done.all()):
             break
         cache, logits, node = _advance(model, cache, node, tok)
-        tok = _sample(logits, node, gen, temperature)
+        tok = pick(logits[node], gen, temperature)
         tl = tok.tolist()
         for i in (~done).nonzero().squeeze(1).tolist():
             out[i].append(tl[i])
@@ -151,94 +143,177 @@ def _finish(model: GPT, cache: KVCache, node: torch.Tensor, first: torch.Tensor,
     return out
 
 
-@torch.inference_mode()
-def tree_search(model: GPT, scorer: Scorer, problems: list[list[int]], subtrees: int, keep: int, width: int,
-                force: str = "S", gen: torch.Generator | None = None, temperature: float = 1.0,
-                step_agg: str = "last", agg: str = "min") -> dict:
-    """Step-level search for each problem: `subtrees` independent subtrees, each keeping its `keep` best live beams
-    and expanding each `width` times per step. Beam search: subtrees=1, keep=N/M, width=M; DVTS: subtrees=N/M,
-    keep=1, width=M. A step is one chain digit, or "A", the answer and "</s>" (an output ends there). Live candidates
-    are ranked by their step scores aggregated with `step_agg` ("last": search-and-learn); a problem's answer is its
-    finished candidate with the highest `agg` score (ties: the first finished).
+class _Tree:
+    """The partial outputs of a search, every problem at once, on the generator's KV cache: a cache row per distinct
+    prefix (as sampling.sample_tree), so beams that wrote the same tokens share a row and one forward pass. Live
+    beams all have the same length (one step is one chain digit), so they advance in lockstep."""
 
-    Returns {"outputs": [[finished outputs] per problem], "scores": [[...]], "pick": [chosen output per problem],
-    "gen_tokens": (P,), "ver_tokens": (P,)}."""
-    model.eval()
-    device = next(model.parameters()).device
-    P = len(problems)
-    forced = [ID[force]]
-    seq = torch.tensor([prompt_ids(d) + forced for d in problems], dtype=torch.long, device=device)
-    cache = KVCache(model.cfg, P, device=device, dtype=next(model.parameters()).dtype)
-    logits = last_logits(model, seq, cache).float()                    # (U, V): one row per distinct prefix
-    # live beams: problem, subtree, cache row, tokens after "="; each subtree starts with `keep` copies of the root
-    b_prob = np.repeat(np.arange(P), subtrees * keep)
-    b_tree = np.tile(np.repeat(np.arange(subtrees), keep), P)
-    b_node = torch.as_tensor(b_prob, device=device)
-    # candidates are tuples, as the scorer's keys are (no copy per candidate and step)
-    b_toks: list[tuple] = [tuple(forced)] * len(b_prob)
-    p_digits = [tuple(d) for d in problems]
-    first_step = True
-    finished: list[list[tuple]] = [[] for _ in range(P)]
-    gen_tok, ver_tok = np.zeros(P), np.zeros(P)
-    while len(b_prob):
-        # expand every live beam `width` times by one step
-        c_beam = np.repeat(np.arange(len(b_prob)), width)
-        c_node = b_node.repeat_interleave(width)
-        tok = _sample(logits, c_node, gen, temperature)
+    def __init__(self, model: GPT, problems, force: str, gen, temperature: float):
+        model.eval()
+        self.model, self.gen, self.temperature = model, gen, temperature
+        device = next(model.parameters()).device
+        self.root = (ID[force],)
+        seq = torch.tensor([prompt_ids(d) + list(self.root) for d in problems], dtype=torch.long, device=device)
+        self.cache = KVCache(model.cfg, len(problems), device=device, dtype=next(model.parameters()).dtype)
+        self.logits = last_logits(model, seq, self.cache).float()          # (U, V): a row per distinct prefix
+        self.nodes = torch.arange(len(problems), device=device)            # each problem's root
+
+    def step(self, node: torch.Tensor, texts: list[tuple]) -> tuple[list[tuple], torch.Tensor]:
+        """One step for each beam (its prefix's row `node`, its text): a chain digit, or from any other token on to
+        </s> (the answer marker ends the chain; a broken template is written out as a sampler writes it). Returns
+        the beams' new texts and the token each wrote first (the decoder's own draw, sampling.pick)."""
+        tok = pick(self.logits[node], self.gen, self.temperature)
         tl = tok.tolist()
-        room = MAX_LEN - seq.shape[1] - (len(b_toks[0]) - 1)              # tokens left after this one, plus one
-        is_digit = [DIGIT0 <= t < DIGIT0 + 10 for t in tl]
-        # the answer marker ends the chain: decode on to </s>; so does anything else that is not a digit (a broken
-        # template is written out as a sampler would write it, and scored as it stands)
-        ans_rows = [i for i, t in enumerate(tl) if not is_digit[i] and t != EOS and room > 1]
+        room = MAX_LEN - PROMPT_LEN - len(texts[0])                         # tokens left, this one included
+        ends = [i for i, t in enumerate(tl) if not DIGIT0 <= t < DIGIT0 + 10 and t != EOS and room > 1]
         tails = {}
-        if ans_rows:
-            idx = torch.tensor(ans_rows, device=device)
-            sub_node, inv = torch.unique(c_node[idx], return_inverse=True)
-            for i, t in zip(ans_rows, _finish(model, cache.select(sub_node), inv, tok[idx], gen, temperature, room)):
-                tails[i] = tuple(t)
-        c_toks = [b_toks[b] + (tails[i] if i in tails else (tl[i],)) for i, b in enumerate(c_beam.tolist())]
-        c_prob = b_prob[c_beam]
-        c_len = np.array([len(t) for t in c_toks])
-        np.add.at(gen_tok, c_prob, c_len - len(b_toks[0]) + (len(forced) if first_step else 0))
-        np.add.at(ver_tok, c_prob, PROMPT_LEN + c_len)
-        live = np.array(is_digit) & (room > 1)
-        s_live = scorer.values([p_digits[p] for p in c_prob.tolist()], c_toks, step_agg, answered_only=False)
-        for i in np.flatnonzero(~live).tolist():
-            finished[c_prob[i]].append(c_toks[i])
-        # keep each subtree's `keep` best live candidates (stable: ties keep the earlier candidate)
-        li = np.flatnonzero(live)
-        if not len(li):
+        if ends:
+            idx = torch.tensor(ends, device=node.device)
+            sub, inv = torch.unique(node[idx], return_inverse=True)
+            tails = dict(zip(ends, _finish(self.model, self.cache.select(sub), inv, tok[idx], self.gen,
+                                           self.temperature, room)))
+        return [t + tuple(tails.get(i, (tl[i],))) for i, t in enumerate(texts)], tok
+
+    def advance(self, node: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
+        """Keep these beams (a parent's row and the digit it wrote): the cache now holds only their prefixes."""
+        self.cache, self.logits, new = _advance(self.model, self.cache, node, tok)
+        return new
+
+
+def _charge(tokens: dict, probs, texts, parents, first: bool) -> None:
+    """Count a round of candidates: generated tokens (the forced format token with the first step), verifier tokens
+    read from the start (search-and-learn calls its PRM on the full text) and read incrementally (a causal verifier
+    that keeps its cache reads only a step's new tokens, the prompt and format token once per problem)."""
+    new = np.array([len(t) - len(q) for t, q in zip(texts, parents)], dtype=float) + (1 if first else 0)
+    np.add.at(tokens["gen"], probs, new)
+    np.add.at(tokens["ver"], probs, np.array([PROMPT_LEN + len(t) for t in texts], dtype=float))
+    np.add.at(tokens["ver_inc"], probs, new - (1 if first else 0))
+    if first:
+        tokens["ver_inc"] += PROMPT_LEN + 1
+
+
+def _tokens(P: int) -> dict:
+    return {"gen": np.zeros(P), "ver": np.zeros(P), "ver_inc": np.zeros(P)}
+
+
+@torch.inference_mode()
+def beam_search(model: GPT, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
+                gen: torch.Generator | None = None, temperature: float = 1.0, agg: str = "last",
+                filter_duplicates: bool = False, sort_completed: bool = False, draws: list | None = None) -> dict:
+    """search-and-learn's beam search (`src/sal/search/beam_search.py`, lookahead 0), per problem: N beams; each
+    round the live beams are copied round-robin back up to N, each writes one step, all are scored (`agg` of the
+    step scores: its `agg_strategy`); the over ones join the completed list, and of the live ones (first of each
+    text with filter_duplicates) the N/M best by numpy's argsort are kept. The answer pool is the first N
+    completed (the N best with sort_completed), copied round-robin up to N; the answer is the pool's best
+    (np.argmax: the first of a tie). draws: a list that gets each round's (beam, step) pairs per problem, in order
+    (a replay test's feed).
+
+    Returns {"outputs": [pool per problem], "scores", "pick": [answer output per problem], "completed": [every
+    completed output per problem], "gen_tokens", "ver_tokens", "ver_tokens_inc": (P,) each}."""
+    M = min(M, N)
+    P, tree = len(problems), _Tree(model, problems, force, gen, temperature)
+    digits = [tuple(d) for d in problems]
+    active = [[(int(tree.nodes[p]), tree.root)] for p in range(P)]    # (cache row, text) per live beam
+    completed: list[list[tuple]] = [[] for _ in range(P)]
+    tokens = _tokens(P)
+    first = True
+    while any(active):
+        active = [(a * (N // len(a) + 1))[:N] if a else a for a in active]
+        prob = np.array([p for p in range(P) for _ in active[p]])
+        node = torch.tensor([n for a in active for n, _ in a], device=tree.nodes.device)
+        parents = [t for a in active for _, t in a]
+        texts, tok = tree.step(node, parents)
+        _charge(tokens, prob, texts, parents, first)
+        scores = scorer.values([digits[p] for p in prob.tolist()], texts, agg)
+        if draws is not None:
+            draws.append([[(q, t[len(q):]) for t, q, pp in zip(texts, parents, prob) if pp == p] for p in range(P)])
+        kept = []
+        for p in range(P):
+            rows = np.flatnonzero(prob == p)
+            completed[p] += [texts[i] for i in rows.tolist() if over(texts[i])]
+            live = [i for i in rows.tolist() if not over(texts[i])]
+            if filter_duplicates:                                     # the first beam of each text
+                first_of: dict[tuple, int] = {}
+                for i in live:
+                    first_of.setdefault(texts[i], i)
+                live = list(first_of.values())
+            if live:
+                top = set(np.argsort(scores[live])[-(N // M):].tolist())
+                kept += [live[j] for j in range(len(live)) if j in top]
+        if not kept:
             break
-        grp = c_prob * subtrees + b_tree[c_beam]                          # each candidate's subtree
-        order = li[np.lexsort((li, -s_live[li], grp[li]))]               # by subtree, then score, then index
-        g = grp[order]
-        rank = np.arange(len(order)) - np.searchsorted(g, g, side="left")   # place within its subtree
-        kept = np.sort(order[rank < keep])
-        kt = torch.as_tensor(kept, device=device)
-        cache, logits, b_node = _advance(model, cache, c_node[kt], tok[kt])
-        b_prob, b_tree = c_prob[kept], b_tree[c_beam[kept]]
-        b_toks = [c_toks[i] for i in kept.tolist()]
-        first_step = False
-    # every problem's finished candidates scored in one call, then split
-    n_fin = [len(f) for f in finished]
-    flat = scorer.score([p_digits[p] for p in range(P) for _ in finished[p]], [o for f in finished for o in f], agg)
-    scores = [s.tolist() for s in np.split(flat, np.cumsum(n_fin)[:-1])] if P else []
-    picks = [list(f[int(np.argmax(s))]) if len(s) else [] for f, s in zip(finished, scores)]
-    finished = [[list(o) for o in f] for f in finished]
-    return {"outputs": finished, "scores": scores, "pick": picks, "gen_tokens": gen_tok, "ver_tokens": ver_tok}
+        idx = torch.tensor(kept, device=node.device)
+        new = tree.advance(node[idx], tok[idx]).tolist()
+        active = [[] for _ in range(P)]
+        for j, i in enumerate(kept):
+            active[prob[i]].append((new[j], texts[i]))
+        first = False
+    outputs, pools, picks = [], [], []
+    for p in range(P):
+        done = completed[p]
+        s = scorer.values([digits[p]] * len(done), done, agg) if done else np.zeros(0)
+        order = sorted(range(len(done)), key=lambda i: -s[i]) if sort_completed else range(len(done))
+        pool = [done[i] for i in order][:N]
+        pool_s = [float(s[i]) for i in order][:N]
+        if pool and len(pool) != N:
+            pool, pool_s = (pool * (N // len(pool) + 1))[:N], (pool_s * (N // len(pool_s) + 1))[:N]
+        pools.append(pool_s)
+        outputs.append([list(o) for o in pool])
+        picks.append(list(pool[int(np.argmax(pool_s))]) if pool else [])
+    return {"outputs": outputs, "scores": pools, "pick": picks, "completed": [[list(o) for o in c] for c in completed],
+            "gen_tokens": tokens["gen"], "ver_tokens": tokens["ver"], "ver_tokens_inc": tokens["ver_inc"]}
 
 
-def beam_search(model, scorer, problems, N: int, M: int, **kw) -> dict:
-    """N beams in all, width M (N/M live beams, each expanded M times per step)."""
+@torch.inference_mode()
+def dvts(model: GPT, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
+         gen: torch.Generator | None = None, temperature: float = 1.0, agg: str = "last", draws: list | None = None
+         ) -> dict:
+    """search-and-learn's DVTS (`src/sal/search/diverse_verifier_tree_search.py`, lookahead 0), per problem: N/M
+    independent subtrees; each round every live subtree writes M candidate steps, all are scored, and it continues
+    from the best (np.argmax: the first of a tie); a subtree whose best is over stops. The answer pool is every
+    subtree's last M candidates (some of them may be partial chains, scored as they stand), the answer its best.
+
+    Returns what beam_search returns (without "completed")."""
     M = min(M, N)
-    return tree_search(model, scorer, problems, 1, N // M, M, **kw)
-
-
-def dvts(model, scorer, problems, N: int, M: int, **kw) -> dict:
-    """N/M independent subtrees of width M, each keeping its best expansion."""
-    M = min(M, N)
-    return tree_search(model, scorer, problems, N // M, 1, M, **kw)
+    P, tree = len(problems), _Tree(model, problems, force, gen, temperature)
+    digits = [tuple(d) for d in problems]
+    B = N // M
+    live = [(p, b, int(tree.nodes[p]), tree.root) for p in range(P) for b in range(B)]  # (problem, subtree, row, text)
+    last: dict[tuple[int, int], tuple[list[tuple], np.ndarray]] = {}
+    tokens = _tokens(P)
+    first = True
+    while live:
+        node = torch.tensor([n for _, _, n, _ in live], device=tree.nodes.device).repeat_interleave(M)
+        parents = [t for *_, t in live for _ in range(M)]
+        prob = np.repeat([p for p, *_ in live], M)
+        texts, tok = tree.step(node, parents)
+        _charge(tokens, prob, texts, parents, first)
+        scores = scorer.values([digits[p] for p in prob.tolist()], texts, agg)
+        if draws is not None:
+            draws.append([[(q, t[len(q):]) for t, q, pp in zip(texts, parents, prob) if pp == p] for p in range(P)])
+        kept, nxt = [], []
+        for j, (p, b, _, _) in enumerate(live):
+            s = scores[j * M:(j + 1) * M]
+            last[p, b] = (texts[j * M:(j + 1) * M], s)
+            best = j * M + int(np.argmax(s))
+            if not over(texts[best]):
+                kept.append(best)
+                nxt.append((p, b, texts[best]))
+        if not kept:
+            break
+        idx = torch.tensor(kept, device=node.device)
+        new = tree.advance(node[idx], tok[idx]).tolist()
+        live = [(p, b, n, t) for (p, b, t), n in zip(nxt, new)]
+        first = False
+    outputs, pools, picks = [], [], []
+    for p in range(P):
+        pool = [o for b in range(B) for o in last[p, b][0]]
+        s = [float(v) for b in range(B) for v in last[p, b][1]]
+        outputs.append([list(o) for o in pool])
+        pools.append(s)
+        picks.append(list(pool[int(np.argmax(s))]))
+    return {"outputs": outputs, "scores": pools, "pick": picks, "gen_tokens": tokens["gen"],
+            "ver_tokens": tokens["ver"], "ver_tokens_inc": tokens["ver_inc"]}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -256,8 +331,18 @@ def best_of_n(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
 
 
 def weighted(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
-    """Weighted majority: the answer whose samples' scores sum highest among the first N (tts.vote's ties)."""
-    return tts.vote(pool, N, weight=scores)
+    """search-and-learn's weighted majority (`find_answer_with_largest_sum`) among the first N samples: each
+    answer's scores summed ("no answer" counts as an answer), the first answer seen that reaches the largest sum;
+    1.0 where it is right. At N = 1 it is best-of-N's answer."""
+    ans = pool.answer[:, :N]
+    tally = np.zeros((len(ans), 11))                                 # answers 0..9 and "none" (-1 -> 10)
+    col = np.where(ans >= 0, ans, 10)
+    np.add.at(tally, (np.repeat(np.arange(len(ans)), N), col.ravel()), scores[:, :N].ravel())
+    top = tally.max(1, keepdims=True)
+    reach = tally[np.arange(len(ans))[:, None], col] >= top           # (P, N): this sample's answer reaches the max
+    first = col[np.arange(len(ans)), reach.argmax(1)]
+    truth = np.array([sum(d) % 10 for d in pool.problems])
+    return (first == truth).astype(float)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -308,9 +393,10 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
            "ver_params": {k: (v.flops_per_token / 2 or n_params + model.cfg.d_model + 1) for k, v in verifiers.items()},
            "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
 
-    def put(name, split, N, correct, gen, ver):
+    def put(name, split, N, correct, gen, ver, ver_inc=None):
+        ver_inc = ver if ver_inc is None else ver_inc
         res["strategies"].setdefault(name, {}).setdefault(split, {})[N] = {
-            "correct": _bits(correct), "gen": _ints(gen), "ver": _ints(ver)}
+            "correct": _bits(correct), "gen": _ints(gen), "ver": _ints(ver), "ver_inc": _ints(ver_inc)}
 
     for split, probs in problems.items():
         t = time.perf_counter()
@@ -323,7 +409,7 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
         t = time.perf_counter()
         flat_d = [d for d, row in zip(probs, outs) for _ in row]
         flat_o = [o for row in outs for o in row]
-        scores = {k: sc.score(flat_d, flat_o, config.agg).reshape(len(probs), config.n_max)
+        scores = {k: sc.values(flat_d, flat_o, config.agg).reshape(len(probs), config.n_max)
                   for k, sc in scorers.items()}
         for sc in scorers.values():
             sc.add_prefixes(flat_d, flat_o)
@@ -339,17 +425,16 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
                     put(f"weighted/{k}", split, N, weighted(pool, scores[k], N), gen, vt[:, :N].sum(1))
         t = time.perf_counter()
         truth = np.array([sum(d) % 10 for d in probs])
-        for m in ("beam", "dvts"):
+        for m in ("beam", "beam_dedup", "dvts"):
             if m not in config.methods:
                 continue
             for k in config.search_verifiers:
                 for N in config.Ns:
                     gen_ = torch.Generator(device=next(model.parameters()).device).manual_seed(
                         seed * 1000 + N + 100 * (m == "dvts") + 50 * (split == "test"))
-                    f = beam_search if m == "beam" else dvts
-                    r = _chunked(f, model, scorers[k], probs, N, config, gen_)
+                    r = _chunked(m, model, scorers[k], probs, N, config, gen_)
                     ans = np.array([-1 if (a := parse(o)["answer"]) is None else a for o in r["pick"]])
-                    put(f"{m}/{k}", split, N, ans == truth, r["gen_tokens"], r["ver_tokens"])
+                    put(f"{m}/{k}", split, N, ans == truth, r["gen_tokens"], r["ver_tokens"], r["ver_tokens_inc"])
         timing[f"search_{split}"] = round(time.perf_counter() - t, 1)
     timing["verifier_sequences_read"] = {k: s.calls for k, s in scorers.items()}
     timing["total"] = round(time.perf_counter() - t_all, 1)
@@ -360,15 +445,14 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
     return res
 
 
-def _chunked(f, model, scorer, probs, N, config: SearchConfig, gen, rows: int = 4096) -> dict:
+def _chunked(method: str, model, scorer, probs, N, config: SearchConfig, gen, rows: int = 4096) -> dict:
     """Run a search over problems in chunks of about `rows` candidates (the KV cache holds a row per prefix)."""
     step = max(1, rows // N)
-    parts = [f(model, scorer, probs[s:s + step], N, config.width, force=config.force, gen=gen,
-               temperature=config.temperature, step_agg=config.step_agg, agg=config.agg)
-             for s in range(0, len(probs), step)]
+    kw = dict(force=config.force, gen=gen, temperature=config.temperature, agg=config.agg)
+    f = dvts if method == "dvts" else functools.partial(beam_search, filter_duplicates=method == "beam_dedup")
+    parts = [f(model, scorer, probs[s:s + step], N, config.width, **kw) for s in range(0, len(probs), step)]
     return {"pick": [p for r in parts for p in r["pick"]],
-            "gen_tokens": np.concatenate([r["gen_tokens"] for r in parts]),
-            "ver_tokens": np.concatenate([r["ver_tokens"] for r in parts])}
+            **{k: np.concatenate([r[k] for r in parts]) for k in ("gen_tokens", "ver_tokens", "ver_tokens_inc")}}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ from ..train.zoo import base_model, thinker_model
 from .config import KINDS, Agg, VerifierConfig, VerifierExpConfig  # noqa: F401  (this method's public names)
 
 
-_A, _S, _T = ID["A"], ID["S"], ID["T"]
+_A, _S, _T, EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
 
 
 def _is_digit(t: int) -> bool:
@@ -90,14 +90,18 @@ def steps(output: list[int]) -> list[tuple[int, int, bool]]:
 
 def oracle_labels(digits: list[int], output: list[int]) -> list[float]:
     """1.0 / 0.0 per step: the chain's j-th sum equals the true running sum at its place in the output's format
-    (a sum written past the chain's end is wrong), the answer step equals the true answer."""
+    (a sum written past the chain's end is wrong); the answer step is right when it is the true answer, comes where
+    the format puts it (after the whole chain: "S 3 A 0" for 1 2 3 4 skips a sum) and the output closes after it
+    (</s> next, or nothing yet). So on an output that answers, the smallest step score is 1 exactly when
+    task.check_chain accepts it."""
     st = steps(output)
     fmt = {_S: "short", _T: "full"}.get(output[0]) if output else None
     want = [sum(digits[:i]) % 10 for i in chain_steps(len(digits), fmt)] if fmt else []
     answer = sum(digits) % 10
     lab = []
-    for j, (_, d, is_answer) in enumerate(st):
-        lab.append(float(d == answer) if is_answer else float(j < len(want) and d == want[j]))
+    for j, (i, d, is_answer) in enumerate(st):
+        closes = i + 1 == len(output) or output[i + 1] == EOS
+        lab.append(float(d == answer and j == len(want) and closes) if is_answer else float(j < len(want) and d == want[j]))
     return lab
 
 
