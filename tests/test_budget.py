@@ -118,8 +118,43 @@ def test_findings_verdicts_follow_the_interval():
     assert F.greater((-0.3, -0.1), 0.0) == "does not hold"
     assert F.greater((-0.1, 0.3), 0.0) == "inconclusive"
     m, (lo, hi) = F.seed_interval([1.0, 2.0, 3.0])
-    assert m == 2.0 and hi - m == pytest.approx(4.303 * 1.0 / np.sqrt(3))
+    assert m == 2.0 and hi - m == pytest.approx(4.303 * 1.0 / np.sqrt(3), rel=1e-4)
     assert F.seed_interval([1.0])[1][0] == -np.inf
+
+
+def l1_result(reads: bool, seed: int):
+    """One seed of the l1 experiment, by hand: the base model's fixed formats (A right at k = 2 only, S and T right
+    everywhere), s1 forcing (a T or S chain cut at b: right only once the chain is whole), and one budget model that
+    either reads its budget (an S chain when b allows one, else a direct answer) or ignores it (always an S chain)."""
+    ks, jitter = range(2, 9), 0.002 * seed
+
+    def cell(acc, steps, b):
+        return {"acc": acc, "tokens": steps + (3 if steps == 0 else 4), "steps": steps,
+                "within": float(b is None or steps <= b), "abs_err": 0.0 if b is None else abs(steps - b),
+                "acc_within": acc * float(b is None or steps <= b), "strides": {}}
+    fixed = {"A": {k: cell(1.0 if k == 2 else 0.1, 0, None) for k in ks},
+             "S": {k: cell(1.0, (k + 1) // 2, None) for k in ks}, "T": {k: cell(1.0, k, None) for k in ks}}
+    forcing = {f: {b: {k: cell(1.0 if b >= n else 0.1, min(b, n), b) for k in ks for n in [k if f == "T" else (k + 1) // 2]}
+                   for b in B.BUDGETS} for f in "TS"}
+    model = {b: {k: (cell(1.0 - jitter, (k + 1) // 2, b) if (b >= (k + 1) // 2 or not reads)
+                     else cell(1.0 if k == 2 else 0.1 + jitter, 0, b)) for k in ks} for b in B.BUDGETS}
+    return {"config": {"variants": ["max"]}, "fixed": fixed, "forcing": forcing["T"], "forcing_S": forcing["S"],
+            "base_free": {b: fixed["A"] for b in B.BUDGETS}, "variants": {"max": {"eval": model}}}
+
+
+def test_l1_claims_need_the_budget_blind_control_and_s_forcing():
+    """A budget model that ignores b and always writes S chains beats s1's truncated T chain at equal tokens, but
+    not the budget-blind control always-S (it *is* always-S): the equal-token claim does not hold for it, and its
+    primary claim (reads its budget) does not hold. Forcing an S chain is a control of its own."""
+    from reasonlab.experiments import l1
+    from reasonlab.stats import findings as F
+    blind = l1.findings([l1_result(False, s) for s in range(5)])
+    assert blind[0]["claim"].startswith("L1-max reads its budget") and blind[0]["verdict"] == F.FAILS
+    eq = next(f for f in blind if f["claim"].startswith("at equal tokens"))
+    assert all(g > 0 for g in eq["s1 forcing (T cut at b)"])            # it beats the T forcing ...
+    assert all(g <= 0 for g in eq["always S"]) and eq["verdict"] == F.FAILS   # ... but not the control
+    reads = l1.findings([l1_result(True, s) for s in range(5)])
+    assert reads[0]["verdict"] == F.HOLDS
 
 
 def test_cli_budget_without_a_budget_model_is_one_line_exit_2(capsys):
@@ -163,6 +198,6 @@ def test_training_brings_steps_to_the_budget(quick_cache):
 
 def test_methods_keep_the_runs_variant_order_after_a_json_round_trip():
     """--replot reads results whose keys JSON sorted: the report's rows still follow the order the run asked for."""
-    r = {"config": {"variants": ["max", "exact+sft"]}, "forcing": {}, "fixed": {f: {} for f in "AST"},
+    r = {"config": {"variants": ["max", "exact+sft"]}, "forcing": {}, "forcing_S": {}, "fixed": {f: {} for f in "AST"},
          "variants": {"exact+sft": {"eval": {}}, "max": {"eval": {}}}}
     assert list(B.methods_of(r))[:3] == ["L1-max", "L1-exact+sft", "s1 forcing (T cut at b)"]

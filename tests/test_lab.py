@@ -38,12 +38,12 @@ def test_quick_lab_runs_every_experiment_and_writes_the_report(quick_lab):
             assert json.load(f)["key"] == lab.unit_key(exp, 0, cfg)
     md = open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()
     sections = re.findall(r"^## (\d)\. ", md, flags=re.M)
-    assert sections == [str(i) for i in range(1, 9)]
+    assert sections == [str(i) for i in range(1, 10)]
     for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):          # every picture the markdown names exists
         assert os.path.getsize(os.path.join(cfg.out, img)) > 1000
-    n = 8 + 2                                     # + learned verifiers, verifiers and search (unnumbered)
+    n = 9 + 1                                     # + the learned verifiers (unnumbered)
     assert md.count("*Paper") == n and md.count("*Explore:*") == n and md.count("**Question.**") == n
-    assert "## Verifiers and search" in md and "| claim | statistic |" in md
+    assert "## 9. Verifiers and search" in md and "| claim | statistic |" in md and "## Lessons at a glance" in md
     # numbers are the experiments' own: the RL table's base accuracy is the base section's free accuracy
     base_free = results["base"]["results"][0]["free"]["acc"]
     assert f"Base model (free, greedy): accuracy {results['rl']['results'][0]['grpo']['base_acc']:.3f}" in md
@@ -54,7 +54,8 @@ def test_report_html_is_self_contained(quick_lab):
     cfg, _, _ = quick_lab
     html = open(os.path.join(cfg.out, "report.html"), encoding="utf-8").read()
     srcs = re.findall(r'<img[^>]*src="([^"]+)"', html)
-    assert len(srcs) == len(re.findall(r"!\[", open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()))
+    md = open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()
+    assert len(srcs) == len(re.findall(r"!\[", md)) + md.count("<img ")        # the plots and the thumbnails
     assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert "<table>" in html and "http://" not in html and "https://" not in html
 

@@ -44,10 +44,12 @@ def test_a_readme_that_disagrees_is_caught(tmp_path, capsys):
 
 def test_findings_diff_names_the_claims_that_moved(tmp_path, capsys):
     fs = json.load(open(os.path.join(RUN, "findings.json")))
-    (tmp_path / "b.json").write_text(json.dumps([dict(fs[0], verdict="holds")] + fs[1:-1]))
+    new = "does not hold" if fs[0]["verdict"] != "does not hold" else "holds"
+    (tmp_path / "b.json").write_text(json.dumps([dict(fs[0], verdict=new)] + fs[1:-1]))
     assert main(["findings", "diff", RUN, str(tmp_path / "b.json")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 and "inconclusive (0.599) -> holds (0.599)" in out[0] and out[1].startswith("only in")
+    v = f"{fs[0]['value']:.3f}"
+    assert len(out) == 2 and f"{fs[0]['verdict']} ({v}) -> {new} ({v})" in out[0] and out[1].startswith("only in")
     assert main(["findings", "diff", RUN, str(tmp_path / "missing.json")]) == 2
 
 

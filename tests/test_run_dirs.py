@@ -117,7 +117,7 @@ def test_every_sweep_value_is_checked_before_any_work(tmp_path, capsys, toml, ar
 
 def test_a_budget_beyond_bounds_is_refused(tmp_path, capsys):
     assert main(["budget", "--sft-steps", "100000000000", "--out", str(tmp_path)]) == 2
-    assert "sft_steps = 100,000,000,000 is more than 10,000,000" in capsys.readouterr().err
+    assert "--sft-steps = 100,000,000,000 is more than 10,000,000" in capsys.readouterr().err
 
 
 def test_a_config_that_is_not_a_file_and_a_cache_that_is_a_file_are_refused(tmp_path, capsys, monkeypatch):

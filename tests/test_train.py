@@ -233,3 +233,27 @@ def test_recipes_convert_to_and_from_the_spec_dicts_exactly():
     assert Phase((0, 0, 1), 5, 1, (2, 8)).to_list() == [[0, 0, 1], 5, 1, [2, 8]]
     with pytest.raises(ValueError, match="one number per phase"):
         r.with_steps([1])
+
+
+def test_a_shipped_model_with_the_recipes_key_is_copied_not_trained(tmp_path, monkeypatch):
+    """The package's starting models: a cache miss whose key matches a shipped model copies it (no training);
+    REASONLAB_RETRAIN=1, or another recipe, trains."""
+    from reasonlab.io.checkpoint import cache_key, load_model, save_model
+    from reasonlab.train import zoo
+    cfg = {"seed": 3, "phases": [["T", 5, 1e-3]]}
+    ship = tmp_path / "models"
+    ship.mkdir()
+    made = build_model(3)
+    save_model(str(ship / "base-seed3"), made, {"key": cache_key(cfg)})
+    monkeypatch.setattr(zoo, "SHIPPED", str(ship))
+    trained = []
+    monkeypatch.setattr(zoo, "pretrain", lambda *a, **k: trained.append(1) or build_model(4))
+    monkeypatch.delenv("REASONLAB_RETRAIN", raising=False)
+    m = zoo.get_model("base-seed3", cfg, cache=str(tmp_path / "c1"), log=None)
+    assert not trained and all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), made.state_dict().values()))
+    assert load_model(str(tmp_path / "c1" / "base-seed3"))[1]["shipped"] is True      # now in the cache
+    zoo.get_model("base-seed3", dict(cfg, seed=4), cache=str(tmp_path / "c2"), log=None)   # another recipe
+    assert trained == [1]
+    monkeypatch.setenv("REASONLAB_RETRAIN", "1")
+    zoo.get_model("base-seed3", cfg, cache=str(tmp_path / "c3"), log=None)
+    assert trained == [1, 1]

@@ -236,8 +236,9 @@ def cmd_search(args):
 def cmd_lab(args):
     user = args.given.get("lab", {})
     quick = user.get("quick", False)
-    cfg = make(LabConfig, {"seeds": (0,) if quick else (0, 1, 2), "out": "runs/lab-quick" if quick else "runs/lab",
-                           **user}, device=check_device(args.device))
+    execution = {"workers": os.cpu_count() or 1, **user.get("execution", {})}   # the command line uses every CPU
+    cfg = make(LabConfig, {"seeds": (0,) if quick else LabConfig.seeds, "out": "runs/lab-quick" if quick else "runs/lab",
+                           **user, "execution": execution}, device=check_device(args.device))
     cfg.validate()
     if args.screenshot and cfg.pack:
         raise UsageError("--screenshot needs report.html, which --pack does not write")

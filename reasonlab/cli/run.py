@@ -4,6 +4,7 @@ from its dataclass; `args.given` holds what the user set)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -47,6 +48,7 @@ def cmd_pretrain(args):
     name = args.name or (base_name(args.seed) if args.recipe == "base" and not (args.steps or args.lr or args.batch)
                          else f"{args.recipe}-seed{args.seed}-{fingerprint(cfg)[:8]}")
     t0 = time.perf_counter()
+    os.environ["REASONLAB_RETRAIN"] = "1"     # pretrain trains: it never copies a shipped model (train.zoo.shipped)
     model = get_model(name, cfg, quick=args.quick, cache=args.cache_dir, device=check_device(args.device), progress=True)
     print(f"model ready in {time.perf_counter() - t0:.1f}s ({sum(p.numel() for p in model.parameters()):,} parameters)")
     table = eval_table(model, args.n)

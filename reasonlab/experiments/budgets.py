@@ -13,6 +13,7 @@ from ..core.problems import problems_per_k
 from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pm
 from . import Experiment, register
+from .thresholds import THRESHOLDS as TH
 
 
 @dataclass
@@ -36,11 +37,12 @@ def budget_trades_accuracy_for_tokens(budgets: list[dict]) -> dict:
     acc = [hi["acc"] - lo["acc"] for lo, hi in map(rows, budgets)]
     tok = [hi["tokens"] - lo["tokens"] for lo, hi in map(rows, budgets)]
     bmax = rows(budgets[0])[1]["budget"]
-    a = seed_check("2 budgets", "", "", acc, 0.0)
+    a = seed_check("2 budgets", "", "", acc, TH["budgets.cap_gain"])
     t = seed_check("2 budgets", "", "", tok, 0.0)
     return finding("2 budgets", f"Budget forcing trades accuracy for tokens: T capped at {bmax} steps is more accurate "
                    f"than at 0 steps, and costs more tokens", f"acc(T, <= {bmax}) - acc(T, <= 0)", a["value"],
                    a["ci95"], a["per_seed"], "> 0 (and the token difference > 0)", both(a["verdict"], t["verdict"]),
+                   p=max(a["p"], t["p"]), source=TH["budgets.cap_gain"].source,
                    tokens={"value": t["value"], "ci95": t["ci95"], "per_seed": t["per_seed"]})
 
 

@@ -14,6 +14,7 @@ from ..methods.budget import (BUDGETS, STRIDE_GROUPS, cells_where, equal_token_g
 from ..stats import findings as F
 from ..stats.summary import pm
 from . import Experiment, register
+from .thresholds import THRESHOLDS as TH
 
 
 @dataclass
@@ -53,58 +54,48 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 
 def findings(results: list[dict]) -> list[dict]:
-    """Computed checks over seeds: claim, per-seed values, mean and 95 % CI, threshold, verdict."""
-    out = []
+    """The checked claims, primary first: whether RL from the base model (the first variant) learns to read its
+    budget. Every "beats s1 forcing" claim also beats the budget-blind control, always-S (a model that ignores the
+    budget and writes S chains would pass a comparison with a truncated T chain), and forcing S as well as T."""
     ms = [methods_of(r) for r in results]
     vs = variants_of(results[0])
+    allc = [cells_where(r, None) for r in results]
 
-    def add(claim, xs, thr, direction=">"):
-        out.append(F.seed_check("8 budget", claim, "per seed, see the claim", [float(x) for x in xs], thr,
-                                test=F.greater if direction == ">" else F.at_most))
-    forcing = "s1 forcing (T cut at b)"
+    def spread(m, r, n):                       # chain steps at b = 8 minus at b = 0, mean over k
+        return float(np.mean([m[n][8][k]["steps"] - m[n][0][k]["steps"] for k in ks_of(r)]))
+
+    out = []
     for v in vs:
         name = f"L1-{v}"
-        allc = [cells_where(r, None) for r in results]
-        add(f"{name} reads its budget: mean chain steps at b = 8 exceed those at b = 0 by more than 1 (over k)",
-            [np.mean([m[name][8][k]["steps"] - m[name][0][k]["steps"] for k in ks_of(r)])
-             for r, m in zip(results, ms)], 1.0)
-        if v.startswith("exact"):
-            add(f"{name} tracks the budget: mean |steps - b| falls below the base model's free choice (reduction > 0)",
-                [mean_cells(r["base_free"], "abs_err", c) - mean_cells(m[name], "abs_err", c)
-                 for r, m, c in zip(results, ms, allc)], 0.0)
-        else:
-            add(f"{name} keeps the budget (Control): share of outputs with steps <= b above 0.9",
-                [mean_cells(m[name], "within", c) for m, c in zip(ms, allc)], 0.9)
-        add(f"{name} scales: accuracy rises with tokens across budgets (Scaling slope > 0)",
-            [s1_metrics(m[name], ks_of(r))["scaling"] for r, m in zip(results, ms)], 0.0)
-        for low, what in ((True, "b < ceil(k/2)"), (False, "b >= ceil(k/2)")):
-            add(f"at equal tokens, {name} is more accurate than s1 forcing for {what} (gain > 0)",
-                [equal_token_gain(m[name], m[forcing], cells_where(r, low)) for r, m in zip(results, ms)], 0.0)
-            add(f"at equal budget, {name} is right within its budget (right answer, steps <= b) more often than s1 "
-                f"forcing for {what} (gain > 0)",
-                [mean_cells(m[name], "acc_within", c) - mean_cells(m[forcing], "acc_within", c)
-                 for m, c in zip(ms, [cells_where(r, low) for r in results])], 0.0)
-        lowc = [cells_where(r, True) for r in results]
-        add(f"with b < ceil(k/2), {name} invents a chain of stride >= 3 in more than 5 % of problems",
-            [np.mean([m[name][b][k]["strides"].get("stride >= 3 (new)", 0.0) for b, k in c])
-             for m, c in zip(ms, lowc)], 0.05)
+        out.append(F.seed_check("8 budget", f"{name} reads its budget: it writes more than one chain step more at b = 8 "
+                                "than at b = 0", "steps(b = 8) - steps(b = 0), mean over k",
+                                [spread(m, r, name) for r, m in zip(results, ms)], TH["l1.reads"]))
+    for v in vs:
+        name = f"L1-{v}"
+        if not v.startswith("exact"):
+            out.append(F.seed_check("8 budget", f"{name} keeps the budget (s1's Control): share of outputs with steps "
+                                    "<= b", "share within budget, all (b, k)",
+                                    [mean_cells(m[name], "within", c) for m, c in zip(ms, allc)], TH["l1.control"]))
+        scal = [s1_metrics(m[name], ks_of(r))["scaling"] for r, m in zip(results, ms)]
+        out.append(F.seed_check("8 budget", f"{name} scales (s1's Scaling): accuracy rises with compute across budgets",
+                                "mean pairwise slope of accuracy against tokens",
+                                [x if x is not None else 0.0 for x in scal], TH["l1.scaling"],
+                                untestable=None if None not in scal else
+                                "no variance by construction: compute does not vary across budgets"))
+        gains = {ctl: [equal_token_gain(m[name], m[ctl], c) for m, c in zip(ms, allc)]
+                 for ctl in ("s1 forcing (T cut at b)", "s1 forcing (S cut at b)", "always S")}
+        worst = [min(g) for g in zip(*gains.values())]
+        out.append(F.seed_check("8 budget", f"at equal tokens, {name} is more accurate than s1 forcing (T and S "
+                                "chains) and than the budget-blind control always-S", "smallest of the three "
+                                "equal-token accuracy gains, all (b, k)", worst, TH["l1.equal_tokens"],
+                                control="always S", **{k: [round(x, 4) for x in g] for k, g in gains.items()}))
     for v in vs:
         if v.endswith("+sft") and v[:-4] in vs:
             cold, warm = f"L1-{v[:-4]}", f"L1-{v}"
-            key = "within" if v.startswith("max") else "abs_err"
-            sign = 1 if key == "within" else -1
-            add(f"no SFT warm start needed: {cold} (RL from the base) reaches {warm}'s adherence "
-                f"({'share within budget' if key == 'within' else '-mean |steps - b|'}) within 0.05 (difference > -0.05)",
-                [sign * (mean_cells(m[cold], key, c) - mean_cells(m[warm], key, c))
-                 for m, c in zip(ms, [cells_where(r, None) for r in results])], -0.05)
-            add(f"no SFT warm start needed: {cold} is right within budget (right, steps <= b) within 0.02 as often "
-                f"as {warm} over all budgets (difference > -0.02)",
-                [mean_cells(m[cold], "acc_within", c) - mean_cells(m[warm], "acc_within", c)
-                 for m, c in zip(ms, [cells_where(r, None) for r in results])], -0.02)
-            spread = lambda m, r, n: np.mean([m[n][8][k]["steps"] - m[n][0][k]["steps"] for k in ks_of(r)])
-            add(f"no SFT warm start needed: {cold} reads its budget within one step as well as {warm} (steps at b = 8 "
-                f"minus steps at b = 0, difference > -1)",
-                [spread(m, r, cold) - spread(m, r, warm) for r, m in zip(results, ms)], -1.0)
+            out.append(F.seed_check("8 budget", f"no SFT warm start needed: {cold} (RL from the base) reads its budget "
+                                    f"within one step as well as {warm}", f"spread({cold}) - spread({warm})",
+                                    [spread(m, r, cold) - spread(m, r, warm) for r, m in zip(results, ms)],
+                                    TH["l1.no_sft"]))
     return out
 
 
@@ -234,9 +225,11 @@ def page(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     # s1 metrics
     s1 = ["| method | Control (share within budget) | Scaling (accuracy per token) | Performance (best accuracy) |",
           "|---|---|---|---|"]
-    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
+    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)", "s1 forcing (S cut at b)"]:
         mm = [s1_metrics(m[n], ks) for m in ms]
-        s1.append(f"| {n} | {_ms([x['control'] for x in mm])} | {_ms([x['scaling'] for x in mm], '{:.3f}')} | "
+        scal = [x["scaling"] for x in mm]
+        s1.append(f"| {n} | {_ms([x['control'] for x in mm])} | "
+                  f"{'undefined (compute does not vary)' if None in scal else _ms(scal, '{:.3f}')} | "
                   f"{_ms([x['performance'] for x in mm], '{:.3f}')} |")
     # strides when b < ceil(k/2), and examples
     st = ["| method | " + " | ".join(STRIDE_GROUPS) + " |", "|---" * (len(STRIDE_GROUPS) + 1) + "|"]
@@ -280,11 +273,11 @@ def page(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
                      for v in vs)
     cfg = results[0]["config"]
     main = "L1-" + next((v for v in ("max+sft", "max", "exact+sft") if v in vs), vs[0])
-    gain = next((f for f in fs if f["claim"].startswith(f"at equal tokens, {main} ") and "b < " in f["claim"]), None)
+    gain = next((f for f in fs if f["claim"].startswith(f"at equal tokens, {main} ")), None)
     ctrl = [s1_metrics(m[main], ks)["control"] for m in ms]
     headline = (f"{main}: within budget {_ms(ctrl)}, best accuracy "
                 f"{_ms([s1_metrics(m[main], ks)['performance'] for m in ms])}"
-                + (f"; vs s1 forcing at equal tokens for b < ⌈k/2⌉: {gain['value']:+.3f} "
+                + (f"; vs s1 forcing and always-S at equal tokens: {gain['value']:+.3f} "
                    f"[{F._num(gain['ci95'][0])}, {F._num(gain['ci95'][1])}] ({gain['verdict']})" if gain else ""))
     md = f"""## Thinking on a budget: L1 against s1 forcing
 
@@ -319,8 +312,8 @@ Fixed formats on the base model per k (accuracy / tokens):
 
 {chr(10).join(adh)}
 
-**s1's metrics** (Muennighoff et al. 2025): Control = share within budget, Scaling = least-squares slope of
-accuracy against mean tokens over the budgets, Performance = best per-budget accuracy:
+**s1's metrics** (Muennighoff et al. 2025): Control = share within budget, Scaling = mean slope of accuracy against
+mean tokens over pairs of budgets (undefined when compute does not vary), Performance = best per-budget accuracy:
 
 {chr(10).join(s1)}
 
@@ -343,18 +336,18 @@ greedy before RL), mean over seeds:
 
 {chr(10).join(tl)}
 
-**Findings** (computed on this run; 95 % t-intervals over seeds; holds / does not hold / inconclusive):
+**Findings** (computed on this run; 95 % t-intervals over seeds; the first is this experiment's primary claim):
 
 {f_lines}
 
 GRPO ({cfg['steps']} steps, {cfg['prompts_per_step']} problems × {cfg['num_generations']} samples, lr
 {cfg['learning_rate']:g}, β {cfg['beta']:g}), one budget drawn uniformly per problem; α = {cfg['alpha']:g} per
 step, δ = {cfg['delta']:g}; `+sft` variants first fine-tune {cfg['sft_steps']} steps on budget-annotated outputs
-(the longest fixed format within the budget). Training time per seed: {secs}. s1 forcing forces a T chain on the
-base model and forces "A" after b steps (`tts.budget_hook`); equal tokens: each budget model's accuracy minus the
-forcing curve's (per k, interpolated at the same mean tokens; tokens up to the answer and </s>): a model that ignores
-its budget and writes a full chain wins that comparison by overspending, which the "right within budget" check
-does not let it do. L1's code differs
+(the longest fixed format within the budget). Training time per seed: {secs}. s1 forcing forces a T (or S) chain
+on the base model and forces "A" after b steps (`tts.budget_hook`); equal tokens: each budget model's accuracy minus
+the control's curve (per k, interpolated at the same mean tokens; tokens up to the answer and </s>). The controls
+are both forcings and always-S, the budget-blind policy that would win a comparison with a truncated T chain by
+writing S chains whatever b says. L1's code differs
 from its paper: the length term is added only to right answers, Max uses (clip(α(b − n), −1, 1) + 1)/2 (α halved),
 Max starts from the Exact checkpoint, and n counts the whole response (budget.py's docstring has the details).
 
@@ -365,5 +358,5 @@ Max starts from the Exact checkpoint, and n counts the whole response (budget.py
     return md, headline
 
 
-register(Experiment("l1", Config, run, claims, render, keys=("variants", "forcing", "fixed", "config", "base_free"), quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21,
+register(Experiment("l1", Config, run, claims, render, keys=("variants", "forcing", "forcing_S", "fixed", "config", "base_free"), quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21,
                     render_cost=3.0))

@@ -11,14 +11,14 @@ import numpy as np
 from ..io.checkpoint import write_json, write_text
 from ..io.report import log_x, plt, save
 from ..methods import search as search_method
-from ..methods.search import cell, compute_optimal, per_problem
+from ..methods.search import cell, compute_optimal, per_problem, unints
 from ..methods import verifier
 from ..stats import findings as F
-from ..stats.findings import hier_bootstrap
 from ..stats.summary import pm
 from ..train.sft import ERR_CFG
 from ..train.zoo import thinker_model
 from . import Experiment, register, verifiers
+from .thresholds import THRESHOLDS as TH
 
 
 @dataclass
@@ -67,127 +67,101 @@ def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
 
 def render_search(rs: list[dict], out: str) -> tuple[str, str]:
     res = [r["search"] for r in rs]
-    fs = findings(res)    # a two-level bootstrap per claim: computed once for the page and the line
-    return page(res, os.path.join(out, "search"), prefix="search/", fs=fs), headline(res, fs)
+    fs = findings(res)    # computed once for the page and the line
+    md = page(res, os.path.join(out, "search"), prefix="search/", fs=fs)
+    return md.replace("## Verifiers and search", "## 9. Verifiers and search", 1), headline(res, fs)
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
-    return [render_verifiers(rs, out), render_search(rs, out)]
+    return [render_search(rs, out), render_verifiers(rs, out)]
 
 
 
 
 
-def _diff(a, b):
-    return a.mean() - b.mean()
+def _acc(r, name, N, k=None) -> float | None:
+    return None if cell(r, name, N) is None else float(per_problem(r, name, N, k=k)[0].mean())
 
 
-def _finding(claim, stat_name, value, ci, per_seed, threshold, verdict, **detail) -> dict:
-    return F.finding("9 search", claim, stat_name, value, ci, per_seed, threshold, verdict, **detail)
+def _compare(results, a, b, N, claim, threshold, k=None, test=F.greater, **detail):
+    """One seed's statistic is acc(a) - acc(b) on its test problems; the verdict is the t interval's over seeds."""
+    if any(cell(r, a, N) is None or cell(r, b, N) is None for r in results):
+        return None
+    diff = [_acc(r, a, N, k) - _acc(r, b, N, k) for r in results]
+    return F.seed_check("9 search", claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), diff,
+                        threshold, test=test, **detail)
 
 
-def _compare(results, a, b, N, claim, k=None, kind="greater", thr=0.0):
-    arrs = []
-    for r in results:
-        if cell(r, a, N) is None or cell(r, b, N) is None:
-            return None
-        arrs.append((per_problem(r, a, N, k=k)[0], per_problem(r, b, N, k=k)[0]))
-    v, ci, ps = hier_bootstrap(arrs, _diff)
-    if kind == "greater":
-        verdict = F.greater(ci, thr)
-    elif kind == "at_most":          # A - B <= thr (A loses or ties)
-        verdict = "holds" if ci[1] <= thr else "does not hold" if ci[0] > 0 else "inconclusive"
-    else:                            # "at_least": A - B >= -thr (non-inferior within thr)
-        verdict = "holds" if ci[0] > -thr else "does not hold" if ci[1] < 0 else "inconclusive"
-    sign = {"greater": ">", "at_most": "<=", "at_least": ">= -"}[kind]
-    return _finding(claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), v, ci, ps,
-                    f"{sign}{thr}", verdict)
-
-
-def _mean_acc(co, i, which) -> float:
-    return round(float(np.mean([c[i][which][0].mean() for c in co])), 4)
-
-
-def findings(results: list[dict], margin_ms: float = 0.05, tie: float = 0.02, noninf: float = 0.01,
-             ratio_thr: float = 1.05) -> list[dict]:
-    """The issue's claims as computed checks over seeds (test problems; 95 % two-level bootstrap intervals).
-    Each: claim, statistic, value, ci95, per_seed, threshold, verdict (holds / does not hold / inconclusive)."""
+def findings(results: list[dict]) -> list[dict]:
+    """The search claims over seeds (test problems; one statistic per seed, t intervals), primary first: does a
+    learned verifier beat voting without one?"""
     r0 = results[0]
     Nmax = max(int(n) for n in r0["strategies"]["majority"]["test"])
     ks = sorted(set(r0["k"]["test"]))
     lv = [v for v in r0["config"]["search_verifiers"] if v != "oracle"]
     prm = lv[0] if lv else "prm"
-    out = []
     who = f"({r0['config']['thinker']} thinker)"
-    for a, b in (("weighted/prm", "weighted/orm"), ("weighted/orm", "majority")):
-        f = _compare(results, a, b, Nmax, f"at N = {Nmax}, {a} beats {b} {who}")
-        if f:
-            out.append(f)
-    # greedy is one answer: maj@Nmax against greedy's single answer
-    arrs = [(per_problem(r, "majority", Nmax)[0], per_problem(r, "greedy", 1)[0]) for r in results]
-    v, ci, ps = hier_bootstrap(arrs, _diff)
-    out.append(_finding(f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - acc(greedy)", v, ci,
-                        ps, ">0", F.greater(ci, 0.0)))
+    out = [_compare(results, f"weighted/{prm}", "majority", Nmax, f"at N = {Nmax}, weighted voting with the learned "
+                    f"{prm} beats majority voting, the same samples without a verifier {who}", TH["search.beats"],
+                    control="majority"),
+           _compare(results, f"weighted/{prm}", "weighted/orm", Nmax, f"at N = {Nmax}, weighted/{prm} beats "
+                    f"weighted/orm {who}", TH["search.beats"]),
+           F.seed_check("9 search", f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - "
+                        "acc(greedy)", [_acc(r, "majority", Nmax) - _acc(r, "greedy", 1) for r in results],
+                        TH["search.beats"], control="greedy")]
     small = min(4, Nmax)
     for v in dict.fromkeys((prm, "oracle")):          # the learned PRM (the claim), then the oracle (its upper bound)
-        f = _compare(results, f"beam/{v}", f"bon/{v}", small, f"beam search beats best-of-N at a small budget "
-                     f"(N = {small}) on the hardest k ({ks[-1]}), {v} verifier", k=ks[-1])
-        if f:
-            out.append(f)
-        f = _compare(results, f"beam/{v}", f"bon/{v}", Nmax, f"beam search loses to or ties best-of-N at a large "
-                     f"budget (N = {Nmax}) on the easiest k ({ks[0]}), tie margin {tie}, {v} verifier", k=ks[0],
-                     kind="at_most", thr=tie)
-        if f:
-            out.append(f)
-        f = _compare(results, f"dvts/{v}", f"beam/{v}", Nmax, f"DVTS is at least as good as beam search at "
-                     f"N = {Nmax} (non-inferiority margin {noninf}), {v} verifier", kind="at_least", thr=noninf)
-        if f:
-            out.append(f)
+        out += [_compare(results, f"beam/{v}", f"bon/{v}", small, f"beam search beats best-of-N at a small budget "
+                         f"(N = {small}) on the hardest k ({ks[-1]}), {v} verifier", TH["search.beats"], k=ks[-1]),
+                _compare(results, f"beam/{v}", f"bon/{v}", Nmax, f"beam search loses to or ties best-of-N at a large "
+                         f"budget (N = {Nmax}) on the easiest k ({ks[0]}), {v} verifier", TH["search.easy_tie"],
+                         k=ks[0], test=F.at_most),
+                _compare(results, f"dvts/{v}", f"beam/{v}", Nmax, f"DVTS is at least as good as beam search at "
+                         f"N = {Nmax} (non-inferiority), {v} verifier", TH["search.non_inferior"]),
+                _compare(results, f"beam_dedup/{v}", f"beam/{v}", Nmax, f"beam search with search-and-learn's "
+                         f"filter_duplicates beats it without at N = {Nmax}, {v} verifier", TH["search.beats"])]
     if cell(r0, f"bon/{prm}", Nmax) and cell(r0, "bon/oracle", Nmax):
-        lo_n = min(4, Nmax)
-
-        def growth(o_hi, l_hi, o_lo, l_lo):
-            return (o_hi.mean() - l_hi.mean()) - (o_lo.mean() - l_lo.mean())
-        arrs = [tuple(per_problem(r, n, N)[0] for N in (Nmax, lo_n) for n in ("bon/oracle", f"bon/{prm}"))
-                for r in results]
-        v, ci, ps = hier_bootstrap(arrs, growth)
-        gap = hier_bootstrap([(a[0], a[1]) for a in arrs], _diff)
-        rise = hier_bootstrap([(a[1], per_problem(r, f"bon/{prm}", max(1, Nmax // 4))[0])
-                               for a, r in zip(arrs, results)], _diff)
-        out.append(_finding(f"the learned verifier ({prm}) is over-optimised in best-of-N: its gap to the oracle grows "
-                            f"from N = {lo_n} to N = {Nmax}", f"gap@{Nmax} - gap@{lo_n}, gap = acc(bon/oracle) - "
-                            f"acc(bon/{prm})", v, ci, ps, ">0", F.greater(ci, 0.0),
-                            gap_at_nmax={"value": round(gap[0], 4), "ci95": [round(x, 4) for x in gap[1]]},
-                            learned_rise_last_4x={"value": round(rise[0], 4), "ci95": [round(x, 4) for x in rise[1]]}))
+        lo = max(1, Nmax // 4)
+        rise = [_acc(r, f"bon/{prm}", Nmax) - _acc(r, f"bon/{prm}", lo) for r in results]
+        orise = [_acc(r, "bon/oracle", Nmax) - _acc(r, "bon/oracle", lo) for r in results]
+        a = F.seed_check("9 search", "", "", rise, TH["search.overopt"], test=F.at_most)
+        o = F.seed_check("9 search", "", "", orise, 0.0)
+        out.append(F.finding("9 search", f"best-of-N with the learned {prm} is over-optimised: its true accuracy stops "
+                             f"rising over the last 4x of N (N = {lo} to {Nmax}) while the oracle's still rises",
+                             f"acc(bon/{prm}@{Nmax}) - acc(bon/{prm}@{lo})", a["value"], a["ci95"], a["per_seed"],
+                             "<= 0 (and the oracle's rise > 0)", F.both(a["verdict"], o["verdict"]),
+                             p=max(a["p"], o["p"]), source=TH["search.overopt"].source,
+                             oracle_rise={"value": o["value"], "ci95": o["ci95"], "per_seed": o["per_seed"]}))
     if cell(r0, "bon/prm-mc", Nmax) and cell(r0, "bon/prm", Nmax):
-        arrs = [(per_problem(r, "bon/prm", Nmax)[0], per_problem(r, "bon/prm-mc", Nmax)[0]) for r in results]
-        v, ci, ps = hier_bootstrap(arrs, _diff)
-        verdict = "holds" if ci[1] < margin_ms else "does not hold" if ci[0] > margin_ms else "inconclusive"
-        out.append(_finding(f"Math-Shepherd labels get within {margin_ms} of the oracle-label PRM (best-of-{Nmax})",
-                            f"acc(bon/prm@{Nmax}) - acc(bon/prm-mc@{Nmax}) (the margin)", v, ci, ps, f"<{margin_ms}",
-                            verdict))
+        out.append(_compare(results, "bon/prm", "bon/prm-mc", Nmax, f"Math-Shepherd labels get within 0.05 of the "
+                            f"oracle-label PRM trained on the same outputs (best-of-{Nmax})", TH["search.label_margin"],
+                            test=F.at_most))
     co = [compute_optimal(r) for r in results]
     common = [i for i in range(len(co[0])) if all(c[i]["reachable"] for c in co)]
+    claim = ("the compute-optimal strategy per k needs fewer tokens than the best single strategy at matched accuracy "
+             "(per-k choice cross-fitted on validation, read on test; learned verifiers only)")
     if common:
         i = common[-1]
-        arrs = [(c[i]["fixed_test"][1], c[i]["adaptive_test"][1]) for c in co]
-        v, ci, ps = hier_bootstrap(arrs, lambda f, a: f.mean() / a.mean())
-        out.append(_finding(f"the compute-optimal strategy per k needs fewer tokens than the best single strategy "
-                            f"(by more than {ratio_thr}x) at accuracy {co[0][i]['target']} (chosen on validation, "
-                            f"read on test; learned verifiers only)",
-                            "tokens(best single) / tokens(compute-optimal per k), tokens = generated + verifier",
-                            v, ci, ps, f">{ratio_thr}", F.greater(ci, ratio_thr),
-                            test_acc={"compute_optimal": _mean_acc(co, i, "adaptive_test"),
-                                      "best_single": _mean_acc(co, i, "fixed_test")},
-                            strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
+        ratio = [c[i]["fixed_test_cost"] / c[i]["test_cost"] for c in co]
+        gap = [c[i]["test_acc"] - c[i]["fixed_test_acc"] for c in co]
+        rt = F.seed_check("9 search", "", "", ratio, TH["search.saving"])
+        g = F.seed_check("9 search", "", "", gap, TH["search.acc_gap"])
+        out.append(F.finding("9 search", f"{claim}, target {co[0][i]['target']}", "tokens(best single) / "
+                             "tokens(per-k choice) on test, tokens = generated + verifier", rt["value"], rt["ci95"],
+                             rt["per_seed"], "> 1 (and test accuracy gap > -0.02)", F.both(rt["verdict"], g["verdict"]),
+                             p=max(rt["p"], g["p"]), source=TH["search.saving"].source,
+                             accuracy_gap={"value": g["value"], "ci95": g["ci95"], "per_seed": g["per_seed"]},
+                             frontier=[{k: (round(x, 4) if isinstance(x, float) else x) for k, x in t.items()}
+                                       for t in co[0]],
+                             strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
     else:
-        out.append(dict(F.missing("9 search", "the compute-optimal strategy per k beats the best single strategy "
-                                  "in tokens", "token ratio: no accuracy target reached at every k by a single "
-                                  "strategy in every seed"), threshold=f">{ratio_thr}"))
-    return out
+        out.append(F.missing("9 search", claim, "no accuracy target reached at every k by a single strategy in every "
+                             "seed", threshold="> 1"))
+    return [f for f in out if f is not None]
 
 
 METHOD_COLOR = {"greedy": "k", "majority": "#555555", "bon": "#4C72B0", "weighted": "#DD8452", "beam": "#55A868",
+                "beam_dedup": "#8172B2",
                 "dvts": "#C44E52"}
 
 
@@ -282,17 +256,32 @@ def table(results: list[dict], Ns=(1, 4, 16, 64)) -> str:
     return "\n".join(rows)
 
 
-def findings_table(fs: list[dict]) -> str:
-    rows = ["| claim | statistic | value [95 % CI] | per seed | threshold | verdict |", "|---|---|---|---|---|---|"]
-    for f in fs:
-        val = "—" if f["value"] is None else f"{f['value']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"
-        extra = "; ".join(f"{k.replace('_', ' ')} {v['value']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]"
-                          for k, v in f.items() if isinstance(v, dict) and "ci95" in v)
-        if "test_acc" in f:
-            extra = f"test accuracy: compute-optimal {f['test_acc']['compute_optimal']:.3f}, best single " \
-                    f"{f['test_acc']['best_single']:.3f} ({f['strategies'][0]['single']})"
-        rows.append(f"| {f['claim']}{' (' + extra + ')' if extra else ''} | {f['statistic']} | {val} | "
-                    f"{', '.join(f'{v:.3f}' for v in f['per_seed'])} | {f['threshold']} | **{f['verdict']}** |")
+def frontier_table(results: list[dict]) -> str:
+    """Compute-optimal against the best single strategy at every target: test accuracy and tokens of each, first
+    seed (the claim reads one target over all seeds)."""
+    rows = ["| target | per-k choice: test acc / tokens | best single: test acc / tokens | single strategy |",
+            "|---|---|---|---|"]
+    for t in compute_optimal(results[0]):
+        if t["reachable"]:
+            rows.append(f"| {t['target']} | {t['test_acc']:.3f} / {t['test_cost']:.0f} | {t['fixed_test_acc']:.3f} / "
+                        f"{t['fixed_test_cost']:.0f} | {t['fixed']} |")
+        else:
+            rows.append(f"| {t['target']} | not reached | | |")
+    return "\n".join(rows)
+
+
+def verifier_cost_table(results: list[dict]) -> str:
+    """Verifier tokens per problem at the largest N: read from the start (the comparisons) against a causal
+    verifier that keeps its cache (the sensitivity row)."""
+    nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
+    rows = ["| strategy | verifier tokens, re-read | verifier tokens, incremental |", "|---|---|---|"]
+    for name in results[0]["strategies"]:
+        c = [cell(r, name, nmax) for r in results]
+        if "/" not in name or any(x is None or "ver_inc" not in x for x in c):
+            continue
+        full = np.mean([unints(x["ver"]).mean() for x in c])
+        inc = np.mean([unints(x["ver_inc"]).mean() for x in c])
+        rows.append(f"| {name}@{nmax} | {full:.0f} | {inc:.0f} |")
     return "\n".join(rows)
 
 
@@ -321,17 +310,28 @@ def page(results: list[dict], out: str, prefix: str = "", fs: list[dict] | None 
 
 {table(results)}
 
-{P} test problems ({c['n_test']} per k) and {c['n_val']} validation problems per k, both from the quarter of
-problem space no verifier trains on; the {c['thinker']} thinker writes forced {c['force']} chains at temperature
-{c['temperature']}; seeds {', '.join(str(r['seed']) for r in results)} (mean ± std over seeds). Best-of-N and
-weighted vote score finished outputs with `{c['agg']}` of the step scores; beam search (N/M beams, M = {c['width']})
-and DVTS (N/M subtrees) rank partial chains by the `{c['step_agg']}` step score. Compute: generated tokens include
-the forced format token; verifier tokens = prompt + output per scored sequence, every expansion re-read;
-FLOPs = 2 · P_gen · (prompt + generated) + 2 · P_ver · verifier tokens. Chance is 0.1.
+{P} distinct test problems (up to {c['n_test']} per k; {results[0]['k']['test'].count(2)} at k = 2, whose "test"
+quarter holds 25) and up to {c['n_val']} validation problems
+per k, from the "test" and "val" quarters of the problem space (no verifier trains on them); the {c['thinker']}
+thinker writes forced {c['force']} chains at temperature {c['temperature']}; seeds
+{', '.join(str(r['seed']) for r in results)} (mean ± std over seeds). Every method scores an output by `{c['agg']}`
+of its step scores. Beam search and DVTS are search-and-learn's (M = {c['width']}; `beam_dedup` with its
+filter_duplicates). Compute: generated tokens include the forced format token; verifier tokens = prompt + output
+per scored sequence, every round re-read; FLOPs = 2 · P_gen · (prompt + generated) + 2 · P_ver · verifier tokens.
+Chance is 0.1.
 
-**Findings** (95 % intervals: two-level bootstrap, seeds then test problems; verdicts computed from them):
+**Compute-optimal per k against the best single strategy** (first seed; the per-k choice is cross-fitted on the
+validation problems, both are read on test):
 
-{findings_table(fs)}
+{frontier_table(results)}
+
+**Verifier cost, a sensitivity row**: a causal verifier that keeps its cache reads each step once:
+
+{verifier_cost_table(results)}
+
+**Findings** (95 % t intervals over seeds of each seed's statistic; the first is this experiment's primary claim):
+
+{F.table(fs)}
 
 *Papers:* Lightman et al. 2023 (arXiv 2305.20050); Snell et al. 2024 (arXiv 2408.03314); Math-Shepherd (Wang et
 al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-learn (beam search, DVTS).

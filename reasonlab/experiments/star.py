@@ -11,6 +11,7 @@ from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
 from ..train.sft import base_name
 from . import Experiment, register
+from .thresholds import THRESHOLDS as TH
 
 
 @dataclass
@@ -42,7 +43,7 @@ def star_raises_free_accuracy(star: list[dict], variant: str = "main") -> dict:
     gain = [r[variant][-1]["free"] - r[variant][0]["free"] for r in star]
     rounds = len(star[0][variant]) - 1
     return seed_check("5 STaR", f"STaR raises free accuracy ({rounds} round(s), answer filter)",
-                      "free acc after the last round - free acc of the base", gain, 0.0)
+                      "free acc after the last round - free acc of the base", gain, TH["star.gain"])
 
 
 def chain_filter_vs_answer_filter(star: list[dict]) -> dict:
@@ -51,9 +52,13 @@ def chain_filter_vs_answer_filter(star: list[dict]) -> dict:
     if "chain" not in star[0]:
         return missing("5 STaR", "The chain filter beats the answer filter", "needs the chain-filter variant")
     diff = [r["chain"][-1]["free"] - r["main"][-1]["free"] for r in star]
+    fp = [r["main"][-1]["false_positive_rate"] for r in star]
+    room = TH["star.filter_room"].value
     return seed_check("5 STaR", "The chain filter (every step checked) beats the answer filter in final free accuracy",
-                      "free acc(chain filter) - free acc(answer filter), last round", diff, 0.0,
-                      false_positive_rate=[r["main"][-1]["false_positive_rate"] for r in star])
+                      "free acc(chain filter) - free acc(answer filter), last round", diff, TH["star.filter_gain"],
+                      untestable=f"no variance by construction: the filters disagree on {max(fp):.4f} of the kept "
+                      f"samples at most (right answers with wrong chains), under {room:g}" if max(fp) < room else None,
+                      false_positive_rate=fp)
 
 
 

@@ -381,9 +381,6 @@ padding:0 .25em;border-radius:3px}blockquote{color:#555;border-left:3px solid #c
 def write_report(out: str, md: str, title: str, html: bool = True) -> dict:
     """report.md (images linked) and a self-contained report.html (images embedded as data URIs), both atomic
     (html=False: report.md alone, and a stale report.html removed)."""
-
-
-
     paths = {"md": os.path.join(out, "report.md"), "html": os.path.join(out, "report.html")}
     write_text(paths["md"], md)
     if not html:
@@ -391,10 +388,12 @@ def write_report(out: str, md: str, title: str, html: bool = True) -> dict:
             os.remove(paths["html"])
         return {"md": paths["md"], "html": None}
 
-    def embed(m):
-        with open(os.path.join(out, m.group(2)), "rb") as f:
-            return f"![{m.group(1)}](data:image/png;base64,{base64.b64encode(f.read()).decode()})"
-    body = markdown.markdown(re.sub(r"!\[([^\]]*)\]\(([^)]+\.png)\)", embed, md), extensions=["tables"])
+    def data(path: str) -> str:
+        with open(os.path.join(out, path), "rb") as f:
+            return f"data:image/png;base64,{base64.b64encode(f.read()).decode()}"
+    md = re.sub(r"!\[([^\]]*)\]\(([^)]+\.png)\)", lambda m: f"![{m.group(1)}]({data(m.group(2))})", md)
+    md = re.sub(r'(<img [^>]*src=")([^"]+\.png)"', lambda m: f'{m.group(1)}{data(m.group(2))}"', md)   # thumbnails
+    body = markdown.markdown(md, extensions=["tables"])
     write_text(paths["html"], f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
                               f"<style>{REPORT_CSS}</style></head><body>\n{body}\n</body></html>\n")
     return paths

@@ -60,7 +60,9 @@ def point(model: GPT, problems, force=None) -> dict:
     """Greedy accuracy, mean generated tokens, and format share per k."""
     r = evaluate(model, problems, force=force)
     return {"acc": r["acc"], "tokens": r["length"], "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()},
-            "share_by_k": {k: v["share"] for k, v in r["per_k"].items()}, "tokens_by_k": {k: v["length"] for k, v in r["per_k"].items()}}
+            "share_by_k": {k: v["share"] for k, v in r["per_k"].items()},
+            "tokens_by_k": {k: v["length"] for k, v in r["per_k"].items()},
+            "n_by_k": {k: sum(len(d) == k for d in problems) for k in r["per_k"]}}
 
 
 def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
@@ -89,8 +91,23 @@ def mean_points(per_base: list[dict]) -> dict:
     """{format: {acc, tokens, acc_by_k}}, one such dict per base model -> their mean."""
     return {f: {"acc": float(np.mean([p[f]["acc"] for p in per_base])),
                 "tokens": float(np.mean([p[f]["tokens"] for p in per_base])),
-                "acc_by_k": {k: float(np.mean([p[f]["acc_by_k"][k] for p in per_base])) for k in per_base[0][f]["acc_by_k"]}}
+                **{key: {k: float(np.mean([p[f][key][k] for p in per_base])) for k in per_base[0][f][key]}
+                   for key in ("acc_by_k", "tokens_by_k", "n_by_k") if key in per_base[0][f]}}
             for f in per_base[0]}
+
+
+def best_fixed_per_k(fixed: dict, tol: float = 0.005) -> dict:
+    """The control for adaptive thinking: per k, the fixed format with the best accuracy (within tol of it, the
+    cheapest), as one policy: {acc, tokens, per_k: {k: format}}, weighted by the problems per k."""
+    ks = list(fixed["A"]["acc_by_k"])
+    pick = {}
+    for k in ks:
+        best = max(fixed[f]["acc_by_k"][k] for f in fixed)
+        pick[k] = min((f for f in fixed if fixed[f]["acc_by_k"][k] >= best - tol), key=lambda f: fixed[f]["tokens_by_k"][k])
+    n = {k: fixed["A"]["n_by_k"][k] for k in ks}
+    tot = sum(n.values())
+    return {"acc": sum(n[k] * fixed[pick[k]]["acc_by_k"][k] for k in ks) / tot,
+            "tokens": sum(n[k] * fixed[pick[k]]["tokens_by_k"][k] for k in ks) / tot, "per_k": pick}
 
 
 def tts_points(base: GPT, n: int = 300) -> dict:

@@ -294,11 +294,11 @@ def eval_budget_model(model: GPT, problems: list[list[int]], n_examples: int = 0
     return out
 
 
-def eval_forcing(base: GPT, problems: list[list[int]]) -> dict:
-    """s1 budget forcing on the base model: a T chain, "A" forced after b steps (tts.budget_hook), greedy."""
+def eval_forcing(base: GPT, problems: list[list[int]], fmt: str = "T") -> dict:
+    """s1 budget forcing on the base model: a `fmt` chain, "A" forced after b steps (tts.budget_hook), greedy."""
     out = {}
     for b in BUDGETS:
-        toks, _ = sample_tree(base, [prompt_ids(d) for d in problems], 1, None, 0.0, force=["T"],
+        toks, _ = sample_tree(base, [prompt_ids(d) for d in problems], 1, None, 0.0, force=[fmt],
                               logit_hook=budget_hook(max_chain=b))
         out[b] = score(problems, toks.tolist(), b)
     return out
@@ -312,7 +312,8 @@ def eval_fixed(base: GPT, problems: list[list[int]]) -> dict:
 def eval_baselines(base: GPT, problems: list[list[int]]) -> dict:
     """s1 forcing, the fixed formats and the base model's free choice (blind to the budget) on the test problems."""
     free = generate(base, [prompt_ids(d) for d in problems])
-    return {"forcing": eval_forcing(base, problems), "fixed": eval_fixed(base, problems),
+    return {"forcing": eval_forcing(base, problems), "forcing_S": eval_forcing(base, problems, "S"),
+            "fixed": eval_fixed(base, problems),
             "base_free": {b: score(problems, free, b) for b in BUDGETS}}
 
 
@@ -354,6 +355,7 @@ def methods_of(r: dict) -> dict:
     every budget)."""
     out = {f"L1-{v}": r["variants"][v]["eval"] for v in variants_of(r)}
     out["s1 forcing (T cut at b)"] = r["forcing"]
+    out["s1 forcing (S cut at b)"] = r["forcing_S"]
     for f in "AST":
         out[f"always {f}"] = {b: r["fixed"][f] for b in BUDGETS}
     return out
@@ -379,14 +381,17 @@ def cells_where(r: dict, low: bool | None) -> list[tuple[int, int]]:
 
 
 def s1_metrics(m: dict, ks: list[int]) -> dict:
-    """s1's metrics for one method and seed: Control = share of outputs within budget (steps <= b), Scaling = slope
-    of accuracy against mean tokens over the budgets (least squares, per-budget means over k), Performance = best
-    per-budget accuracy."""
+    """s1's metrics for one method and seed (Muennighoff et al. 2025, section 3.2): Control = share of outputs
+    within budget (steps <= b); Scaling = the mean slope of accuracy against compute over pairs of budgets (per-budget
+    means over k), over the pairs whose compute differs (None when compute does not vary: undefined);
+    Performance = best per-budget accuracy."""
     acc = [np.mean([m[b][k]["acc"] for k in ks]) for b in BUDGETS]
     tok = [np.mean([m[b][k]["tokens"] for k in ks]) for b in BUDGETS]
     within = [m[b][k].get("within", float(m[b][k]["steps"] <= b)) for b in BUDGETS for k in ks]
-    slope = float(np.polyfit(tok, acc, 1)[0]) if np.ptp(tok) > 1e-9 else 0.0
-    return {"control": float(np.mean(within)), "scaling": slope, "performance": float(max(acc))}
+    slopes = [(acc[j] - acc[i]) / (tok[j] - tok[i]) for i in range(len(tok)) for j in range(i + 1, len(tok))
+              if abs(tok[j] - tok[i]) > 1e-6]
+    return {"control": float(np.mean(within)), "scaling": float(np.mean(slopes)) if slopes else None,
+            "performance": float(max(acc))}
 
 
 def equal_token_gain(m: dict, ref: dict, cells) -> float:

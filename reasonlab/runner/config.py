@@ -170,8 +170,8 @@ def load_toml(path: str) -> dict:
 
 @dataclass
 class LabConfig:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """base-model seeds; every experiment runs once per seed and reports mean ± std over them"""
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    """base-model seeds; every experiment runs once per seed, and each claim's interval is a t interval over them"""
     quick: bool = False
     """smoke-test sizes (each experiment's quick config) and a small base model: checks the pipeline, the numbers
     mean nothing"""
@@ -183,6 +183,9 @@ class LabConfig:
     """cpu or cuda"""
     fresh: bool = False
     """rerun every experiment even where a finished result with the same settings exists"""
+    retrain: bool = False
+    """train the starting models (base models, erring thinkers) on this machine instead of copying the ones the
+    package ships (give an empty --cache-dir): the findings then move with this CPU (docs/methods.md)"""
     only: tuple[str, ...] = ()
     """the experiments to run (default: every registered one; the report covers those that have results)"""
     experiment: tuple[str, ...] = ()

@@ -43,8 +43,8 @@ class ExecConfig:
     executor: Literal["local", "ray"] = "local"
     """local: this process (workers = 1) or a process pool; ray: Ray tasks, on a local instance or a cluster"""
     workers: int = 1
-    """local: processes in the pool (1 = run in this process); ray without an address: CPUs of the local instance
-    (1: all of this machine's)"""
+    """local: processes in the pool (1 = run in this process; `reasonlab lab` defaults to one per CPU); ray without an
+    address: CPUs of the local instance (1: all of this machine's)"""
     ray_address: str | None = None
     """join this Ray cluster (e.g. auto, or ray://head:10001); None starts a local instance"""
     retries: int = 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import re
 import sys
 import time
 import warnings
@@ -19,6 +20,7 @@ from dataclasses import asdict, replace
 from typing import Callable
 
 from .. import experiments as X
+from ..experiments import thresholds
 from ..core.config import make
 from ..io import report, tblog
 from ..io.checkpoint import cache_key, write_json
@@ -61,6 +63,8 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     (one per seed, in parallel where the executor is), each seed's experiments queued behind the models trained
     before its own. The run directory is locked: a second lab on it stops (or, with cfg.wait, waits)."""
     cfg.validate()
+    if cfg.retrain:
+        os.environ["REASONLAB_RETRAIN"] = "1"        # the workers inherit it (train.zoo.shipped)
     with locked(cfg.out, "--out", cfg.wait, log):
         return _run(cfg, log)
 
@@ -173,13 +177,31 @@ def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
 
 def lab_findings(results: dict) -> list[dict]:
     """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order,
-    each with its experiment's name; an experiment's first claim is its primary one."""
+    each with its experiment's name. An experiment's first claim is its primary one, named in its code before any
+    run; the primaries of the lab are corrected for multiplicity together (findings.holm)."""
     out = []
     for name in X.names():
         if name in results:
             fs = X.get(name).claims(results[name]["results"])
             out += [{**f, "experiment": name, "primary": i == 0} for i, f in enumerate(fs)]
-    return out
+    return findings.holm(out)
+
+
+def glance(sections: dict, fs: list[dict]) -> str:
+    """Lessons at a glance: one row per experiment, its question, its primary claim's verdict and a thumbnail of its
+    first plot (read off the rendered sections, so nothing is typed twice)."""
+    rows = ["| experiment | question | primary claim | verdict | plot |", "|---|---|---|---|---|"]
+    for exp in X.names():
+        for md, _ in sections.get(exp, [])[:1]:             # an experiment's main section comes first
+            title = md.splitlines()[0].lstrip("# ").strip()
+            q = re.search(r"> \*\*Question\.\*\*(.*?)(?:\n\n|\n[^>])", md, re.S)
+            question = " ".join(re.sub(r"\n> ?", " ", q.group(1)).split()).replace("<", "&lt;") if q else ""
+            img = re.search(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
+            thumb = f'<img src="{img.group(1)}" width="180">' if img else ""
+            prim = next((f for f in fs if f.get("experiment") == exp and f.get("primary")), None)
+            verdict = f"**{prim['verdict']}**" if prim else "—"
+            rows.append(f"| {title} | {question} | {prim['claim'] if prim else '—'} | {verdict} | {thumb} |")
+    return "\n".join(rows)
 
 
 _TO_RENDER: tuple = ()   # (results, out) for the forked rendering processes, which read it from the parent's memory
@@ -242,15 +264,29 @@ chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s; the b
 {meta.get('ran', {}).get('base models', 0.0):.0f} s of worker time to load or train (experiments reused from an
 earlier run count their original time in the table).{quick}
 
+## Lessons at a glance
+
+{glance(secs, fs)}
+
+Verdicts: {", ".join(f"{n} {v}" for v, n in findings.counts(fs).items())} (of {len(fs)} claims; primary claims
+corrected together with Holm's method).
+
 ## Findings
 
-Each claim is checked on this run's results: the statistic, its 95 % interval (t over seeds, or a two-level
-bootstrap over seeds and problems), the per-seed values, the threshold, and the verdict read off the interval.
+Each claim is checked on this run's results: the statistic (one value per seed), its 95 % t interval over seeds,
+the per-seed values, the threshold, and the verdict read off the interval; "untestable" says why the design cannot
+test it. Each experiment's first claim is its primary one; the others are secondary.
 
 {findings.table(fs)}
 
 | experiment | headline | compute time |
 |---|---|---|
 {chr(10).join(heads)}
+
+### Thresholds
+
+Fixed before the run (`reasonlab/experiments/thresholds.py`), each with its source:
+
+{thresholds.table()}
 """
     return report.write_report(out, top + "\n" + "\n".join(parts), "reasonlab lab report", html=html)

@@ -7,7 +7,7 @@ import json
 import os
 
 from ..io.checkpoint import write_text
-from ..stats.findings import FAILS, HOLDS, UNSURE
+from ..stats.findings import FAILS, HOLDS, UNSURE, UNTESTABLE, counts
 
 BEGIN = "<!-- findings: written by `make results` from results/lab/findings.json; do not edit by hand -->"
 END = "<!-- /findings -->"
@@ -36,9 +36,10 @@ def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
             ci = f["ci95"]
             val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
             rows.append(f"| {f['experiment']} | {f['claim']} | {val} | {f['verdict']} |")
-    counts = {v: sum(f["verdict"] == v for f in fs) for v in (HOLDS, FAILS, UNSURE)}
-    tail = (f"{len(fs)} claims in all: {counts[HOLDS]} hold, {counts[FAILS]} do not hold, {counts[UNSURE]} are "
-            f"inconclusive; the full table, with per-seed values and thresholds, opens [the report]({report}).")
+    n = counts(fs)
+    tail = (f"{len(fs)} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
+            f"{n[UNTESTABLE]} untestable; primary claims are corrected together (Holm). The full table, with per-seed "
+            f"values, thresholds and their sources, is in [the report]({report}).")
     return "\n".join([BEGIN, *rows, "", tail, END])
 
 

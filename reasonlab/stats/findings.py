@@ -1,103 +1,188 @@
 """Findings as computed checks: each lesson the lab states is a function of the results that returns the claim,
-the statistic with its 95 % interval and per-seed values, the threshold, and a verdict (holds / does not hold /
-inconclusive) read off the interval. The report prints the verdict beside the claim; no sentence asserts a
-finding by itself.
+the statistic with its 95 % interval and per-seed values, the threshold and its source, and a verdict read off the
+interval: holds, does not hold, inconclusive, or untestable.
 
-Intervals: with per-problem scores, a two-level bootstrap (seeds drawn with replacement, then each seed's
-problems), so both the seed-to-seed and the problem-to-problem spread count; with one number per seed, Student's
-t interval over seeds (3 seeds: mean ± 4.30 s / sqrt 3, wide on purpose). One seed gives no interval over seeds:
-such a check is inconclusive unless per-problem scores decide it.
+One interval method decides every verdict: Student's t over the per-seed statistics (each seed is one independent
+run of the whole experiment, so problems within a seed never count as independent replicates). Holds: the whole
+interval is past the threshold (a one-sided test at 2.5 %); does not hold: the whole interval is on the other side
+or at it; else inconclusive. Untestable is declared per claim before the run: the largest effect the arms' ceilings
+or floors allow cannot pass the threshold, or the statistic has no variance by construction. Comparisons carry a
+float tolerance (TOL), so float noise cannot flip a verdict.
+
+Each experiment names one primary claim; `holm` corrects the primaries of a lab for multiplicity (Holm 1979, at the
+one-sided 2.5 % level), the other claims are secondary and say so.
 """
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-HOLDS, FAILS, UNSURE = "holds", "does not hold", "inconclusive"
+HOLDS, FAILS, UNSURE, UNTESTABLE = "holds", "does not hold", "inconclusive", "untestable"
+VERDICTS = (HOLDS, FAILS, UNSURE, UNTESTABLE)
+TOL = 1e-9
+"""statistics within TOL of a threshold count as at it (float noise never decides a verdict)"""
+ALPHA = 0.025
+"""the one-sided level of every verdict: the lower end of a two-sided 95 % interval"""
 
-# two-sided 95 % Student t quantiles by degrees of freedom (scipy.stats.t.ppf(0.975, df))
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+@dataclass(frozen=True)
+class Threshold:
+    """A claim's threshold, fixed before the run, with where it comes from (a paper's figure, a practical margin)."""
+    value: float
+    source: str
+
+
+def t_cdf(t: float, df: int) -> float:
+    """Student's t distribution function for integer df (Abramowitz & Stegun 26.7.3-4: exact finite series)."""
+    th = math.atan(t / math.sqrt(df))
+    c2, s = math.cos(th) ** 2, math.sin(th)
+    if df % 2:
+        tot = term = math.cos(th) if df > 1 else 0.0
+        for k in range(3, df - 1, 2):
+            term *= c2 * (k - 1) / k
+            tot += term
+        a = 2 / math.pi * (th + s * tot)
+    else:
+        tot = term = 1.0
+        for k in range(2, df - 1, 2):
+            term *= c2 * (k - 1) / k
+            tot += term
+        a = s * tot
+    return 0.5 + 0.5 * a
+
+
+@functools.cache
+def t_quantile(p: float, df: int) -> float:
+    """The p quantile of Student's t (bisection on t_cdf)."""
+    lo, hi = -1e3, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+    return (lo + hi) / 2
 
 
 def seed_interval(values) -> tuple[float, tuple[float, float]]:
-    """Mean over seeds and its 95 % t interval ((-inf, inf) from one seed)."""
+    """Mean over seeds and its 95 % t interval ((-inf, inf) from one seed; a point when every seed agrees)."""
     x = np.asarray(values, dtype=float)
     m = float(x.mean())
     if len(x) < 2:
         return m, (-math.inf, math.inf)
-    h = T975.get(len(x) - 1, 1.96) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    h = t_quantile(1 - ALPHA, len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
     return m, (m - h, m + h)
 
 
-def hier_bootstrap(arrays: list[tuple[np.ndarray, ...]], stat, n_boot: int = 1000, seed: int = 0):
-    """stat(*arrays of one seed) averaged over seeds, its 95 % two-level bootstrap interval (seeds with
-    replacement, then each seed's problems with replacement; paired arrays keep their pairing), and the per-seed
-    values."""
-    rng = np.random.default_rng(seed)
-    vals = [float(stat(*a)) for a in arrays]
-    boots = np.empty(n_boot)
-    for b in range(n_boot):
-        tot = 0.0
-        for s in rng.integers(0, len(arrays), len(arrays)):
-            n = len(arrays[s][0])
-            idx = rng.integers(0, n, n)
-            tot += float(stat(*(x[idx] for x in arrays[s])))
-        boots[b] = tot / len(arrays)
-    return float(np.mean(vals)), (float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))), vals
+def p_value(values, thr: float, direction: str = ">") -> float:
+    """One-sided p of the t test over seeds against "the claim is false": mean <= thr (direction ">"), or
+    mean > thr (direction "<=")."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return 1.0
+    d = float(x.mean()) - thr
+    sd = float(x.std(ddof=1))
+    if sd <= TOL:
+        return 0.0 if (d > TOL if direction == ">" else d <= TOL) else 1.0
+    t = d / (sd / math.sqrt(len(x)))
+    return 1 - t_cdf(t, len(x) - 1) if direction == ">" else t_cdf(t, len(x) - 1)
 
 
 def greater(ci, thr: float) -> str:
     """The statistic exceeds thr: holds when the whole interval is above it, fails when the whole interval is at or
     below it."""
-    return HOLDS if ci[0] > thr else FAILS if ci[1] <= thr else UNSURE
+    return HOLDS if ci[0] > thr + TOL else FAILS if ci[1] <= thr + TOL else UNSURE
 
 
 def at_most(ci, thr: float) -> str:
     """The statistic is at most thr: holds when the whole interval is at or below it."""
-    return HOLDS if ci[1] <= thr else FAILS if ci[0] > thr else UNSURE
+    return HOLDS if ci[1] <= thr + TOL else FAILS if ci[0] > thr + TOL else UNSURE
 
 
 def both(*verdicts: str) -> str:
-    """Every part must hold; any part that fails fails the claim."""
+    """Every part must hold; any part that fails fails the claim; an untestable part makes the claim untestable."""
+    if UNTESTABLE in verdicts:
+        return UNTESTABLE
     return FAILS if FAILS in verdicts else HOLDS if all(v == HOLDS for v in verdicts) else UNSURE
+
+
+def _r(v):
+    return None if v is None or not math.isfinite(v) else round(float(v), 4)
 
 
 def finding(section: str, claim: str, statistic: str, value: float, ci, per_seed, threshold: str, verdict: str,
             **detail) -> dict:
     """One checked claim, JSON-able."""
-    r = lambda v: None if v is None or not math.isfinite(v) else round(float(v), 4)   # noqa: E731
-    return {"section": section, "claim": claim, "statistic": statistic, "value": r(value),
-            "ci95": [r(ci[0]), r(ci[1])], "per_seed": [r(v) for v in per_seed], "threshold": threshold,
+    return {"section": section, "claim": claim, "statistic": statistic, "value": _r(value),
+            "ci95": [_r(ci[0]), _r(ci[1])], "per_seed": [_r(v) for v in per_seed], "threshold": threshold,
             "verdict": verdict, **detail}
 
 
-def missing(section: str, claim: str, why: str) -> dict:
+def missing(section: str, claim: str, why: str, **detail) -> dict:
     """A claim whose evidence this run did not produce: reported, inconclusive."""
     return {"section": section, "claim": claim, "statistic": why, "value": None, "ci95": [None, None],
-            "per_seed": [], "threshold": "", "verdict": UNSURE}
+            "per_seed": [], "threshold": "", "verdict": UNSURE, **detail}
 
 
-def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: float, test=greater, **detail) -> dict:
-    """A claim about one number per seed, judged on its t interval."""
+def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: float | Threshold, test=greater,
+               room: float | None = None, untestable: str | None = None, **detail) -> dict:
+    """A claim about one number per seed, judged on its t interval.
+
+    room: the most the statistic can reach given the arms' ceilings or floors (test=greater; the least for at_most):
+    when it cannot pass the threshold the claim is untestable. untestable: a reason known before the run (the
+    statistic has no variance by construction)."""
+    thr = threshold.value if isinstance(threshold, Threshold) else float(threshold)
     m, ci = seed_interval(per_seed)
     sign = ">" if test is greater else "<="
-    return finding(section, claim, statistic, m, ci, per_seed, f"{sign} {threshold:g}", test(ci, threshold), **detail)
+    verdict = test(ci, thr)
+    why = untestable
+    if why is None and room is not None and (room <= thr + TOL if test is greater else room > thr + TOL):
+        why = f"{'ceiling' if test is greater else 'floor'}: the arms allow {room:.3f} at {'most' if test is greater else 'least'}"
+    if why is not None:
+        verdict = UNTESTABLE
+        detail["untestable"] = why
+    if isinstance(threshold, Threshold):
+        detail["source"] = threshold.source
+    return finding(section, claim, statistic, m, ci, per_seed, f"{sign} {thr:g}", verdict,
+                   p=_r(p_value(per_seed, thr, sign)), **detail)
+
+
+def holm(fs: list[dict], alpha: float = ALPHA) -> list[dict]:
+    """Holm's step-down correction over the primary claims (those with "primary": True and a p value): a primary
+    holds only if Holm rejects it at alpha; one that held unadjusted and does not survive becomes inconclusive.
+    Returns new dicts, with "p_holm" on the primaries."""
+    prim = sorted((i for i, f in enumerate(fs) if f.get("primary") and f.get("p") is not None), key=lambda i: fs[i]["p"])
+    out = [dict(f) for f in fs]
+    m, running, stop = len(prim), 0.0, False
+    for rank, i in enumerate(prim):
+        running = max(running, min(1.0, (m - rank) * fs[i]["p"]))
+        out[i]["p_holm"] = round(running, 4)
+        stop = stop or fs[i]["p"] > alpha / (m - rank)
+        if stop and out[i]["verdict"] == HOLDS:
+            out[i]["verdict"] = UNSURE
+            out[i]["holm"] = f"holds at 2.5 % alone, not after Holm's correction over {m} primary claims"
+    return out
 
 
 def _num(v) -> str:
     return "—" if v is None else f"{v:.3f}"
 
 
+def counts(fs: list[dict]) -> dict[str, int]:
+    return {v: sum(f["verdict"] == v for f in fs) for v in VERDICTS}
+
+
 def table(fs: list[dict]) -> str:
-    """The findings table: claim, evidence (value [95 % CI]; per seed), threshold, verdict."""
+    """The findings table: claim (primary or secondary), evidence (value [95 % CI]; per seed), threshold, verdict."""
     rows = ["| section | claim | statistic | value [95 % CI] | per seed | threshold | verdict |",
             "|---|---|---|---|---|---|---|"]
     for f in fs:
         ci = f["ci95"]
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
-        rows.append(f"| {f['section']} | {f['claim']} | {f['statistic']} | {val} | "
-                    f"{', '.join(_num(v) for v in f['per_seed'])} | {f['threshold']} | **{f['verdict']}** |")
+        kind = "**primary**: " if f.get("primary") else "secondary: " if "primary" in f else ""
+        why = f" ({f['untestable']})" if f.get("untestable") else f" ({f['holm']})" if f.get("holm") else ""
+        rows.append(f"| {f['section']} | {kind}{f['claim']} | {f['statistic']} | {val} | "
+                    f"{', '.join(_num(v) for v in f['per_seed'])} | {f['threshold']} | **{f['verdict']}**{why} |")
     return "\n".join(rows)
 
 
@@ -105,4 +190,5 @@ def verdict_line(f: dict) -> str:
     """One sentence for a section's text: the claim and what this run says of it."""
     ci = f["ci95"]
     ev = "" if f["value"] is None else f" ({f['statistic']} = {f['value']:.3f}, 95 % CI [{_num(ci[0])}, {_num(ci[1])}], threshold {f['threshold']})"
-    return f"**{f['verdict'].capitalize()}** on this run: {f['claim'][0].lower() + f['claim'][1:]}{ev}."
+    why = f"; {f['untestable']}" if f.get("untestable") else ""
+    return f"**{f['verdict'].capitalize()}** on this run: {f['claim'][0].lower() + f['claim'][1:]}{ev}{why}."

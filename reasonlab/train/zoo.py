@@ -4,6 +4,11 @@ thinkers, any recipe), each under a lock so that two processes never train the s
     <cache>/<name>.safetensors + <name>.json   the weights and {key, version, ...}; the key is the recipe's
                                                (checkpoint.cache_key), so a changed recipe retrains
     <cache>/.<name>.lock                       held while one process trains <name>; another waits, then loads it
+
+The package ships the lab's starting models (reasonlab/models/: the five base models and the erring thinkers, each
+with its recipe's key), so that findings do not move with the CPU that trained them and the lab skips minutes of
+training: a cache miss whose key matches a shipped model copies it into the cache. REASONLAB_RETRAIN=1 (`reasonlab
+lab --retrain`) trains them here instead; `reasonlab pretrain` always trains.
 """
 from __future__ import annotations
 
@@ -21,6 +26,20 @@ from ..io.files import cache_dir, check_name, writable_dir
 from .sft import ERR_CFG, base_cfg, base_name, pretrain
 
 STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer
+SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+"""the starting models that come with the package"""
+
+
+def shipped(name: str, key: dict) -> GPT | None:
+    """The package's copy of `name` if it was trained with this key (and retraining was not asked for), else None."""
+    stem = os.path.join(SHIPPED, name)
+    if os.environ.get("REASONLAB_RETRAIN", "") not in ("", "0") or not os.path.exists(stem + ".json"):
+        return None
+    try:
+        model, meta = load_model(stem)
+    except CheckpointError:
+        return None
+    return model if meta.get("key") == key else None
 
 
 def train_estimate(cfg: dict, quick: bool = False) -> str:
@@ -95,6 +114,12 @@ def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = 
                 why = f"cached {name} was trained with another config"
             except CheckpointError as e:
                 why = str(e)
+        ship = shipped(name, key)
+        if ship is not None:
+            store(name, cfg, ship, init=init, cache=cache, shipped=True)
+            if log:
+                log(f"  (copied the shipped model {name} into {cache_dir(cache)})")
+            return ship.to(device or "cpu")
         if log:   # said before the work starts, with its rough length
             verb = "training it" if why.startswith("no cached") else "retraining"
             log(f"  ({why}: {verb}, {train_estimate(cfg)})")

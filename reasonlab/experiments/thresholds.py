@@ -1,0 +1,61 @@
+"""Every claim's threshold, fixed before the run, with its source: one table, printed at the end of the report.
+
+A direction ("> 0") is the paper's claim taken as stated, with no size attached; a margin is a practical-significance
+bound, and its row says why that size.
+"""
+from __future__ import annotations
+
+from ..stats.findings import Threshold
+
+DIRECTION = "direction only: the paper's claim as stated, any effect past zero"
+
+THRESHOLDS: dict[str, Threshold] = {
+    "base.chain_gain": Threshold(0.0, f"{DIRECTION} (chain of thought helps multi-step arithmetic: Wei et al. 2022, "
+                                      "arXiv 2201.11903; Nye et al. 2021, arXiv 2112.00114)"),
+    "budgets.cap_gain": Threshold(0.0, f"{DIRECTION} (s1, arXiv 2501.19393, Fig. 1: accuracy rises with the thinking "
+                                       "budget)"),
+    "sampling.vote_margin": Threshold(0.05, "practical margin: self-consistency gains +17.9 points on GSM8K (Wang et "
+                                            "al. 2022, arXiv 2203.11171, Table 2); under 5 points is no rescue"),
+    "sampling.frontier_ratio": Threshold(1.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, report about 4x; "
+                                              "any saving, ratio > 1, counts)"),
+    "star.gain": Threshold(0.0, f"{DIRECTION} (STaR, arXiv 2203.14465, Table 2: gains over direct fine-tuning)"),
+    "star.filter_gain": Threshold(0.0, f"{DIRECTION} (STaR section 5 and ReST-EM: answer-only filters admit "
+                                       "right-answer-wrong-reasoning samples)"),
+    "star.filter_room": Threshold(0.01, "design bound: the filters must disagree on at least 1 % of kept samples "
+                                        "for their difference to be measurable"),
+    "rl.faster": Threshold(0.0, f"{DIRECTION}, in updates to greedy accuracy 0.99 (DeepSeekMath, arXiv 2402.03300: "
+                                "GRPO's group baseline; REINFORCE without one is the textbook high-variance case)"),
+    "adaptive.acc_margin": Threshold(-0.01, "non-inferiority margin of one point of accuracy (Thinkless, arXiv "
+                                            "2505.13379, keeps accuracy within about a point while cutting long "
+                                            "chains)"),
+    "adaptive.token_gain": Threshold(0.0, f"{DIRECTION}: fewer tokens than the control"),
+    "l1.reads": Threshold(1.0, "practical margin: one more chain step at b = 8 than at b = 0 (a budget model that "
+                               "ignores b writes the same chain at every b: 0)"),
+    "l1.control": Threshold(0.9, "s1, arXiv 2501.19393, Table 3: budget forcing reaches 100 % Control; 90 % leaves "
+                                 "room for a learned policy"),
+    "l1.scaling": Threshold(0.0, f"{DIRECTION} (s1's Scaling: accuracy rises with compute)"),
+    "l1.equal_tokens": Threshold(0.0, f"{DIRECTION} (L1, arXiv 2503.04697, Fig. 2: L1 beats s1 forcing at equal "
+                                      "length)"),
+    "l1.no_sft": Threshold(-1.0, "non-inferiority margin of one chain step of budget reading"),
+    "search.beats": Threshold(0.0, f"{DIRECTION} (Hugging Face search-and-learn blog and Snell et al. 2024: "
+                                   "verifier-guided methods beat majority and best-of-N)"),
+    "search.non_inferior": Threshold(-0.01, "non-inferiority margin of one point of accuracy (DVTS matches or beats "
+                                            "beam search at large N in the search-and-learn blog)"),
+    "search.easy_tie": Threshold(0.02, "practical margin of two points: beam search over-optimises and ties or loses "
+                                       "to best-of-N on easy problems at large N (Snell et al. 2024, Fig. 3)"),
+    "search.overopt": Threshold(0.0, "Gao et al. 2022 (arXiv 2210.10760): the true reward of a proxy-selected "
+                                     "output stops rising, then falls, as selection pressure grows"),
+    "search.label_margin": Threshold(0.05, "practical margin of five points (Math-Shepherd, arXiv 2312.08935, Table "
+                                           "1: MC labels come within a few points of human-labelled PRMs)"),
+    "search.saving": Threshold(1.0, f"{DIRECTION} (Snell et al. 2024: about 4x fewer tokens at equal accuracy; any "
+                                    "saving counts)"),
+    "search.acc_gap": Threshold(-0.02, "matched-accuracy bound: a token ratio is read only where the per-k choice is "
+                                       "within two points of the single strategy's test accuracy"),
+}
+"""name -> Threshold(value, source)"""
+
+
+def table() -> str:
+    rows = ["| threshold | value | source |", "|---|---|---|"]
+    rows += [f"| `{k}` | {t.value:g} | {t.source} |" for k, t in THRESHOLDS.items()]
+    return "\n".join(rows)
