@@ -144,15 +144,15 @@ def l1_result(reads: bool, seed: int):
 
 def test_l1_claims_need_the_budget_blind_control_and_s_forcing():
     """A budget model that ignores b and always writes S chains beats s1's truncated T chain at equal tokens, but
-    not the budget-blind control always-S (it *is* always-S): the equal-token claim does not hold for it, and its
-    primary claim (reads its budget) does not hold. Forcing an S chain is a control of its own."""
+    not the budget-blind control, the fixed formats (it *is* always-S): the equal-token claim does not hold for it,
+    and its primary claim (reads its budget) does not hold. Forcing an S chain is a control of its own."""
     from reasonlab.experiments import l1
     from reasonlab.stats import findings as F
     blind = l1.findings([l1_result(False, s) for s in range(5)])
     assert blind[0]["claim"].startswith("L1-max reads its budget") and blind[0]["verdict"] == F.FAILS
     eq = next(f for f in blind if f["claim"].startswith("at equal tokens"))
     assert all(g > 0 for g in eq["s1 forcing (T cut at b)"])            # it beats the T forcing ...
-    assert all(g <= 0 for g in eq["always S"]) and eq["verdict"] == F.FAILS   # ... but not the control
+    assert all(g <= 0 for g in eq["fixed formats"]) and eq["verdict"] == F.FAILS   # ... but not the control
     reads = l1.findings([l1_result(True, s) for s in range(5)])
     assert reads[0]["verdict"] == F.HOLDS
 

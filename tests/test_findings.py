@@ -71,9 +71,13 @@ def test_holm_step_down_on_known_p_values():
 
 def test_untestable_when_the_arms_cannot_reach_the_threshold_or_nothing_varies():
     ceiling = F.seed_check("x", "c", "s", [0.01, 0.0, 0.02], 0.05, room=0.03)         # the arms allow 0.03 at most
-    assert ceiling["verdict"] == F.UNTESTABLE and ceiling["untestable"].startswith("ceiling")
+    assert ceiling["verdict"] == F.UNTESTABLE and "at best" in ceiling["untestable"]
     floor = F.seed_check("x", "c", "s", [0.4, 0.5, 0.45], 0.1, test=F.at_most, room=0.3)
-    assert floor["verdict"] == F.UNTESTABLE and floor["untestable"].startswith("floor")
+    assert floor["verdict"] == F.UNTESTABLE and "at best" in floor["untestable"]
+    # both arms at accuracy 1: "A loses to or ties B" (A - B <= 0.02) cannot fail
+    tie = F.seed_check("x", "c", "s", [0.0] * 5, 0.02, test=F.at_most, room=(-1.0, 0.0))
+    assert tie["verdict"] == F.UNTESTABLE and "cannot fail" in tie["untestable"]
+    assert F.seed_check("x", "c", "s", [0.0, 0.01, -0.01], 0.0, room=(-1.0, 0.0))["verdict"] == F.UNTESTABLE
     assert F.seed_check("x", "c", "s", [0.14, 0.16, 0.15], 0.05, room=0.5)["verdict"] == F.HOLDS
     fixed = F.seed_check("x", "c", "s", [1.04] * 5, 1.0, untestable="no variance by construction")
     assert fixed["verdict"] == F.UNTESTABLE
@@ -83,6 +87,8 @@ def test_untestable_when_the_arms_cannot_reach_the_threshold_or_nothing_varies()
                                    for _ in range(5)])["verdict"] == F.UNTESTABLE
     same = [star_result(0.3, 0.9, 0.9 + e, fp=0.0002) for e in (-0.01, 0.0, 0.01)]
     assert star.chain_filter_vs_answer_filter(same)["verdict"] == F.UNTESTABLE
+    not_run = [star_result(0.3, 0.9, fp=0.0002) for _ in range(3)]      # the lab skips the chain run then
+    assert star.chain_filter_vs_answer_filter(not_run)["verdict"] == F.UNTESTABLE
 
 
 def test_float_noise_never_decides_a_verdict():

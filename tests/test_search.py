@@ -363,7 +363,8 @@ def test_findings_are_computed_from_results():
     f2 = search_exp.findings([res("weighted/orm", "weighted/prm", s) for s in range(3)])
     assert f2[0]["verdict"] == "does not hold" and f2[0]["ci95"][1] < 0
     for x in f + f2:
-        assert x["verdict"] in ("holds", "does not hold", "inconclusive") and "claim" in x and "threshold" in x
+        assert x["verdict"] in ("holds", "does not hold", "inconclusive", "untestable") and "claim" in x and "threshold" in x
+    assert any(x.get("untestable") for x in f2)      # weighted/prm at 0 cannot beat weighted/orm at 1: untestable
     # nothing ever right: no accuracy target is reached, and the compute-optimal claim is reported as missing
     f3 = search_exp.findings([res("none", "none", s, other=0.0) for s in range(3)])
     assert f3[-1]["value"] is None and f3[-1]["verdict"] == "inconclusive"

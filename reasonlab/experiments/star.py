@@ -29,9 +29,15 @@ class Config:
 
 
 def run(cfg: Config, seed: int, env) -> dict:
+    """The answer filter first; the chain filter only where it would keep other data: where the answer filter's
+    kept samples hold fewer right-answer-wrong-chain samples than the design bound, the two filters train on the
+    same data and the comparison is untestable, so it is not run."""
     model = env.base(seed)
     out = {}
-    for f in cfg.filters:
+    for f in sorted(cfg.filters, key=lambda f: f != "answer"):
+        if f == "chain" and "main" in out and max(r.get("false_positive_rate", 0.0) for r in out["main"]
+                                                  ) < TH["star.filter_room"].value:
+            continue
         sc = star_method.StarConfig(rounds=cfg.rounds, problems=cfg.problems, steps=cfg.steps, seed=seed, filter=f,
                                     eval_n=cfg.eval_n)
         out["main" if f == "answer" else f] = star_method.run(model, base_name(seed, env.quick), sc, log=None,
@@ -49,11 +55,11 @@ def star_raises_free_accuracy(star: list[dict], variant: str = "main") -> dict:
 def chain_filter_vs_answer_filter(star: list[dict]) -> dict:
     """The chain filter (answer and every step right) against the answer filter, same rounds: final free
     accuracy. A claim that the step check matters needs this difference above zero."""
-    if "chain" not in star[0]:
-        return missing("5 STaR", "The chain filter beats the answer filter", "needs the chain-filter variant")
-    diff = [r["chain"][-1]["free"] - r["main"][-1]["free"] for r in star]
-    fp = [r["main"][-1]["false_positive_rate"] for r in star]
+    fp = [max(x.get("false_positive_rate", 0.0) for x in r["main"]) for r in star]
     room = TH["star.filter_room"].value
+    if any("chain" not in r for r in star) and max(fp) >= room:
+        return missing("5 STaR", "The chain filter beats the answer filter", "needs the chain-filter variant")
+    diff = [r["chain"][-1]["free"] - r["main"][-1]["free"] if "chain" in r else 0.0 for r in star]
     return seed_check("5 STaR", "The chain filter (every step checked) beats the answer filter in final free accuracy",
                       "free acc(chain filter) - free acc(answer filter), last round", diff, TH["star.filter_gain"],
                       untestable=f"no variance by construction: the filters disagree on {max(fp):.4f} of the kept "

@@ -125,19 +125,26 @@ def missing(section: str, claim: str, why: str, **detail) -> dict:
 
 
 def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: float | Threshold, test=greater,
-               room: float | None = None, untestable: str | None = None, **detail) -> dict:
+               room: float | tuple[float, float] | None = None, untestable: str | None = None, **detail) -> dict:
     """A claim about one number per seed, judged on its t interval.
 
-    room: the most the statistic can reach given the arms' ceilings or floors (test=greater; the least for at_most):
-    when it cannot pass the threshold the claim is untestable. untestable: a reason known before the run (the
-    statistic has no variance by construction)."""
+    room: what the arms' ceilings and floors let the statistic reach, (least, most), or the one bound on the side
+    that passes (most for greater, least for at_most): a claim that cannot pass, or cannot fail, whatever the data is
+    untestable. untestable: a reason known before the run (the statistic has no variance by construction)."""
     thr = threshold.value if isinstance(threshold, Threshold) else float(threshold)
     m, ci = seed_interval(per_seed)
     sign = ">" if test is greater else "<="
     verdict = test(ci, thr)
     why = untestable
-    if why is None and room is not None and (room <= thr + TOL if test is greater else room > thr + TOL):
-        why = f"{'ceiling' if test is greater else 'floor'}: the arms allow {room:.3f} at {'most' if test is greater else 'least'}"
+    if why is None and room is not None:
+        lo, hi = room if isinstance(room, tuple) else ((-math.inf, room) if test is greater else (room, math.inf))
+        passes = (lambda v: v > thr + TOL) if test is greater else (lambda v: v <= thr + TOL)
+        if not passes(hi if test is greater else lo):
+            why = (f"the arms' ceilings or floors let the statistic reach {hi if test is greater else lo:.3f} at best: "
+                   "it cannot pass")
+        elif passes(lo if test is greater else hi):
+            why = (f"the arms' ceilings or floors bound the statistic by {lo if test is greater else hi:.3f}, on the "
+                   "claim's side of the threshold: it cannot fail")
     if why is not None:
         verdict = UNTESTABLE
         detail["untestable"] = why
