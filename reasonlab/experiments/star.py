@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..stats import findings
 from ..io import report
 from ..methods import star as star_method
-from ..stats.findings import missing, seed_check
+from ..stats.findings import UNTESTABLE, missing, seed_check
 from ..stats.summary import pm
 from ..train.sft import base_name
 from . import Experiment, register
@@ -57,14 +57,17 @@ def chain_filter_vs_answer_filter(star: list[dict]) -> dict:
     accuracy. A claim that the step check matters needs this difference above zero."""
     fp = [max(x.get("false_positive_rate", 0.0) for x in r["main"]) for r in star]
     room = TH["star.filter_room"].value
-    if any("chain" not in r for r in star) and max(fp) >= room:
-        return missing("5 STaR", "The chain filter beats the answer filter", "needs the chain-filter variant")
-    diff = [r["chain"][-1]["free"] - r["main"][-1]["free"] if "chain" in r else 0.0 for r in star]
-    return seed_check("5 STaR", "The chain filter (every step checked) beats the answer filter in final free accuracy",
-                      "free acc(chain filter) - free acc(answer filter), last round", diff, TH["star.filter_gain"],
-                      untestable=f"no variance by construction: the filters disagree on {max(fp):.4f} of the kept "
-                      f"samples at most (right answers with wrong chains), under {room:g}" if max(fp) < room else None,
-                      false_positive_rate=fp)
+    claim = "The chain filter (every step checked) beats the answer filter in final free accuracy"
+    same = (f"no variance by construction: the filters disagree on {max(fp):.4f} of the kept samples at most (right "
+            f"answers with wrong chains), under {room:g}") if max(fp) < room else None
+    if any("chain" not in r for r in star):
+        if same is None:
+            return missing("5 STaR", claim, "needs the chain-filter variant")
+        return dict(missing("5 STaR", claim, "not run: the two filters would keep the same data"), verdict=UNTESTABLE,
+                    untestable=same, false_positive_rate=fp)
+    diff = [r["chain"][-1]["free"] - r["main"][-1]["free"] for r in star]
+    return seed_check("5 STaR", claim, "free acc(chain filter) - free acc(answer filter), last round", diff,
+                      TH["star.filter_gain"], untestable=same, false_positive_rate=fp)
 
 
 
