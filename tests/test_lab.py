@@ -91,6 +91,19 @@ def test_report_renders_in_headless_chromium(quick_lab, tmp_path):
     assert check["ok"], check
 
 
+def test_a_first_screen_without_plots_is_rejected(tmp_path):
+    """The lessons at a glance carry thumbnails: a page whose top is text only fails the check."""
+    img = np.ones((3000, 800, 3))
+    img[::7, 50:750] = 0.2                                       # text, all the way down
+    img[1500:1600, 100:300] = [0.9, 0.1, 0.1]                   # a plot, but below the first screen
+    plt.imsave(str(tmp_path / "p.png"), img)
+    check = report.check_screenshot(str(tmp_path / "p.png"))
+    assert not check["ok"] and check["first_screen_colour"] == 0
+    img[200:300, 100:300] = [0.1, 0.4, 0.9]
+    plt.imsave(str(tmp_path / "p.png"), img)
+    assert report.check_screenshot(str(tmp_path / "p.png"))["ok"]
+
+
 def test_lab_cli_bad_input(capsys):
     assert main(["lab", "--only", "nothing"]) == 2
     assert "unknown experiment 'nothing'" in capsys.readouterr().err

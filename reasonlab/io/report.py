@@ -375,7 +375,8 @@ REPORT_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-se
 padding:0 1.5em;color:#222;line-height:1.45}h1{border-bottom:2px solid #ddd}h2{margin-top:2.2em;border-bottom:1px solid
 #eee}img{max-width:100%;border:1px solid #eee;margin:.4em 0}table{border-collapse:collapse;margin:.8em 0;font-size:.86em}
 th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left}th{background:#f4f4f4}code{background:#f4f4f4;
-padding:0 .25em;border-radius:3px}blockquote{color:#555;border-left:3px solid #ccc;margin-left:0;padding-left:1em}"""
+padding:0 .25em;border-radius:3px}blockquote{color:#555;border-left:3px solid #ccc;margin-left:0;padding-left:1em}
+td img{min-width:180px}"""
 
 
 def write_report(out: str, md: str, title: str, html: bool = True) -> dict:
@@ -414,14 +415,16 @@ def screenshot(html: str, png: str, width: int = 1200, height: int = 12000, chro
 
 
 def check_screenshot(png: str) -> dict:
-    """What a person would check first: the page is not blank, it has text all the way down, and it has coloured
-    plots (a broken image or an unstyled error page has none). Returns the measurements and `ok`."""
+    """What a person would check first: the page is not blank, it has text all the way down, and its first screen
+    (the top 1000 pixels: the lessons at a glance) shows coloured plots (a broken image or an unstyled error page
+    has none). Returns the measurements and `ok`."""
     img = plt.imread(png)[..., :3]
     ink = (img.min(axis=2) < 0.85)                                  # any non-white pixel
     colour = (img.max(axis=2) - img.min(axis=2)) > 0.25            # saturated: plot lines, bars, heat-maps
     rows = ink.any(axis=1)
     last = int(np.nonzero(rows)[0].max()) if rows.any() else 0
     out = {"height": int(img.shape[0]), "width": int(img.shape[1]), "ink_share": float(ink.mean()),
-           "colour_share": float(colour.mean()), "last_ink_row": last}
-    out["ok"] = out["ink_share"] > 0.01 and out["colour_share"] > 0.002 and last > 0.3 * img.shape[0]
+           "colour_share": float(colour.mean()), "first_screen_colour": float(colour[:1000].mean()),
+           "last_ink_row": last}
+    out["ok"] = out["ink_share"] > 0.01 and out["first_screen_colour"] > 2e-4 and last > 0.3 * img.shape[0]
     return out
