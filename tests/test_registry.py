@@ -159,3 +159,18 @@ def test_a_packed_run_stores_gzipped_results_and_no_html(tmp_path, monkeypatch, 
     st = Store(str(out))
     assert st.read("toy", 1)["result"]["value"] == 0.51 and st.path("toy", 1).endswith(".gz")
     assert main(argv) == 0 and len(runs(tmp_path / "marker")) == 2   # a plain run reuses packed results too
+
+
+def test_the_lab_runs_the_core_tier_by_default_and_every_tier_with_all(clean_registry):
+    """A lesson beyond the core tier runs under `--all` or `--only`, not by default."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Config:
+        n: int = 1
+    X.register(X.Experiment("extra_lesson", Config, lambda c, s, e: {}, lambda rs: [], lambda rs, o: [],
+                            tier="lesson", uses_base=False))
+    assert "extra_lesson" not in lab.LabConfig().selected()
+    assert set(lab.LabConfig().selected()) == set(X.BUILTIN)
+    assert "extra_lesson" in lab.LabConfig(all=True).selected()
+    assert lab.LabConfig(only=("extra_lesson",)).selected() == ("extra_lesson",)

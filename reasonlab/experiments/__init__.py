@@ -66,6 +66,8 @@ class Experiment:
     """raise ValueError if a result read back has the wrong shape, beyond `keys` (default: nothing more)"""
     uses_base: bool = True
     """whether run() asks env for the base model (the lab then trains the seed's model first, as a unit of its own)"""
+    tier: str = "core"
+    """"core": `reasonlab lab` runs it; any other tier ("lesson"): only `reasonlab lab --all` or `--only` does"""
 
     def config(self, quick: bool = False):
         return (self.quick if quick and self.quick is not None else self.Config())

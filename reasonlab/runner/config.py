@@ -186,6 +186,9 @@ class LabConfig:
     retrain: bool = False
     """train the starting models (base models, erring thinkers) on this machine instead of copying the ones the
     package ships (give an empty --cache-dir): the findings then move with this CPU (docs/methods.md)"""
+    all: bool = False
+    """every tier: the core experiments and the lessons beyond them (each states its time in the report); by default
+    the core tier only"""
     only: tuple[str, ...] = ()
     """the experiments to run (default: every registered one; the report covers those that have results)"""
     experiment: tuple[str, ...] = ()
@@ -202,7 +205,7 @@ class LabConfig:
     """if another process is running a lab on --out, wait for it instead of stopping"""
 
     def selected(self) -> tuple[str, ...]:
-        return self.only or X.names()
+        return self.only or tuple(n for n in X.names() if self.all or X.get(n).tier == "core")
 
     def config_of(self, name: str):
         return self.configs.get(name) or X.get(name).config(self.quick)
