@@ -24,7 +24,7 @@ quick: setup
 # The committed run: results/lab (report.md, plots, findings.json, per-seed results gzipped; finished units whose
 # key is unchanged are reused, FRESH=--fresh reruns them), then the README's findings block.
 results: setup
-	$(VENV)/bin/reasonlab lab --out results/lab --pack $(FRESH)
+	$(VENV)/bin/reasonlab lab --all --out results/lab --pack $(FRESH)
 	$(VENV)/bin/reasonlab findings readme
 
 test: setup

@@ -30,10 +30,15 @@ def quick_lab(tmp_path_factory, quick_cache):
     return cfg, results, logs
 
 
+def core() -> list[str]:
+    """The experiments `reasonlab lab` runs without --all."""
+    return [n for n in X.names() if X.get(n).tier == "core"]
+
+
 def test_quick_lab_runs_every_experiment_and_writes_the_report(quick_lab):
     cfg, results, _ = quick_lab
-    assert set(results) == set(X.names())
-    for exp in X.names():
+    assert set(results) == set(cfg.selected()) == {n for n in X.names() if X.get(n).tier == "core"}
+    for exp in cfg.selected():
         with open(os.path.join(cfg.out, exp, "seed0.json")) as f:
             assert json.load(f)["key"] == lab.unit_key(exp, 0, cfg)
     md = open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()
@@ -68,8 +73,8 @@ def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_p
     logs = []
     lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache_dir=cfg.cache_dir), log=logs.append)
     reused = [line for line in logs if "reused" in line]
-    assert len(reused) == len(X.names()) - 1 and not any("rl," in line for line in reused)
-    assert any(line.startswith(f"[5/{len(X.names())}] rl, seed 0 ...") for line in logs)
+    assert len(reused) == len(core()) - 1 and not any("rl," in line for line in reused)
+    assert any(line.startswith(f"[5/{len(core())}] rl, seed 0 ...") for line in logs)
     # other sizes: a different key, so that experiment reruns
     other = lab.LabConfig(quick=True, configs={"base": base.Config(n=30), "rl": replace(X.get("rl").quick, eval_n=30)})
     assert lab.unit_key("base", 0, other) != lab.unit_key("base", 0, cfg)
@@ -133,7 +138,7 @@ def test_rendering_saved_results_is_byte_identical_and_runs_no_torch_op(quick_la
             if f.suffix in (".png", ".md", ".html") or f.name == "findings.json":
                 f.unlink()
         results = lab.load_results(str(out), (0,))
-        assert set(results) == set(longest_first("render_cost")) == set(X.names())
+        assert set(results) == set(core()) <= set(longest_first("render_cost"))
         with Record() if workers == 1 else contextlib.nullcontext():
             if workers == 1:
                 assert torch.ones(1).sum().item() == 1 and ops     # the recorder sees ops
@@ -186,10 +191,10 @@ def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
         lab.run(cfg, log=lambda s: None)
     assert seen[:2] == ["base-model/seed0", "base-model/seed2"]
     exps = seen[2:]
-    assert len(exps) == 3 * len(X.names())
+    assert len(exps) == 3 * len(core())
     # one worker: seed 2's model trains after seed 0's, so seed 2's experiments come last
-    assert {u.split("/")[1] for u in exps[-len(X.names()):]} == {"seed2"}
-    first = [u.split("/")[0] for u in exps[:2 * len(X.names())]]
+    assert {u.split("/")[1] for u in exps[-len(core()):]} == {"seed2"}
+    first = [u.split("/")[0] for u in exps[:2 * len(core())]]
     assert first == sorted(first, key=longest_first("run_cost").index) and first[0] == "search"
     seen.clear()
     with pytest.raises(Stop):      # two workers: both models train at once, every unit in one longest-first queue

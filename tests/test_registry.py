@@ -24,7 +24,7 @@ def runs(marker):
 
 
 def test_the_builtin_experiments_are_registered_once_in_the_reports_order():
-    assert X.names() == ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search")
+    assert X.names() == ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search", "faithful")
     for e in map(X.get, X.names()):       # every config has a docstring per field and passes its own checks
         from reasonlab.core.config import field_docs
         assert set(field_docs(e.Config)) == {f for f in e.Config.__dataclass_fields__}, e.name
@@ -171,6 +171,7 @@ def test_the_lab_runs_the_core_tier_by_default_and_every_tier_with_all(clean_reg
     X.register(X.Experiment("extra_lesson", Config, lambda c, s, e: {}, lambda rs: [], lambda rs, o: [],
                             tier="lesson", uses_base=False))
     assert "extra_lesson" not in lab.LabConfig().selected()
-    assert set(lab.LabConfig().selected()) == set(X.BUILTIN)
+    assert set(lab.LabConfig().selected()) == {n for n in X.BUILTIN if X.get(n).tier == "core"}
+    assert "faithful" in lab.LabConfig(all=True).selected() and "faithful" not in lab.LabConfig().selected()
     assert "extra_lesson" in lab.LabConfig(all=True).selected()
     assert lab.LabConfig(only=("extra_lesson",)).selected() == ("extra_lesson",)
