@@ -283,9 +283,10 @@ step, δ = {cfg['delta']:g}; `+sft` variants first fine-tune {cfg['sft_steps']} 
 on the base model and forces "A" after b steps (`tts.budget_hook`); equal tokens: each budget model's accuracy minus
 the control's curve (per k, interpolated at the same mean tokens; tokens up to the answer and </s>). The controls
 are both forcings and the budget-blind fixed formats (the A, S, T points per k): a model that writes S chains
-whatever b says would win a comparison with a truncated T chain alone. L1's code differs
-from its paper: the length term is added only to right answers, Max uses (clip(α(b − n), −1, 1) + 1)/2 (α halved),
-Max starts from the Exact checkpoint, and n counts the whole response (budget.py's docstring has the details).
+whatever b says would win a comparison with a truncated T chain alone. L1's paper and code differ from this port in
+where Max starts (the Exact checkpoint, there), in n (the whole response, there) and in the budget's form (a number
+in the prompt); Max's (clip(α(b − n), −1, 1) + 1)/2 is the paper's clip with δ = 0.5 (budget.py's docstring has the
+details).
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"

@@ -6,14 +6,14 @@ is trained with GRPO (rl.train) on L1's rewards, one budget drawn uniformly per 
     L1-Exact  r = c - alpha * |b - n|
     L1-Max    r = c * clip(alpha * (b - n) + delta, 0, 1)
 with c = 1 for the right answer and n = the chain steps written (Aggarwal & Welleck 2025, arXiv 2503.04697, eqs. 1
-and 3). Where L1's code (cmu-l3/l1) differs from its paper (../shared/research/tts_star_anchors.md, L1 row, and the
-math_reward.py versions the code index holds, which do not name their repository):
-    - the length term is added to the correctness reward and only for a right answer (`final_score =
-      reward + S_delta` under `if is_correct`); a wrong answer gets the plain correctness reward whatever its length,
-      where the paper's Exact charges every sample alpha |b - n|;
-    - Max: `get_delta_score_linear_both` gives (clip(-alpha (n - b), -1, 1) + 1) / 2, the paper's clip with alpha
-      halved and delta = 0.5, added to c instead of multiplying it; and the paper's Max run is initialised from the
-      Exact checkpoint, not from the base model (here every variant starts from the base model);
+and 3). What L1's code (cmu-l3/l1, `math_reward.py` and `scripts/train/run_l1_*.sh` at 93dd330) does:
+    - Exact (`linear_reward=True`, `multiplier_reward=False`, alpha = 3e-4): the correctness plus
+      `get_delta_score_linear` = -alpha |b - n|, for every sample, right or wrong: the paper's eq. 1, as here;
+    - Max: `get_delta_score_linear_both` gives (clip(alpha (b - n), -1, 1) + 1) / 2, the paper's clip with
+      delta = 0.5 and alpha halved; with `multiplier_reward` it multiplies the correctness (max(0, .) * c), as the
+      paper's eq. 3 does and as here. The published `run_l1_max.sh` sets none of the reward flags, so as committed
+      its reward is the correctness alone. The paper's Max run starts from the Exact checkpoint, on prompts of its
+      own; here every variant starts from the base model;
     - n counts the whole response in the code (thinking + solution); here n counts chain steps only,
       the response's frame (format token, "A", the answer, </s>) being fixed;
     - the budget is a number written in the prompt ("Think for N tokens."); here it is one token per budget.
