@@ -91,7 +91,7 @@ class Experiment:
             self.check(result)
 
 
-BUILTIN = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search", "faithful")
+BUILTIN = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search", "faithful", "labels")
 """The built-in experiments, one module each, in the report's order: a new one is one more name here."""
 
 REGISTRY: dict[str, Experiment] = {}

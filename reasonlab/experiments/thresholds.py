@@ -56,6 +56,11 @@ THRESHOLDS: dict[str, Threshold] = {
     "faithful.beats_truth": Threshold(0.0, f"{DIRECTION}: more answers follow the corrupted chain than recover the "
                                            "truth"),
     "faithful.position": Threshold(0.0, f"{DIRECTION}: a late mistake is carried more often than an early one"),
+    "labels.fp_rise": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, section 3: the hard estimate "
+                                     "counts a step right if any rollout reaches the answer)"),
+    "labels.fn_fall": Threshold(0.0, f"{DIRECTION}: more rollouts find the answer from a right step"),
+    "labels.fp_level": Threshold(0.05, "practical margin of five points: a label noise level that moves a PRM's "
+                                       "training data"),
 }
 """name -> Threshold(value, source)"""
 

@@ -1,0 +1,34 @@
+"""The process-labels lesson: its rates and claims on hand-made results (hold, fail, untestable)."""
+from reasonlab.experiments import labels
+from reasonlab.stats import findings as F
+
+
+def result(fp: dict, tp: dict, n_wrong: int = 200, n_right: int = 800) -> dict:
+    """One seed: at k = 5, n_wrong wrong steps and n_right right ones; fp[R] / tp[R] of them labelled right by R
+    rollouts."""
+    cells = {}
+    if n_wrong:
+        cells["5/0"] = {"n": n_wrong, **{f"any{R}": round(fp[R] * n_wrong) for R in labels.ROLLOUTS}}
+    if n_right:
+        cells["5/1"] = {"n": n_right, **{f"any{R}": round(tp[R] * n_right) for R in labels.ROLLOUTS}}
+    return {"cells": cells, "steps": n_wrong + n_right}
+
+
+RISE = {1: 0.04, 2: 0.05, 4: 0.06, 8: 0.07, 16: 0.09}
+TP = {1: 0.7, 2: 0.8, 4: 0.85, 8: 0.9, 16: 0.95}
+
+
+def test_rates_read_the_cells():
+    r = result(RISE, TP)
+    assert labels.rate(r, 0, 8) == 0.07 and labels.rate(r, 1, 1) == 0.7 and labels.rate(r, 0, 8, k=3) == 0.0
+
+
+def test_claims_hold_fail_and_are_untestable():
+    fs = labels.claims([result({R: v + 0.002 * s for R, v in RISE.items()}, TP) for s in range(5)])
+    assert [f["verdict"] for f in fs] == [F.HOLDS, F.HOLDS, F.HOLDS]
+    flat = {R: 0.01 for R in labels.ROLLOUTS}                      # rollouts never rescue a wrong step
+    fs = labels.claims([result({R: v + 0.002 * s for R, v in flat.items()}, {R: 0.9 for R in labels.ROLLOUTS})
+                        for s in range(5)])
+    assert fs[0]["verdict"] == F.FAILS and fs[2]["verdict"] == F.FAILS and fs[1]["verdict"] == F.FAILS
+    fs = labels.claims([result(RISE, TP, n_wrong=0) for _ in range(5)])   # a thinker that never errs
+    assert fs[0]["verdict"] == F.UNTESTABLE and fs[2]["verdict"] == F.UNTESTABLE and fs[1]["verdict"] != F.UNTESTABLE
