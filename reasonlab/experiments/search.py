@@ -87,8 +87,9 @@ def _compare(results, a, b, N, claim, threshold, k=None, test=F.greater, **detai
     """One seed's statistic is acc(a) - acc(b) on its test problems; the verdict is the t interval's over seeds."""
     if any(cell(r, a, N) is None or cell(r, b, N) is None for r in results):
         return None
-    diff = [_acc(r, a, N, k) - _acc(r, b, N, k) for r in results]
-    acc_b = float(np.mean([_acc(r, b, N, k) for r in results]))        # a - b lies in [-acc_b, 1 - acc_b]
+    base = [_acc(r, b, N, k) for r in results]
+    diff = [_acc(r, a, N, k) - x for r, x in zip(results, base)]
+    acc_b = float(np.mean(base))                                       # a - b lies in [-acc_b, 1 - acc_b]
     return F.seed_check("9 search", claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), diff,
                         threshold, test=test, room=(-acc_b, 1 - acc_b), **detail)
 
