@@ -61,6 +61,12 @@ THRESHOLDS: dict[str, Threshold] = {
     "labels.fn_fall": Threshold(0.0, f"{DIRECTION}: more rollouts find the answer from a right step"),
     "labels.fp_level": Threshold(0.05, "practical margin of five points: a label noise level that moves a PRM's "
                                        "training data"),
+    "passk.catch_up": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, arXiv 2504.13837, Fig. 1: the base model "
+                                     "catches up with and passes the RL model at large k)"),
+    "passk.expands": Threshold(0.0, f"{DIRECTION} (ProRL, arXiv 2505.24864: prolonged RL solves problems where the "
+                                    "base's pass@k is 0)"),
+    "passk.shrinks": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, section 3: problems the base solves at large k "
+                                    "that the RL model no longer solves)"),
 }
 """name -> Threshold(value, source)"""
 
