@@ -25,6 +25,8 @@ THRESHOLDS: dict[str, Threshold] = {
                                         "for their difference to be measurable"),
     "rl.faster": Threshold(0.0, f"{DIRECTION}, in updates to greedy accuracy 0.99 (DeepSeekMath, arXiv 2402.03300: "
                                 "GRPO's group baseline; REINFORCE without one is the textbook high-variance case)"),
+    "rl.length_bias": Threshold(0.0, f"{DIRECTION} (Dr. GRPO, Liu et al. 2025, arXiv 2503.20783, section 3.1: "
+                                     "GRPO's 1/|o_i| favours longer responses among wrong ones)"),
     "adaptive.acc_margin": Threshold(-0.01, "non-inferiority margin of one point of accuracy (Thinkless, arXiv "
                                             "2505.13379, keeps accuracy within about a point while cutting long "
                                             "chains)"),
@@ -56,6 +58,10 @@ THRESHOLDS: dict[str, Threshold] = {
     "faithful.beats_truth": Threshold(0.0, f"{DIRECTION}: more answers follow the corrupted chain than recover the "
                                            "truth"),
     "faithful.position": Threshold(0.0, f"{DIRECTION}: a late mistake is carried more often than an early one"),
+    "faithful.trained": Threshold(0.0, f"{DIRECTION} (Chen et al. 2025, arXiv 2505.05410, section 4: outcome-based "
+                                       "RL raises faithfulness at first)"),
+    "voting.varies": Threshold(0.0, f"{DIRECTION} (Wang et al. 2022, arXiv 2203.11171: voting marginalises over "
+                                    "diverse reasoning paths; errors repeated in every sample leave nothing to marginalise)"),
     "labels.fp_rise": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, section 3: the hard estimate "
                                      "counts a step right if any rollout reaches the answer)"),
     "labels.fn_fall": Threshold(0.0, f"{DIRECTION}: more rollouts find the answer from a right step"),
@@ -67,6 +73,24 @@ THRESHOLDS: dict[str, Threshold] = {
                                     "base's pass@k is 0)"),
     "passk.shrinks": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, section 3: problems the base solves at large k "
                                     "that the RL model no longer solves)"),
+    "kl.grad_gap": Threshold(0.1, "practical margin: a tenth of the KL gradient's norm off it (Tang & Munos 2025, "
+                                  "arXiv 2506.09477: k3 in the loss follows the forward KL's gradient, not the "
+                                  "reverse KL's)"),
+    "kl.gap_grows": Threshold(0.0, f"{DIRECTION}: the two KLs' gradients agree to first order at the reference"),
+    "kl.k3_std": Threshold(0.0, f"{DIRECTION} (Schulman 2020, \"Approximating KL divergence\": k3 has lower "
+                                "variance than k1)"),
+    "kl.beta_drop": Threshold(0.0, f"{DIRECTION}: the KL penalty keeps the policy near the reference (Ziegler et "
+                                   "al. 2019, arXiv 1909.08593)"),
+    "entropy.clip_keeps": Threshold(0.0, f"{DIRECTION} (DAPO, arXiv 2503.14476, section 3.1: clip-higher keeps the "
+                                         "policy's entropy from collapsing)"),
+    "entropy.clip_pays": Threshold(0.0, f"{DIRECTION}, in greedy accuracy along the run (DAPO's ablation: "
+                                        "clip-higher adds 2 points on AIME24)"),
+    "entropy.clip_faster": Threshold(0.0, f"{DIRECTION}, in steps to greedy accuracy 0.99 (DAPO: more exploration, "
+                                          "faster progress)"),
+    "entropy.bonus_keeps": Threshold(0.0, f"{DIRECTION} (Cui et al., arXiv 2505.22617: an entropy bonus of 5e-3 "
+                                          "held entropy up, stably)"),
+    "entropy.zero_std_rise": Threshold(0.0, f"{DIRECTION} (DAPO, section 3.3: as the policy sharpens, more groups "
+                                            "get all-equal rewards and no gradient)"),
 }
 """name -> Threshold(value, source)"""
 

@@ -4,7 +4,8 @@ One step (the loop in `train` below, top to bottom):
     sample     prompts_per_step problems x num_generations completions at temperature 1 (KV-cache decoding)
     verify     reward_fn(digits, parse(output)) for each completion: a rule, no reward model
     advantage  a baseline from the group (GRPO z-score, Dr. GRPO mean, RLOO leave-one-out, or none)
-    loss       PPO-clipped ratio (token or sequence level) - beta * KL(pi || pi_ref), aggregated over tokens
+    loss       PPO-clipped ratio (token or sequence level) - beta * KL(pi || pi_ref) + entropy_coef * H(pi),
+               aggregated over tokens
     step       Adam, gradient clipped, num_iterations times on the same samples
     log        one console line, one JSON line in metrics.jsonl
 Every variant is a field of RLConfig; `RLConfig.preset(algo)` sets the fields that define a named algorithm.
@@ -70,6 +71,12 @@ def kl_terms(lp: torch.Tensor, ref_lp: torch.Tensor, logits: torch.Tensor | None
     if estimator == "k2":
         return 0.5 * d ** 2                           # biased, low variance
     return torch.exp(d) - d - 1                       # k3: unbiased and >= 0 (DeepSeekMath's choice)
+
+
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Exact per-token entropy H(pi(.|prefix)) = -sum_v pi(v) log pi(v) over the whole vocabulary."""
+    logp = F.log_softmax(logits, -1)
+    return -(logp.exp() * logp).sum(-1)
 
 
 def policy_loss_terms(lp, old_lp, adv, mask, cfg: RLConfig):
@@ -310,6 +317,8 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
                 if cfg.beta > 0:
                     ref_logp = F.log_softmax(ref_lg, -1).gather(-1, tok[:, :, None]).squeeze(-1)
                     per_tok = per_tok + cfg.beta * kl_terms(logp, ref_logp, logits, ref_lg, cfg.kl_estimator)
+                if cfg.entropy_coef > 0:         # the entropy bonus: exact H(pi(.|prefix)) per token (Cui et al. 2025)
+                    per_tok = per_tok - cfg.entropy_coef * entropy(logits)
                 loss = aggregate(per_tok, mask, B, n_tokens, cfg)
                 if not torch.isfinite(loss):
                     raise NonFiniteError(f"non-finite loss at step {step + 1}")
@@ -394,8 +403,7 @@ class Logbook:
 def accumulate_diagnostics(diag: dict, logits, logp, tok, mask, ref_logits, cfg: RLConfig) -> None:
     """Token sums of entropy, the KL estimator and the exact KL (divided by the token count by the caller)."""
     m = mask.float()
-    logp_all = F.log_softmax(logits, -1)
-    diag["entropy"] = diag.get("entropy", 0.0) + ((-(logp_all.exp() * logp_all).sum(-1)) * m).sum().item()
+    diag["entropy"] = diag.get("entropy", 0.0) + (entropy(logits) * m).sum().item()
     if ref_logits is not None:
         ref_logp = F.log_softmax(ref_logits, -1).gather(-1, tok[:, :, None]).squeeze(-1)
         est = "k3" if cfg.kl_estimator == "exact" else cfg.kl_estimator

@@ -1,0 +1,257 @@
+"""Entropy collapse: the exact policy entropy along RL runs of GRPO, GRPO with DAPO's clip-higher (Yu et al. 2025,
+arXiv 2503.14476: the upper clip at 1 + 0.28 instead of 1 + 0.2, so that rare tokens with a positive advantage can
+grow) and GRPO with an entropy bonus (Cui et al. 2025, "The Entropy Mechanism of RL for Reasoning LMs", arXiv
+2505.22617: entropy collapses early, and a bonus of 5e-3 was stable but no better).
+
+The task has one right output per format, so the entropy that matters is the format choice (A, S or T at "="):
+content entropy should reach zero. Every few steps the policy is probed exactly, by teacher forcing on held-out
+problems: the entropy of the format token, the entropy at the chain sums and at the answer of each format's correct
+solution (per role: a token mean would move with the format mix, since T is longer), and greedy accuracy; each
+step's share of groups whose rewards all agree (`frac_reward_zero_std`, no learning signal) comes from the run.
+
+The start is the erring thinker: its chains err (so accuracy has room and content entropy something to lose) and it
+spreads its format choice over A, S and T. The base model's chains are right already: its content entropy is near
+zero from the start and GRPO puts it at the accuracy ceiling within the first probes, which leaves the claims no room. The runs drop the KL penalty (as both papers
+do) and take a larger step than the lab's default, so the format entropy collapses within the run rather than after
+it. Precondition, checked on the run: the start's format entropy is at least START_H on every seed and GRPO lowers it.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+from ..core.evaluate import evaluate
+from ..core.problems import TEST_SEED, problems_per_k
+from ..core.sampling import output_logits
+from ..core.task import FORMATS, ID, prompt_ids, solution
+from ..io.report import plt, save
+from ..stats import findings as F
+from ..stats.summary import pm
+from ..train.rl import RLConfig, entropy, every_n_steps, train
+from ..train.zoo import get_erring_model
+from . import Experiment, register
+from .thresholds import THRESHOLDS as TH
+
+START_H = 0.5
+"""the least format entropy (nats; ln 3 = 1.10 is the most) a start needs for a collapse to be measurable"""
+ARMS = {"grpo": "GRPO", "clip_higher": "GRPO + clip-higher", "bonus": "GRPO + entropy bonus"}
+START_NAME = {"erring": "erring thinker", "base": "base model"}
+COLORS = {"grpo": "#4C72B0", "clip_higher": "#DD8452", "bonus": "#55A868"}
+
+
+@dataclass
+class Config:
+    start: Literal["erring", "base"] = "erring"
+    """the model every run starts from: the erring thinker or the base model"""
+    steps: int = 80
+    """RL steps per run (the same for every arm)"""
+    eval_every: int = 5
+    """probe the policy every N steps"""
+    probe_n: int = 50
+    """held-out test problems per k in the probe set"""
+    learning_rate: float = 3e-4
+    """Adam rate of every arm (the lab's 3e-5 moves the format mix too little within the run)"""
+    num_iterations: int = 4
+    """updates per batch of samples, so that the ratio leaves 1 and the clip can bite"""
+    epsilon_high: float = 0.28
+    """clip-higher's upper clip (DAPO's value; GRPO's is epsilon = 0.2)"""
+    entropy_coef: float = 5e-3
+    """the entropy bonus arm's coefficient (Cui et al.'s stable value)"""
+
+    def validate(self) -> None:
+        if self.eval_every < 1 or self.steps % self.eval_every:
+            raise ValueError(f"steps ({self.steps}) must be a multiple of eval_every ({self.eval_every}): the last "
+                             "probe is the run's end")
+
+
+@torch.no_grad()
+def probe(model, probs: list[list[int]]) -> dict:
+    """Exact entropies on teacher-forced correct solutions: the format token at "=", and per format the chain sums
+    and the answer digit; with the mean format probabilities and greedy accuracy."""
+    out = {"roles": {}}
+    prompts = [prompt_ids(d) for d in probs]
+    for name in FORMATS:
+        outs = [[ID[w] for w in solution(d, name)] for d in probs]
+        logits, _, mask = output_logits(model, prompts, outs)
+        h, n = entropy(logits), mask.sum(1)
+        if name == "direct":   # the format token's distribution is the same under every format's forcing
+            out["format_H"] = h[:, 0].mean().item()
+            p = torch.softmax(logits[:, 0], -1)
+            out["p_format"] = {f: p[:, ID[t]].mean().item() for f, t in FORMATS.items()}
+        rows = torch.arange(len(probs))
+        role = {"answer": h[rows, n - 2].mean().item()}            # the digit after "A", before "</s>"
+        if name != "direct":                                       # positions 1 .. n - 4: the running sums
+            role["chain"] = float(np.mean([h[i, 1:n[i] - 3].mean().item() for i in range(len(probs))]))
+        out["roles"][name] = role
+    out["acc"] = evaluate(model, probs)["acc"]
+    return out
+
+
+def arm_config(arm: str, cfg: Config, seed: int) -> RLConfig:
+    """GRPO with the experiment's rate and updates, no KL; clip-higher and the bonus change one field each."""
+    extra = {"clip_higher": {"epsilon_high": cfg.epsilon_high}, "bonus": {"entropy_coef": cfg.entropy_coef}}
+    return RLConfig.preset("grpo", steps=cfg.steps, seed=seed, log_every=0, learning_rate=cfg.learning_rate,
+                           num_iterations=cfg.num_iterations, beta=0.0, **extra.get(arm, {}))
+
+
+def run(cfg: Config, seed: int, env) -> dict:
+    base = env.base(seed) if cfg.start == "base" else get_erring_model(seed, cache=env.cache, device=env.device,
+                                                                       log=None)
+    probs = problems_per_k(cfg.probe_n, seed=TEST_SEED + seed, split="test")
+    out = {"start": probe(base, probs), "start_model": START_NAME[cfg.start], "steps": cfg.steps, "arms": {},
+           "settings": {"learning_rate": cfg.learning_rate, "num_iterations": cfg.num_iterations,
+                        "epsilon_high": cfg.epsilon_high, "entropy_coef": cfg.entropy_coef}}
+    for arm in ARMS:
+        policy, curve = copy.deepcopy(base), []
+        t0 = time.perf_counter()
+
+        def measure(rec, model, curve=curve):
+            curve.append({"step": rec["step"], **probe(model, probs)})
+
+        hist = train(policy, None, arm_config(arm, cfg, seed), log=None,
+                     callback=every_n_steps(cfg.eval_every, measure))
+        solved = next((c["step"] for c in curve if c["acc"] >= 0.99), None)
+        out["arms"][arm] = {"curve": curve, "solved": solved, "seconds": round(time.perf_counter() - t0, 1),
+                            "hist": [{k: h.get(k) for k in ("step", "entropy", "frac_reward_zero_std", "acc",
+                                                             "clip_high", "clip_low")} for h in hist]}
+    return out
+
+
+def final(r: dict, arm: str, key: str = "format_H") -> float:
+    return r["arms"][arm]["curve"][-1][key]
+
+
+def mean_acc(r: dict, arm: str) -> float:
+    """Greedy accuracy averaged over the run's probes: the area under its learning curve."""
+    return float(np.mean([c["acc"] for c in r["arms"][arm]["curve"]]))
+
+
+def clipped(r: dict, arm: str) -> float:
+    """Share of tokens whose ratio the upper clip bit, over the run."""
+    return float(np.mean([h["clip_high"] or 0.0 for h in r["arms"][arm]["hist"]]))
+
+
+def steps_to_solve(r: dict, arm: str) -> float:
+    """First probe at greedy accuracy >= 0.99; a run that never gets there counts its length (censored)."""
+    return r["arms"][arm]["solved"] or r["steps"]
+
+
+def q(r: dict) -> int:
+    """A quarter of the run, in steps."""
+    return max(1, r["steps"] // 4)
+
+
+def zero_std(r: dict, arm: str, part: slice = slice(None)) -> float:
+    return float(np.mean([h["frac_reward_zero_std"] for h in r["arms"][arm]["hist"][part]]))
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    low = min(r["start"]["format_H"] for r in rs)
+    drop = min(r["start"]["format_H"] - final(r, "grpo") for r in rs)
+    pre = (None if low >= START_H and drop > 0 else f"precondition failed: the start's format entropy is {low:.3f} "
+           f"at its lowest (needs >= {START_H}) and GRPO lowers it by {drop:.3f} at least (needs > 0)")
+    S = "12 entropy"
+    acc_room = 1 - float(np.mean([mean_acc(r, "grpo") for r in rs]))
+    step_room = float(np.mean([steps_to_solve(r, "grpo") for r in rs])) - rs[0]["arms"]["grpo"]["curve"][0]["step"]
+    return [F.seed_check(S, "Clip-higher keeps more format entropy than GRPO at the end of the run (the control: "
+                         "GRPO, the same run with the upper clip at 0.2)", "format entropy at the last probe, "
+                         "clip-higher - GRPO (nats)", [final(r, "clip_higher") - final(r, "grpo") for r in rs],
+                         TH["entropy.clip_keeps"], untestable=pre, control="GRPO"),
+            F.seed_check(S, "Clip-higher pays in accuracy: its greedy accuracy along the run (the mean over the "
+                         "probes) is above GRPO's", "mean probe accuracy, clip-higher - GRPO",
+                         [mean_acc(r, "clip_higher") - mean_acc(r, "grpo") for r in rs], TH["entropy.clip_pays"],
+                         room=acc_room, untestable=pre, control="GRPO"),
+            F.seed_check(S, "Clip-higher pays in steps: it reaches greedy accuracy 0.99 sooner than GRPO",
+                         "steps to 0.99, GRPO - clip-higher (unsolved: the run's length)",
+                         [steps_to_solve(r, "grpo") - steps_to_solve(r, "clip_higher") for r in rs],
+                         TH["entropy.clip_faster"], room=step_room, untestable=pre, control="GRPO"),
+            F.seed_check(S, "The entropy bonus keeps more format entropy than GRPO at the end of the run",
+                         "format entropy at the last probe, bonus - GRPO (nats)",
+                         [final(r, "bonus") - final(r, "grpo") for r in rs], TH["entropy.bonus_keeps"],
+                         untestable=pre, control="GRPO"),
+            F.seed_check(S, "As GRPO's entropy falls, more groups lose all reward variance: the zero-std share of "
+                         "the run's last quarter exceeds that of its first", "frac_reward_zero_std, last quarter - "
+                         "first quarter of the steps (GRPO)", [zero_std(r, "grpo", slice(-q(r), None))
+                                                             - zero_std(r, "grpo", slice(q(r))) for r in rs],
+                         TH["entropy.zero_std_rise"], untestable=pre)]
+
+
+def band(ax, x, ys, color, label) -> None:
+    y = np.array(ys)
+    ax.plot(x, y.mean(0), color=color, label=label)
+    ax.fill_between(x, y.min(0), y.max(0), color=color, alpha=0.15, lw=0)
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")
+    x = [0] + [c["step"] for c in rs[0]["arms"]["grpo"]["curve"]]
+    for arm, label in ARMS.items():
+        for ax, key in zip(axes, ("format_H", "acc")):
+            band(ax, x, [[r["start"][key]] + [c[key] for c in r["arms"][arm]["curve"]] for r in rs], COLORS[arm], label)
+        steps = [h["step"] for h in rs[0]["arms"][arm]["hist"]]
+        zs = np.array([[h["frac_reward_zero_std"] for h in r["arms"][arm]["hist"]] for r in rs])
+        smooth = np.array([np.convolve(z, np.ones(5) / 5, mode="valid") for z in zs])
+        band(axes[2], steps[2:len(steps) - 2], smooth, COLORS[arm], label)
+    axes[0].axhline(math.log(3), color="grey", ls=":", lw=1)
+    for ax, yl in zip(axes, ("format entropy at \"=\" (nats; dotted: ln 3)", "greedy accuracy (probe set)",
+                             "groups with zero reward std (5-step mean)")):
+        ax.set_xlabel("RL step")
+        ax.set_ylabel(yl)
+    axes[0].legend(fontsize=8)
+    save(fig, os.path.join(out, "entropy", "curves.png"))
+    fs = claims(rs)
+    rows = [("| | format entropy | chain entropy S / T | answer entropy S / T | P(A / S / T) | accuracy | "
+             "steps to 0.99 |"),
+            "|---|---|---|---|---|---|---|"]
+    for arm in ("start", *ARMS):
+        ps = [r["start"] if arm == "start" else r["arms"][arm]["curve"][-1] for r in rs]
+        chain = " / ".join(pm([p["roles"][f]["chain"] for p in ps]) for f in ("short", "full"))
+        mix = " / ".join(f"{np.mean([p['p_format'][f] for p in ps]):.2f}" for f in FORMATS)
+        ans = " / ".join(pm([p["roles"][f]["answer"] for p in ps]) for f in ("short", "full"))
+        solve = "—" if arm == "start" else pm([steps_to_solve(r, arm) for r in rs], "{:.0f}")
+        rows.append(f"| {ARMS.get(arm, arm)} | {pm([p['format_H'] for p in ps])} | {chain} | {ans} | {mix} | "
+                    f"{pm([p['acc'] for p in ps])} | {solve} |")
+    st = rs[0]["settings"]
+    head = "; ".join(f"{ARMS[a]} ends at format entropy {pm([final(r, a) for r in rs])}" for a in ARMS)
+    md = f"""## 12. Entropy: does clip-higher keep the format choice open?
+
+> **Question.** RL sharpens the policy: how fast does the entropy of the format choice collapse under GRPO, does
+> DAPO's clip-higher (or an entropy bonus) keep it, and does that pay in accuracy or in steps? And how many groups
+> lose all reward variance on the way?
+
+![entropy, accuracy and zero-std groups along the runs](entropy/curves.png)
+
+{chr(10).join(rows)}
+
+From the {rs[0]['start_model']}, {rs[0]['steps']} steps per arm, 16 problems × 8 samples, no KL, learning rate
+{st['learning_rate']:g} and {st['num_iterations']} updates per batch; clip-higher raises the upper clip from 0.2 to
+{st['epsilon_high']:g} (the upper clip bit on {pm([100 * clipped(r, 'grpo') for r in rs], '{:.2f}')} % of GRPO's
+tokens, {pm([100 * clipped(r, 'clip_higher') for r in rs], '{:.2f}')} % of clip-higher's), the bonus arm adds
+{st['entropy_coef']:g} × entropy. Entropies are exact (teacher-forced on each format's correct solution to the
+held-out probe problems), chain and answer entropies per role, at the last probe (A's answer, written without a
+chain, stays a guess); mean ± std over seeds, bands min..max. {" ".join(F.verdict_line(f) for f in fs)}
+
+*Papers:* DAPO (Yu et al. 2025, arXiv 2503.14476); Cui et al. 2025, "The Entropy Mechanism of Reinforcement
+Learning for Reasoning Language Models" (arXiv 2505.22617).
+*Explore:* `reasonlab lab --only entropy`; `entropy.probe(model, problems)` measures one policy;
+`RLConfig.preset("grpo", entropy_coef=1e-2)` is the bonus Cui et al. saw explode.
+"""
+    return [(md, head)]
+
+
+def check(result) -> None:
+    if not isinstance(result.get("arms"), dict) or set(result["arms"]) != set(ARMS) or "start" not in result \
+            or any(not a.get("curve") or not a.get("hist") for a in result["arms"].values()):
+        raise ValueError("an entropy result needs its start probe and every arm's curve and history")
+
+
+register(Experiment("entropy", Config, run, claims, render, check=check,
+                    quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=40, render_cost=1.0,
+                    tier="lesson"))
