@@ -1,0 +1,247 @@
+"""Exact KL: the KL estimators of the RL loss and their gradients against the exact KL, and the reward-KL frontier.
+
+Which KL is exact here: the per-position KL(pi || pi_ref) over the whole 18-token vocabulary, at a given prefix
+(`methods.kl.exact_kl`; the RL loop's `kl_exact` is this, at its sampled prefixes). The sequence KL needs a sum over
+outputs; it is estimated here by Rao-Blackwellisation (the exact per-position KL summed along outputs sampled from
+the policy: unbiased, not exact), and bounded below exactly by kl(P_pi(correct) || P_ref(correct)), where P(correct)
+sums the teacher-forced probability of each format's one correct output.
+
+(a) Along a GRPO run (beta = probe_beta, k3 in the loss, as DeepSeekMath and TRL), every probe_every steps, on
+prefixes the policy samples on held-out prompts: each estimator's exact mean and variance per position (a sum over
+the vocabulary), and the exact expected gradient of each estimator used as a loss, against the exact gradient of
+KL(pi || pi_ref). k3 in the loss has the gradient of the forward KL(pi_ref || pi) (Tang & Munos 2025, arXiv
+2506.09477): close to the reverse one near the reference, apart as the policy moves.
+(b) GRPO, Dr. GRPO, DAPO (with a KL term added) and REINFORCE with a group baseline at each beta, all with k3, each
+run ending with greedy accuracy and the KL to the reference measured the same way for every run.
+Not here: the sequence-level gradient (per-token losses drop the future terms sum_{u>t} of the true sequence
+gradient), other estimators on the frontier, more betas: a larger grid is a sweep over this Config.
+"""
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..core.evaluate import evaluate
+from ..core.problems import PROBE_SEED, TEST_SEED, problems_per_k
+from ..core.sampling import generate_n, output_logits
+from ..core.task import prompt_ids
+from ..io.report import plt, save
+from ..methods import kl as M
+from ..stats import findings as F
+from ..stats.summary import pm
+from ..train.rl import ALGOS, RLConfig, every_n_steps, train
+from . import Experiment, register
+from .thresholds import THRESHOLDS as TH
+
+MOVED = 0.01   # per-token exact KL (nats) the probed run must reach for its gradients to differ measurably
+
+
+@dataclass
+class Config:
+    steps: int = 40
+    """RL steps per run"""
+    algos: tuple[str, ...] = ("grpo", "dr_grpo", "dapo", "reinforce_baseline")
+    """algorithms on the frontier (each with the k3 term at every beta)"""
+    betas: tuple[float, ...] = (0.0, 0.04, 0.2, 1.0)
+    """KL weights swept"""
+    probe_beta: float = 0.04
+    """the GRPO run whose estimators and gradients are probed along the way (one of betas)"""
+    probe_every: int = 5
+    """steps between probes"""
+    probe_n: int = 30
+    """held-out prompts per k on which the policy samples the probed prefixes"""
+    eval_n: int = 50
+    """held-out problems per k for accuracy and the KL at the end"""
+    kl_samples: int = 4
+    """outputs sampled per problem for the Rao-Blackwellised sequence KL"""
+
+    def validate(self) -> None:
+        if any(a not in ALGOS for a in self.algos) or "grpo" not in self.algos or self.probe_beta not in self.betas:
+            raise ValueError(f"algos must be among {', '.join(ALGOS)} and include grpo; probe_beta one of betas")
+
+
+def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator) -> dict:
+    """Estimators and estimator-gradients against the exact KL at prefixes the policy samples (mean over tokens)."""
+    outs = generate_n(policy, prompts, 1, gen, 1.0)
+    logits, _, mask = output_logits(policy, prompts, outs)
+    with torch.no_grad():
+        ref_logits = output_logits(ref, prompts, outs)[0]
+    logits, ref_logits, m = logits.float(), ref_logits.float(), mask.float()
+
+    def avg(x):
+        return ((x * m).sum() / m.sum()).item()
+
+    with torch.no_grad():
+        rev = M.exact_kl(logits, ref_logits)
+        rec = {"kl": avg(rev), "kl_fwd": avg(M.exact_kl(logits, ref_logits, forward=True))}
+        for e in M.ESTIMATORS:
+            mean, var = M.moments(logits, ref_logits, e)
+            rec[e] = {"bias": avg(mean - rev), "std": avg(var) ** 0.5}   # std: root of the mean per-position variance
+    rec["grad"] = M.gradient_gaps(logits, ref_logits, mask, [p for p in policy.parameters() if p.requires_grad])
+    return rec
+
+
+def finish(policy, ref, test: list[list[int]], p_ref: torch.Tensor, samples: int, gen: torch.Generator) -> dict:
+    """Greedy accuracy, exact P(correct), the RB sequence KL and its exact Bernoulli lower bound (held-out problems)."""
+    prompts = [prompt_ids(d) for d in test for _ in range(samples)]
+    outs = generate_n(policy, [prompt_ids(d) for d in test], samples, gen, 1.0)
+    p = M.p_correct(policy, test)
+    return {"acc": evaluate(policy, test)["acc"], "p_correct": p.mean().item(),
+            "seq_kl": M.rb_seq_kl(policy, ref, prompts, outs), "bound": M.kl_bernoulli(p, p_ref).mean().item()}
+
+
+def probe_hook(every: int, ref, prompts: list[list[int]], seed: int, probes: list):
+    """A train() callback that appends a probe of the policy every `every` steps."""
+    gen = torch.Generator().manual_seed(seed)
+    return every_n_steps(every, lambda rec, pol: probes.append({"step": rec["step"], **probe(pol, ref, prompts, gen)}))
+
+
+def run(cfg: Config, seed: int, env) -> dict:
+    base = env.base(seed)
+    ref = copy.deepcopy(base).eval()
+    test = problems_per_k(cfg.eval_n, seed=TEST_SEED + seed, split="test")
+    probe_prompts = [prompt_ids(d) for d in problems_per_k(cfg.probe_n, seed=PROBE_SEED + seed, split="test")]
+    p_ref = M.p_correct(ref, test)
+    frontier, probes = {}, []
+    for algo in cfg.algos:
+        for beta in cfg.betas:
+            policy = copy.deepcopy(base)
+            rl = RLConfig.preset(algo, steps=cfg.steps, seed=seed, log_every=0, beta=beta)
+            probed = algo == "grpo" and beta == cfg.probe_beta
+            hook = probe_hook(cfg.probe_every, ref, probe_prompts, seed, probes) if probed else None
+            train(policy, ref, rl, callback=hook, log=None)
+            frontier[f"{algo}/{beta:g}"] = {"algo": algo, "beta": beta, **finish(
+                policy, ref, test, p_ref, cfg.kl_samples, torch.Generator().manual_seed(seed + 1))}
+    return {"probes": probes, "frontier": frontier, "base_p_correct": p_ref.mean().item(), "steps": cfg.steps,
+            "probe_beta": cfg.probe_beta}
+
+
+def last(r: dict) -> dict:
+    return r["probes"][-1]
+
+
+def beta_drop(r: dict) -> float:
+    """Mean over algorithms of log seq KL(lowest beta) - log seq KL(highest beta): how many e-folds beta cuts it."""
+    rows = r["frontier"].values()
+    lo, hi = min(x["beta"] for x in rows), max(x["beta"] for x in rows)
+    kl = {(x["algo"], x["beta"]): max(x["seq_kl"], 1e-6) for x in rows}
+    return float(np.mean([np.log(kl[a, lo]) - np.log(kl[a, hi]) for a in {x["algo"] for x in rows}]))
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    low = min(last(r)["kl"] for r in rs)
+    pre = None if low >= MOVED else (f"precondition failed: the probed run ends {low:.4f} nats/token from the "
+                                     f"reference (< {MOVED}): its gradients cannot differ measurably")
+    err = [last(r)["grad"]["k3"]["rel_err"] for r in rs]
+    rise = [last(r)["grad"]["k3"]["rel_err"] - r["probes"][0]["grad"]["k3"]["rel_err"] for r in rs]
+    one = "needs two probes" if len(rs[0]["probes"]) < 2 else None
+    std_gap = [last(r)["k1"]["std"] - last(r)["k3"]["std"] for r in rs]
+    fr = rs[0]["frontier"].values()
+    one_beta = "needs two betas" if len({x["beta"] for x in fr}) < 2 else None
+    return [F.seed_check("13 kl", "k3 in the loss (GRPO's KL term) does not follow the KL's gradient: at the end of "
+                         "the run its expected gradient is off the exact gradient of KL(pi || pi_ref)",
+                         "||E grad k3 - grad KL|| / ||grad KL|| at the last probe", err, TH["kl.grad_gap"],
+                         untestable=pre, control="the reference, where both gradients agree to first order"),
+            F.seed_check("13 kl", "The gap grows as the policy leaves the reference (the control: the first probe, "
+                         "near it)", "relative error: last probe - first probe", rise, TH["kl.gap_grows"],
+                         untestable=pre or one, control="the first probe"),
+            F.seed_check("13 kl", "k3 has a smaller per-token std than k1 on the policy's own prefixes (Schulman)",
+                         "std(k1) - std(k3) at the last probe", std_gap, TH["kl.k3_std"], untestable=pre),
+            F.seed_check("13 kl", "Raising beta lowers the KL to the reference (every algorithm, the same RB measure)",
+                         "mean over algorithms of log KL(lowest beta) - log KL(highest beta)",
+                         [beta_drop(r) for r in rs], TH["kl.beta_drop"], untestable=one_beta)]
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4), layout="constrained")
+    probes = [p for r in rs for p in r["probes"]]
+    axes[0].scatter([p["kl"] for p in probes], [p["grad"]["k3"]["rel_err"] for p in probes], s=12,
+                    label="k3 as loss (GRPO): = grad of the forward KL")
+    ratio = [p["grad"]["k3"]["norm"] / p["grad"]["grad_norm"] for p in probes]
+    axes[0].scatter([p["kl"] for p in probes], np.array(ratio) - 1, s=12, marker="x",
+                    label="its norm / the KL gradient's norm - 1")
+    axes[0].axhline(1, color="C3", lw=1, label="k1 as loss: 1 (expected gradient 0)")
+    axes[0].axhline(0, color="C2", lw=1, label="k2 as loss: 0 (= grad KL)")
+    axes[0].set(xlabel="exact KL(pi||ref) per token at the probe", ylabel="||E grad k - grad KL|| / ||grad KL||",
+                title="GRPO's KL term against the KL's gradient")
+    axes[0].legend(fontsize=7)
+    steps = [p["step"] for p in rs[0]["probes"]]
+    curve = lambda f: np.array([[f(p) for p in r["probes"]] for r in rs]).mean(0)
+    for i, e in enumerate(M.ESTIMATORS):
+        axes[1].plot(steps, curve(lambda p, e=e: p[e]["std"]), marker="o", ms=3, color=f"C{i}", label=f"std {e}")
+        axes[1].plot(steps, curve(lambda p, e=e: p[e]["bias"]), ls="--", color=f"C{i}", label=f"bias {e}")
+    axes[1].plot(steps, curve(lambda p: p["kl"]), color="k", label="exact KL(pi||ref) per token")
+    axes[1].set(xlabel="GRPO step", ylabel="nats per token", title="the estimators: bias and std, exact")
+    axes[1].legend(fontsize=7)
+    fr = rs[0]["frontier"]
+    fr = {k: fr[k] for k in sorted(fr, key=lambda k: (ALGOS.index(fr[k]["algo"]), fr[k]["beta"]))}
+    mean = lambda k, key: float(np.mean([r["frontier"][k][key] for r in rs]))
+    for algo in dict.fromkeys(x["algo"] for x in fr.values()):
+        keys = [k for k, x in fr.items() if x["algo"] == algo]
+        y = [mean(k, "p_correct") for k in keys]
+        line, = axes[2].plot([mean(k, "seq_kl") for k in keys], y, marker="o", label=algo)
+        axes[2].plot([mean(k, "bound") for k in keys], y, ls=":", marker="x", color=line.get_color())
+        for k, x, v in zip(keys, [mean(k, "seq_kl") for k in keys], y):
+            if algo == "grpo":
+                axes[2].annotate(f"β={fr[k]['beta']:g}", (x, v), fontsize=7)
+    axes[2].axhline(np.mean([r["base_p_correct"] for r in rs]), color="grey", lw=1, label="the reference")
+    axes[2].set(xlabel="sequence KL to the reference (o: RB; x: exact bound)",
+                ylabel="P(correct output), exact", title="reward-KL frontier")
+    axes[2].legend(fontsize=8)
+    save(fig, os.path.join(out, "kl", "kl.png"))
+    p = [last(r) for r in rs]
+    est = ["| at the last probe | bias | std |", "|---|---|---|"]
+    est += [f"| {e} | {pm([x[e]['bias'] for x in p], '{:.4f}')} | {pm([x[e]['std'] for x in p], '{:.4f}')} |"
+            for e in M.ESTIMATORS]
+    rows = ["| run | greedy acc | P(correct), exact | sequence KL (RB) | lower bound (exact) |", "|" + "---|" * 5]
+    rows += [f"| {k} | {pm([r['frontier'][k]['acc'] for r in rs])} | {pm([r['frontier'][k]['p_correct'] for r in rs])} "
+             f"| {pm([r['frontier'][k]['seq_kl'] for r in rs])} | {pm([r['frontier'][k]['bound'] for r in rs])} |"
+             for k in fr]
+    fs = claims(rs)
+    gap = pm([x["grad"]["k3"]["rel_err"] for x in p], "{:.2f}")
+    norm = pm([x["grad"]["k3"]["norm"] / x["grad"]["grad_norm"] for x in p], "{:.2f}")
+    head = f"k3-loss gradient off the KL gradient by {gap} (relative) at {pm([x['kl'] for x in p])} nats/token"
+    md = f"""## 13. Exact KL: the estimators, their gradients, and the reward-KL frontier
+
+> **Question.** GRPO adds beta * k3 to its loss. k3 is an unbiased estimate of KL(pi || pi_ref), but is its gradient
+> the KL's gradient? And what does beta buy: how far does each algorithm move from the reference at each beta?
+
+![estimators and frontier](kl/kl.png)
+
+{chr(10).join(est)}
+
+{chr(10).join(rows)}
+
+Left and middle: one GRPO run per seed (beta = {rs[0]['probe_beta']:g}, k3), probed every few steps on prefixes the
+policy samples on held-out prompts; each number is a sum over the 18-token vocabulary, not a sample. k1 and k3 are
+unbiased (bias 0), k2 is not; as losses, k1's expected gradient is 0, k2's is that of KL(pi || pi_ref), k3's that of
+the forward KL(pi_ref || pi): at the last probe it is {gap} of the reverse gradient off, at
+{pm([x['kl'] for x in p])} nats per token (forward KL {pm([x['kl_fwd'] for x in p])}), mostly in length (cosine
+{pm([x['grad']['k3']['cos'] for x in p])}; its norm {norm} times the KL gradient's). Right: {rs[0]['steps']} steps
+per run, all with k3; every run's KL measured the same way, never with its own estimator: the sequence KL is
+Rao-Blackwellised (the exact per-position KL summed along sampled outputs: unbiased, not exact), the bound is exact.
+The RL logs' `kl_exact` is the per-token sum at the policy's own prefixes. Mean ± std over seeds.
+{" ".join(F.verdict_line(f) for f in fs)}
+
+*Papers:* Schulman 2020, "Approximating KL divergence" (k1, k2, k3); GRPO (Shao et al. 2024, arXiv 2402.03300);
+Tang & Munos 2025 (arXiv 2506.09477: k3 in the loss is the forward KL's gradient; per-token losses drop the future
+terms of the sequence gradient); Dr. GRPO (arXiv 2503.20783); DAPO (arXiv 2503.14476).
+*Explore:* `reasonlab lab --only kl`; `methods.kl.gradient_gaps(logits, ref_logits, mask, params)` on any pair of
+models; `reasonlab rl --kl-estimator exact` puts the exact per-token KL in the loss.
+"""
+    return [(md, head)]
+
+
+def check(result) -> None:
+    if not result.get("probes") or not isinstance(result.get("frontier"), dict):
+        raise ValueError("a kl result needs its probes and its frontier")
+
+
+register(Experiment("kl", Config, run, claims, render, check=check,
+                    quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), probe_n=3,
+                                 eval_n=3, kl_samples=2),
+                    run_cost=90, render_cost=1.0, tier="lesson"))

@@ -1,0 +1,100 @@
+"""Exact KL math over the 18-token vocabulary: the per-position KL in both directions, Schulman's estimators k1 / k2
+/ k3 of KL(pi || pi_ref) with their exact mean and variance, the exact expected gradient of each estimator used as a
+loss, and sequence-level measures (Rao-Blackwellised sequence KL, the exact Bernoulli lower bound).
+
+Per position, a ~ pi, rho(a) = log pi(a) - log pi_ref(a). Summing over a instead of sampling gives, exactly
+(Schulman 2020, "Approximating KL divergence"; Tang & Munos 2025, arXiv 2506.09477):
+    E[k1] = E[k3] = KL(pi || pi_ref)                          unbiased
+    E[grad k1] = sum_a pi(a) grad log pi(a) = 0               k1 as a loss pushes nowhere on average
+    E[grad k2] = sum_a pi(a) rho(a) grad log pi(a) = grad KL(pi || pi_ref)
+    E[grad k3] = sum_a (pi(a) - pi_ref(a)) grad log pi(a) = grad KL(pi_ref || pi)    the FORWARD KL
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..core.exact import right_probs
+from ..core.sampling import output_logits
+from ..train.rl import kl_terms
+
+ESTIMATORS = ("k1", "k2", "k3")
+
+
+def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor, forward: bool = False) -> torch.Tensor:
+    """(..., V) -> (...): KL(pi || pi_ref) summed over the vocabulary, or KL(pi_ref || pi) with forward=True;
+    differentiable in both arguments."""
+    lp, ref = F.log_softmax(logits, -1), F.log_softmax(ref_logits, -1)
+    if forward:
+        return (ref.exp() * (ref - lp)).sum(-1)
+    return (lp.exp() * (lp - ref)).sum(-1)
+
+
+def estimator_table(logits: torch.Tensor, ref_logits: torch.Tensor, est: str) -> torch.Tensor:
+    """(..., V): the estimator's value at every token a, as the loss computes it on a sampled one (rl.kl_terms)."""
+    lp, ref = F.log_softmax(logits, -1), F.log_softmax(ref_logits, -1)
+    return kl_terms(lp, ref, None, None, est)
+
+
+def moments(logits: torch.Tensor, ref_logits: torch.Tensor, est: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(..., V) -> mean and variance (...) of the estimator under a ~ pi, exact."""
+    p = F.softmax(logits, -1)
+    k = estimator_table(logits, ref_logits, est)
+    mean = (p * k).sum(-1)
+    return mean, (p * (k - mean[..., None]) ** 2).sum(-1)
+
+
+def expected_loss(logits: torch.Tensor, ref_logits: torch.Tensor, est: str) -> torch.Tensor:
+    """(..., V) -> (...): sum_a pi(a) k(a) with pi(a) detached. Its gradient is E_{a~pi}[grad k(a)], what the
+    sampled loss's gradient averages to (the loss differentiates k at the sample, never the sampling)."""
+    return (F.softmax(logits, -1).detach() * estimator_table(logits, ref_logits, est)).sum(-1)
+
+
+def grad_vector(loss: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
+    """The gradient of a scalar as one flat vector (the graph is kept for the next one)."""
+    gs = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(gs, params)])
+
+
+def gradient_gaps(logits: torch.Tensor, ref_logits: torch.Tensor, mask: torch.Tensor,
+                  params: list[torch.Tensor]) -> dict:
+    """At the masked positions (mean over them, as a loss would average): the parameter gradient of the exact
+    reverse KL, and for each estimator-as-loss and the exact forward KL, the relative error ||g - grad KL|| /
+    ||grad KL|| and the cosine to it."""
+    m = mask.float()
+
+    def mean(x):
+        return (x * m).sum() / m.sum()
+
+    rev = grad_vector(mean(exact_kl(logits, ref_logits)), params)
+    out = {"grad_norm": rev.norm().item()}
+    others = {e: mean(expected_loss(logits, ref_logits, e)) for e in ESTIMATORS}
+    others["forward"] = mean(exact_kl(logits, ref_logits, forward=True))
+    for name, loss in others.items():
+        g = grad_vector(loss, params)
+        out[name] = {"rel_err": ((g - rev).norm() / rev.norm().clamp(min=1e-30)).item(),
+                     "cos": F.cosine_similarity(g, rev, dim=0).item(), "norm": g.norm().item()}
+    return out
+
+
+@torch.no_grad()
+def rb_seq_kl(policy, ref, prompts: list[list[int]], outputs: list[list[int]]) -> float:
+    """Rao-Blackwellised sequence KL(pi || pi_ref) on outputs sampled from pi: per output the sum over its
+    positions of the exact per-position KL, averaged over outputs. Unbiased for the sequence KL (each position's
+    sampled log-ratio replaced by its expectation given the prefix), not exact: it averages over samples."""
+    lg, _, mask = output_logits(policy, prompts, outputs)
+    ref_lg, _, _ = output_logits(ref, prompts, outputs)
+    return ((exact_kl(lg.float(), ref_lg.float()) * mask).sum(1)).mean().item()
+
+
+def p_correct(model, problems: list[list[int]]) -> torch.Tensor:
+    """(n,) exact probability that the model writes a correct output: the sum over formats of the teacher-forced
+    probability of that format's one correct output (core.exact)."""
+    return torch.from_numpy(right_probs(model, problems).sum(1)).float()
+
+
+def kl_bernoulli(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
+    """kl(p || q) between Bernoulli laws: by data processing, KL(pi || pi_ref) over outputs >= kl(P_pi(E) ||
+    P_ref(E)) for any event E, here "the output is correct"."""
+    p, q = p.clamp(eps, 1 - eps), q.clamp(eps, 1 - eps)
+    return p * (p / q).log() + (1 - p) * ((1 - p) / (1 - q)).log()
