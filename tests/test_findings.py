@@ -172,6 +172,14 @@ def test_rl_checks_count_updates_and_unsolved_runs_at_their_length():
     assert rl.rl_faster([{"grpo": rl_result(1, 1, 1)["grpo"]}], "grpo", "reinforce", "c")["verdict"] == F.UNSURE
 
 
+def test_rl_length_bias_compares_grpo_with_dr_grpo():
+    run = lambda length: {"sampled_last10": {"length": length}}   # noqa: E731
+    longer = [{"grpo": run(7.3 + e), "dr_grpo": run(7.1)} for e in (0.0, 0.02, 0.05)]
+    assert rl.length_bias(longer)["verdict"] == F.HOLDS
+    assert rl.length_bias([{"grpo": run(7.0 + e), "dr_grpo": run(7.2)} for e in (0.0, 0.02, 0.05)])["verdict"] == F.FAILS
+    assert rl.length_bias([{"grpo": run(7.0)}])["verdict"] == F.UNSURE                 # no Dr. GRPO run
+
+
 def fixed_formats(acc_a2=1.0):
     """Per k: A right at k = 2 (acc_a2) and at chance beyond; S and T right everywhere; S costs 4 + k / 2 tokens."""
     ks = range(2, 9)

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import findings
-from ..io import report
 from ..core.evaluate import evaluate
-from ..core.problems import PROBE_SEED, TEST_SEED, problems_per_k
-from ..stats.findings import missing, seed_check
 from ..core.model import GPT
+from ..core.problems import PROBE_SEED, TEST_SEED, problems_per_k
+from ..io import report
+from ..stats import findings
+from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
 from ..train.rl import ALGOS, RLConfig, every_n_steps, train
 from . import Experiment, register
@@ -108,7 +108,20 @@ def claims(rs: list[dict]) -> list[dict]:
     return [rl_faster(rs, "grpo", "reinforce_baseline", "GRPO reaches 0.99 in fewer updates than REINFORCE with the "
                       "same group baseline (the control: GRPO's clip, ratio and KL are what differ)"),
             rl_faster(rs, "reinforce_baseline", "reinforce", "The baseline alone speeds REINFORCE up (same loss, "
-                      "updates, no clip, no KL)")]
+                      "updates, no clip, no KL)"),
+            length_bias(rs)]
+
+
+def length_bias(rs: list[dict]) -> dict:
+    """Dr. GRPO's length bias through the format choice: GRPO divides each completion's loss by its own length, so
+    a long wrong output (a T chain, 12 tokens) is pushed down less per token than a short wrong one (A, 3 tokens);
+    Dr. GRPO divides by a constant. Same seed, same first samples: the sampled length over the last 10 steps."""
+    claim = "GRPO drifts toward longer outputs than Dr. GRPO (its per-sequence mean favours long wrong outputs)"
+    if "grpo" not in rs[0] or "dr_grpo" not in rs[0]:
+        return missing("6 RL", claim, "needs grpo and dr_grpo in the RL experiment")
+    diff = [r["grpo"]["sampled_last10"]["length"] - r["dr_grpo"]["sampled_last10"]["length"] for r in rs]
+    return seed_check("6 RL", claim, "sampled output length, last 10 steps: grpo - dr_grpo", diff,
+                      TH["rl.length_bias"], control="dr_grpo")
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:

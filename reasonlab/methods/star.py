@@ -112,8 +112,9 @@ def _evaluate_round(model: GPT, n_per_k: int) -> dict:
 
 
 def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None = None,
-        progress: bool = False) -> list[dict]:
-    """cfg.rounds rounds of STaR from `base` (cached as `base_name`); one record per round (round 0 = the base)."""
+        progress: bool = False, models: list | None = None) -> list[dict]:
+    """cfg.rounds rounds of STaR from `base` (cached as `base_name`); one record per round (round 0 = the base).
+    models, if given, receives each round's model."""
     cfg.validate()
     if cfg.rationalize and base.cfg.vocab_size < len(HINT_VOCAB):
         raise ValueError("rationalization needs a base model pre-trained with hints (e.g. the few-chains start)")
@@ -148,6 +149,8 @@ def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None
                "false_positive_rate": data["false_positive_rate"], "rationalized": data["rationalized"], "steps": steps, "sample_s": round(t_sample, 2),
                "round_s": round(t_round, 2), **ev}
         hist.append(rec)
+        if models is not None:
+            models.append(model)
         if log:
             log(f"round {r}: free acc {ev['free']:.3f} | share A/S/T " + "/".join(f"{ev['share'][f]:.2f}" for f in FMT_NAMES)
                 + f" | used {data['used']:.2f} | kept A/S/T " + "/".join(f"{data['fmt_mix'][f]:.2f}" for f in FMT_NAMES)
