@@ -91,7 +91,8 @@ class Experiment:
             self.check(result)
 
 
-BUILTIN = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search", "faithful", "labels")
+BUILTIN = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search",
+           "faithful", "labels", "entropy", "kl", "passk", "voting")
 """The built-in experiments, one module each, in the report's order: a new one is one more name here."""
 
 REGISTRY: dict[str, Experiment] = {}
