@@ -6,6 +6,12 @@ of R rollouts reaches the right answer. Here every step can be checked (`verifie
 positives (a wrong step whose rollouts still reach the answer: the thinker errs again and lands on it) and false
 negatives (a right step whose rollouts all go wrong) are counted exactly, on the erring thinker's own S chains. The
 rollouts of a step are the first R of 16, so the rates for every R come from one set of samples.
+
+Then what the noise costs: three PRMs trained on the thinker's S chains, one on the exact step labels and two on
+Math-Shepherd's rollout labels (`prm-mc`, the soft estimate: the share of rollouts that reach the answer, the hard
+one at R = 1) at 1 and 8 rollouts, each scored on fresh S samples of the run's test problems: the step AUROC against
+the exact labels (chain steps) and best-of-N accuracy with Math-Shepherd's min aggregation, beside majority voting
+over the same samples (the policy without a verifier).
 """
 from __future__ import annotations
 
@@ -20,7 +26,10 @@ from ..core.problems import problems_per_k
 from ..core.sampling import generate_n
 from ..core.task import PROMPT_LEN, parse, prompt_ids
 from ..io.report import plt, save
-from ..methods.verifier import oracle_labels, steps
+from ..methods.config import VerifierConfig
+from ..methods.search import best_of_n
+from ..methods.tts import majority
+from ..methods.verifier import aggregate, auroc, oracle_labels, steps, train_verifier
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.zoo import thinker_model
@@ -28,12 +37,18 @@ from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
 ROLLOUTS = (1, 2, 4, 8, 16)
+PRMS = {"exact": ("prm", 1), "mc1": ("prm-mc", 1), "mc8": ("prm-mc", 8)}   # name: (verifier kind, rollouts)
+SHOWN = {"exact": "the exact labels", "mc1": "Math-Shepherd's, 1 rollout", "mc8": "Math-Shepherd's, 8 rollouts"}
 
 
 @dataclass
 class Config:
     n: int = 100
     """test problems per k (one sampled S chain each; every step before the answer is labelled)"""
+    prm_n: int = 200
+    """training problems per k for each PRM (two S chains each, from the verifiers' training part of the space)"""
+    best_of: int = 16
+    """S samples per test problem that each PRM scores (step AUROC, best-of-N) and majority voting reads"""
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -63,7 +78,29 @@ def run(cfg: Config, seed: int, env) -> dict:
         c["n"] += 1
         for r in ROLLOUTS:
             c[f"any{r}"] += any(h[:r])
-    return {"cells": cells, "steps": len(todo)}
+    return {"cells": cells, "steps": len(todo), **prm_costs(thinker, probs, cfg, seed, env.cache)}
+
+
+def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
+    """Each PRM of PRMS trained on the thinker, then read on best_of fresh S samples per test problem: chain-step
+    AUROC against the exact labels and best-of-N accuracy (min over the step scores); majority@N and a single
+    sample's accuracy over the same samples."""
+    N = cfg.best_of
+    pool = sample_pool(thinker, probs, N, ["S"], 1.0, seed=10_000 + seed, keep_outputs=True)
+    digs = [d for d, row in zip(probs, pool.outputs) for _ in row]
+    outs = [o for row in pool.outputs for o in row]
+    chain = np.array([not a for o in outs for _, _, a in steps(o)])
+    exact = np.array([x for d, o in zip(digs, outs) for x in oracle_labels(d, o)])[chain]
+    prm = {}
+    for name, (kind, R) in PRMS.items():
+        vc = VerifierConfig(kind=kind, n_per_k=cfg.prm_n, rollouts=R, formats=("S",), format_weights=(1.0,))
+        v = train_verifier(kind, thinker, seed, vc, cache=cache, log=None)
+        sc = v.score_steps(digs, outs)
+        flat = np.array([x for r in sc for x in r])[chain]
+        prm[name] = {"auroc": auroc(flat, exact),
+                     "bon": float(best_of_n(pool, aggregate(sc, "min").reshape(len(probs), N), N).mean())}
+    return {"prm": prm, "majority": float(majority(pool, N).mean()), "single": float(pool.correct.mean()),
+            "wrong_chain_steps": int((exact == 0).sum()), "best_of": N, "prm_n": cfg.prm_n}
 
 
 def rate(r: dict, exact: int, rollouts: int, k: int | None = None) -> float:
@@ -89,7 +126,29 @@ def claims(rs: list[dict]) -> list[dict]:
             F.seed_check("11 labels", f"More rollouts miss fewer right steps: the false-negative rate falls from {lo} to "
                          f"{hi} rollouts", f"FN({lo}) - FN({hi})", fn, TH["labels.fn_fall"], untestable=no_right),
             F.seed_check("11 labels", "At 8 rollouts (Math-Shepherd's N) more than 5 % of wrong steps are labelled right",
-                         "FP(8)", [rate(r, 0, 8) for r in rs], TH["labels.fp_level"], untestable=no_wrong)]
+                         "FP(8)", [rate(r, 0, 8) for r in rs], TH["labels.fp_level"], untestable=no_wrong),
+            *prm_claims(rs)]
+
+
+def prm_claims(rs: list[dict]) -> list[dict]:
+    N = rs[0]["best_of"]
+    none = "no wrong chain step among the scored samples: the AUROC is undefined" \
+        if min(r["wrong_chain_steps"] for r in rs) == 0 else None
+    at = lambda name, key: [r["prm"][name][key] for r in rs]                          # noqa: E731
+    d = lambda a, b, key: [x - y for x, y in zip(at(a, key), at(b, key))]              # noqa: E731
+    return [F.seed_check("11 labels", "A PRM trained on the exact step labels ranks steps better than one trained on "
+                         "Math-Shepherd's labels at 8 rollouts (step AUROC against the exact labels)",
+                         "AUROC(exact) - AUROC(MC, 8)", d("exact", "mc8", "auroc"), TH["labels.prm_noise"],
+                         untestable=none),
+            F.seed_check("11 labels", "Noisier labels train a worse PRM: 8 rollouts rank steps better than 1",
+                         "AUROC(MC, 8) - AUROC(MC, 1)", d("mc8", "mc1", "auroc"), TH["labels.prm_rollouts"],
+                         untestable=none),
+            F.seed_check("11 labels", f"The label noise reaches the answer: best-of-{N} with the exact-label PRM beats "
+                         f"best-of-{N} with the 8-rollout one", "BoN(exact) - BoN(MC, 8)", d("exact", "mc8", "bon"),
+                         TH["labels.prm_bon"]),
+            F.seed_check("11 labels", "The 8-rollout PRM still beats majority voting over the same samples (the policy "
+                         "without a verifier)", f"BoN(MC, 8) - maj@{N}",
+                         [r["prm"]["mc8"]["bon"] - r["majority"] for r in rs], TH["labels.prm_bon"])]
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
@@ -104,6 +163,11 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     save(fig, os.path.join(out, "labels", "rates.png"))
     rows = ["| rollouts | false positives | false negatives |", "|---|---|---|"]
     rows += [f"| {R} | {pm([rate(r, 0, R) for r in rs])} | {pm([1 - rate(r, 1, R) for r in rs])} |" for R in ROLLOUTS]
+    prow = ["| PRM trained on | chain-step AUROC | best-of-N |", "|---|---|---|"]
+    prow += [f"| {SHOWN[name]} | {pm([r['prm'][name]['auroc'] for r in rs])} | {pm([r['prm'][name]['bon'] for r in rs])} |"
+             for name in PRMS]
+    prow += [f"| (none: majority voting) | – | {pm([r['majority'] for r in rs])} |",
+             f"| (none: one sample) | – | {pm([r['single'] for r in rs])} |"]
     fs = claims(rs)
     head = f"FP {pm([rate(r, 0, 8) for r in rs])}, FN {pm([1 - rate(r, 1, 8) for r in rs])} at 8 rollouts"
     md = f"""## 11. Process labels, measured: Math-Shepherd's rollouts against the exact labels
@@ -116,7 +180,14 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 {chr(10).join(rows)}
 
 The erring thinker's sampled S chains ({rs[0]['steps']} steps before the answer per seed), 16 rollouts per step at
-temperature 1; mean ± std over seeds. {" ".join(F.verdict_line(f) for f in fs)}
+temperature 1; mean ± std over seeds.
+
+What the noise costs a PRM: each trained on two S chains per problem ({rs[0]['prm_n']} problems per k), read
+on fresh S samples of the test problems (best-of-{rs[0]['best_of']} with the min over step scores):
+
+{chr(10).join(prow)}
+
+{" ".join(F.verdict_line(f) for f in fs)}
 
 *Paper:* Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
 *Explore:* `reasonlab lab --only labels`; `reasonlab verifier train --kind prm-mc --rollouts 2` trains a PRM on them.
@@ -125,9 +196,10 @@ temperature 1; mean ± std over seeds. {" ".join(F.verdict_line(f) for f in fs)}
 
 
 def check(result) -> None:
-    if not isinstance(result.get("cells"), dict):
-        raise ValueError("a labels result needs its cells")
+    if not isinstance(result.get("cells"), dict) or not isinstance(result.get("prm"), dict) \
+            or set(result["prm"]) != set(PRMS):
+        raise ValueError("a labels result needs its cells and each PRM's AUROC and best-of-N")
 
 
-register(Experiment("labels", Config, run, claims, render, check=check, quick=Config(n=3), run_cost=20,
+register(Experiment("labels", Config, run, claims, render, check=check, quick=Config(n=3, prm_n=3, best_of=2), run_cost=20,
                     render_cost=0.5, tier="lesson"))

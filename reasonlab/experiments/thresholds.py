@@ -67,6 +67,13 @@ THRESHOLDS: dict[str, Threshold] = {
     "labels.fn_fall": Threshold(0.0, f"{DIRECTION}: more rollouts find the answer from a right step"),
     "labels.fp_level": Threshold(0.05, "practical margin of five points: a label noise level that moves a PRM's "
                                        "training data"),
+    "labels.prm_noise": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, Table 3 and Fig. 4: PRMs "
+                                       "trained on human (PRM800K) labels against rollout labels; the label quality "
+                                       "bounds the PRM)"),
+    "labels.prm_rollouts": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, section 4.5: label quality "
+                                          "rises with the number of completions N)"),
+    "labels.prm_bon": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, Table 1: best-of-256 with its "
+                                     "PRM beats self-consistency)"),
     "passk.catch_up": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, arXiv 2504.13837, Fig. 1: the base model "
                                      "catches up with and passes the RL model at large k)"),
     "passk.expands": Threshold(0.0, f"{DIRECTION} (ProRL, arXiv 2505.24864: prolonged RL solves problems where the "
