@@ -201,3 +201,29 @@ def test_methods_keep_the_runs_variant_order_after_a_json_round_trip():
     r = {"config": {"variants": ["max", "exact+sft"]}, "forcing": {}, "forcing_S": {}, "fixed": {f: {} for f in "AST"},
          "variants": {"exact+sft": {"eval": {}}, "max": {"eval": {}}}}
     assert list(B.methods_of(r))[:3] == ["L1-max", "L1-exact+sft", "s1 forcing (T cut at b)"]
+
+
+def test_the_independent_evaluation_script_reads_saved_budget_models(tmp_path, quick_cache, capsys):
+    """scripts/eval_budget_models.py evaluates every model-<variant>-seed<s> in a directory at every budget on fresh
+    problems and writes independent_eval.json; a directory without models is one line and exit code 2."""
+    import importlib.util
+    import json
+    import os
+    from reasonlab.io.checkpoint import save_model
+    from reasonlab.train.zoo import base_model
+    spec = importlib.util.spec_from_file_location(
+        "eval_budget_models", os.path.join(os.path.dirname(__file__), "..", "scripts", "eval_budget_models.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(tmp_path), "--n", "2"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    model = B.budget_model(base_model(0, quick=True, cache=quick_cache, log=None))
+    for s in (0, 1):
+        save_model(str(tmp_path / f"model-max-sft-seed{s}"), model, {"variant": "max+sft", "seed": s})
+    assert script.main([str(tmp_path), "--n", "2"]) == 0
+    got = json.load(open(tmp_path / "independent_eval.json"))
+    assert got["n_per_k"] == 2 and set(got["variants"]["max-sft"]) == {"0", "1"}
+    cells = got["variants"]["max-sft"]["0"]
+    assert sorted(map(int, cells)) == list(BUDGETS) and all(0 <= c["acc"] <= 1 for c in cells.values())
+    assert cells == got["variants"]["max-sft"]["1"]          # the same weights on the same fresh problems
+    assert "reads its budget" in capsys.readouterr().out

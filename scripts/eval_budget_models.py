@@ -1,0 +1,58 @@
+"""Evaluate saved budget models on fresh problems at every budget b = 0..8, apart from the run that trained them.
+
+    reasonlab budget --variants max max+sft --seeds 0 1 2 3 4 --out runs/budget
+    python scripts/eval_budget_models.py runs/budget [--n 200] [--seed 4242]
+
+Reads every model-<variant>-seed<s>.safetensors under the directory (`reasonlab budget` writes them), draws n test
+problems per k with a seed the training run's evaluation did not use, decodes greedily with each budget token and
+prints, per variant, the chain steps written and the accuracy at each b (mean over k and seeds, and the spread over
+seeds of "reads its budget": steps at b = 8 minus steps at b = 0). Writes <dir>/independent_eval.json.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import sys
+
+import numpy as np
+
+from reasonlab.core.problems import problems_per_k
+from reasonlab.core.task import BUDGETS
+from reasonlab.io.checkpoint import load_model, write_json
+from reasonlab.methods.budget import eval_budget_model
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dir")
+    p.add_argument("--n", type=int, default=200, help="test problems per k")
+    p.add_argument("--seed", type=int, default=4242, help="the fresh problems' seed (the training run's is 777)")
+    a = p.parse_args(argv)
+    files = sorted(glob.glob(os.path.join(a.dir, "model-*-seed*.safetensors")))
+    if not files or a.n < 1:
+        print(f"eval_budget_models: no model-*-seed*.safetensors in {a.dir} (or --n < 1)", file=sys.stderr)
+        return 2
+    probs = problems_per_k(a.n, seed=a.seed, split="test")
+    out: dict = {}
+    for f in files:
+        variant, seed = re.match(r"model-(.+)-seed(\d+)\.safetensors", os.path.basename(f)).groups()
+        model, _ = load_model(f[:-len(".safetensors")])
+        ev = eval_budget_model(model.eval(), probs)
+        out.setdefault(variant, {})[int(seed)] = {b: {"steps": float(np.mean([c["steps"] for c in ev[b].values()])),
+                                                      "acc": float(np.mean([c["acc"] for c in ev[b].values()]))}
+                                                  for b in BUDGETS}
+    for variant, seeds in out.items():
+        reads = [s[8]["steps"] - s[0]["steps"] for s in seeds.values()]
+        print(f"{variant} ({len(seeds)} seeds): reads its budget (steps at b = 8 - b = 0) "
+              f"{np.mean(reads):.3f} (per seed {', '.join(f'{x:.2f}' for x in reads)})")
+        print("  b      " + " ".join(f"{b:>6}" for b in BUDGETS))
+        for key in ("steps", "acc"):
+            print(f"  {key:6} " + " ".join(f"{np.mean([s[b][key] for s in seeds.values()]):6.3f}" for b in BUDGETS))
+    write_json(os.path.join(a.dir, "independent_eval.json"), {"n_per_k": a.n, "seed": a.seed, "variants": out})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
