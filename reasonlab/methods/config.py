@@ -32,9 +32,9 @@ class StarConfig:
     """sampling temperature (STaR: ~0; RFT / ReST-EM: 0.7; 1.0 explores the base model's 50/30/20 formats)"""
     force: Literal["A", "S", "T"] | None = None
     """sample with this format token forced ("T" or "S": STaR prompts for a rationale); None: the model picks"""
-    filter: Literal["answer", "chain"] = "answer"
+    filter: Literal["answer", "chain", "none"] = "answer"
     """answer: keep right answers in complete templates (STaR); chain: and every chain step checks (RFT's step
-    check)"""
+    check); none: every complete template, right or wrong (a control: fine-tuning on the model's own samples)"""
     cap: int = 1
     """at most this many distinct kept outputs per problem (ReST-EM caps at 10)"""
     restart: bool = True

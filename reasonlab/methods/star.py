@@ -1,10 +1,11 @@
 """STaR-style self-improvement: sample, verify, fine-tune on what passed, round after round.
 
 Each round (the loop in `run` below): draw a fresh problem set; sample `samples` outputs per problem from the current
-model; keep those that pass the filter (the answer, or the answer and every chain step); fine-tune a new model
-from the base (STaR, ReST-EM) or from the current one, on the kept outputs mixed with fresh problems through the
-spec's `fixed` / `fixed_frac`, cached by the data's fingerprint (and named by it); evaluate. Zelikman et al. 2022 (arXiv
-2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825); ReST-EM (Singh et al. 2023, arXiv 2312.06585).
+model; keep those that pass the filter (the answer, or the answer and every chain step; or, as a control, none);
+fine-tune a new model from the base (STaR, ReST-EM) or from the current one, on the kept outputs mixed with fresh
+problems through the spec's `fixed` / `fixed_frac`, cached by the data's fingerprint (and named by it); evaluate.
+Zelikman et al. 2022 (arXiv 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825); ReST-EM (Singh et al. 2023, arXiv
+2312.06585).
 Rationalization (STaR's hint trick) and a "few written chains" starting point, where STaR has to bootstrap
 reasoning it was barely shown, are below (`few_chains_cfg`).
 """
@@ -41,11 +42,11 @@ def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.G
             d, seen = problems[i], {tuple(o) for o in kept[i]}
             for row in rows[j * cfg.samples:(j + 1) * cfg.samples]:
                 p = parse(row)
-                # only complete templates (format, chain, "A", answer, </s>) are training data, under either filter
-                if not p["ok"] or p["answer"] != sum(d) % 10:
+                # only complete templates (format, chain, "A", answer, </s>) are training data, under every filter
+                if not p["ok"] or (cfg.filter != "none" and p["answer"] != sum(d) % 10):
                     continue
                 ok_chain = check_chain(d, p)       # on a complete template: False means a wrong step
-                if p["fmt"] in ("short", "full"):
+                if p["fmt"] in ("short", "full") and p["answer"] == sum(d) % 10:
                     stats["right"] += 1
                     stats["right_wrong_chain"] += ok_chain is False   # STaR's false positive: right answer, wrong step
                 if cfg.filter == "chain" and ok_chain is False:
