@@ -7,12 +7,21 @@ it misreads in every sample, so a vote repeats the error. The per-sample thinker
 each sample (sample j decodes with the base model misread by draw j), at a noise scale calibrated, like the erring
 thinker's, so that greedy forced S at k = 8 is right on 45 % of probe problems on average over draws. Both write
 forced S chains at temperature 1; greedy is one greedy decode (the per-sample thinker's: draw 0).
+
+Beside the vote, best-of-N with learned verifiers (Lightman et al. 2023, "Let's Verify Step by Step", arXiv
+2305.20050, Fig. 3: best-of-N with a process reward model above best-of-N with an outcome reward model, both above
+majority voting). Each thinker gets an ORM (every step labelled with the final answer's outcome; a sample scored by
+its last step) and a PRM (the rule's step labels; a sample scored by its weakest step, as Lightman et al. and
+Math-Shepherd do), trained on its own forced S samples of training problems (methods.verifier). The erring
+thinker's verifiers train on the erring thinker itself. The per-sample thinker's train on one more reader draw, none
+of the test samples' draws: the verifier sees one misreading's errors, while the rule it learns (a right running sum)
+is the task's, the same for every draw.
 """
 from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -24,7 +33,9 @@ from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate
 from ..core.task import prompt_ids
 from ..io.report import plt, save
+from ..methods.search import best_of_n
 from ..methods.tts import majority
+from ..methods.verifier import Verifier, VerifierConfig, train_verifier
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.sft import ERR_CFG, misread
@@ -35,6 +46,11 @@ from .thresholds import THRESHOLDS as TH
 NS = (1, 2, 4, 8, 16, 32, 64)
 DRAW0 = 10_000
 """per-sample draws start here (seed s uses DRAW0 * (s + 1) + j), away from the erring thinker's own direction"""
+VERIFIER_DRAW = 5_000
+"""the per-sample thinker's verifiers train on draw DRAW0 * (s + 1) + VERIFIER_DRAW, past every test sample's draw"""
+AGG = {"orm": "last", "prm": "min"}
+"""how each verifier's step scores make a sample's score (verifier.aggregate): the ORM's last step (its outcome
+estimate), the PRM's weakest step (Lightman et al. 2023; Math-Shepherd)"""
 
 
 @dataclass
@@ -45,6 +61,10 @@ class Config:
     """samples per problem (the largest N voted over)"""
     calib_draws: int = 4
     """noise draws averaged per bisection step when calibrating the per-sample thinker"""
+    verifier_n: int = 200
+    """training problems per k for each verifier (ORM and PRM; two forced S samples each, from the thinker scored)"""
+    verifier_steps: int = 300
+    """AdamW steps for each verifier (VerifierConfig's default; the quick lab's few samples need few)"""
 
 
 def reader(base: GPT, sigma: float, draw: int) -> GPT:
@@ -66,15 +86,40 @@ def calibrate(base: GPT, seed: int, draws: int) -> float:
     return lo
 
 
-def curve(pool, greedy: float) -> dict:
-    return {"greedy": greedy, "majority": {N: float(majority(pool, N).mean()) for N in NS if N <= pool.n}}
+def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache) -> dict[str, Verifier]:
+    """An ORM and a PRM trained (`steps` AdamW steps) on `thinker`'s forced S samples of n_per_k training problems
+    per k (cached)."""
+    return {kind: train_verifier(kind, thinker, seed, VerifierConfig(kind=kind, n_per_k=n_per_k, formats=("S",),
+                                                                     format_weights=(1.0,), steps=steps),
+                                 cache=cache, log=None)
+            for kind in AGG}
+
+
+def bon(pool, vs: dict[str, Verifier]) -> dict:
+    """Best-of-N accuracy at every N in NS for each verifier, on the pool's kept outputs (each distinct problem and
+    output scored once)."""
+    index: dict[tuple, int] = {}
+    inv = np.array([index.setdefault((tuple(d), tuple(o)), len(index))
+                    for d, row in zip(pool.problems, pool.outputs) for o in row]).reshape(len(pool.problems), pool.n)
+    digs, outs = [list(d) for d, _ in index], [list(o) for _, o in index]
+    res = {}
+    for kind, v in vs.items():
+        scores = v.score(digs, outs, AGG[kind])[inv]                           # (P, N)
+        res[kind] = {N: float(best_of_n(pool, scores, N).mean()) for N in NS if N <= pool.n}
+    return res
+
+
+def curve(pool, greedy: float, vs: dict[str, Verifier]) -> dict:
+    return {"greedy": greedy, "majority": {N: float(majority(pool, N).mean()) for N in NS if N <= pool.n},
+            "bon": bon(pool, vs)}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     probs = problems_per_k(cfg.n, seed=TEST_SEED + seed, split="test")
     fixed = thinker_model("erring", seed, env.cache, env.device)
-    out = {"fixed": curve(sample_pool(fixed, probs, cfg.samples, force=["S"], seed=seed),
-                          evaluate(fixed, probs, force=["S"])["acc"])}
+    out = {"fixed": curve(sample_pool(fixed, probs, cfg.samples, force=["S"], seed=seed, keep_outputs=True),
+                          evaluate(fixed, probs, force=["S"])["acc"],
+                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache))}
     base = env.base(seed)
     sigma = calibrate(base, seed, cfg.calib_draws)
     gen = torch.Generator().manual_seed(seed)
@@ -83,7 +128,9 @@ def run(cfg: Config, seed: int, env) -> dict:
             for j in range(cfg.samples)]
     pool = pool_of(probs, [[outs[j][i] for j in range(cfg.samples)] for i in range(len(probs))])
     greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1)), probs, force=["S"])["acc"]
-    out["per_sample"] = {**curve(pool, greedy), "sigma": sigma}
+    vs = verifiers(reader(base, sigma, DRAW0 * (seed + 1) + VERIFIER_DRAW), seed, cfg.verifier_n,
+                   cfg.verifier_steps, env.cache)
+    out["per_sample"] = {**curve(pool, greedy, vs), "sigma": sigma}
     return out
 
 
@@ -92,69 +139,144 @@ def gain(r: dict, arm: str) -> float:
     return r[arm]["majority"][top] - r[arm]["greedy"]
 
 
+def margin(r: dict, arm: str, a: str, b: str) -> float:
+    """At the top N: accuracy of `a` minus that of `b`, each "prm", "orm" (best-of-N) or "majority"."""
+    top = max(r[arm]["majority"])
+    acc = lambda m: r[arm]["majority"][top] if m == "majority" else r[arm]["bon"][m][top]
+    return acc(a) - acc(b)
+
+
+THINKERS = (("per_sample", "errors drawn per sample", "per-sample thinker"),
+            ("fixed", "errors fixed in the weights", "erring thinker"))
+"""(result key, what its errors are, who it is), the per-sample thinker first as in the claims"""
+
+
 def claims(rs: list[dict]) -> list[dict]:
     top = max(rs[0]["fixed"]["majority"])
     sec = "15 voting"
-    return [F.seed_check(sec, f"With errors drawn per sample, majority@{top} beats greedy by more than 5 points",
-                         f"acc(majority@{top}) - acc(greedy), per-sample thinker", [gain(r, "per_sample") for r in rs],
-                         TH["sampling.vote_margin"], control="greedy"),
-            F.seed_check(sec, "Voting gains more when the errors are drawn per sample than when they are fixed in the "
-                         "weights", "gain(per-sample) - gain(fixed)", [gain(r, "per_sample") - gain(r, "fixed")
-                                                                       for r in rs], TH["voting.varies"],
-                         control="the fixed-error thinker"),
-            F.seed_check(sec, f"With errors fixed in the weights, majority@{top} beats greedy by more than 5 points",
-                         f"acc(majority@{top}) - acc(greedy), erring thinker", [gain(r, "fixed") for r in rs],
-                         TH["sampling.vote_margin"], control="greedy")]
+    fs = [F.seed_check(sec, f"With errors drawn per sample, majority@{top} beats greedy by more than 5 points",
+                       f"acc(majority@{top}) - acc(greedy), per-sample thinker", [gain(r, "per_sample") for r in rs],
+                       TH["sampling.vote_margin"], control="greedy"),
+          F.seed_check(sec, "Voting gains more when the errors are drawn per sample than when they are fixed in the "
+                       "weights", "gain(per-sample) - gain(fixed)", [gain(r, "per_sample") - gain(r, "fixed")
+                                                                     for r in rs], TH["voting.varies"],
+                       control="the fixed-error thinker"),
+          F.seed_check(sec, f"With errors fixed in the weights, majority@{top} beats greedy by more than 5 points",
+                       f"acc(majority@{top}) - acc(greedy), erring thinker", [gain(r, "fixed") for r in rs],
+                       TH["sampling.vote_margin"], control="greedy")]
+    for arm, errors, who in THINKERS:          # Lightman et al.'s ordering, PRM > ORM > majority, on each thinker
+        fs += [F.seed_check(sec, f"With {errors}, best-of-{top} with the PRM beats best-of-{top} with the ORM",
+                            f"acc(best-of-{top}, PRM) - acc(best-of-{top}, ORM), {who}",
+                            [margin(r, arm, "prm", "orm") for r in rs], TH["voting.prm_over_orm"],
+                            control="best-of-N with the ORM"),
+               F.seed_check(sec, f"With {errors}, best-of-{top} with the ORM beats majority@{top}",
+                            f"acc(best-of-{top}, ORM) - acc(majority@{top}), {who}",
+                            [margin(r, arm, "orm", "majority") for r in rs], TH["voting.orm_over_majority"],
+                            control="majority voting over the same samples")]
+    return fs
 
 
-def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+COLOR = {"fixed": "#4C72B0", "per_sample": "#C44E52"}
+METHODS = (("prm", "best-of-N, PRM (weakest step)", "#55A868", "-"),
+           ("orm", "best-of-N, ORM (last step)", "#DD8452", "--"), ("majority", "majority@N", None, ":"))
+"""(key, label, colour (None: the thinker's), line style) of the second figure's curves"""
+
+
+def plot_majority(rs: list[dict], path: str) -> None:
+    """Majority@N against N for both thinkers (band: min..max over seeds), greedy dotted."""
     fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    for arm, label, c in (("fixed", "errors fixed in the weights (erring thinker)", "#4C72B0"),
-                          ("per_sample", "errors drawn per sample", "#C44E52")):
+    for arm, label in (("fixed", "errors fixed in the weights (erring thinker)"),
+                       ("per_sample", "errors drawn per sample")):
         Ns = sorted(rs[0][arm]["majority"])
         y = np.array([[r[arm]["majority"][N] for N in Ns] for r in rs])
-        ax.plot(Ns, y.mean(0), marker="o", ms=3, color=c, label=f"majority@N, {label}")
-        ax.fill_between(Ns, y.min(0), y.max(0), color=c, alpha=0.15)
-        ax.axhline(np.mean([r[arm]["greedy"] for r in rs]), color=c, ls=":", lw=1)
+        ax.plot(Ns, y.mean(0), marker="o", ms=3, color=COLOR[arm], label=f"majority@N, {label}")
+        ax.fill_between(Ns, y.min(0), y.max(0), color=COLOR[arm], alpha=0.15)
+        ax.axhline(np.mean([r[arm]["greedy"] for r in rs]), color=COLOR[arm], ls=":", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N samples (forced S, temperature 1)")
     ax.set_ylabel("accuracy (all k)")
     ax.set_title("dotted: greedy")
     ax.legend(fontsize=8)
-    save(fig, os.path.join(out, "voting", "majority.png"))
+    save(fig, path)
+
+
+def plot_bon(rs: list[dict], path: str) -> None:
+    """One panel per thinker: best-of-N with the PRM and the ORM, and majority@N, against N (band: min..max over
+    seeds); greedy as a grey line."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
+    for ax, (arm, errors, who) in zip(axes, THINKERS):
+        Ns = sorted(rs[0][arm]["majority"])
+        for m, label, c, ls in METHODS:
+            y = np.array([[(r[arm]["majority"] if m == "majority" else r[arm]["bon"][m])[N] for N in Ns] for r in rs])
+            ax.plot(Ns, y.mean(0), marker="o", ms=3, ls=ls, color=c or COLOR[arm], label=label)
+            ax.fill_between(Ns, y.min(0), y.max(0), color=c or COLOR[arm], alpha=0.12)
+        ax.axhline(np.mean([r[arm]["greedy"] for r in rs]), color="grey", lw=1, label="greedy")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("N samples (forced S, temperature 1)")
+        ax.set_title(f"{errors} ({who})", fontsize=10)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("accuracy (all k)")
+    save(fig, path)
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    plot_majority(rs, os.path.join(out, "voting", "majority.png"))
+    plot_bon(rs, os.path.join(out, "voting", "best_of_n.png"))
     fs = claims(rs)
     top = max(rs[0]["fixed"]["majority"])
-    rows = ["| thinker | greedy | majority@" + str(top) + " | gain |", "|---|---|---|---|"]
+    rows = [f"| thinker | greedy | majority@{top} | gain | best-of-{top}, ORM | best-of-{top}, PRM |",
+            "|---|---|---|---|---|---|"]
     for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample")):
         rows.append(f"| {label} | {pm([r[arm]['greedy'] for r in rs])} | "
-                    f"{pm([r[arm]['majority'][top] for r in rs])} | {pm([gain(r, arm) for r in rs])} |")
+                    f"{pm([r[arm]['majority'][top] for r in rs])} | {pm([gain(r, arm) for r in rs])} | "
+                    f"{pm([r[arm]['bon']['orm'][top] for r in rs])} | {pm([r[arm]['bon']['prm'][top] for r in rs])} |")
     head = (f"majority@{top} - greedy: fixed errors {pm([gain(r, 'fixed') for r in rs])}, per-sample errors "
-            f"{pm([gain(r, 'per_sample') for r in rs])}")
+            f"{pm([gain(r, 'per_sample') for r in rs])}; best-of-{top} PRM - ORM: fixed "
+            f"{pm([margin(r, 'fixed', 'prm', 'orm') for r in rs])}, per-sample "
+            f"{pm([margin(r, 'per_sample', 'prm', 'orm') for r in rs])}")
     md = f"""## 15. Self-consistency needs errors that vary
 
 > **Question.** Majority voting rescues a thinker whose samples err independently. What if its errors are fixed:
-> the same misreading in every sample?
+> the same misreading in every sample? And does a verifier's pick, best-of-N with a process (PRM) or an outcome
+> (ORM) reward model, beat the vote on either thinker?
 
 ![majority voting](voting/majority.png)
+
+![best-of-N with verifiers and majority voting](voting/best_of_n.png)
 
 {chr(10).join(rows)}
 
 Forced S chains on the test problems; the per-sample thinker's noise scale is
 calibrated to the erring thinker's accuracy (σ = {pm([r['per_sample']['sigma'] for r in rs], '{:.3f}')}); mean ±
-std over seeds. {" ".join(F.verdict_line(f) for f in fs)}
+std over seeds. Best-of-N keeps the sample its verifier scores highest: the ORM (trained on final-answer outcomes)
+by its last step, the PRM (trained on the rule's step labels) by its weakest step. Each thinker's verifiers learn
+from its own samples of training problems; the per-sample thinker's from one reader draw that wrote none of the
+test samples (they see one misreading's errors; the rule they learn is the task's). Where best-of-N falls below a
+single sample as N grows, the verifier ranks the answers of one problem worse than chance: among many distinct
+wrong answers the highest score is more often a wrong one it scores too high (over-optimisation, Gao et al. 2022,
+arXiv 2210.10760). {" ".join(F.verdict_line(f) for f in fs)}
 
-*Paper:* Wang et al. 2022, "Self-Consistency Improves Chain of Thought Reasoning in Language Models" (arXiv
-2203.11171).
-*Explore:* `reasonlab lab --only voting`; `voting.reader(base, sigma, draw)` is one sample's misreading model.
+*Papers:* Wang et al. 2022, "Self-Consistency Improves Chain of Thought Reasoning in Language Models" (arXiv
+2203.11171); Lightman et al. 2023, "Let's Verify Step by Step" (arXiv 2305.20050, Fig. 3).
+*Explore:* `reasonlab lab --only voting`; `voting.reader(base, sigma, draw)` is one sample's misreading model;
+`voting.verifiers(thinker, seed, n_per_k, steps, cache)` trains a thinker's ORM and PRM.
 """
     return [(md, head)]
+
+
+def depends(cfg: Config) -> dict:
+    """The erring thinker's recipe and the verifiers' default settings: a change to either reruns the lesson."""
+    return {"erring": ERR_CFG, "verifier": asdict(VerifierConfig())}
 
 
 def check(result) -> None:
     if any(arm not in result or "majority" not in result[arm] or "greedy" not in result[arm]
            for arm in ("fixed", "per_sample")):
         raise ValueError("a voting result needs fixed and per_sample, each with greedy and majority@N")
+    if any(set(result[arm].get("bon", {})) != set(AGG) for arm in ("fixed", "per_sample")):
+        raise ValueError("a voting result needs best-of-N with the ORM and the PRM (bon) for fixed and per_sample")
 
 
-register(Experiment("voting", Config, run, claims, render, check=check, quick=Config(n=5, samples=4, calib_draws=1),
-                    run_cost=40, render_cost=0.3, tier="lesson"))
+register(Experiment("voting", Config, run, claims, render, depends=depends, check=check,
+                    quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=40,
+                    render_cost=0.3, tier="lesson"))
