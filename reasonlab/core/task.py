@@ -152,6 +152,17 @@ def budget_prompt_ids(digits: list[int], budget: int) -> list[int]:
     return with_budget(prompt_ids(digits), budget)
 
 
+# L1-Max's budget tokens M<b> ("at most b chain steps"), after the B<b>: only the models of L1's recipe read them
+# (budget.l1_model), so that one model tells an exact budget from a maximum, as L1's two prompt wordings do.
+MAX_BUDGET0 = len(BUDGET_VOCAB)
+L1_VOCAB = BUDGET_VOCAB + [f"M{b}" for b in BUDGETS]
+
+
+def max_budget_prompt_ids(digits: list[int], budget: int) -> list[int]:
+    """The prompt with "=" replaced by the maximum-budget token M<budget> (for models with L1_VOCAB)."""
+    return budget_prompt_ids(digits, budget)[:-1] + [MAX_BUDGET0 + budget]
+
+
 def with_budget(prompt: list[int], budget: int) -> list[int]:
     """A prompt (ids ending with "=") with its "=" replaced by B<budget>; a budget outside 0..8 raises ValueError."""
     if budget not in BUDGETS:

@@ -92,7 +92,7 @@ class Experiment:
 
 
 BUILTIN = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search",
-           "faithful", "labels", "entropy", "kl", "passk", "voting", "star_erring")
+           "faithful", "labels", "entropy", "kl", "passk", "voting", "star_erring", "l1_recipe")
 """The built-in experiments, one module each, in the report's order: a new one is one more name here."""
 
 REGISTRY: dict[str, Experiment] = {}

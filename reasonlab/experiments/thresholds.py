@@ -39,6 +39,12 @@ THRESHOLDS: dict[str, Threshold] = {
     "l1.equal_tokens": Threshold(0.0, f"{DIRECTION} (L1, arXiv 2503.04697, Fig. 2: L1 beats s1 forcing at equal "
                                       "length)"),
     "l1.no_sft": Threshold(-1.0, "non-inferiority margin of one chain step of budget reading"),
+    "l1.aware_gap": Threshold(0.05, "design bound: reading the budget must pay at least 0.05 of L1-Max's reward (a "
+                                    "twentieth of a right answer) before RL is asked to learn it"),
+    "l1.beats_blind": Threshold(0.0, f"{DIRECTION} (L1, arXiv 2503.04697, section 3: the length term rewards "
+                                     "meeting the budget, which a budget-blind policy cannot do at every b)"),
+    "l1.kinds_apart": Threshold(0.0, f"{DIRECTION} (L1, arXiv 2503.04697, section 3.2: \"at most\" prompts leave "
+                                     "the model free to stop early, \"exactly\" prompts do not)"),
     "search.beats": Threshold(0.0, f"{DIRECTION} (Hugging Face search-and-learn blog and Snell et al. 2024: "
                                    "verifier-guided methods beat majority and best-of-N)"),
     "search.non_inferior": Threshold(-0.01, "non-inferiority margin of one point of accuracy (DVTS matches or beats "
@@ -62,6 +68,10 @@ THRESHOLDS: dict[str, Threshold] = {
                                        "RL raises faithfulness at first)"),
     "voting.varies": Threshold(0.0, f"{DIRECTION} (Wang et al. 2022, arXiv 2203.11171: voting marginalises over "
                                     "diverse reasoning paths; errors repeated in every sample leave nothing to marginalise)"),
+    "voting.prm_over_orm": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: best-of-N "
+                                          "with the PRM above the ORM at every N)"),
+    "voting.orm_over_majority": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: both "
+                                               "reward models above majority voting)"),
     "labels.fp_rise": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, section 3: the hard estimate "
                                      "counts a step right if any rollout reaches the answer)"),
     "labels.fn_fall": Threshold(0.0, f"{DIRECTION}: more rollouts find the answer from a right step"),

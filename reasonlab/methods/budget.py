@@ -41,8 +41,9 @@ from ..core.problems import problems_per_k
 from ..core.model import GPT
 from .config import BUDGET_QUICK as QUICK, VARIANTS, BudgetConfig, Variant  # noqa: F401  (this method's public names)
 from ..core.sampling import generate, sample_tree
-from ..core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, VOCAB, budget_prompt_ids,
-                   chain_steps, make_digits, parse, prompt_ids, solution)
+from ..core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, IGNORE, K_MAX, K_MIN, L1_VOCAB, MAX_LEN, VOCAB,
+                          budget_prompt_ids, chain_steps, make_digits, max_budget_prompt_ids, parse, prompt_ids,
+                          solution)
 from ..train.sft import train_on_batches
 from ..train.rl import RLConfig, every_n_steps, train
 from .tts import budget_hook
@@ -99,8 +100,9 @@ def l1_max(correct: float, budget: int, steps: int, alpha: float = 0.25, delta: 
 
 class BudgetProblem(list):
     """A problem's digits carrying the budget its prompt asks for (rl.train's problem_fn / prompt_fn / reward_fn see
-    the digits only, so the budget rides along)."""
+    the digits only, so the budget rides along), and which reward its prompt asks for (L1's recipe mixes them)."""
     budget: int = 0
+    kind: str = "exact"
 
 
 def draw_problem(rng: random.Random, k: int) -> BudgetProblem:
@@ -111,14 +113,16 @@ def draw_problem(rng: random.Random, k: int) -> BudgetProblem:
 
 
 def reward_fn(kind: str, alpha: float, delta: float, log: dict | None = None) -> Callable:
-    """(digits, parsed) -> L1 reward; also adds the sample to `log` (budget -> running sums) when given."""
+    """(digits, parsed) -> L1 reward (kind "mixed": the reward each problem's prompt asks for); also adds the sample
+    to `log` (budget -> running sums) when given."""
     def r(d: BudgetProblem, p: dict) -> float:
         c = float(p["answer"] == sum(d) % 10)
         n, b = steps_of(p), d.budget
         if log is not None:
             s = log.setdefault(b, np.zeros(5))
             s += (1, n <= b, abs(n - b), c, tokens_used(p))
-        return l1_exact(c, b, n, alpha) if kind == "exact" else l1_max(c, b, n, alpha, delta)
+        return l1_exact(c, b, n, alpha) if (d.kind if kind == "mixed" else kind) == "exact" \
+            else l1_max(c, b, n, alpha, delta)
     return r
 
 
@@ -129,14 +133,16 @@ def annotated_output(digits: list[int], budget: int) -> list[str]:
     return solution(digits, fmt)
 
 
-def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64) -> list[dict]:
-    """Supervised fine-tuning on budget prompts with annotated outputs (train.train_on_batches: warmup + cosine)."""
+def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64, draw: Callable = draw_problem
+                   ) -> list[dict]:
+    """Supervised fine-tuning on budget prompts with annotated outputs (train.train_on_batches: warmup + cosine);
+    `draw(rng, k)` draws each problem and its budget."""
     rng = random.Random(seed + 10_000)
 
     def get_batch(step):
         seq = np.full((batch, MAX_LEN), ID["<pad>"], dtype=np.int64)
         for i in range(batch):
-            p = draw_problem(rng, rng.randint(K_MIN, K_MAX))
+            p = draw(rng, rng.randint(K_MIN, K_MAX))
             ids = budget_prompt_ids(p, p.budget) + [ID[w] for w in annotated_output(p, p.budget)]
             seq[i, :len(ids)] = ids
         inp, tgt = torch.from_numpy(seq[:, :-1].copy()), torch.from_numpy(seq[:, 1:].copy())
@@ -190,6 +196,102 @@ def quick_adherence(model: GPT, seed: int, n: int = 8) -> dict:
             s += (1, steps_of(p) <= b, abs(steps_of(p) - b), p["answer"] == sum(d) % 10, tokens_used(p))
         out[b] = cell(s)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# L1's own recipe (Aggarwal & Welleck 2025, section 3 and cmu-l3/l1's scripts): L1-Exact first, from a policy that
+# already writes several lengths (here the SFT warm start: A, S or T by budget); L1-Max from the Exact checkpoint, on
+# a 50/50 mix of Exact and Max prompts told apart by their tokens (B<b>, M<b>); budgets drawn from what a chain can
+# reach (0..k steps for k digits). Whether there is anything to learn is checked before each RL stage
+# (`best_policies`).
+
+def l1_model(model: GPT) -> GPT:
+    """A budget model with L1_VOCAB: each M<b> embedding is B<b>'s plus one fixed random offset of norm 4 (copies
+    alone would stay too close to be told apart, as budget_model's comment says of B<b>), its output row a copy of
+    <pad>'s (never written)."""
+    c = model.cfg
+    if c.vocab_size != len(BUDGET_VOCAB):
+        raise ValueError(f"l1_model needs a budget model (vocabulary {len(BUDGET_VOCAB)}), got {c.vocab_size}")
+    m = GPT(len(L1_VOCAB), c.d_model, c.n_layers, c.n_heads, c.max_len).to(next(model.parameters()).device)
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    V, n = c.vocab_size, len(BUDGETS)
+    tok, head = m.tok.weight.detach().clone(), m.head.weight.detach().clone()
+    tok[:V], head[:V] = sd["tok.weight"], sd["head.weight"]
+    u = torch.randn(c.d_model, generator=torch.Generator().manual_seed(4321))
+    tok[V:] = sd["tok.weight"][BUDGET0:BUDGET0 + n] + (4.0 * u / u.norm()).to(tok.device)
+    head[V:] = sd["head.weight"][ID["<pad>"]]
+    sd["tok.weight"], sd["head.weight"] = tok, head
+    m.load_state_dict(sd)
+    return m.eval()
+
+
+def draw_reachable(kinds: tuple[str, ...] = ("exact",)) -> Callable:
+    """draw(rng, k): k digits, a budget uniform in 0..k (a chain writes at most k running sums) and a prompt kind
+    uniform over `kinds`."""
+    def draw(rng: random.Random, k: int) -> BudgetProblem:
+        p = BudgetProblem(make_digits(rng, k))
+        p.budget, p.kind = rng.randint(0, k), rng.choice(kinds)
+        return p
+    return draw
+
+
+def recipe_prompt(d: BudgetProblem) -> list[int]:
+    return (max_budget_prompt_ids if d.kind == "max" else budget_prompt_ids)(d, d.budget)
+
+
+def train_recipe(base: GPT, cfg: BudgetConfig, seed: int, max_steps: int | None = None, progress: bool = False
+                 ) -> dict:
+    """SFT warm start (reachable budgets), L1-Exact GRPO for cfg.steps, then L1-Max GRPO from the Exact
+    checkpoint on mixed prompts for max_steps (default cfg.steps). Returns the three models and the seconds."""
+    t0 = time.perf_counter()
+    policy = budget_model(base)
+    sft_warm_start(policy, cfg.sft_steps, cfg.sft_lr, seed, draw=draw_reachable())
+    start = copy.deepcopy(policy)
+
+    def grpo(model, steps, kinds, reward, run_seed):
+        rcfg = RLConfig.preset("grpo", steps=steps, prompts_per_step=cfg.prompts_per_step,
+                               num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
+                               seed=run_seed, log_every=0)
+        train(model, copy.deepcopy(model) if cfg.beta > 0 else None, rcfg, log=None, progress=progress,
+              reward_fn=reward_fn(reward, cfg.alpha, cfg.delta), problem_fn=draw_reachable(kinds),
+              prompt_fn=recipe_prompt)
+    grpo(policy, cfg.steps, ("exact",), "exact", seed)
+    exact = copy.deepcopy(policy)
+    mixed = l1_model(policy)
+    grpo(mixed, cfg.steps if max_steps is None else max_steps, ("exact", "max"), "mixed", seed + 1)
+    return {"start": start, "exact": exact, "max": mixed, "seconds": time.perf_counter() - t0}
+
+
+def eval_recipe(model: GPT, problems: list[list[int]], kind: str, alpha: float, delta: float) -> list[list[dict]]:
+    """Greedy on `kind` prompts ("exact": B<b>, "max": M<b>) at every budget: [b][k - K_MIN] -> mean accuracy,
+    chain steps and L1-Exact and L1-Max rewards (every k must be among the problems)."""
+    prompt = max_budget_prompt_ids if kind == "max" else budget_prompt_ids
+    out = []
+    for b in BUDGETS:
+        by_k: dict[int, list] = {}
+        for d, o in zip(problems, generate(model, [prompt(d, b) for d in problems])):
+            p = parse(o)
+            c, n = float(p["answer"] == sum(d) % 10), steps_of(p)
+            by_k.setdefault(len(d), []).append((c, n, l1_exact(c, b, n, alpha), l1_max(c, b, n, alpha, delta)))
+        out.append([dict(zip(("acc", "steps", "exact_r", "max_r"), np.mean(by_k[k], 0).tolist()))
+                    for k in range(K_MIN, K_MAX + 1)])
+    return out
+
+
+def best_policies(options: list[list[tuple[float, float]]], kind: str, alpha: float, delta: float,
+                  reachable: bool = True) -> dict:
+    """The expected L1 reward of the best budget-blind policy (one option per k, whatever the budget) and of the
+    best budget-aware one (an option per k and budget), budgets uniform over 0..k (reachable) or 0..8. options[i]:
+    the (accuracy, chain steps) a policy can choose from at k = K_MIN + i; an option's reward at budget b is taken
+    at its mean steps (exact for a policy whose steps do not vary within a cell)."""
+    blind, aware = [], []
+    for i, opts in enumerate(options):
+        bs = range(K_MIN + i + 1) if reachable else BUDGETS
+        r = np.array([[l1_exact(a, b, n, alpha) if kind == "exact" else l1_max(a, b, n, alpha, delta) for b in bs]
+                      for a, n in opts])                                    # (options, budgets)
+        blind.append(r.mean(1).max())
+        aware.append(r.max(0).mean())
+    return {"blind": float(np.mean(blind)), "aware": float(np.mean(aware))}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,197 @@
+"""L1 as its authors train it: L1-Exact first, from a policy that writes several lengths; L1-Max from the Exact
+checkpoint on mixed prompts; budgets a chain can reach; and a check, before each RL stage, that reading the budget
+pays (Aggarwal & Welleck 2025, "L1: Controlling How Long A Reasoning Model Thinks With Reinforcement Learning", arXiv
+2503.04697, section 3; cmu-l3/l1's training scripts).
+
+The lab's `l1` experiment trains L1-Max straight from the base model, which writes one format per k whatever the
+budget: RL cannot find what the policy never writes, and with the base model's accuracies a budget-aware policy
+would earn barely more L1-Max reward than a budget-blind one. Here (methods.budget.train_recipe): an SFT warm start
+on reachable budgets (the longest of A / S / T that fits), GRPO with L1-Exact, then GRPO with a 50/50 mix of Exact
+prompts (B<b>) and Max prompts (M<b>, their own tokens) from the Exact checkpoint. `best_policies` computes the best
+budget-blind and budget-aware rewards over what each stage starts from; where the gap is under the design bound, the
+claims that need it are untestable.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.problems import problems_per_k
+from ..core.sampling import generate
+from ..core.task import BUDGETS, K_MAX, K_MIN, parse, prompt_ids
+from ..io.report import plt, save
+from ..methods import budget
+from ..stats import findings as F
+from ..stats.summary import pm
+from . import Experiment, register
+from .thresholds import THRESHOLDS as TH
+
+KS = range(K_MIN, K_MAX + 1)
+CURVES = {"start": "SFT start, B<b>", "exact": "L1-Exact, B<b>", "max_exact": "L1-Max, B<b>",
+          "max_max": "L1-Max, M<b> (at most b)"}
+
+
+@dataclass
+class Config:
+    sft_steps: int = 300
+    """supervised warm-start steps on reachable budgets (the longest fixed format that fits)"""
+    exact_steps: int = 100
+    """GRPO steps with L1-Exact from the warm start"""
+    max_steps: int = 100
+    """GRPO steps with L1-Max and L1-Exact prompts mixed 50/50, from the Exact checkpoint"""
+    eval_n: int = 100
+    """greedy test problems per k, at every budget and prompt kind"""
+
+
+def run(cfg: Config, seed: int, env) -> dict:
+    base = env.base(seed)
+    bc = budget.BudgetConfig(steps=cfg.exact_steps, sft_steps=cfg.sft_steps)
+    tr = budget.train_recipe(base, bc, seed, max_steps=cfg.max_steps)
+    probs = problems_per_k(cfg.eval_n, seed=f"l1-recipe-{seed}", split="test")
+    fixed = {}                                          # k -> [(accuracy, steps) of forced A, S, T] on the base
+    for f in "AST":
+        for d, o in zip(probs, generate(base, [prompt_ids(d) for d in probs], force=[f])):
+            p = parse(o)
+            fixed.setdefault(len(d), {}).setdefault(f, []).append((p["answer"] == sum(d) % 10, budget.steps_of(p)))
+    fixed_opts = [[tuple(np.mean(fixed[k][f], 0).tolist()) for f in "AST"] for k in KS]
+    ev = lambda m, kind: budget.eval_recipe(m, probs, kind, bc.alpha, bc.delta)  # noqa: E731
+    res = {"start": ev(tr["start"], "exact"), "exact": ev(tr["exact"], "exact"),
+           "max_exact": ev(tr["max"], "exact"), "max_max": ev(tr["max"], "max"), "fixed": fixed_opts,
+           "alpha": bc.alpha, "delta": bc.delta, "seconds": round(tr["seconds"], 1)}
+    exact_opts = [[(res["exact"][b][i]["acc"], res["exact"][b][i]["steps"]) for b in range(k + 1)]
+                  for i, k in enumerate(KS)]
+    res["precheck"] = {
+        "exact_from_base": budget.best_policies(fixed_opts, "exact", bc.alpha, bc.delta),
+        "max_from_base_0to8": budget.best_policies(fixed_opts, "max", bc.alpha, bc.delta, reachable=False),
+        "max_from_exact": budget.best_policies(exact_opts, "max", bc.alpha, bc.delta)}
+    return res
+
+
+def reachable(r: dict, curve: str, key: str) -> float:
+    """Mean of a cell value over the reachable (b, k): b <= k."""
+    return float(np.mean([r[curve][b][i][key] for i, k in enumerate(KS) for b in BUDGETS if b <= k]))
+
+
+def spread(r: dict, curve: str) -> float:
+    """Chain steps at the largest reachable budget (b = k) minus at b = 0, mean over k."""
+    return float(np.mean([r[curve][k][i]["steps"] - r[curve][0][i]["steps"] for i, k in enumerate(KS)]))
+
+
+def gap(r: dict, name: str) -> float:
+    return r["precheck"][name]["aware"] - r["precheck"][name]["blind"]
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    """Primary: L1-Exact beats the best budget-blind policy over the formats it starts from. Each RL stage's claims
+    are untestable where its pre-check finds under the design bound to learn."""
+    sec = "17 l1_recipe"
+    bound = TH["l1.aware_gap"].value
+
+    def flat(name, stage):
+        worst = max(gap(r, name) for r in rs)
+        return (f"reading the budget pays at most {worst:.3f} of {stage}'s reward over the best budget-blind policy "
+                f"before that stage, under the design bound {bound:g}: there is nothing for RL to learn") \
+            if worst < bound else None
+    no_exact, no_max = flat("exact_from_base", "L1-Exact"), flat("max_from_exact", "L1-Max")
+    return [F.seed_check(sec, "L1-Exact (from a warm start that writes A, S or T by budget, reachable budgets) earns "
+                         "more L1-Exact reward than the best budget-blind policy over those formats",
+                         "reward(L1-Exact on B<b>) - blind, reachable b",
+                         [reachable(r, "exact", "exact_r") - r["precheck"]["exact_from_base"]["blind"] for r in rs],
+                         TH["l1.beats_blind"], untestable=no_exact, control="the best budget-blind policy"),
+            F.seed_check(sec, "Before the Exact stage, a budget-aware policy earns clearly more L1-Exact reward than a "
+                         "budget-blind one with the base model's formats (the precondition)",
+                         "aware - blind, expected L1-Exact reward, reachable b", [gap(r, "exact_from_base") for r in rs],
+                         TH["l1.aware_gap"]),
+            F.seed_check(sec, "GRPO with L1-Exact raises the L1-Exact reward over its SFT start", "reward(L1-Exact) - "
+                         "reward(SFT start), on B<b>, reachable b", [reachable(r, "exact", "exact_r")
+                                                                     - reachable(r, "start", "exact_r") for r in rs],
+                         TH["l1.beats_blind"], control="the SFT start"),
+            F.seed_check(sec, "Before the Max stage, a budget-aware policy earns clearly more L1-Max reward than a "
+                         "budget-blind one with the Exact checkpoint's lengths (the precondition)",
+                         "aware - blind, expected L1-Max reward, reachable b", [gap(r, "max_from_exact") for r in rs],
+                         TH["l1.aware_gap"]),
+            F.seed_check(sec, "L1-Max trained as L1 does (Max from the Exact checkpoint on mixed prompts) reads its "
+                         "budget: on Max prompts it writes more than one chain step more at b = k than at b = 0",
+                         "steps(b = k) - steps(b = 0) on M<b>, mean over k", [spread(r, "max_max") for r in rs],
+                         TH["l1.reads"], untestable=no_max),
+            F.seed_check(sec, "L1-Max earns more L1-Max reward on Max prompts than the best budget-blind policy over "
+                         "the Exact checkpoint's lengths", "reward(L1-Max on M<b>) - blind, reachable b",
+                         [reachable(r, "max_max", "max_r") - r["precheck"]["max_from_exact"]["blind"] for r in rs],
+                         TH["l1.beats_blind"], untestable=no_max, control="the best budget-blind policy"),
+            F.seed_check(sec, "One model reads the two prompts apart: at the same budget it writes fewer steps when "
+                         "told \"at most b\" (M<b>) than \"exactly b\" (B<b>)", "steps on B<b> - steps on M<b>, "
+                         "L1-Max model, reachable b", [reachable(r, "max_exact", "steps")
+                                                       - reachable(r, "max_max", "steps") for r in rs],
+                         TH["l1.kinds_apart"], control="the same model on the other prompt")]
+
+
+def curve(r: dict, name: str, key: str) -> list[float]:
+    """A cell value against b, mean over the k that can reach b."""
+    return [float(np.mean([r[name][b][i][key] for i, k in enumerate(KS) if b <= k])) for b in BUDGETS]
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    for name, c in zip(CURVES, ("#8C8C8C", "#4C72B0", "#55A868", "#C44E52")):
+        for ax, key in zip(axes, ("steps", "acc")):
+            y = np.array([curve(r, name, key) for r in rs])
+            ax.plot(BUDGETS, y.mean(0), marker="o", ms=3, color=c, label=CURVES[name])
+            ax.fill_between(BUDGETS, y.min(0), y.max(0), color=c, alpha=0.12)
+    axes[0].plot(BUDGETS, BUDGETS, ls=":", color="k", lw=1, label="steps = b")
+    axes[0].set_ylabel("chain steps written (mean over k >= b)")
+    axes[1].set_ylabel("accuracy (mean over k >= b)")
+    for ax in axes:
+        ax.set_xlabel("budget b (chain steps)")
+    axes[0].legend(fontsize=8)
+    save(fig, os.path.join(out, "l1_recipe", "budgets.png"))
+    rows = ["| before | reward | best budget-blind | best budget-aware | aware - blind |", "|---|---|---|---|---|"]
+    for name, label, rw in (("max_from_base_0to8", "L1-Max from the base (the `l1` experiment: b in 0..8)", "Max"),
+                            ("exact_from_base", "L1-Exact from the warm start (A / S / T), reachable b", "Exact"),
+                            ("max_from_exact", "L1-Max from the Exact checkpoint, reachable b", "Max")):
+        rows.append(f"| {label} | {rw} | {pm([r['precheck'][name]['blind'] for r in rs])} | "
+                    f"{pm([r['precheck'][name]['aware'] for r in rs])} | {pm([gap(r, name) for r in rs])} |")
+    trows = ["| model, prompt | steps(b = k) - steps(b = 0) | accuracy | L1-Exact reward | L1-Max reward |",
+             "|---|---|---|---|---|"]
+    for name, label in CURVES.items():
+        trows.append(f"| {label} | {pm([spread(r, name) for r in rs])} | {pm([reachable(r, name, 'acc') for r in rs])}"
+                     f" | {pm([reachable(r, name, 'exact_r') for r in rs])} | "
+                     f"{pm([reachable(r, name, 'max_r') for r in rs])} |")
+    fs = claims(rs)
+    head = (f"reading the budget pays {pm([gap(r, 'exact_from_base') for r in rs])} before L1-Exact, "
+            f"{pm([gap(r, 'max_from_exact') for r in rs])} before L1-Max")
+    md = f"""## 17. L1 as its authors train it: Exact first, Max from Exact, budgets a chain can reach
+
+> **Question.** The `l1` experiment's L1-Max, trained from the base model, ignores its budget. Trained the way L1's
+> authors train it, does it read the budget, and was there anything to learn before each stage?
+
+![L1's recipe](l1_recipe/budgets.png)
+
+What a perfect policy could earn before each RL stage, from the lengths and accuracies it starts with (expected
+reward, budgets uniform; an option's reward at its mean steps):
+
+{chr(10).join(rows)}
+
+After training, greedy on the test problems, reachable cells (b <= k):
+
+{chr(10).join(trows)}
+
+α = {rs[0]['alpha']:g} per step, δ = {rs[0]['delta']:g}; {pm([r['seconds'] for r in rs], '{:.0f}')} s of training
+per seed; mean ± std over seeds. {" ".join(F.verdict_line(f) for f in fs)}
+
+*Paper:* Aggarwal & Welleck 2025, arXiv 2503.04697 (cmu-l3/l1).
+*Explore:* `reasonlab lab --only l1_recipe`; `budget.train_recipe(base, BudgetConfig(), seed)` returns the three
+models; `budget.best_policies` prices any set of lengths before training.
+"""
+    return [(md, head)]
+
+
+def check(result) -> None:
+    if any(key not in result for key in (*CURVES, "precheck", "fixed")) or len(result["max_max"]) != len(BUDGETS):
+        raise ValueError("an l1_recipe result needs every model's cells at every budget and the pre-checks")
+
+
+register(Experiment("l1_recipe", Config, run, claims, render, check=check,
+                    quick=Config(sft_steps=4, exact_steps=2, max_steps=2, eval_n=2), run_cost=30, render_cost=0.3,
+                    tier="lesson"))
