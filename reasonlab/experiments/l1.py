@@ -286,7 +286,10 @@ are both forcings and the budget-blind fixed formats (the A, S, T points per k):
 whatever b says would win a comparison with a truncated T chain alone. L1's paper and code differ from this port in
 where Max starts (the Exact checkpoint, there), in n (the whole response, there) and in the budget's form (a number
 in the prompt); Max's (clip(α(b − n), −1, 1) + 1)/2 is the paper's clip with δ = 0.5 (budget.py's docstring has the
-details).
+details). L1-Max from the base model is the lesson it is: RL cannot find what the policy never writes (the base
+model writes one format per k whatever b says, and with its accuracies a budget-aware policy would earn little more
+L1-Max reward than a budget-blind one: section 17 prices it). L1's own recipe, Exact first and Max from Exact on
+budgets a chain can reach, is section 17 (`reasonlab lab --only l1_recipe`).
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
