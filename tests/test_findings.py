@@ -214,3 +214,12 @@ def test_the_findings_table_prints_every_claim_with_its_verdict():
     t = F.table(fs)
     assert "Chains beat direct answers" in t and "**holds**" in t and "a claim" in t and "**inconclusive**" in t
     assert F.verdict_line(fs[0]).startswith("**Holds** on this run: chains beat")
+
+
+def test_a_verdict_line_keeps_an_acronym_that_opens_the_claim():
+    f = F.seed_check("x", "RL solves problems the start never samples", "share", [0.1, 0.12, 0.11], 0.0)
+    assert "on this run: RL solves" in F.verdict_line(f)
+    f = F.seed_check("x", "L1-Max reads its budget", "spread", [1.1, 1.2, 1.3], 0.0)
+    assert "on this run: L1-Max reads" in F.verdict_line(f)
+    f = F.seed_check("x", "Chains beat direct answers", "gain", [0.1, 0.12, 0.11], 0.0)
+    assert "on this run: chains beat" in F.verdict_line(f)

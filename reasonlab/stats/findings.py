@@ -198,4 +198,7 @@ def verdict_line(f: dict) -> str:
     ci = f["ci95"]
     ev = "" if f["value"] is None else f" ({f['statistic']} = {f['value']:.3f}, 95 % CI [{_num(ci[0])}, {_num(ci[1])}], threshold {f['threshold']})"
     why = f"; {f['untestable']}" if f.get("untestable") else ""
-    return f"**{f['verdict'].capitalize()}** on this run: {f['claim'][0].lower() + f['claim'][1:]}{ev}{why}."
+    c = f["claim"]
+    name = c.split(" ")[0][1:]                  # "RL ..." and "L1-Max ..." keep their capitals; "Chains ..." does not
+    c = c if any(ch.isupper() or ch.isdigit() for ch in name) else c[0].lower() + c[1:]
+    return f"**{f['verdict'].capitalize()}** on this run: {c}{ev}{why}."
