@@ -88,3 +88,8 @@ def test_check_needs_best_of_n_with_both_verifiers():
             assert "bon" in str(e)
         else:
             raise AssertionError("a result without best-of-N with the ORM and the PRM passed the check")
+
+
+def test_a_thinker_greedy_at_the_ceiling_leaves_voting_untestable():
+    fs = voting.claims([result(0.0, 0.0, greedy=1.0) for s in range(5)])
+    assert fs[0]["verdict"] == F.UNTESTABLE and fs[2]["verdict"] == F.UNTESTABLE and "cannot pass" in fs[0]["untestable"]
