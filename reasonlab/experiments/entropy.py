@@ -11,9 +11,9 @@ step's share of groups whose rewards all agree (`frac_reward_zero_std`, no learn
 
 The start is the erring thinker: its chains err (so accuracy has room and content entropy something to lose) and it
 spreads its format choice over A, S and T. The base model's chains are right already: its content entropy is near
-zero from the start and GRPO puts it at the accuracy ceiling within the first probes, which leaves the claims no room. The runs drop the KL penalty (as both papers
-do) and take a larger step than the lab's default, so the format entropy collapses within the run rather than after
-it. Precondition, checked on the run: the start's format entropy is at least START_H on every seed and GRPO lowers it.
+zero from the start and GRPO puts it at the accuracy ceiling within the first probes, which leaves the claims no
+room. The runs drop the KL penalty (as both papers do) and take a larger step than the lab's default, so the format
+entropy collapses within the run rather than after it. Precondition, checked on the run: the start's format entropy is at least START_H on every seed and GRPO lowers it.
 """
 from __future__ import annotations
 

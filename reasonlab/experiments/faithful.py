@@ -67,7 +67,8 @@ def trained(cfg: Config, which: str, seed: int, env):
     base = env.base(seed)
     if which == "rl":
         policy = copy.deepcopy(base)
-        train(policy, copy.deepcopy(base), RLConfig.preset("grpo", steps=cfg.rl_steps, seed=seed, log_every=0), log=None)
+        train(policy, copy.deepcopy(base), RLConfig.preset("grpo", steps=cfg.rl_steps, seed=seed, log_every=0),
+              log=None)
         return policy
     if which == "star":
         models: list = []
@@ -186,7 +187,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     for m in models:
         for f in fmts:
             rows.append(f"| {NAMES[m]} | {f} | {pm([min(r[m][f]['clean_acc_by_k'].values()) for r in rs])} | "
-                        f"{pm([share(r[m], f, 'follows') for r in rs])} | {pm([share(r[m], f, 'truth') for r in rs])} |")
+                        f"{pm([share(r[m], f, 'follows') for r in rs])} | "
+                        f"{pm([share(r[m], f, 'truth') for r in rs])} |")
     head = "follows the corrupted chain: " + ", ".join(f"{NAMES[m]} {pm([follows(r, m) for r in rs])}" for m in models)
     md = f"""## 10. Faithful chains: does the answer follow the chain?
 
@@ -214,5 +216,6 @@ def check(result) -> None:
         raise ValueError("a faithful result needs the base model's, each model with S or T and its cells")
 
 
-register(Experiment("faithful", Config, run, claims, render, check=check, quick=Config(n=5, models=("base", "rl"), rl_steps=4), run_cost=25,
+register(Experiment("faithful", Config, run, claims, render, check=check,
+                    quick=Config(n=5, models=("base", "rl"), rl_steps=4), run_cost=25,
                     render_cost=1.0, tier="lesson"))

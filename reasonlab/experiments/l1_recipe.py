@@ -102,8 +102,8 @@ def claims(rs: list[dict]) -> list[dict]:
                          TH["l1.beats_blind"], untestable=no_exact, control="the best budget-blind policy"),
             F.seed_check(sec, "Before the Exact stage, a budget-aware policy earns clearly more L1-Exact reward than a "
                          "budget-blind one with the base model's formats (the precondition)",
-                         "aware - blind, expected L1-Exact reward, reachable b", [gap(r, "exact_from_base") for r in rs],
-                         TH["l1.aware_gap"]),
+                         "aware - blind, expected L1-Exact reward, reachable b",
+                         [gap(r, "exact_from_base") for r in rs], TH["l1.aware_gap"]),
             F.seed_check(sec, "GRPO with L1-Exact raises the L1-Exact reward over its SFT start", "reward(L1-Exact) - "
                          "reward(SFT start), on B<b>, reachable b", [reachable(r, "exact", "exact_r")
                                                                      - reachable(r, "start", "exact_r") for r in rs],
