@@ -33,7 +33,7 @@ def _logprob(model: GPT, prompts, outputs, temperature: float) -> np.ndarray:
     """Each output's log-probability at `temperature` (the sampling distribution: logits / temperature)."""
     lg, tok, mask = output_logits(model, prompts, outputs)
     lp = torch.log_softmax(lg.float() / temperature, -1).gather(-1, tok[:, :, None]).squeeze(-1) * mask
-    return lp.sum(1).double().numpy()
+    return lp.sum(1).double().cpu().numpy()
 
 
 def pass_exact(p: np.ndarray, N: int) -> np.ndarray:
