@@ -10,10 +10,11 @@ solution (per role: a token mean would move with the format mix, since T is long
 step's share of groups whose rewards all agree (`frac_reward_zero_std`, no learning signal) comes from the run.
 
 The start is the erring thinker: its chains err (so accuracy has room and content entropy something to lose) and it
-spreads its format choice over A, S and T. The base model's chains are right already: its content entropy is near
-zero from the start and GRPO puts it at the accuracy ceiling within the first probes, which leaves the claims no
-room. The runs drop the KL penalty (as both papers do) and take a larger step than the lab's default, so the format
-entropy collapses within the run rather than after it. Precondition, checked on the run: the start's format entropy is at least START_H on every seed and GRPO lowers it.
+spreads its format choice over A, S and T. The base model's chains are right already, so its content entropy starts
+near zero and its accuracy near the ceiling, which would leave the claims no room. The runs drop the KL penalty (as
+both papers do) and take a larger step than the lab's default, so the format entropy collapses within the run
+rather than after it. Precondition, checked on the run: the start's format entropy is at least START_H on every seed
+and GRPO lowers it.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from ..io.report import plt, save
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.rl import RLConfig, entropy, every_n_steps, train
+from ..train.sft import ERR_CFG
 from ..train.zoo import get_erring_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
@@ -57,7 +59,7 @@ class Config:
     probe_n: int = 50
     """held-out test problems per k in the probe set"""
     learning_rate: float = 3e-4
-    """Adam rate of every arm (the lab's 3e-5 moves the format mix too little within the run)"""
+    """Adam rate of every arm (above the lab's RL default, so that the format mix moves within the run)"""
     num_iterations: int = 4
     """updates per batch of samples, so that the ratio leaves 1 and the clip can bite"""
     epsilon_high: float = 0.28
@@ -85,7 +87,7 @@ def probe(model, probs: list[list[int]]) -> dict:
             out["format_H"] = h[:, 0].mean().item()
             p = torch.softmax(logits[:, 0], -1)
             out["p_format"] = {f: p[:, ID[t]].mean().item() for f, t in FORMATS.items()}
-        rows = torch.arange(len(probs))
+        rows = torch.arange(len(probs), device=h.device)
         role = {"answer": h[rows, n - 2].mean().item()}            # the digit after "A", before "</s>"
         if name != "direct":                                       # positions 1 .. n - 4: the running sums
             role["chain"] = float(np.mean([h[i, 1:n[i] - 3].mean().item() for i in range(len(probs))]))
@@ -252,6 +254,11 @@ def check(result) -> None:
         raise ValueError("an entropy result needs its start probe and every arm's curve and history")
 
 
-register(Experiment("entropy", Config, run, claims, render, check=check,
+def depends(cfg: Config) -> dict:
+    """The erring thinker's recipe: a change to it reruns the lesson."""
+    return {"erring": ERR_CFG}
+
+
+register(Experiment("entropy", Config, run, claims, render, depends=depends, check=check,
                     quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=40, render_cost=1.0,
                     tier="lesson"))
