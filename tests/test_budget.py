@@ -1,5 +1,8 @@
 """Thinking on a budget (budget.py): budget vocabulary and prompts, L1's rewards, the stride classifier, the CLI's
 refusals, and a short learning run in which adherence rises."""
+import importlib.util
+import json
+import os
 import random
 
 import numpy as np
@@ -11,7 +14,9 @@ from reasonlab.cli import main
 from reasonlab.core.sampling import generate
 from reasonlab.core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, K_MAX, MAX_LEN, PROMPT_LEN, VOCAB, budget_prompt_ids,
                             make_digits, parse, prompt_ids, solution)
+from reasonlab.io.checkpoint import save_model
 from reasonlab.train.sft import build_model
+from reasonlab.train.zoo import base_model
 
 
 def test_budget_vocabulary_leaves_the_spec_alone():
@@ -206,11 +211,6 @@ def test_methods_keep_the_runs_variant_order_after_a_json_round_trip():
 def test_the_independent_evaluation_script_reads_saved_budget_models(tmp_path, quick_cache, capsys):
     """scripts/eval_budget_models.py evaluates every model-<variant>-seed<s> in a directory at every budget on fresh
     problems and writes independent_eval.json; a directory without models is one line and exit code 2."""
-    import importlib.util
-    import json
-    import os
-    from reasonlab.io.checkpoint import save_model
-    from reasonlab.train.zoo import base_model
     spec = importlib.util.spec_from_file_location(
         "eval_budget_models", os.path.join(os.path.dirname(__file__), "..", "scripts", "eval_budget_models.py"))
     script = importlib.util.module_from_spec(spec)

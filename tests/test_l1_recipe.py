@@ -1,5 +1,6 @@
 """L1's own recipe: the Max tokens, reachable budgets, the mixed reward, the pre-check's arithmetic, and the lesson's
 claims on hand-made results (hold, fail, untestable)."""
+import itertools
 import random
 
 import numpy as np
@@ -17,7 +18,8 @@ from reasonlab.stats import findings as F
 def test_max_prompts_differ_from_exact_prompts_only_in_the_budget_token():
     d = [3, 5, 9, 1]
     assert max_budget_prompt_ids(d, 2)[:-1] == budget_prompt_ids(d, 2)[:-1]
-    assert max_budget_prompt_ids(d, 2)[-1] == MAX_BUDGET0 + 2 == len(BUDGET_VOCAB) + 2 and len(L1_VOCAB) == MAX_BUDGET0 + 9
+    assert max_budget_prompt_ids(d, 2)[-1] == MAX_BUDGET0 + 2 == len(BUDGET_VOCAB) + 2
+    assert len(L1_VOCAB) == MAX_BUDGET0 + 9
     with pytest.raises(ValueError):
         max_budget_prompt_ids(d, 9)
 
@@ -56,7 +58,6 @@ def test_reachable_draws_and_the_mixed_reward():
 
 def test_best_policies_replays_enumeration():
     """The best blind and aware rewards against brute force over every policy (an option per k; per (k, b))."""
-    import itertools
     opts = [[(1.0, 0.0), (1.0, 2.0)], [(0.3, 0.0), (1.0, 2.0), (1.0, 3.0)]] + [[(0.1, 0.0), (1.0, 4.0)]] * 5
     for kind in ("exact", "max"):
         R = (lambda a, b, n: B.l1_exact(a, b, n, 0.25)) if kind == "exact" else \
@@ -94,8 +95,20 @@ def test_claims_hold_fail_and_are_untestable():
     fs = E.claims([result(exact_gain=-0.1, max_gap=0.1, spread_max=0.0, apart=-0.5, s=s) for s in range(5)])
     assert [f["verdict"] for f in fs] == [F.FAILS, F.HOLDS, F.HOLDS, F.HOLDS, F.FAILS, F.HOLDS, F.FAILS]
     fs = E.claims([result(max_gap=0.01, s=s) for s in range(5)])          # nothing for L1-Max to learn
-    assert [f["verdict"] for f in fs][3:6] == [F.FAILS, F.UNTESTABLE, F.UNTESTABLE]
-    assert "nothing for RL to learn" in fs[4]["untestable"]
+    assert [f["verdict"] for f in fs][3:6] == [F.FAILS, F.HOLDS, F.UNTESTABLE]     # it reads, with nothing to gain
+    assert "nothing for RL to learn" in fs[5]["untestable"]
+
+
+def test_reachable_cells_are_weighted_as_training_draws_them():
+    """The mean over k of the mean over b = 0..k (best_policies' weighting), not a pool of all b <= k cells: with a
+    reward that grows with b, the two differ."""
+    r = result()
+    for b in BUDGETS:
+        for i, k in enumerate(range(K_MIN, K_MAX + 1)):
+            r["exact"][b][i]["exact_r"] = b / 8
+    want = np.mean([np.mean([b / 8 for b in range(k + 1)]) for k in range(K_MIN, K_MAX + 1)])
+    pooled = np.mean([b / 8 for k in range(K_MIN, K_MAX + 1) for b in range(k + 1)])
+    assert E.reachable(r, "exact", "exact_r") == pytest.approx(want) and abs(want - pooled) > 0.01
 
 
 def test_check_needs_every_curve_and_the_prechecks():

@@ -1,4 +1,6 @@
 """The process-labels lesson: its rates and claims on hand-made results (hold, fail, untestable)."""
+import pytest
+
 from reasonlab.experiments import labels
 from reasonlab.stats import findings as F
 
@@ -40,7 +42,8 @@ def test_claims_hold_fail_and_are_untestable():
 
 
 def jitter(prm: dict, s: int) -> dict:
-    return {name: {key: v + 0.002 * ((s * 7 + i * 3) % 5) for key, v in c.items()} for i, (name, c) in enumerate(prm.items())}
+    return {name: {key: v + 0.002 * ((s * 7 + i * 3) % 5) for key, v in c.items()}
+            for i, (name, c) in enumerate(prm.items())}
 
 
 def test_prm_claims_hold_fail_and_are_untestable():
@@ -56,7 +59,6 @@ def test_prm_claims_hold_fail_and_are_untestable():
 
 
 def test_the_result_check_asks_for_the_prms():
-    import pytest
     labels.check(result(RISE, TP))
     with pytest.raises(ValueError, match="each PRM"):
         labels.check({"cells": {}, "steps": 0})

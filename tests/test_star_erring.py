@@ -17,7 +17,8 @@ def result(s0: float, s1: dict, fp: float = 0.03) -> dict:
 
 
 def test_claims_hold_fail_and_are_untestable():
-    fs = E.claims([result(0.66, {"none": 0.66 + 0.002 * s, "answer": 0.85 + 0.01 * s, "chain": 0.99}) for s in range(5)])
+    fs = E.claims([result(0.66, {"none": 0.66 + 0.002 * s, "answer": 0.85 + 0.01 * s, "chain": 0.99})
+                   for s in range(5)])
     assert [f["verdict"] for f in fs] == [F.HOLDS] * 3
     assert abs(fs[0]["value"] - 0.21) < 1e-9
     fs = E.claims([result(0.66, {"none": 0.8, "answer": 0.64 - 0.01 * s, "chain": 0.6}) for s in range(5)])

@@ -92,4 +92,11 @@ def test_check_needs_best_of_n_with_both_verifiers():
 
 def test_a_thinker_greedy_at_the_ceiling_leaves_voting_untestable():
     fs = voting.claims([result(0.0, 0.0, greedy=1.0) for s in range(5)])
-    assert fs[0]["verdict"] == F.UNTESTABLE and fs[2]["verdict"] == F.UNTESTABLE and "cannot pass" in fs[0]["untestable"]
+    assert fs[0]["verdict"] == F.UNTESTABLE and fs[2]["verdict"] == F.UNTESTABLE
+    assert "cannot pass" in fs[0]["untestable"]
+
+
+def test_room_is_the_mean_of_each_seeds_bound():
+    """One seed already right at greedy leaves the others' gains testable: the mean gain can still pass."""
+    rs = [result(0.0, 0.3 + 0.01 * s) for s in range(4)] + [result(0.0, 0.0, greedy=1.0)]
+    assert voting.claims(rs)[0]["verdict"] != F.UNTESTABLE

@@ -35,6 +35,7 @@ from ..stats.summary import pm
 from ..train.rl import RLConfig, train
 from ..train.sft import base_name
 from . import Experiment, register
+from . import star as star_lab
 from .thresholds import THRESHOLDS as TH
 
 FMT = {"S": "short", "T": "full"}
@@ -72,9 +73,9 @@ def trained(cfg: Config, which: str, seed: int, env):
         return policy
     if which == "star":
         models: list = []
-        star_method.run(base, base_name(seed, env.quick), StarConfig(rounds=cfg.star_rounds, problems=5000, steps=300,
-                                                                              seed=seed, eval_n=30), log=None,
-                        cache=env.cache, models=models)
+        recipe = StarConfig(rounds=cfg.star_rounds, problems=star_lab.Config.problems, steps=star_lab.Config.steps,
+                            seed=seed, eval_n=30)          # the star experiment's recipe (evaluated on fewer problems)
+        star_method.run(base, base_name(seed, env.quick), recipe, log=None, cache=env.cache, models=models)
         return models[-1] if models else base
     return base
 
@@ -152,7 +153,7 @@ def claims(rs: list[dict]) -> list[dict]:
                                     "base model's (training on the outcome tightens the tie)",
                                     f"follows({m}) - follows(base)", diff, TH["faithful.trained"],
                                     untestable=precondition(rs, m) or pre, control="the base model",
-                                    room=max(1.0 - follows(r, "base") for r in rs)))
+                                    room=float(np.mean([1.0 - follows(r, "base") for r in rs]))))
     return out
 
 

@@ -204,6 +204,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fs = claims(rs)
     gap = pm([x["grad"]["k3"]["rel_err"] for x in p], "{:.2f}")
     norm = pm([x["grad"]["k3"]["norm"] / x["grad"]["grad_norm"] for x in p], "{:.2f}")
+    cos = float(np.mean([x["grad"]["k3"]["cos"] for x in p]))
+    where = "mostly in length" if cos > 0.9 else "in direction as well as length"
     head = f"k3-loss gradient off the KL gradient by {gap} (relative) at {pm([x['kl'] for x in p])} nats/token"
     md = f"""## 13. Exact KL: the estimators, their gradients, and the reward-KL frontier
 
@@ -220,7 +222,7 @@ Left and middle: one GRPO run per seed (beta = {rs[0]['probe_beta']:g}, k3), pro
 policy samples on held-out prompts; each number is a sum over the 18-token vocabulary, not a sample. k1 and k3 are
 unbiased (bias 0), k2 is not; as losses, k1's expected gradient is 0, k2's is that of KL(pi || pi_ref), k3's that of
 the forward KL(pi_ref || pi): at the last probe it is {gap} of the reverse gradient off, at
-{pm([x['kl'] for x in p])} nats per token (forward KL {pm([x['kl_fwd'] for x in p])}), mostly in length (cosine
+{pm([x['kl'] for x in p])} nats per token (forward KL {pm([x['kl_fwd'] for x in p])}), {where} (cosine
 {pm([x['grad']['k3']['cos'] for x in p])}; its norm {norm} times the KL gradient's). Right: {rs[0]['steps']} steps
 per run, all with k3; every run's KL measured the same way, never with its own estimator: the sequence KL is
 Rao-Blackwellised (the exact per-position KL summed along sampled outputs: unbiased, not exact), the bound is exact.

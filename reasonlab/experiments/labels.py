@@ -16,7 +16,7 @@ over the same samples (the policy without a verifier).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -32,6 +32,7 @@ from ..methods.tts import majority
 from ..methods.verifier import aggregate, auroc, oracle_labels, steps, train_verifier
 from ..stats import findings as F
 from ..stats.summary import pm
+from ..train.sft import ERR_CFG
 from ..train.zoo import thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
@@ -106,7 +107,8 @@ def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
 def rate(r: dict, exact: int, rollouts: int, k: int | None = None) -> float:
     """The share of steps with this exact label whose hard estimate over `rollouts` says "right": the false-positive
     rate for exact = 0, the true-positive rate for exact = 1."""
-    cs = [c for kl, c in r["cells"].items() if int(kl.split("/")[1]) == exact and (k is None or int(kl.split("/")[0]) == k)]
+    cs = [c for kl, c in r["cells"].items()
+          if int(kl.split("/")[1]) == exact and (k is None or int(kl.split("/")[0]) == k)]
     return sum(c[f"any{rollouts}"] for c in cs) / max(1, sum(c["n"] for c in cs))
 
 
@@ -118,14 +120,16 @@ def claims(rs: list[dict]) -> list[dict]:
     lo, hi = min(ROLLOUTS), max(ROLLOUTS)
     fp = [rate(r, 0, hi) - rate(r, 0, lo) for r in rs]
     fn = [(1 - rate(r, 1, lo)) - (1 - rate(r, 1, hi)) for r in rs]
-    no_wrong = "no wrong steps to label: the thinker's chains are all right" if min(count(r, 0) for r in rs) == 0 else None
+    no_wrong = "no wrong steps to label: the thinker's chains are all right" \
+        if min(count(r, 0) for r in rs) == 0 else None
     no_right = "no right steps to label" if min(count(r, 1) for r in rs) == 0 else None
-    return [F.seed_check("11 labels", f"More rollouts make Math-Shepherd's hard labels pass more wrong steps: the false-"
+    sec = "11 labels"
+    return [F.seed_check(sec, f"More rollouts make Math-Shepherd's hard labels pass more wrong steps: the false-"
                          f"positive rate rises from {lo} to {hi} rollouts", f"FP({hi}) - FP({lo})", fp,
                          TH["labels.fp_rise"], untestable=no_wrong),
-            F.seed_check("11 labels", f"More rollouts miss fewer right steps: the false-negative rate falls from {lo} to "
+            F.seed_check(sec, f"More rollouts miss fewer right steps: the false-negative rate falls from {lo} to "
                          f"{hi} rollouts", f"FN({lo}) - FN({hi})", fn, TH["labels.fn_fall"], untestable=no_right),
-            F.seed_check("11 labels", "At 8 rollouts (Math-Shepherd's N) more than 5 % of wrong steps are labelled right",
+            F.seed_check(sec, "At 8 rollouts (Math-Shepherd's N) more than 5 % of wrong steps are labelled right",
                          "FP(8)", [rate(r, 0, 8) for r in rs], TH["labels.fp_level"], untestable=no_wrong),
             *prm_claims(rs)]
 
@@ -145,7 +149,7 @@ def prm_claims(rs: list[dict]) -> list[dict]:
                          untestable=none),
             F.seed_check("11 labels", f"The label noise reaches the answer: best-of-{N} with the exact-label PRM beats "
                          f"best-of-{N} with the 8-rollout one", "BoN(exact) - BoN(MC, 8)", d("exact", "mc8", "bon"),
-                         TH["labels.prm_bon"]),
+                         TH["labels.prm_label_bon"]),
             F.seed_check("11 labels", "The 8-rollout PRM still beats majority voting over the same samples (the policy "
                          "without a verifier)", f"BoN(MC, 8) - maj@{N}",
                          [r["prm"]["mc8"]["bon"] - r["majority"] for r in rs], TH["labels.prm_bon"])]
@@ -153,7 +157,8 @@ def prm_claims(rs: list[dict]) -> list[dict]:
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    for exact, name in ((0, "false positives (wrong step labelled right)"), (1, "false negatives (right step labelled wrong)")):
+    for exact, name in ((0, "false positives (wrong step labelled right)"),
+                        (1, "false negatives (right step labelled wrong)")):
         y = np.array([[rate(r, 0, R) if exact == 0 else 1 - rate(r, 1, R) for R in ROLLOUTS] for r in rs])
         ax.errorbar(ROLLOUTS, y.mean(0), yerr=y.std(0), marker="o", ms=3, capsize=2, label=name)
     ax.set_xscale("log", base=2)
@@ -164,7 +169,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     rows = ["| rollouts | false positives | false negatives |", "|---|---|---|"]
     rows += [f"| {R} | {pm([rate(r, 0, R) for r in rs])} | {pm([1 - rate(r, 1, R) for r in rs])} |" for R in ROLLOUTS]
     prow = ["| PRM trained on | chain-step AUROC | best-of-N |", "|---|---|---|"]
-    prow += [f"| {SHOWN[name]} | {pm([r['prm'][name]['auroc'] for r in rs])} | {pm([r['prm'][name]['bon'] for r in rs])} |"
+    prow += [f"| {SHOWN[name]} | {pm([r['prm'][name]['auroc'] for r in rs])} | "
+             f"{pm([r['prm'][name]['bon'] for r in rs])} |"
              for name in PRMS]
     prow += [f"| (none: majority voting) | – | {pm([r['majority'] for r in rs])} |",
              f"| (none: one sample) | – | {pm([r['single'] for r in rs])} |"]
@@ -201,5 +207,11 @@ def check(result) -> None:
         raise ValueError("a labels result needs its cells and each PRM's AUROC and best-of-N")
 
 
-register(Experiment("labels", Config, run, claims, render, check=check, quick=Config(n=3, prm_n=3, best_of=2), run_cost=20,
+def depends(cfg: Config) -> dict:
+    """The erring thinker's recipe and the verifiers' defaults: a change to it reruns the lesson."""
+    return {"erring": ERR_CFG, "verifier": asdict(VerifierConfig())}
+
+
+register(Experiment("labels", Config, run, claims, render, depends=depends, check=check, quick=Config(n=3, prm_n=3, best_of=2),
+                    run_cost=20,
                     render_cost=0.5, tier="lesson"))

@@ -115,8 +115,10 @@ def claims(rs: list[dict]) -> list[dict]:
 def length_bias(rs: list[dict]) -> dict:
     """Dr. GRPO's length bias through the format choice: GRPO divides each completion's loss by its own length, so
     a long wrong output (a T chain, 12 tokens) is pushed down less per token than a short wrong one (A, 3 tokens);
-    Dr. GRPO divides by a constant. Same seed, same first samples: the sampled length over the last 10 steps."""
-    claim = "GRPO drifts toward longer outputs than Dr. GRPO (its per-sequence mean favours long wrong outputs)"
+    Dr. GRPO divides by a constant (and, as its paper does, does not scale the advantage by the group's std). Same
+    seed, same first samples: the sampled length over the last 10 steps."""
+    claim = ("GRPO drifts toward longer outputs than Dr. GRPO (the two differ in the per-sequence mean, which favours "
+             "long wrong outputs, and in the advantage's std scaling)")
     if "grpo" not in rs[0] or "dr_grpo" not in rs[0]:
         return missing("6 RL", claim, "needs grpo and dr_grpo in the RL experiment")
     diff = [r["grpo"]["sampled_last10"]["length"] - r["dr_grpo"]["sampled_last10"]["length"] for r in rs]

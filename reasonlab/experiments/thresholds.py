@@ -43,6 +43,10 @@ THRESHOLDS: dict[str, Threshold] = {
                                     "twentieth of a right answer) before RL is asked to learn it"),
     "l1.beats_blind": Threshold(0.0, f"{DIRECTION} (L1, arXiv 2503.04697, section 3: the length term rewards "
                                      "meeting the budget, which a budget-blind policy cannot do at every b)"),
+    "l1.reads_reachable": Threshold(1.0, "practical margin: one more chain step at the largest reachable budget "
+                                         "(b = k) than at b = 0 (a model that ignores b writes the same chain: 0)"),
+    "l1.rl_gain": Threshold(0.0, f"{DIRECTION} (L1, arXiv 2503.04697, Fig. 2: RL with the length reward improves on "
+                                 "the model it starts from)"),
     "l1.kinds_apart": Threshold(0.0, f"{DIRECTION} (L1, arXiv 2503.04697, section 3.2: \"at most\" prompts leave "
                                      "the model free to stop early, \"exactly\" prompts do not)"),
     "search.beats": Threshold(0.0, f"{DIRECTION} (Hugging Face search-and-learn blog and Snell et al. 2024: "
@@ -67,7 +71,8 @@ THRESHOLDS: dict[str, Threshold] = {
     "faithful.trained": Threshold(0.0, f"{DIRECTION} (Chen et al. 2025, arXiv 2505.05410, section 4: outcome-based "
                                        "RL raises faithfulness at first)"),
     "voting.varies": Threshold(0.0, f"{DIRECTION} (Wang et al. 2022, arXiv 2203.11171: voting marginalises over "
-                                    "diverse reasoning paths; errors repeated in every sample leave nothing to marginalise)"),
+                                    "diverse reasoning paths; errors repeated in every sample leave nothing to "
+                                    "marginalise)"),
     "voting.prm_over_orm": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: best-of-N "
                                           "with the PRM above the ORM at every N)"),
     "voting.orm_over_majority": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: both "
@@ -80,6 +85,8 @@ THRESHOLDS: dict[str, Threshold] = {
     "labels.prm_noise": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, Table 3 and Fig. 4: PRMs "
                                        "trained on human (PRM800K) labels against rollout labels; the label quality "
                                        "bounds the PRM)"),
+    "labels.prm_label_bon": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, Table 3: best-of-N "
+                                           "with a PRM rises with the quality of its labels)"),
     "labels.prm_rollouts": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, section 4.5: label quality "
                                           "rises with the number of completions N)"),
     "labels.prm_bon": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, Table 1: best-of-256 with its "
