@@ -3,12 +3,13 @@ and the claims on hand-made results (hold, fail, untestable)."""
 import copy
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import output_logits
-from reasonlab.core.task import ID, prompt_ids
+from reasonlab.core.task import ID, prompt_ids, solution
 from reasonlab.experiments import entropy as E
 from reasonlab.stats import findings as F
 from reasonlab.train import rl
@@ -73,6 +74,28 @@ def test_the_probe_is_exact_on_a_model(noisy_model):
     assert abs(p["format_H"] - format_entropy(noisy_model, probs)) < 1e-6
     assert set(p["roles"]) == {"direct", "short", "full"} and "chain" in p["roles"]["full"]
     assert 0 <= p["acc"] <= 1 and 0 < sum(p["p_format"].values()) <= 1 + 1e-6
+
+
+def test_the_probe_reads_the_answer_and_the_chain_positions(noisy_model):
+    """Replay with one plain forward per problem: the entropy at the answer digit (output position n - 2) and at the
+    running sums (positions 1 .. n - 4) of each format's correct solution, averaged as the probe says."""
+    probs = problems_per_k(2, seed=1)
+    p = E.probe(noisy_model, probs)
+    for name in ("direct", "short", "full"):
+        answer, chain = [], []
+        for d in probs:
+            out = [ID[w] for w in solution(d, name)]
+            with torch.no_grad():
+                lg = noisy_model(torch.tensor([prompt_ids(d) + out]))[0][0].float()
+            pr = torch.softmax(lg, -1)
+            h = -(pr * torch.log_softmax(lg, -1)).sum(-1)
+            at = lambda j: h[len(prompt_ids(d)) - 1 + j].item()          # noqa: E731  (logits before output j)
+            answer.append(at(len(out) - 2))
+            if name != "direct":
+                chain.append(np.mean([at(j) for j in range(1, len(out) - 3)]))
+        assert p["roles"][name]["answer"] == pytest.approx(np.mean(answer), abs=1e-5)
+        if chain:
+            assert p["roles"][name]["chain"] == pytest.approx(np.mean(chain), abs=1e-5)
 
 
 def point(h: float, acc: float, step: int) -> dict:
