@@ -255,3 +255,19 @@ def test_verifier_on_oracle_labels_separates_held_out_steps():
     # the issue's bar; results/verifiers/seed0.json: 0.917 (seeds 0-2: 0.917, 0.944, 0.926)
     assert q["step_auroc"] >= 0.9, q["step_auroc"]
     assert q["step_ece"] < 0.1
+
+
+def test_a_verifier_trains_on_given_samples_and_caches_them_apart(tmp_path):
+    """samples=(digits, outputs) replaces the thinker's own samples; two sample sets keep two cache files, and the
+    same set is read back from the cache."""
+    torch.manual_seed(0)
+    thinker = build_model(0)
+    a = ([[3, 5, 9]] * 2, [w("S 8 7 A 7 </s>"), w("S 9 7 A 7 </s>")])
+    b = ([[3, 5, 9]] * 2, [w("S 8 7 A 7 </s>"), w("S 8 6 A 6 </s>")])
+    cfg = V.VerifierConfig(steps=2, batch=2)
+    va = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None, samples=a)
+    vb = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None, samples=b)
+    assert va.meta["n_outputs"] == vb.meta["n_outputs"] == 2
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 2
+    again = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None, samples=a)
+    assert again.meta["seconds"] == va.meta["seconds"]                   # loaded, not retrained

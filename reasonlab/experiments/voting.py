@@ -13,9 +13,9 @@ Beside the vote, best-of-N with learned verifiers (Lightman et al. 2023, "Let's 
 majority voting). Each thinker gets an ORM (every step labelled with the final answer's outcome; a sample scored by
 its last step) and a PRM (the rule's step labels; a sample scored by its weakest step, as Lightman et al. and
 Math-Shepherd do), trained on its own forced S samples of training problems (methods.verifier). The erring
-thinker's verifiers train on the erring thinker itself. The per-sample thinker's train on one more reader draw, none
-of the test samples' draws: the verifier sees one misreading's errors, while the rule it learns (a right running sum)
-is the task's, the same for every draw.
+thinker's verifiers train on the erring thinker itself. The per-sample thinker's train on samples that draws of their
+own wrote (VERIFIER_DRAWS of them, none a test sample's), so that they see many misreadings, as its test samples do;
+they start from the base model's weights, which misread nothing.
 """
 from __future__ import annotations
 
@@ -30,12 +30,12 @@ from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import pool_of, sample_pool
 from ..core.problems import TEST_SEED, problems_per_k
-from ..core.sampling import generate
+from ..core.sampling import generate, generate_n
 from ..core.task import prompt_ids
 from ..io.report import plt, save
 from ..methods.search import best_of_n
 from ..methods.tts import majority
-from ..methods.verifier import Verifier, VerifierConfig, train_verifier
+from ..methods.verifier import Verifier, VerifierConfig, train_verifier, training_problems
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.sft import ERR_CFG, misread
@@ -49,7 +49,9 @@ DRAW0 = 10_000
 CALIB_DRAW = 7_000
 """calibration reads draws DRAW0 * (s + 1) + CALIB_DRAW + j, none of them a test sample's or the verifiers'"""
 VERIFIER_DRAW = 5_000
-"""the per-sample thinker's verifiers train on draw DRAW0 * (s + 1) + VERIFIER_DRAW, past every test sample's draw"""
+"""the per-sample thinker's verifiers train on draws DRAW0 * (s + 1) + VERIFIER_DRAW + j, past every test sample's"""
+VERIFIER_DRAWS = 16
+"""draws that write the per-sample thinker's verifier training samples (training problem i: draw i mod 16)"""
 AGG = {"orm": "last", "prm": "min"}
 """how each verifier's step scores make a sample's score (verifier.aggregate): the ORM's last step (its outcome
 estimate), the PRM's weakest step (Lightman et al. 2023; Math-Shepherd)"""
@@ -89,13 +91,28 @@ def calibrate(base: GPT, seed: int, draws: int) -> float:
     return lo
 
 
-def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache) -> dict[str, Verifier]:
+def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=None) -> dict[str, Verifier]:
     """An ORM and a PRM trained (`steps` AdamW steps) on `thinker`'s forced S samples of n_per_k training problems
-    per k (cached)."""
+    per k, or on `samples` (digits, outputs) with `thinker` as the start (cached)."""
     return {kind: train_verifier(kind, thinker, seed, VerifierConfig(kind=kind, n_per_k=n_per_k, formats=("S",),
                                                                      format_weights=(1.0,), steps=steps),
-                                 cache=cache, log=None)
+                                 cache=cache, log=None, samples=samples)
             for kind in AGG}
+
+
+def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int) -> tuple[list, list]:
+    """Two forced S samples at temperature 1 of each verifier training problem, problem i written by reader draw
+    DRAW0 * (seed + 1) + VERIFIER_DRAW + i mod VERIFIER_DRAWS: (digits per row, output ids per row)."""
+    probs = training_problems(n_per_k, seed)
+    gen = torch.Generator().manual_seed(seed + 1)
+    digs, outs = [], []
+    for j in range(VERIFIER_DRAWS):
+        ps = probs[j::VERIFIER_DRAWS]
+        if ps:
+            model = reader(base, sigma, DRAW0 * (seed + 1) + VERIFIER_DRAW + j)
+            outs += generate_n(model, [prompt_ids(d) for d in ps], 2, gen, 1.0, force=["S"])
+            digs += [d for d in ps for _ in range(2)]
+    return digs, outs
 
 
 def bon(pool, vs: dict[str, Verifier]) -> dict:
@@ -131,8 +148,8 @@ def run(cfg: Config, seed: int, env) -> dict:
             for j in range(cfg.samples)]
     pool = pool_of(probs, [[outs[j][i] for j in range(cfg.samples)] for i in range(len(probs))])
     greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1)), probs, force=["S"])["acc"]
-    vs = verifiers(reader(base, sigma, DRAW0 * (seed + 1) + VERIFIER_DRAW), seed, cfg.verifier_n,
-                   cfg.verifier_steps, env.cache)
+    vs = verifiers(base, seed, cfg.verifier_n, cfg.verifier_steps, env.cache,
+                   samples=per_sample_training(base, sigma, seed, cfg.verifier_n))
     out["per_sample"] = {**curve(pool, greedy, vs), "sigma": sigma}
     return out
 
@@ -254,8 +271,8 @@ Forced S chains on the test problems; the per-sample thinker's noise scale is
 calibrated to the erring thinker's accuracy (σ = {pm([r['per_sample']['sigma'] for r in rs], '{:.3f}')}); mean ±
 std over seeds. Best-of-N keeps the sample its verifier scores highest: the ORM (trained on final-answer outcomes)
 by its last step, the PRM (trained on the rule's step labels) by its weakest step. Each thinker's verifiers learn
-from its own samples of training problems; the per-sample thinker's from one reader draw that wrote none of the
-test samples (they see one misreading's errors; the rule they learn is the task's). Where best-of-N falls below a
+from its own samples of training problems; the per-sample thinker's from samples that {VERIFIER_DRAWS} draws of their
+own wrote (many misreadings, as its test samples have), starting from the base model. Where best-of-N falls below a
 single sample as N grows, the verifier ranks the answers of one problem worse than chance: among many distinct
 wrong answers the highest score is more often a wrong one it scores too high (over-optimisation, Gao et al. 2022,
 arXiv 2210.10760). {" ".join(F.verdict_line(f) for f in fs)}

@@ -350,19 +350,25 @@ def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:
 
 
 def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfig | None = None,
-                   cache: str | None = None, name: str | None = None, log=print) -> Verifier:
-    """Train (or load from the cache) a verifier of `kind` on `thinker`'s own samples of training problems.
+                   cache: str | None = None, name: str | None = None, log=print,
+                   samples: tuple[list, list] | None = None) -> Verifier:
+    """Train (or load from the cache) a verifier of `kind` on `thinker`'s own samples of training problems, or on
+    `samples` (digits per row, output ids per row) when given: the outputs of a generator that is not one model.
 
-    Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>), safetensors + JSON,
-    keyed by the config, the seed and the thinker's weights; name=None with cache="" disables caching (tests)."""
+    Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>, and the samples'
+    fingerprint), safetensors + JSON, keyed by the config, the seed, the thinker's weights and the samples;
+    name=None with cache="" disables caching (tests)."""
     cfg = VerifierConfig(**{**asdict(config or VerifierConfig()), "kind": kind})
     cfg.validate()
-    key = cache_key({"verifier": asdict(cfg), "seed": seed}, init=thinker)
+    given = None if samples is None else [[list(map(int, d)) for d in samples[0]],
+                                          [list(map(int, o)) for o in samples[1]]]
+    key = cache_key({"verifier": asdict(cfg), "seed": seed, **({"fixed": given} if given else {})}, init=thinker)
     stem = None
     if cache != "":
         # the thinker's hash and the config's: a quick and a full verifier of one thinker keep separate files
         conf = hashlib.sha256(json.dumps(key["verifier"], sort_keys=True).encode()).hexdigest()[:6]
-        name = name or f"verifier-{kind}-{key['init_hash'][:8]}-{conf}-seed{seed}"
+        name = name or (f"verifier-{kind}-{key['init_hash'][:8]}-{conf}-seed{seed}"
+                        + (f"-samples{key['fixed_hash'][:8]}" if given else ""))
         stem = os.path.join(cache_dir(cache), check_name(name))
         if os.path.exists(stem + ".json"):
             try:
@@ -380,7 +386,7 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     gen = torch.Generator().manual_seed(seed)
     t0 = time.perf_counter()
     problems = training_problems(cfg.n_per_k, seed)
-    digs, outs = sample_outputs(thinker, problems, cfg, gen)
+    digs, outs = (given[0], given[1]) if given else sample_outputs(thinker, problems, cfg, gen)
     if kind == "prm-mc" and cfg.mc_share < 1:     # rollouts are the cost: label a share of the outputs
         keep = np.random.default_rng(seed).random(len(outs)) < cfg.mc_share
         digs, outs = [d for d, k in zip(digs, keep) if k], [o for o, k in zip(outs, keep) if k]
