@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.problems import problems_per_k
-from ..core.sampling import generate
-from ..core.task import BUDGETS, K_MAX, K_MIN, parse, prompt_ids
+from ..core.task import BUDGETS, K_MAX, K_MIN
 from ..io.report import plt, save
 from ..methods import budget
 from ..stats import findings as F
@@ -49,12 +48,8 @@ def run(cfg: Config, seed: int, env) -> dict:
     bc = budget.BudgetConfig(steps=cfg.exact_steps, sft_steps=cfg.sft_steps)
     tr = budget.train_recipe(base, bc, seed, max_steps=cfg.max_steps)
     probs = problems_per_k(cfg.eval_n, seed=f"l1-recipe-{seed}", split="test")
-    fixed = {}                                          # k -> [(accuracy, steps) of forced A, S, T] on the base
-    for f in "AST":
-        for d, o in zip(probs, generate(base, [prompt_ids(d) for d in probs], force=[f])):
-            p = parse(o)
-            fixed.setdefault(len(d), {}).setdefault(f, []).append((p["answer"] == sum(d) % 10, budget.steps_of(p)))
-    fixed_opts = [[tuple(np.mean(fixed[k][f], 0).tolist()) for f in "AST"] for k in KS]
+    fixed = budget.eval_fixed(base, probs)             # forced A, S, T on the base: per k, accuracy and steps
+    fixed_opts = [[(fixed[f][k]["acc"], fixed[f][k]["steps"]) for f in "AST"] for k in KS]
     ev = lambda m, kind: budget.eval_recipe(m, probs, kind, bc.alpha, bc.delta)  # noqa: E731
     res = {"start": ev(tr["start"], "exact"), "exact": ev(tr["exact"], "exact"),
            "max_exact": ev(tr["max"], "exact"), "max_max": ev(tr["max"], "max"), "fixed": fixed_opts,

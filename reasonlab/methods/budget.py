@@ -55,17 +55,28 @@ from ..io.checkpoint import save_model
 # ---------------------------------------------------------------------------------------------------------------
 # The budget model and L1's rewards.
 
+def grow_vocab(model: GPT, size: int, new_rows: torch.Tensor) -> GPT:
+    """The model with a vocabulary of `size`: its rows copied, the new embeddings `new_rows` ((size - V, d)), the new
+    output rows copies of <pad>'s (never a target, so never written)."""
+    c = model.cfg
+    m = GPT(size, c.d_model, c.n_layers, c.n_heads, c.max_len).to(next(model.parameters()).device)
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    V = c.vocab_size
+    tok, head = m.tok.weight.detach().clone(), m.head.weight.detach().clone()
+    tok[:V], head[:V] = sd["tok.weight"], sd["head.weight"]
+    tok[V:] = new_rows
+    head[V:] = sd["head.weight"][ID["<pad>"]]
+    sd["tok.weight"], sd["head.weight"] = tok, head
+    m.load_state_dict(sd)
+    return m.eval()
+
+
 def budget_model(base: GPT) -> GPT:
     """The base model with BUDGET_VOCAB: old rows copied; each B<b> embedding a copy of "="'s (so the model starts as
     the base model on every budget); the new output rows copies of <pad>'s (never a target, so never written)."""
     if base.cfg.vocab_size >= len(BUDGET_VOCAB):
         return copy.deepcopy(base)
     c = base.cfg
-    m = GPT(len(BUDGET_VOCAB), c.d_model, c.n_layers, c.n_heads, c.max_len).to(next(base.parameters()).device)
-    sd = {k: v.clone() for k, v in base.state_dict().items()}
-    V = c.vocab_size
-    tok, head = m.tok.weight.detach().clone(), m.head.weight.detach().clone()
-    tok[:V], head[:V] = sd["tok.weight"], sd["head.weight"]
     # B<b> = "=" + (b - 4)/4 * v, v a fixed random direction of norm 4 (a quarter of the embeddings' ~8 norm... times
     # two at the ends): Adam moves an embedding row by ~lr per coordinate and step, so copies of "=" stay within ~0.5
     # of each other over a whole run and the trained model ignored its budget (tried first: identical outputs at
@@ -74,12 +85,10 @@ def budget_model(base: GPT) -> GPT:
     g = torch.Generator().manual_seed(1234)
     v = torch.randn(c.d_model, generator=g)
     v = 4.0 * v / v.norm()
-    tok[V:] = sd["tok.weight"][ID["="]]
-    tok[BUDGET0:BUDGET0 + len(BUDGETS)] += torch.tensor([(b - 4) / 4 for b in BUDGETS])[:, None] * v.to(tok.device)
-    head[V:] = sd["head.weight"][ID["<pad>"]]
-    sd["tok.weight"], sd["head.weight"] = tok, head
-    m.load_state_dict(sd)
-    return m.eval()
+    eq = base.tok.weight.detach()[ID["="]]
+    new = eq.expand(len(BUDGET_VOCAB) - c.vocab_size, -1).clone()
+    new[BUDGET0 - c.vocab_size:] += torch.tensor([(b - 4) / 4 for b in BUDGETS])[:, None] * v.to(new.device)
+    return grow_vocab(base, len(BUDGET_VOCAB), new)
 
 
 def steps_of(parsed: dict) -> int:
@@ -212,17 +221,9 @@ def l1_model(model: GPT) -> GPT:
     c = model.cfg
     if c.vocab_size != len(BUDGET_VOCAB):
         raise ValueError(f"l1_model needs a budget model (vocabulary {len(BUDGET_VOCAB)}), got {c.vocab_size}")
-    m = GPT(len(L1_VOCAB), c.d_model, c.n_layers, c.n_heads, c.max_len).to(next(model.parameters()).device)
-    sd = {k: v.clone() for k, v in model.state_dict().items()}
-    V, n = c.vocab_size, len(BUDGETS)
-    tok, head = m.tok.weight.detach().clone(), m.head.weight.detach().clone()
-    tok[:V], head[:V] = sd["tok.weight"], sd["head.weight"]
     u = torch.randn(c.d_model, generator=torch.Generator().manual_seed(4321))
-    tok[V:] = sd["tok.weight"][BUDGET0:BUDGET0 + n] + (4.0 * u / u.norm()).to(tok.device)
-    head[V:] = sd["head.weight"][ID["<pad>"]]
-    sd["tok.weight"], sd["head.weight"] = tok, head
-    m.load_state_dict(sd)
-    return m.eval()
+    b_rows = model.tok.weight.detach()[BUDGET0:BUDGET0 + len(BUDGETS)]
+    return grow_vocab(model, len(L1_VOCAB), b_rows + (4.0 * u / u.norm()).to(b_rows.device))
 
 
 def draw_reachable(kinds: tuple[str, ...] = ("exact",)) -> Callable:
@@ -235,8 +236,12 @@ def draw_reachable(kinds: tuple[str, ...] = ("exact",)) -> Callable:
     return draw
 
 
+PROMPTS = {"exact": budget_prompt_ids, "max": max_budget_prompt_ids}
+"""the prompt of each kind of L1 budget: B<b> ("exactly b steps") or M<b> ("at most b")"""
+
+
 def recipe_prompt(d: BudgetProblem) -> list[int]:
-    return (max_budget_prompt_ids if d.kind == "max" else budget_prompt_ids)(d, d.budget)
+    return PROMPTS[d.kind](d, d.budget)
 
 
 def train_recipe(base: GPT, cfg: BudgetConfig, seed: int, max_steps: int | None = None, progress: bool = False
@@ -265,11 +270,10 @@ def train_recipe(base: GPT, cfg: BudgetConfig, seed: int, max_steps: int | None 
 def eval_recipe(model: GPT, problems: list[list[int]], kind: str, alpha: float, delta: float) -> list[list[dict]]:
     """Greedy on `kind` prompts ("exact": B<b>, "max": M<b>) at every budget: [b][k - K_MIN] -> mean accuracy,
     chain steps and L1-Exact and L1-Max rewards (every k must be among the problems)."""
-    prompt = max_budget_prompt_ids if kind == "max" else budget_prompt_ids
     out = []
     for b in BUDGETS:
         by_k: dict[int, list] = {}
-        for d, o in zip(problems, generate(model, [prompt(d, b) for d in problems])):
+        for d, o in zip(problems, generate(model, [PROMPTS[kind](d, b) for d in problems])):
             p = parse(o)
             c, n = float(p["answer"] == sum(d) % 10), steps_of(p)
             by_k.setdefault(len(d), []).append((c, n, l1_exact(c, b, n, alpha), l1_max(c, b, n, alpha, delta)))
