@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -33,13 +33,13 @@ from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate, generate_n
 from ..core.task import prompt_ids
 from ..io.report import plt, save
-from ..methods.search import best_of_n
+from ..methods.search import Scorer, best_of_n
 from ..methods.tts import majority
-from ..methods.verifier import Verifier, VerifierConfig, train_verifier, training_problems
+from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.sft import ERR_CFG, misread
-from ..train.zoo import thinker_model
+from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -118,13 +118,11 @@ def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int) -> tup
 def bon(pool, vs: dict[str, Verifier]) -> dict:
     """Best-of-N accuracy at every N in NS for each verifier, on the pool's kept outputs (each distinct problem and
     output scored once)."""
-    index: dict[tuple, int] = {}
-    inv = np.array([index.setdefault((tuple(d), tuple(o)), len(index))
-                    for d, row in zip(pool.problems, pool.outputs) for o in row]).reshape(len(pool.problems), pool.n)
-    digs, outs = [list(d) for d, _ in index], [list(o) for _, o in index]
+    digs = [d for d, row in zip(pool.problems, pool.outputs) for _ in row]
+    outs = [o for row in pool.outputs for o in row]
     res = {}
     for kind, v in vs.items():
-        scores = v.score(digs, outs, AGG[kind])[inv]                           # (P, N)
+        scores = aggregate(Scorer(v).steps(digs, outs), AGG[kind]).reshape(len(pool.problems), pool.n)
         res[kind] = {N: float(best_of_n(pool, scores, N).mean()) for N in NS if N <= pool.n}
     return res
 
@@ -285,11 +283,6 @@ arXiv 2210.10760). {" ".join(F.verdict_line(f) for f in fs)}
     return [(md, head)]
 
 
-def depends(cfg: Config) -> dict:
-    """The erring thinker's recipe and the verifiers' default settings: a change to either reruns the lesson."""
-    return {"erring": ERR_CFG, "verifier": asdict(VerifierConfig())}
-
-
 def check(result) -> None:
     if any(arm not in result or "majority" not in result[arm] or "greedy" not in result[arm]
            for arm in ("fixed", "per_sample")):
@@ -298,6 +291,6 @@ def check(result) -> None:
         raise ValueError("a voting result needs best-of-N with the ORM and the PRM (bon) for fixed and per_sample")
 
 
-register(Experiment("voting", Config, run, claims, render, depends=depends, check=check,
+register(Experiment("voting", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
                     quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=40,
                     render_cost=0.3, tier="lesson"))
