@@ -36,8 +36,7 @@ from ..io.report import plt, save
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.rl import RLConfig, entropy, every_n_steps, train
-from ..train.sft import ERR_CFG
-from ..train.zoo import get_erring_model
+from ..train.zoo import get_erring_model, on_erring
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -254,11 +253,6 @@ def check(result) -> None:
         raise ValueError("an entropy result needs its start probe and every arm's curve and history")
 
 
-def depends(cfg: Config) -> dict:
-    """The erring thinker's recipe: a change to it reruns the lesson."""
-    return {"erring": ERR_CFG}
-
-
-register(Experiment("entropy", Config, run, claims, render, depends=depends, check=check,
+register(Experiment("entropy", Config, run, claims, render, depends=on_erring(), check=check,
                     quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=40, render_cost=1.0,
                     tier="lesson"))

@@ -16,7 +16,7 @@ over the same samples (the policy without a verifier).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -32,8 +32,7 @@ from ..methods.tts import majority
 from ..methods.verifier import aggregate, auroc, oracle_labels, steps, train_verifier
 from ..stats import findings as F
 from ..stats.summary import pm
-from ..train.sft import ERR_CFG
-from ..train.zoo import thinker_model
+from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -207,11 +206,5 @@ def check(result) -> None:
         raise ValueError("a labels result needs its cells and each PRM's AUROC and best-of-N")
 
 
-def depends(cfg: Config) -> dict:
-    """The erring thinker's recipe and the verifiers' defaults: a change to it reruns the lesson."""
-    return {"erring": ERR_CFG, "verifier": asdict(VerifierConfig())}
-
-
-register(Experiment("labels", Config, run, claims, render, depends=depends, check=check, quick=Config(n=3, prm_n=3, best_of=2),
-                    run_cost=20,
-                    render_cost=0.5, tier="lesson"))
+register(Experiment("labels", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
+                    quick=Config(n=3, prm_n=3, best_of=2), run_cost=20, render_cost=0.5, tier="lesson"))

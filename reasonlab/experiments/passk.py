@@ -26,8 +26,7 @@ from ..io.report import plt, save
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
-from ..train.sft import ERR_CFG
-from ..train.zoo import thinker_model
+from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -167,11 +166,6 @@ def check(result) -> None:
             raise ValueError("a passk result needs start and rl, each with pass@N per k and p per problem")
 
 
-def depends(cfg: Config) -> dict:
-    """The erring thinker's recipe: a change to it reruns the lesson."""
-    return {"erring": ERR_CFG}
-
-
-register(Experiment("passk", Config, run, claims, render, depends=depends, check=check,
+register(Experiment("passk", Config, run, claims, render, depends=on_erring(), check=check,
                     quick=Config(steps=4, n=10), run_cost=12,
                     render_cost=0.5, tier="lesson"))

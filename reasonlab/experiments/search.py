@@ -3,7 +3,7 @@ thinker (the quick lab: on the quick base model)."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -14,8 +14,7 @@ from ..methods.search import cell, compute_optimal, per_problem, unints
 from ..methods import verifier
 from ..stats import findings as F
 from ..stats.summary import pm
-from ..train.sft import ERR_CFG
-from ..train.zoo import thinker_model
+from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register, verifiers
 from .plots import plot_curves, plot_tokens
 from .thresholds import THRESHOLDS as TH
@@ -47,11 +46,6 @@ def run(cfg: Config, seed: int, env) -> dict:
         quality["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in ("seconds", "n_outputs", "n_steps",
                                                                         "positive_share", "loss_first", "loss_last")}}
     return {"verifiers": quality, "search": search_method.run(sc, seed, cache=env.cache, device=env.device, log=None)}
-
-
-def depends(cfg: Config) -> dict:
-    """The erring thinker's and the verifiers' settings: a change to either reruns the search."""
-    return {"erring": ERR_CFG, "verifier": asdict(verifier.VerifierConfig())}
 
 
 def claims(rs: list[dict]) -> list[dict]:
@@ -277,5 +271,6 @@ def headline(results: list[dict], fs: list[dict] | None = None) -> str:
     return (", ".join(f"{n} {v:.3f}" for n, v in acc.items()) + f" (N = {nmax}); {held}/{len(fs)} findings hold")
 
 
-register(Experiment("search", Config, run, claims, render, depends=depends, keys=("verifiers", "search"), run_cost=52, render_cost=6.1,
+register(Experiment("search", Config, run, claims, render, depends=on_erring(verifier.VerifierConfig),
+                    keys=("verifiers", "search"), run_cost=52, render_cost=6.1,
                     quick=Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick")))

@@ -13,7 +13,7 @@ forced S and T accuracy over the rounds.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,8 +21,7 @@ from ..io.report import plt, save
 from ..methods import star as star_method
 from ..stats import findings as F
 from ..stats.summary import pm
-from ..train.sft import ERR_CFG
-from ..train.zoo import thinker_model
+from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -132,11 +131,6 @@ def check(result) -> None:
         raise ValueError("a star_erring result needs every filter's rounds (round 0 and at least one more)")
 
 
-def depends(cfg: Config) -> dict:
-    """The erring thinker's recipe and STaR's defaults: a change to it reruns the lesson."""
-    return {"erring": ERR_CFG, "star": asdict(star_method.StarConfig())}
-
-
-register(Experiment("star_erring", Config, run, claims, render, depends=depends, check=check,
+register(Experiment("star_erring", Config, run, claims, render, depends=on_erring(star_method.StarConfig), check=check,
                     quick=Config(rounds=1, problems=20, samples=1, steps=2, eval_n=2), run_cost=40, render_cost=0.3,
                     tier="lesson"))

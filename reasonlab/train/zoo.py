@@ -17,7 +17,8 @@ import glob
 import json
 import os
 import time
-from typing import Callable
+from dataclasses import asdict
+from typing import Any, Callable
 
 from .. import __version__
 from ..core.model import GPT
@@ -183,6 +184,14 @@ def get_erring_model(seed: int, cache: str | None = None, device: str | None = N
     """The erring thinker for `seed` (ERR_CFG on the cached base model), made once and cached as err-seed<seed>."""
     base = base_model(seed, cache=cache, device=device, log=log)
     return get_model(f"err-seed{seed}", dict(ERR_CFG, seed=seed), init=base, cache=cache, device=device, log=log)
+
+
+def on_erring(*defaults: type) -> Callable[[Any], dict]:
+    """The `depends` of an experiment built on the erring thinker: its recipe and the defaults of these config
+    classes (VerifierConfig -> "verifier"), part of the result store's key, so that a change to any reruns it."""
+    def depends(cfg) -> dict:
+        return {"erring": ERR_CFG, **{c.__name__.removesuffix("Config").lower(): asdict(c()) for c in defaults}}
+    return depends
 
 
 def thinker_model(kind: str, seed: int, cache: str | None = None, device: str | None = None,
