@@ -227,7 +227,8 @@ class GPT(nn.Module):
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None, cache: KVCache | None = None,
                 reduction: str = "mean", pos: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                keep: torch.Tensor | None = None, last: bool = False, want: torch.Tensor | None = None):
+                keep: torch.Tensor | None = None, last: bool = False, want: torch.Tensor | None = None,
+                shift: torch.Tensor | None = None):
         """ids (B, T) -> logits (B, T, V), and the cross-entropy against targets (B, T) (IGNORE = -100 skipped).
 
         With a cache, ids continue the cached sequence: their positions start where the cache ends. Without one,
@@ -242,6 +243,8 @@ class GPT(nn.Module):
         last (with a cache, no targets): the logits of the last position alone, (B, 1, V). The other positions are
         needed for their keys and values only, so the last block goes on past them only at the last position: a
         prefill of a 10-token prompt does a fifth less work.
+        shift (B, T, C) (without keep or a cache): added to the token embeddings, a reading that differs per row
+        (methods.readers).
         """
         B, T = ids.shape
         if keep is not None and (pos is None or mask is None or mask.shape[0] != B or targets is not None
@@ -249,6 +252,8 @@ class GPT(nn.Module):
             raise ValueError("keep needs pos and a (B, 1, T, T) mask, and gives logits only (no targets, no cache)")
         if want is not None and keep is None:
             raise ValueError("want needs keep")
+        if shift is not None and (keep is not None or cache is not None or shift.shape != (*ids.shape, self.cfg.d_model)):
+            raise ValueError("shift is (B, T, C) and goes without keep or a cache")
         if last and (cache is None or targets is not None):
             raise ValueError("last needs a cache and gives logits only (no targets)")
         start = cache.pos if cache is not None else 0
@@ -265,6 +270,8 @@ class GPT(nn.Module):
             if T <= PACKED_BMM_T:   # one per head, once for every layer: the bmm attention adds it to its scores
                 mask = mask.expand(B, self.cfg.n_heads, T, T).contiguous()
         x = self.tok(ids) + self.pos(pos)  # (B, T, C), or (N, C) with keep
+        if shift is not None:
+            x = x + shift
         final = len(self.blocks) - 1
         for i, block in enumerate(self.blocks):
             x = block(x, cache, i, mask, keep, sub=want if i == final else None, last=last and i == final)

@@ -2,9 +2,10 @@
 
 Which KL is exact here: the per-position KL(pi || pi_ref) over the whole 18-token vocabulary, at a given prefix
 (`methods.kl.exact_kl`; the RL loop's `kl_exact` is this, at its sampled prefixes). The sequence KL needs a sum over
-outputs; it is estimated here by Rao-Blackwellisation (the exact per-position KL summed along outputs sampled from
-the policy: unbiased, not exact), and bounded below exactly by kl(P_pi(correct) || P_ref(correct)), where P(correct)
-sums the teacher-forced probability of each format's one correct output.
+outputs: on the frontier it is estimated by Rao-Blackwellisation (the exact per-position KL summed along outputs
+sampled from the policy: unbiased, not exact) and bounded below exactly by kl(P_pi(correct) || P_ref(correct)),
+where P(correct) sums the teacher-forced probability of each format's one correct output; in (c) it is summed over
+the enumerated outputs (exact but for the left-out probability, which can only add to it).
 
 (a) Along a GRPO run (beta = probe_beta, k3 in the loss, as DeepSeekMath and TRL), every probe_every steps, on
 prefixes the policy samples on held-out prompts: each estimator's exact mean and variance per position (a sum over
@@ -13,8 +14,10 @@ KL(pi || pi_ref). k3 in the loss has the gradient of the forward KL(pi_ref || pi
 2506.09477): close to the reverse one near the reference, apart as the policy moves.
 (b) GRPO, Dr. GRPO, DAPO (with a KL term added) and REINFORCE with a group baseline at each beta, all with k3, each
 run ending with greedy accuracy and the KL to the reference measured the same way for every run.
-Not here: the sequence-level gradient (per-token losses drop the future terms sum_{u>t} of the true sequence
-gradient), other estimators on the frontier, more betas: a larger grid is a sweep over this Config.
+(c) At the end of the probed run, the sequence KL and its exact gradient, by enumerating every output of
+probability >= seq_eps on a few held-out prompts (methods.kl.output_tree): per-token losses drop the future terms
+of the sequence gradient; k1 in the reward keeps them (Tang & Munos 2025).
+Not here: other estimators on the frontier, more betas: a larger grid is a sweep over this Config.
 """
 from __future__ import annotations
 
@@ -58,10 +61,16 @@ class Config:
     """held-out problems per k for accuracy and the KL at the end"""
     kl_samples: int = 4
     """outputs sampled per problem for the Rao-Blackwellised sequence KL"""
+    seq_n: int = 3
+    """held-out prompts per k whose outputs are enumerated for the sequence KL's gradient (at the probed run's end)"""
+    seq_eps: float = 1e-4
+    """outputs less likely than this are left out of the enumeration (their total probability is reported)"""
 
     def validate(self) -> None:
         if any(a not in ALGOS for a in self.algos) or "grpo" not in self.algos or self.probe_beta not in self.betas:
             raise ValueError(f"algos must be among {', '.join(ALGOS)} and include grpo; probe_beta one of betas")
+        if self.seq_n < 1 or not 0 < self.seq_eps < 1:
+            raise ValueError("seq_n must be >= 1 and seq_eps in (0, 1)")
 
 
 def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator) -> dict:
@@ -94,6 +103,17 @@ def finish(policy, ref, test: list[list[int]], p_ref: torch.Tensor, samples: int
             "seq_kl": M.rb_seq_kl(policy, ref, prompts, outs), "bound": M.kl_bernoulli(p, p_ref).mean().item()}
 
 
+def sequence(policy, ref, prompts: list[list[int]], eps: float) -> dict:
+    """The sequence KL and its gradient on every output of probability >= eps (methods.kl.output_tree), against
+    the per-token losses' and k1-in-the-reward's expected gradients; with the share of the sequence KL at the first
+    output position (the format token, which every output has)."""
+    tree = M.output_tree(policy, ref, prompts, eps)
+    rec = M.sequence_gradients(tree, [p for p in policy.parameters() if p.requires_grad], len(prompts))
+    with torch.no_grad():
+        first = M.exact_kl(tree["levels"][0]["logits"], tree["levels"][0]["ref"]).mean().item()
+    return {**rec, "first_share": first / max(rec["seq_kl"], 1e-30), "eps": eps, "n_prompts": len(prompts)}
+
+
 def probe_hook(every: int, ref, prompts: list[list[int]], seed: int, probes: list):
     """A train() callback that appends a probe of the policy every `every` steps."""
     gen = torch.Generator().manual_seed(seed)
@@ -105,8 +125,9 @@ def run(cfg: Config, seed: int, env) -> dict:
     ref = copy.deepcopy(base).eval()
     test = problems_per_k(cfg.eval_n, seed=TEST_SEED + seed, split="test")
     probe_prompts = [prompt_ids(d) for d in problems_per_k(cfg.probe_n, seed=PROBE_SEED + seed, split="test")]
+    seq_prompts = [prompt_ids(d) for d in problems_per_k(cfg.seq_n, seed=PROBE_SEED + seed, split="test")]
     p_ref = M.p_correct(ref, test)
-    frontier, probes = {}, []
+    frontier, probes, seq = {}, [], None
     for algo in cfg.algos:
         for beta in cfg.betas:
             policy = copy.deepcopy(base)
@@ -114,10 +135,12 @@ def run(cfg: Config, seed: int, env) -> dict:
             probed = algo == "grpo" and beta == cfg.probe_beta
             hook = probe_hook(cfg.probe_every, ref, probe_prompts, seed, probes) if probed else None
             train(policy, ref, rl, callback=hook, log=None)
+            if probed:
+                seq = sequence(policy, ref, seq_prompts, cfg.seq_eps)
             frontier[f"{algo}/{beta:g}"] = {"algo": algo, "beta": beta, **finish(
                 policy, ref, test, p_ref, cfg.kl_samples, torch.Generator().manual_seed(seed + 1))}
     return {"probes": probes, "frontier": frontier, "base_p_correct": p_ref.mean().item(), "steps": cfg.steps,
-            "probe_beta": cfg.probe_beta}
+            "probe_beta": cfg.probe_beta, "sequence": seq}
 
 
 def last(r: dict) -> dict:
@@ -142,7 +165,7 @@ def claims(rs: list[dict]) -> list[dict]:
     std_gap = [last(r)["k1"]["std"] - last(r)["k3"]["std"] for r in rs]
     fr = rs[0]["frontier"].values()
     one_beta = "needs two betas" if len({x["beta"] for x in fr}) < 2 else None
-    return [F.seed_check("13 kl", "k3 in the loss (GRPO's KL term) does not follow the KL's gradient: at the end of "
+    fs = [F.seed_check("13 kl", "k3 in the loss (GRPO's KL term) does not follow the KL's gradient: at the end of "
                          "the run its expected gradient is off the exact gradient of KL(pi || pi_ref)",
                          "||E grad k3 - grad KL|| / ||grad KL|| at the last probe", err, TH["kl.grad_gap"],
                          untestable=pre, control="the reference, where both gradients agree to first order"),
@@ -154,6 +177,18 @@ def claims(rs: list[dict]) -> list[dict]:
             F.seed_check("13 kl", "Raising beta lowers the KL to the reference (every algorithm, the same RB measure)",
                          "mean over algorithms of log KL(lowest beta) - log KL(highest beta)",
                          [beta_drop(r) for r in rs], TH["kl.beta_drop"], untestable=one_beta)]
+    sq = [r["sequence"] for r in rs]
+    seq_control = ("k1 in the reward (REINFORCE on log pi(y) - log pi_ref(y)), whose expected gradient is the sequence "
+                   "KL's")
+    return fs + [F.seed_check("13 kl", "Even the exact per-token KL in the loss misses the sequence KL's gradient: a "
+                              "per-token loss drops how each token moves the KL of the positions after it (Tang & "
+                              "Munos 2025)", "||E grad (exact per-token KL) - grad KL_seq|| / ||grad KL_seq||, end of "
+                              "the run", [x["per_token"]["rel_err"] for x in sq], TH["kl.grad_gap"], untestable=pre,
+                              control=seq_control),
+                 F.seed_check("13 kl", "k3 in the loss is off the sequence KL's gradient too",
+                              "||E grad k3 - grad KL_seq|| / ||grad KL_seq||, end of the run",
+                              [x["k3"]["rel_err"] for x in sq], TH["kl.grad_gap"], untestable=pre,
+                              control=seq_control)]
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
@@ -201,6 +236,14 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     rows += [f"| {k} | {pm([r['frontier'][k]['acc'] for r in rs])} | {pm([r['frontier'][k]['p_correct'] for r in rs])} "
              f"| {pm([r['frontier'][k]['seq_kl'] for r in rs])} | {pm([r['frontier'][k]['bound'] for r in rs])} |"
              for k in fr]
+    sq = [r["sequence"] for r in rs]
+    seq_rows = ["| in the loss or the reward | relative error | cosine | norm / the KL gradient's |",
+                "|---|---|---|---|"]
+    seq_rows += [f"| {label} | {pm([x[key]['rel_err'] for x in sq], '{:.3f}')} | "
+                 f"{pm([x[key]['cos'] for x in sq], '{:.4f}')} | "
+                 f"{pm([x[key]['norm'] / x['grad_norm'] for x in sq], '{:.2f}')} |"
+                 for key, label in (("per_token", "exact per-token KL (k2's mean)"), ("k3", "k3 (GRPO)"),
+                                    ("k1_reward", "k1 in the reward (REINFORCE)"))]
     fs = claims(rs)
     gap = pm([x["grad"]["k3"]["rel_err"] for x in p], "{:.2f}")
     norm = pm([x["grad"]["k3"]["norm"] / x["grad"]["grad_norm"] for x in p], "{:.2f}")
@@ -227,6 +270,18 @@ the forward KL(pi_ref || pi): at the last probe it is {gap} of the reverse gradi
 per run, all with k3; every run's KL measured the same way, never with its own estimator: the sequence KL is
 Rao-Blackwellised (the exact per-position KL summed along sampled outputs: unbiased, not exact), the bound is exact.
 The RL logs' `kl_exact` is the per-token sum at the policy's own prefixes. Mean ± std over seeds.
+
+The sequence KL's own gradient, at the end of the probed run: on {sq[0]['n_prompts']} held-out prompts every output
+of probability at least {sq[0]['eps']:g} is enumerated ({pm([x['pruned'] for x in sq], '{:.4f}')} of the probability
+left out), and the sequence KL ({pm([x['seq_kl'] for x in sq])} nats over the enumerated outputs) differentiated
+exactly, against each term's expected gradient on the same outputs:
+
+{chr(10).join(seq_rows)}
+
+A per-token loss keeps pi(s) grad KL_s and drops grad pi(s) KL_s, how a token changes the probability of the prefixes
+after it; k1 in the reward keeps both. Here {pm([x['first_share'] for x in sq])} of the sequence KL sits at the first
+position, the format token, whose prefix (the prompt) has probability 1 and no gradient: the larger that share, the
+less a per-token loss drops.
 {" ".join(F.verdict_line(f) for f in fs)}
 
 *Papers:* Schulman 2020, "Approximating KL divergence" (k1, k2, k3); GRPO (Shao et al. 2024, arXiv 2402.03300);
@@ -239,8 +294,8 @@ models; `reasonlab rl --kl-estimator exact` puts the exact per-token KL in the l
 
 
 def check(result) -> None:
-    if not result.get("probes") or not isinstance(result.get("frontier"), dict):
-        raise ValueError("a kl result needs its probes and its frontier")
+    if not result.get("probes") or not isinstance(result.get("frontier"), dict) or not result.get("sequence"):
+        raise ValueError("a kl result needs its probes, its frontier and the sequence KL's gradient")
 
 
 register(Experiment("kl", Config, run, claims, render, check=check,

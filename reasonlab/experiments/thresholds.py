@@ -73,6 +73,9 @@ THRESHOLDS: dict[str, Threshold] = {
     "voting.varies": Threshold(0.0, f"{DIRECTION} (Wang et al. 2022, arXiv 2203.11171: voting marginalises over "
                                     "diverse reasoning paths; errors repeated in every sample leave nothing to "
                                     "marginalise)"),
+    "voting.search_varies": Threshold(0.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, section 5: a step "
+                                           "search pays where a flawed step can be caught and sampled again; a "
+                                           "misreading fixed in the weights comes back in every resample)"),
     "voting.prm_over_orm": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: best-of-N "
                                           "with the PRM above the ORM at every N)"),
     "voting.orm_over_majority": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: both "

@@ -16,6 +16,12 @@ Math-Shepherd do), trained on its own forced S samples of training problems (met
 thinker's verifiers train on the erring thinker itself. The per-sample thinker's train on samples that draws of their
 own wrote (VERIFIER_DRAWS of them, none a test sample's), so that they see many misreadings, as its test samples do;
 they start from the base model's weights, which misread nothing.
+
+Then search over steps (Snell et al. 2024, arXiv 2408.03314: beam search against a PRM beats best-of-N at small
+budgets): search-and-learn's beam search and DVTS, guided by each thinker's PRM, at the N of SEARCH_NS. The
+per-sample thinker misreads per generation call there too: each candidate step is written by a fresh reader
+(methods.readers), so a rejected step is resampled by a reader that may read it right; the erring thinker's resample
+misreads as before.
 """
 from __future__ import annotations
 
@@ -31,9 +37,10 @@ from ..core.model import GPT
 from ..core.pool import pool_of, sample_pool
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate, generate_n
-from ..core.task import prompt_ids
+from ..core.task import parse, prompt_ids
 from ..io.report import plt, save
-from ..methods.search import Scorer, best_of_n
+from ..methods.readers import Readers
+from ..methods.search import Scorer, beam_search, best_of_n, dvts
 from ..methods.tts import majority
 from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
 from ..stats import findings as F
@@ -52,6 +59,11 @@ VERIFIER_DRAW = 5_000
 """the per-sample thinker's verifiers train on draws DRAW0 * (s + 1) + VERIFIER_DRAW + j, past every test sample's"""
 VERIFIER_DRAWS = 16
 """draws that write the per-sample thinker's verifier training samples (training problem i: draw i mod 16)"""
+SEARCH_NS = (4, 16)
+"""N at which beam search and DVTS run (each N a search of its own; the per-sample thinker's cannot share a KV cache
+between beams, and N = 64 would take a minute a seed)"""
+WIDTH = 4
+"""M, the beam width of beam search and DVTS (search-and-learn's default)"""
 AGG = {"orm": "last", "prm": "min"}
 """how each verifier's step scores make a sample's score (verifier.aggregate): the ORM's last step (its outcome
 estimate), the PRM's weakest step (Lightman et al. 2023; Math-Shepherd)"""
@@ -115,21 +127,41 @@ def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int) -> tup
     return digs, outs
 
 
-def bon(pool, vs: dict[str, Verifier]) -> dict:
+def bon(pool, scorers: dict[str, Scorer]) -> dict:
     """Best-of-N accuracy at every N in NS for each verifier, on the pool's kept outputs (each distinct problem and
     output scored once)."""
     digs = [d for d, row in zip(pool.problems, pool.outputs) for _ in row]
     outs = [o for row in pool.outputs for o in row]
     res = {}
-    for kind, v in vs.items():
-        scores = aggregate(Scorer(v).steps(digs, outs), AGG[kind]).reshape(len(pool.problems), pool.n)
+    for kind, sc in scorers.items():
+        scores = aggregate(sc.steps(digs, outs), AGG[kind]).reshape(len(pool.problems), pool.n)
         res[kind] = {N: float(best_of_n(pool, scores, N).mean()) for N in NS if N <= pool.n}
     return res
 
 
-def curve(pool, greedy: float, vs: dict[str, Verifier]) -> dict:
+def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed: int, n_max: int) -> dict:
+    """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
+    each N in SEARCH_NS up to n_max, forced S at temperature 1: {"beam": {N: acc}, "dvts": {N: acc}}."""
+    device = next((model.model if isinstance(model, Readers) else model).parameters()).device
+    truth = [sum(d) % 10 for d in probs]
+    out = {}
+    for name, f in (("beam", beam_search), ("dvts", dvts)):
+        out[name] = {}
+        for N in (n for n in SEARCH_NS if n <= n_max):
+            gen = torch.Generator(device=device).manual_seed(seed * 1000 + N + 100 * (name == "dvts"))
+            step = max(1, 4096 // N)                  # about 4096 candidates a round
+            picks = [o for a in range(0, len(probs), step)
+                     for o in f(model, scorer, probs[a:a + step], N, WIDTH, force="S", gen=gen, temperature=1.0,
+                                agg=AGG["prm"])["pick"]]
+            out[name][N] = float(np.mean([parse(o)["answer"] == t for o, t in zip(picks, truth)]))
+    return out
+
+
+def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, seed: int) -> dict:
+    """Greedy, majority@N, best-of-N with each verifier, and the PRM-guided searches of `model`."""
+    scorers = {k: Scorer(v) for k, v in vs.items()}
     return {"greedy": greedy, "majority": {N: float(majority(pool, N).mean()) for N in NS if N <= pool.n},
-            "bon": bon(pool, vs)}
+            "bon": bon(pool, scorers), "search": searched(model, scorers["prm"], pool.problems, seed, pool.n)}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -137,7 +169,7 @@ def run(cfg: Config, seed: int, env) -> dict:
     fixed = thinker_model("erring", seed, env.cache, env.device)
     out = {"fixed": curve(sample_pool(fixed, probs, cfg.samples, force=["S"], seed=seed, keep_outputs=True),
                           evaluate(fixed, probs, force=["S"])["acc"],
-                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache))}
+                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache), fixed, seed)}
     base = env.base(seed)
     sigma = calibrate(base, seed, cfg.calib_draws)
     gen = torch.Generator().manual_seed(seed)
@@ -148,7 +180,7 @@ def run(cfg: Config, seed: int, env) -> dict:
     greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1)), probs, force=["S"])["acc"]
     vs = verifiers(base, seed, cfg.verifier_n, cfg.verifier_steps, env.cache,
                    samples=per_sample_training(base, sigma, seed, cfg.verifier_n))
-    out["per_sample"] = {**curve(pool, greedy, vs), "sigma": sigma}
+    out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma), seed), "sigma": sigma}
     return out
 
 
@@ -192,13 +224,36 @@ def claims(rs: list[dict]) -> list[dict]:
                             f"acc(best-of-{top}, ORM) - acc(majority@{top}), {who}",
                             [margin(r, arm, "orm", "majority") for r in rs], TH["voting.orm_over_majority"],
                             control="majority voting over the same samples")]
+    small, large = SEARCH_NS[0], SEARCH_NS[-1]
+    for arm, errors, who in THINKERS:          # Snell et al.'s small-budget win of beam search over best-of-N
+        fs.append(F.seed_check(sec, f"With {errors}, PRM-guided beam search beats best-of-{small} with the same PRM "
+                               f"at N = {small}", f"acc(beam@{small}) - acc(best-of-{small}), PRM, {who}",
+                               [beam_gain(r, arm, small) for r in rs], TH["search.beats"],
+                               control=f"best-of-{small} with the PRM over the same thinker"))
+    fs += [F.seed_check(sec, f"Beam search gains more over best-of-N when errors are drawn per reading than when "
+                        f"they are fixed in the weights (N = {small}): a step re-read by a fresh reader can be right",
+                        f"beam gain over best-of-{small}: per-sample - fixed", [beam_gain(r, "per_sample", small)
+                                                                               - beam_gain(r, "fixed", small)
+                                                                               for r in rs],
+                        TH["voting.search_varies"], control="the fixed-error thinker"),
+           F.seed_check(sec, f"With errors drawn per sample, DVTS is at least as good as beam search at N = {large}",
+                        f"acc(DVTS@{large}) - acc(beam@{large}), PRM, per-sample thinker",
+                        [r["per_sample"]["search"]["dvts"][large] - r["per_sample"]["search"]["beam"][large]
+                         for r in rs], TH["search.non_inferior"], control="beam search at the same N")]
     return fs
+
+
+def beam_gain(r: dict, arm: str, N: int) -> float:
+    """acc(PRM-guided beam search at N) - acc(best-of-N with the PRM)."""
+    return r[arm]["search"]["beam"][N] - r[arm]["bon"]["prm"][N]
 
 
 COLOR = {"fixed": "#4C72B0", "per_sample": "#C44E52"}
 METHODS = (("prm", "best-of-N, PRM (weakest step)", "#55A868", "-"),
            ("orm", "best-of-N, ORM (last step)", "#DD8452", "--"), ("majority", "majority@N", None, ":"))
 """(key, label, colour (None: the thinker's), line style) of the second figure's curves"""
+SEARCHES = (("beam", "beam search, PRM", "s", "#2F6B3A", 0.9), ("dvts", "DVTS, PRM", "^", "#8172B3", 1.1))
+"""(key, label, marker, colour, x nudge) of the searches, points beside the curves (bar: min..max over seeds)"""
 
 
 def plot_majority(rs: list[dict], path: str) -> None:
@@ -221,7 +276,7 @@ def plot_majority(rs: list[dict], path: str) -> None:
 
 def plot_bon(rs: list[dict], path: str) -> None:
     """One panel per thinker: best-of-N with the PRM and the ORM, and majority@N, against N (band: min..max over
-    seeds); greedy as a grey line."""
+    seeds), PRM-guided beam search and DVTS as points; greedy as a grey line."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
     for ax, (arm, errors, who) in zip(axes, THINKERS):
         Ns = sorted(rs[0][arm]["majority"])
@@ -229,6 +284,11 @@ def plot_bon(rs: list[dict], path: str) -> None:
             y = np.array([[(r[arm]["majority"] if m == "majority" else r[arm]["bon"][m])[N] for N in Ns] for r in rs])
             ax.plot(Ns, y.mean(0), marker="o", ms=3, ls=ls, color=c or COLOR[arm], label=label)
             ax.fill_between(Ns, y.min(0), y.max(0), color=c or COLOR[arm], alpha=0.12)
+        for m, label, marker, c, nudge in SEARCHES:
+            Ns = sorted(rs[0][arm]["search"][m])
+            y = np.array([[r[arm]["search"][m][N] for N in Ns] for r in rs])
+            ax.errorbar(np.array(Ns) * nudge, y.mean(0), yerr=[y.mean(0) - y.min(0), y.max(0) - y.mean(0)], color=c,
+                        marker=marker, ms=6, ls="none", capsize=3, label=label)
         ax.axhline(np.mean([r[arm]["greedy"] for r in rs]), color="grey", lw=1, label="greedy")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("N samples (forced S, temperature 1)")
@@ -243,12 +303,17 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     plot_bon(rs, os.path.join(out, "voting", "best_of_n.png"))
     fs = claims(rs)
     top = max(rs[0]["fixed"]["majority"])
-    rows = [f"| thinker | greedy | majority@{top} | gain | best-of-{top}, ORM | best-of-{top}, PRM |",
-            "|---|---|---|---|---|---|"]
+    small, large = SEARCH_NS[0], SEARCH_NS[-1]
+    rows = [f"| thinker | greedy | majority@{top} | gain | best-of-{top}, ORM | best-of-{top}, PRM | best-of-{small}, "
+            f"PRM | beam@{small} | beam@{large} | DVTS@{large} |", "|---|---|---|---|---|---|---|---|---|---|"]
     for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample")):
         rows.append(f"| {label} | {pm([r[arm]['greedy'] for r in rs])} | "
                     f"{pm([r[arm]['majority'][top] for r in rs])} | {pm([gain(r, arm) for r in rs])} | "
-                    f"{pm([r[arm]['bon']['orm'][top] for r in rs])} | {pm([r[arm]['bon']['prm'][top] for r in rs])} |")
+                    f"{pm([r[arm]['bon']['orm'][top] for r in rs])} | {pm([r[arm]['bon']['prm'][top] for r in rs])} | "
+                    f"{pm([r[arm]['bon']['prm'][small] for r in rs])} | "
+                    + " | ".join(pm([r[arm]["search"][m][N] for r in rs]) for m, N in (("beam", small),
+                                                                                      ("beam", large),
+                                                                                      ("dvts", large))) + " |")
     head = (f"majority@{top} - greedy: fixed errors {pm([gain(r, 'fixed') for r in rs])}, per-sample errors "
             f"{pm([gain(r, 'per_sample') for r in rs])}; best-of-{top} PRM - ORM: fixed "
             f"{pm([margin(r, 'fixed', 'prm', 'orm') for r in rs])}, per-sample "
@@ -257,7 +322,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 > **Question.** Majority voting rescues a thinker whose samples err independently. What if its errors are fixed:
 > the same misreading in every sample? And does a verifier's pick, best-of-N with a process (PRM) or an outcome
-> (ORM) reward model, beat the vote on either thinker?
+> (ORM) reward model, beat the vote on either thinker, and a search over steps with the PRM beat best-of-N?
 
 ![majority voting](voting/majority.png)
 
@@ -273,12 +338,20 @@ from its own samples of training problems; the per-sample thinker's from samples
 own wrote (many misreadings, as its test samples have), starting from the base model. Where best-of-N falls below a
 single sample as N grows, the verifier ranks the answers of one problem worse than chance: among many distinct
 wrong answers the highest score is more often a wrong one it scores too high (over-optimisation, Gao et al. 2022,
-arXiv 2210.10760). {" ".join(F.verdict_line(f) for f in fs)}
+arXiv 2210.10760).
+
+Beam search and DVTS (search-and-learn's, M = {WIDTH}, methods.search) are guided by the PRM (weakest step so far).
+On the per-sample thinker every generation call reads through a fresh direction: each candidate step of a search
+re-reads the prompt and the chain so far through its own (methods.readers), as each best-of-N sample does, so a step
+the PRM rejects is sampled again by a reader that may not misread. On the erring thinker every call misreads alike.
+{" ".join(F.verdict_line(f) for f in fs)}
 
 *Papers:* Wang et al. 2022, "Self-Consistency Improves Chain of Thought Reasoning in Language Models" (arXiv
-2203.11171); Lightman et al. 2023, "Let's Verify Step by Step" (arXiv 2305.20050, Fig. 3).
+2203.11171); Lightman et al. 2023, "Let's Verify Step by Step" (arXiv 2305.20050, Fig. 3); Snell et al. 2024
+(arXiv 2408.03314); Hugging Face search-and-learn (beam search, DVTS).
 *Explore:* `reasonlab lab --only voting`; `voting.reader(base, sigma, draw)` is one sample's misreading model;
-`voting.verifiers(thinker, seed, n_per_k, steps, cache)` trains a thinker's ORM and PRM.
+`voting.verifiers(thinker, seed, n_per_k, steps, cache)` trains a thinker's ORM and PRM; `methods.readers.Readers(base,
+sigma)` is the per-sample thinker, which methods.search.beam_search and dvts take in place of a model.
 """
     return [(md, head)]
 
@@ -289,8 +362,10 @@ def check(result) -> None:
         raise ValueError("a voting result needs fixed and per_sample, each with greedy and majority@N")
     if any(set(result[arm].get("bon", {})) != set(AGG) for arm in ("fixed", "per_sample")):
         raise ValueError("a voting result needs best-of-N with the ORM and the PRM (bon) for fixed and per_sample")
+    if any(set(result[arm].get("search", {})) != {"beam", "dvts"} for arm in ("fixed", "per_sample")):
+        raise ValueError("a voting result needs PRM-guided beam search and DVTS (search) for fixed and per_sample")
 
 
 register(Experiment("voting", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
-                    quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=40,
+                    quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=50,
                     render_cost=0.3, tier="lesson"))

@@ -1,6 +1,7 @@
 """Exact KL math over the 18-token vocabulary: the per-position KL in both directions, Schulman's estimators k1 / k2
 / k3 of KL(pi || pi_ref) with their exact mean and variance, the exact expected gradient of each estimator used as a
-loss, and sequence-level measures (Rao-Blackwellised sequence KL, the exact Bernoulli lower bound).
+loss, and sequence-level measures (Rao-Blackwellised sequence KL, the exact Bernoulli lower bound, and the sequence
+KL and its gradient by enumerating the outputs).
 
 Per position, a ~ pi, rho(a) = log pi(a) - log pi_ref(a). Summing over a instead of sampling gives, exactly
 (Schulman 2020, "Approximating KL divergence"; Tang & Munos 2025, arXiv 2506.09477):
@@ -11,11 +12,14 @@ Per position, a ~ pi, rho(a) = log pi(a) - log pi_ref(a). Summing over a instead
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from ..core.exact import right_probs
-from ..core.sampling import output_logits
+from ..core.sampling import EOS, output_logits
+from ..core.task import MAX_LEN, PROMPT_LEN
 from ..train.rl import kl_terms
 
 ESTIMATORS = ("k1", "k2", "k3")
@@ -98,3 +102,71 @@ def kl_bernoulli(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch.
     P_ref(E)) for any event E, here "the output is correct"."""
     p, q = p.clamp(eps, 1 - eps), q.clamp(eps, 1 - eps)
     return p * (p / q).log() + (1 - p) * ((1 - p) / (1 - q)).log()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The sequence KL and its gradient, by enumerating the outputs (Tang & Munos 2025, arXiv 2506.09477).
+#
+# KL(pi || pi_ref) over whole outputs y is the sum, over every prefix s the policy can write, of pi(s) times the
+# per-position KL at s (the chain rule). Its gradient has two parts: pi(s) grad KL_s, which a per-token KL loss on
+# sampled prefixes gives, and grad pi(s) KL_s, how a token changes the KL of the positions after it, which it drops.
+# k1 put in the reward (REINFORCE on log pi(y) - log pi_ref(y)) keeps both: E[rho(y) grad log pi(y)] is the gradient.
+
+def output_tree(policy, ref, prompts: list[list[int]], eps: float, max_new: int = MAX_LEN - PROMPT_LEN) -> dict:
+    """Every output prefix whose probability under the policy is at least eps, breadth first, with the policy's
+    logits at each (differentiable when called with grad) and the reference's; prefixes of equal depth share one
+    forward pass. A prefix is expanded (its next-token law read) unless it ended with </s> or holds max_new tokens.
+
+    Returns {"levels": [{"prompt", "logits", "ref", "logp" (log pi(prefix), differentiable), "rho" (log pi - log
+    pi_ref of the prefix, detached)}] per depth, "leaves": {"prompt", "logp", "rho"} of the complete outputs of
+    probability >= eps, "pruned": (P,) the probability of the outputs left out}."""
+    device = next(policy.parameters()).device
+    P = len(prompts)
+    prompt = torch.arange(P, device=device)
+    seqs = torch.tensor(prompts, device=device)
+    logp = torch.zeros(P, device=device)
+    rho = torch.zeros(P, device=device)
+    levels, leaves, pruned = [], {"prompt": [], "logp": [], "rho": []}, torch.zeros(P, device=device)
+    for depth in range(max_new):
+        lg = policy(seqs)[0][:, -1].float()
+        with torch.no_grad():
+            rf = ref(seqs)[0][:, -1].float()
+        levels.append({"prompt": prompt, "logits": lg, "ref": rf, "logp": logp, "rho": rho})
+        lp, lr = F.log_softmax(lg, -1), F.log_softmax(rf, -1)
+        child = logp[:, None] + lp                                       # (n, V) log pi of each one-token extension
+        keep = child.detach() >= (math.log(eps) if eps > 0 else -math.inf)
+        pruned.index_add_(0, prompt, (child.detach().exp() * ~keep).sum(1))
+        row, tok = keep.nonzero(as_tuple=True)
+        done = (tok == EOS) | (depth + 1 == max_new)
+        step_rho = (rho[:, None] + (lp - lr).detach())[row, tok]
+        for key, v in (("prompt", prompt[row[done]]), ("logp", child[row[done], tok[done]]), ("rho", step_rho[done])):
+            leaves[key].append(v)
+        go = ~done
+        if not bool(go.any()):
+            break
+        prompt, logp, rho = prompt[row[go]], child[row[go], tok[go]], step_rho[go]
+        seqs = torch.cat([seqs[row[go]], tok[go, None]], 1)
+    return {"levels": levels, "leaves": {k: torch.cat(v) for k, v in leaves.items()}, "pruned": pruned}
+
+
+def sequence_gradients(tree: dict, params: list[torch.Tensor], P: int) -> dict:
+    """On an output tree (of P prompts): the sequence KL(pi || pi_ref) summed over the tree's prefixes (mean over
+    prompts; exact up to the pruned outputs, which can only add to it) and its gradient, against the expected
+    gradient of what RL puts in its loss: the exact per-position KL on the policy's prefixes (what k2 averages to),
+    k3 (GRPO), and k1 in the reward (REINFORCE with the KL as a cost). Each: relative error ||g - grad KL|| / ||grad
+    KL||, cosine and norm."""
+    lv = tree["levels"]
+    kl = torch.cat([exact_kl(x["logits"], x["ref"]) for x in lv])
+    w = torch.cat([x["logp"] for x in lv]).exp()                         # pi(prefix), differentiable
+    seq = (w * kl).sum() / P
+    exact = grad_vector(seq, params)
+    losses = {"per_token": (w.detach() * kl).sum() / P,
+              "k3": (w.detach() * torch.cat([expected_loss(x["logits"], x["ref"], "k3") for x in lv])).sum() / P,
+              "k1_reward": (tree["leaves"]["logp"].detach().exp() * tree["leaves"]["rho"]
+                            * tree["leaves"]["logp"]).sum() / P}
+    out = {"seq_kl": seq.item(), "pruned": tree["pruned"].mean().item(), "grad_norm": exact.norm().item()}
+    for name, loss in losses.items():
+        g = grad_vector(loss, params)
+        out[name] = {"rel_err": ((g - exact).norm() / exact.norm().clamp(min=1e-30)).item(),
+                     "cos": F.cosine_similarity(g, exact, dim=0).item(), "norm": g.norm().item()}
+    return out

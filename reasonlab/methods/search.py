@@ -46,6 +46,7 @@ from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, parse, prompt_ids
 from ..io.checkpoint import write_json
 from ..train.zoo import thinker_model
 from . import tts
+from .readers import Readers
 from .config import NS, SEARCH_METHODS as METHODS, SearchConfig  # noqa: F401  (this method's public names)
 from .verifier import OracleVerifier, VerifierConfig, aggregate, steps as read_steps, train_verifier
 
@@ -180,6 +181,12 @@ class _Tree:
         return new
 
 
+def _tree(model, problems, force: str, gen, temperature: float):
+    """The search's tree: on the KV cache for a model, a row per beam read afresh for Readers (methods.readers)."""
+    return model.tree(problems, force, gen, temperature) if isinstance(model, Readers) else \
+        _Tree(model, problems, force, gen, temperature)
+
+
 def _charge(tokens: dict, probs, texts, parents, first: bool) -> None:
     """Count a round of candidates: generated tokens (the forced format token with the first step), verifier tokens
     read from the start (search-and-learn calls its PRM on the full text) and read incrementally (a causal verifier
@@ -197,7 +204,7 @@ def _tokens(P: int) -> dict:
 
 
 @torch.inference_mode()
-def beam_search(model: GPT, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
+def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
                 gen: torch.Generator | None = None, temperature: float = 1.0, agg: str = "last",
                 filter_duplicates: bool = False, sort_completed: bool = False, draws: list | None = None) -> dict:
     """search-and-learn's beam search (`src/sal/search/beam_search.py`, lookahead 0), per problem: N beams; each
@@ -211,7 +218,7 @@ def beam_search(model: GPT, scorer: Scorer, problems: list[list[int]], N: int, M
     Returns {"outputs": [pool per problem], "scores", "pick": [answer output per problem], "completed": [every
     completed output per problem], "gen_tokens", "ver_tokens", "ver_tokens_inc": (P,) each}."""
     M = min(M, N)
-    P, tree = len(problems), _Tree(model, problems, force, gen, temperature)
+    P, tree = len(problems), _tree(model, problems, force, gen, temperature)
     digits = [tuple(d) for d in problems]
     active = [[(int(tree.nodes[p]), tree.root)] for p in range(P)]    # (cache row, text) per live beam
     completed: list[list[tuple]] = [[] for _ in range(P)]
@@ -265,7 +272,7 @@ def beam_search(model: GPT, scorer: Scorer, problems: list[list[int]], N: int, M
 
 
 @torch.inference_mode()
-def dvts(model: GPT, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
+def dvts(model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
          gen: torch.Generator | None = None, temperature: float = 1.0, agg: str = "last", draws: list | None = None
          ) -> dict:
     """search-and-learn's DVTS (`src/sal/search/diverse_verifier_tree_search.py`, lookahead 0), per problem: N/M
@@ -275,7 +282,7 @@ def dvts(model: GPT, scorer: Scorer, problems: list[list[int]], N: int, M: int, 
 
     Returns what beam_search returns (without "completed")."""
     M = min(M, N)
-    P, tree = len(problems), _Tree(model, problems, force, gen, temperature)
+    P, tree = len(problems), _tree(model, problems, force, gen, temperature)
     digits = [tuple(d) for d in problems]
     B = N // M
     live = [(p, b, int(tree.nodes[p]), tree.root) for p in range(P) for b in range(B)]  # (problem, subtree, row, text)
