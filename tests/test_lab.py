@@ -202,3 +202,17 @@ def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
                               execution=ExecConfig(executor="local", workers=2)), log=lambda s: None)
     exps = [u.split("/")[0] for u in seen[2:]]
     assert exps == sorted(exps, key=longest_first("run_cost").index)
+
+
+@pytest.mark.slow
+def test_quick_lab_runs_every_lesson(tmp_path, quick_cache):
+    """`reasonlab lab --quick --all` reaches each lesson's quick config: it runs, renders and judges its claims on
+    two seeds (a t interval needs two)."""
+    lessons = [n for n in X.names() if X.get(n).tier == "lesson"]
+    cfg = lab.LabConfig(quick=True, seeds=(0, 1), out=str(tmp_path / "run"), cache_dir=quick_cache, only=tuple(lessons))
+    results = lab.run(cfg, log=lambda *a: None)
+    assert set(results) == set(lessons)
+    md = open(os.path.join(cfg.out, "report.md"), encoding="utf-8").read()
+    for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):
+        assert os.path.getsize(os.path.join(cfg.out, img)) > 1000
+    assert md.count("**Question.**") >= len(lessons)

@@ -252,7 +252,8 @@ class GPT(nn.Module):
             raise ValueError("keep needs pos and a (B, 1, T, T) mask, and gives logits only (no targets, no cache)")
         if want is not None and keep is None:
             raise ValueError("want needs keep")
-        if shift is not None and (keep is not None or cache is not None or shift.shape != (*ids.shape, self.cfg.d_model)):
+        if shift is not None and (keep is not None or cache is not None
+                                  or shift.shape != (*ids.shape, self.cfg.d_model)):
             raise ValueError("shift is (B, T, C) and goes without keep or a cache")
         if last and (cache is None or targets is not None):
             raise ValueError("last needs a cache and gives logits only (no targets)")

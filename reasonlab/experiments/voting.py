@@ -82,6 +82,10 @@ class Config:
     verifier_steps: int = 300
     """AdamW steps for each verifier (VerifierConfig's default; the quick lab's few samples need few)"""
 
+    def validate(self) -> None:
+        if self.samples < SEARCH_NS[0]:
+            raise ValueError(f"samples must be >= {SEARCH_NS[0]}: best-of-N is read beside the smallest search")
+
 
 def reader(base: GPT, sigma: float, draw: int) -> GPT:
     """The base model reading its digits through noise draw `draw` at scale sigma (train.sft.misread)."""
@@ -224,7 +228,7 @@ def claims(rs: list[dict]) -> list[dict]:
                             f"acc(best-of-{top}, ORM) - acc(majority@{top}), {who}",
                             [margin(r, arm, "orm", "majority") for r in rs], TH["voting.orm_over_majority"],
                             control="majority voting over the same samples")]
-    small, large = SEARCH_NS[0], SEARCH_NS[-1]
+    small, large = searched_ns(rs)
     for arm, errors, who in THINKERS:          # Snell et al.'s small-budget win of beam search over best-of-N
         fs.append(F.seed_check(sec, f"With {errors}, PRM-guided beam search beats best-of-{small} with the same PRM "
                                f"at N = {small}", f"acc(beam@{small}) - acc(best-of-{small}), PRM, {who}",
@@ -241,6 +245,12 @@ def claims(rs: list[dict]) -> list[dict]:
                         [r["per_sample"]["search"]["dvts"][large] - r["per_sample"]["search"]["beam"][large]
                          for r in rs], TH["search.non_inferior"], control="beam search at the same N")]
     return fs
+
+
+def searched_ns(rs: list[dict]) -> tuple[int, int]:
+    """The smallest and the largest N the searches ran at (SEARCH_NS up to the samples per problem)."""
+    Ns = sorted(rs[0]["per_sample"]["search"]["beam"])
+    return Ns[0], Ns[-1]
 
 
 def beam_gain(r: dict, arm: str, N: int) -> float:
@@ -303,7 +313,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     plot_bon(rs, os.path.join(out, "voting", "best_of_n.png"))
     fs = claims(rs)
     top = max(rs[0]["fixed"]["majority"])
-    small, large = SEARCH_NS[0], SEARCH_NS[-1]
+    small, large = searched_ns(rs)
     rows = [f"| thinker | greedy | majority@{top} | gain | best-of-{top}, ORM | best-of-{top}, PRM | best-of-{small}, "
             f"PRM | beam@{small} | beam@{large} | DVTS@{large} |", "|---|---|---|---|---|---|---|---|---|---|"]
     for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample")):

@@ -152,9 +152,9 @@ def output_tree(policy, ref, prompts: list[list[int]], eps: float, max_new: int 
 def sequence_gradients(tree: dict, params: list[torch.Tensor], P: int) -> dict:
     """On an output tree (of P prompts): the sequence KL(pi || pi_ref) summed over the tree's prefixes (mean over
     prompts; exact up to the pruned outputs, which can only add to it) and its gradient, against the expected
-    gradient of what RL puts in its loss: the exact per-position KL on the policy's prefixes (what k2 averages to),
-    k3 (GRPO), and k1 in the reward (REINFORCE with the KL as a cost). Each: relative error ||g - grad KL|| / ||grad
-    KL||, cosine and norm."""
+    gradient of what RL puts in its loss: the exact per-position KL on the policy's prefixes (what k2's gradient
+    averages to), k3 (GRPO), and k1 in the reward (REINFORCE with the KL as a cost, over the complete outputs kept).
+    Each: relative error ||g - grad KL|| / ||grad KL||, cosine and norm."""
     lv = tree["levels"]
     kl = torch.cat([exact_kl(x["logits"], x["ref"]) for x in lv])
     w = torch.cat([x["logp"] for x in lv]).exp()                         # pi(prefix), differentiable

@@ -33,7 +33,9 @@ class Readers:
         shift = z[torch.arange(len(ids), device=ids.device)[:, None], (ids - DIGIT0).clamp(0, 9)]
         return self.model(ids, shift=shift * digit[..., None])[0][:, -1].float()
 
-    def tree(self, problems, force: str, gen: torch.Generator, temperature: float) -> "ReadTree":
+    def tree(self, problems, force: str, gen: torch.Generator | None, temperature: float) -> "ReadTree":
+        if gen is None:
+            raise ValueError("a search over readers needs a generator: every call draws its misreading")
         return ReadTree(self, problems, force, gen, temperature)
 
 

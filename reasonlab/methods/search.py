@@ -46,8 +46,8 @@ from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, parse, prompt_ids
 from ..io.checkpoint import write_json
 from ..train.zoo import thinker_model
 from . import tts
-from .readers import Readers
 from .config import NS, SEARCH_METHODS as METHODS, SearchConfig  # noqa: F401  (this method's public names)
+from .readers import Readers
 from .verifier import OracleVerifier, VerifierConfig, aggregate, steps as read_steps, train_verifier
 
 
@@ -213,7 +213,7 @@ def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[list[int]],
     text with filter_duplicates) the N/M best by numpy's argsort are kept. The answer pool is the first N
     completed (the N best with sort_completed), copied round-robin up to N; the answer is the pool's best
     (np.argmax: the first of a tie). draws: a list that gets each round's (beam, step) pairs per problem, in order
-    (a replay test's feed).
+    (a replay test's feed). model: a GPT, or Readers (methods.readers: a fresh misreading per candidate step).
 
     Returns {"outputs": [pool per problem], "scores", "pick": [answer output per problem], "completed": [every
     completed output per problem], "gen_tokens", "ver_tokens", "ver_tokens_inc": (P,) each}."""
