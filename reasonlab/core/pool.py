@@ -36,6 +36,12 @@ class Pool:
     def n(self) -> int:
         return self.answer.shape[1]
 
+    def flat(self) -> tuple[list[list[int]], list[list[int]]]:
+        """The kept outputs problem-major, each beside its problem's digits: (digits per output, outputs), what a
+        verifier scores."""
+        return ([d for d, row in zip(self.problems, self.outputs) for _ in row],
+                [o for row in self.outputs for o in row])
+
     def subset(self, rows) -> "Pool":
         return Pool([self.problems[i] for i in rows], self.k[rows], self.answer[rows], self.correct[rows],
                     self.verified[rows], self.fmt[rows], self.length[rows], self.chain[rows], self.logp[rows],

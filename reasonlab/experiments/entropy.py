@@ -32,7 +32,7 @@ from ..core.evaluate import evaluate
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import output_logits
 from ..core.task import FORMATS, ID, prompt_ids, solution
-from ..io.report import plt, save
+from ..io.report import band, plt, save
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.rl import RLConfig, entropy, every_n_steps, train
@@ -184,22 +184,17 @@ def claims(rs: list[dict]) -> list[dict]:
                          TH["entropy.zero_std_rise"], untestable=pre)]
 
 
-def band(ax, x, ys, color, label) -> None:
-    y = np.array(ys)
-    ax.plot(x, y.mean(0), color=color, label=label)
-    ax.fill_between(x, y.min(0), y.max(0), color=color, alpha=0.15, lw=0)
-
-
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")
     x = [0] + [c["step"] for c in rs[0]["arms"]["grpo"]["curve"]]
     for arm, label in ARMS.items():
         for ax, key in zip(axes, ("format_H", "acc")):
-            band(ax, x, [[r["start"][key]] + [c[key] for c in r["arms"][arm]["curve"]] for r in rs], COLORS[arm], label)
+            band(ax, x, [[r["start"][key]] + [c[key] for c in r["arms"][arm]["curve"]] for r in rs], color=COLORS[arm],
+                 label=label)
         steps = [h["step"] for h in rs[0]["arms"][arm]["hist"]]
         zs = np.array([[h["frac_reward_zero_std"] for h in r["arms"][arm]["hist"]] for r in rs])
         smooth = np.array([np.convolve(z, np.ones(5) / 5, mode="valid") for z in zs])
-        band(axes[2], steps[2:len(steps) - 2], smooth, COLORS[arm], label)
+        band(axes[2], steps[2:len(steps) - 2], smooth, color=COLORS[arm], label=label)
     axes[0].axhline(math.log(3), color="grey", ls=":", lw=1)
     for ax, yl in zip(axes, ("format entropy at \"=\" (nats; dotted: ln 3)", "greedy accuracy (probe set)",
                              "groups with zero reward std (5-step mean)")):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.problems import problems_per_k
 from ..core.task import BUDGETS, K_MAX, K_MIN
-from ..io.report import plt, save
+from ..io.report import band, plt, save
 from ..methods import budget
 from ..stats import findings as F
 from ..stats.summary import pm
@@ -131,9 +131,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     for name, c in zip(CURVES, ("#8C8C8C", "#4C72B0", "#55A868", "#C44E52")):
         for ax, key in zip(axes, ("steps", "acc")):
-            y = np.array([curve(r, name, key) for r in rs])
-            ax.plot(BUDGETS, y.mean(0), marker="o", ms=3, color=c, label=CURVES[name])
-            ax.fill_between(BUDGETS, y.min(0), y.max(0), color=c, alpha=0.12)
+            band(ax, BUDGETS, [curve(r, name, key) for r in rs], alpha=0.12, marker="o", ms=3, color=c,
+                 label=CURVES[name])
     axes[0].plot(BUDGETS, BUDGETS, ls=":", color="k", lw=1, label="steps = b")
     axes[0].set_ylabel("chain steps written (mean over k >= b)")
     axes[1].set_ylabel("accuracy (mean over k >= b)")

@@ -87,8 +87,7 @@ def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
     sample's accuracy over the same samples."""
     N = cfg.best_of
     pool = sample_pool(thinker, probs, N, ["S"], 1.0, seed=10_000 + seed, keep_outputs=True)
-    digs = [d for d, row in zip(probs, pool.outputs) for _ in row]
-    outs = [o for row in pool.outputs for o in row]
+    digs, outs = pool.flat()
     chain = np.array([not a for o in outs for _, _, a in steps(o)])
     exact = np.array([x for d, o in zip(digs, outs) for x in oracle_labels(d, o)])[chain]
     prm = {}

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.exact import pass_exact, right_probs
 from ..core.problems import TEST_SEED, problems_per_k
-from ..io.report import plt, save
+from ..io.report import band, plt, save
 from ..stats import findings as F
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
@@ -115,9 +115,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     ax = axes[0]
     for arm, label, c in (("start", "start (erring thinker)", "#4C72B0"), ("rl", "after GRPO", "#C44E52")):
-        y = np.array([[pooled(r, arm, N) for N in NS] for r in rs])
-        ax.plot(NS, np.nanmean(y, 0), marker="o", ms=3, color=c, label=label)
-        ax.fill_between(NS, np.nanmin(y, 0), np.nanmax(y, 0), color=c, alpha=0.15)
+        band(ax, NS, [[pooled(r, arm, N) for N in NS] for r in rs], marker="o", ms=3, color=c, label=label)
     ax.plot(NS, [1 - 0.9 ** N for N in NS], ls="--", color="grey", label="guessing the answer (answer-only control)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N samples")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.report import plt, save
+from ..io.report import band, plt, save
 from ..methods import star as star_method
 from ..stats import findings as F
 from ..stats.summary import pm
@@ -86,9 +86,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     rounds = range(len(rs[0]["answer"]))
     for ax, fmt in zip(axes, "ST"):
         for f, c in zip(FILTERS, ("#8C8C8C", "#4C72B0", "#C44E52")):
-            y = np.array([[acc(r, f, i, fmt) for i in rounds] for r in rs])
-            ax.plot(list(rounds), y.mean(0), marker="o", ms=4, color=c, label=SHOWN[f])
-            ax.fill_between(list(rounds), y.min(0), y.max(0), color=c, alpha=0.15)
+            band(ax, list(rounds), [[acc(r, f, i, fmt) for i in rounds] for r in rs], marker="o", ms=4, color=c,
+                 label=SHOWN[f])
         ax.set_xticks(list(rounds))
         ax.set_xlabel("STaR round (0: the erring thinker)")
         ax.set_title(f"greedy forced {fmt} accuracy" + (" (trained on S chains only)" if fmt == "T" else ""))

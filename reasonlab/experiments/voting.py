@@ -38,9 +38,9 @@ from ..core.pool import pool_of, sample_pool
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate, generate_n
 from ..core.task import parse, prompt_ids
-from ..io.report import plt, save
+from ..io.report import band, plt, save
 from ..methods.readers import Readers
-from ..methods.search import Scorer, beam_search, best_of_n, dvts
+from ..methods.search import Scorer, SearchConfig, best_of_n, chunked
 from ..methods.tts import majority
 from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
 from ..stats import findings as F
@@ -134,8 +134,7 @@ def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int) -> tup
 def bon(pool, scorers: dict[str, Scorer]) -> dict:
     """Best-of-N accuracy at every N in NS for each verifier, on the pool's kept outputs (each distinct problem and
     output scored once)."""
-    digs = [d for d, row in zip(pool.problems, pool.outputs) for _ in row]
-    outs = [o for row in pool.outputs for o in row]
+    digs, outs = pool.flat()
     res = {}
     for kind, sc in scorers.items():
         scores = aggregate(sc.steps(digs, outs), AGG[kind]).reshape(len(pool.problems), pool.n)
@@ -147,16 +146,14 @@ def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed:
     """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
     each N in SEARCH_NS up to n_max, forced S at temperature 1: {"beam": {N: acc}, "dvts": {N: acc}}."""
     device = next((model.model if isinstance(model, Readers) else model).parameters()).device
+    sc = SearchConfig(force="S", temperature=1.0, agg=AGG["prm"], width=WIDTH)
     truth = [sum(d) % 10 for d in probs]
     out = {}
-    for name, f in (("beam", beam_search), ("dvts", dvts)):
+    for name in ("beam", "dvts"):
         out[name] = {}
         for N in (n for n in SEARCH_NS if n <= n_max):
             gen = torch.Generator(device=device).manual_seed(seed * 1000 + N + 100 * (name == "dvts"))
-            step = max(1, 4096 // N)                  # about 4096 candidates a round
-            picks = [o for a in range(0, len(probs), step)
-                     for o in f(model, scorer, probs[a:a + step], N, WIDTH, force="S", gen=gen, temperature=1.0,
-                                agg=AGG["prm"])["pick"]]
+            picks = chunked(name, model, scorer, probs, N, sc, gen)["pick"]
             out[name][N] = float(np.mean([parse(o)["answer"] == t for o, t in zip(picks, truth)]))
     return out
 
@@ -272,9 +269,8 @@ def plot_majority(rs: list[dict], path: str) -> None:
     for arm, label in (("fixed", "errors fixed in the weights (erring thinker)"),
                        ("per_sample", "errors drawn per sample")):
         Ns = sorted(rs[0][arm]["majority"])
-        y = np.array([[r[arm]["majority"][N] for N in Ns] for r in rs])
-        ax.plot(Ns, y.mean(0), marker="o", ms=3, color=COLOR[arm], label=f"majority@N, {label}")
-        ax.fill_between(Ns, y.min(0), y.max(0), color=COLOR[arm], alpha=0.15)
+        band(ax, Ns, [[r[arm]["majority"][N] for N in Ns] for r in rs], marker="o", ms=3, color=COLOR[arm],
+             label=f"majority@N, {label}")
         ax.axhline(np.mean([r[arm]["greedy"] for r in rs]), color=COLOR[arm], ls=":", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N samples (forced S, temperature 1)")
@@ -291,9 +287,8 @@ def plot_bon(rs: list[dict], path: str) -> None:
     for ax, (arm, errors, who) in zip(axes, THINKERS):
         Ns = sorted(rs[0][arm]["majority"])
         for m, label, c, ls in METHODS:
-            y = np.array([[(r[arm]["majority"] if m == "majority" else r[arm]["bon"][m])[N] for N in Ns] for r in rs])
-            ax.plot(Ns, y.mean(0), marker="o", ms=3, ls=ls, color=c or COLOR[arm], label=label)
-            ax.fill_between(Ns, y.min(0), y.max(0), color=c or COLOR[arm], alpha=0.12)
+            band(ax, Ns, [[(r[arm]["majority"] if m == "majority" else r[arm]["bon"][m])[N] for N in Ns] for r in rs],
+                 alpha=0.12, marker="o", ms=3, ls=ls, color=c or COLOR[arm], label=label)
         for m, label, marker, c, nudge in SEARCHES:
             Ns = sorted(rs[0][arm]["search"][m])
             y = np.array([[r[arm]["search"][m][N] for N in Ns] for r in rs])

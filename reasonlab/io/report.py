@@ -53,6 +53,15 @@ def log_x(ax, base: float = 10) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
 
 
+def band(ax, x, ys, alpha: float = 0.15, **line):
+    """ys (seeds, len(x)): their mean as a line (`line`: ax.plot's options) and their min..max as a band in its
+    colour, NaNs skipped. Returns the line."""
+    y = np.asarray(ys, dtype=float)
+    drawn, = ax.plot(x, np.nanmean(y, 0), **line)
+    ax.fill_between(x, np.nanmin(y, 0), np.nanmax(y, 0), color=drawn.get_color(), alpha=alpha)
+    return drawn
+
+
 def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") -> str:
     """Reward, accuracy, length and KL over steps; one line per method (mean over seeds, band = min..max)."""
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
@@ -328,8 +337,7 @@ def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
     for name, hists in runs.items():
         rounds = [h["round"] for h in hists[0]]
         acc = np.array([[h["free"] for h in hist] for hist in hists])
-        line, = axes[0].plot(rounds, acc.mean(0), marker="o", label=name)
-        axes[0].fill_between(rounds, acc.min(0), acc.max(0), color=line.get_color(), alpha=0.15)
+        line = band(axes[0], rounds, acc, marker="o", label=name)
         used = np.array([[h.get("used", np.nan) for h in hist[1:]] for hist in hists])
         axes[1].plot(rounds[1:], used.mean(0), marker="o", color=line.get_color(), label=name)
     first = next(iter(runs.values()))
@@ -360,8 +368,7 @@ def plot_lab_base(runs: list[dict], path: str) -> str:
     for c, color in colors.items():
         y = np.array([[r[c]["acc_by_k"][k] for k in ks] for r in runs])
         x = [int(k) for k in ks]
-        ax.plot(x, y.mean(0), marker="o", ms=3, color=color, label=c if c == "free" else f"forced {c}")
-        ax.fill_between(x, y.min(0), y.max(0), color=color, alpha=0.15)
+        band(ax, x, y, marker="o", ms=3, color=color, label=c if c == "free" else f"forced {c}")
     ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
     ax.set_xlabel("k (digits)")
     ax.set_ylabel("greedy accuracy")

@@ -107,6 +107,11 @@ def l1_max(correct: float, budget: int, steps: int, alpha: float = 0.25, delta: 
     return correct * min(1.0, max(0.0, alpha * (budget - steps) + delta))
 
 
+def l1_reward(kind: str, correct: float, budget: int, steps: int, alpha: float, delta: float) -> float:
+    """L1-Exact's reward (kind "exact") or L1-Max's (kind "max")."""
+    return l1_exact(correct, budget, steps, alpha) if kind == "exact" else l1_max(correct, budget, steps, alpha, delta)
+
+
 class BudgetProblem(list):
     """A problem's digits carrying the budget its prompt asks for (rl.train's problem_fn / prompt_fn / reward_fn see
     the digits only, so the budget rides along), and which reward its prompt asks for (L1's recipe mixes them)."""
@@ -130,8 +135,7 @@ def reward_fn(kind: str, alpha: float, delta: float, log: dict | None = None) ->
         if log is not None:
             s = log.setdefault(b, np.zeros(5))
             s += (1, n <= b, abs(n - b), c, tokens_used(p))
-        return l1_exact(c, b, n, alpha) if (d.kind if kind == "mixed" else kind) == "exact" \
-            else l1_max(c, b, n, alpha, delta)
+        return l1_reward(d.kind if kind == "mixed" else kind, c, b, n, alpha, delta)
     return r
 
 
@@ -291,8 +295,7 @@ def best_policies(options: list[list[tuple[float, float]]], kind: str, alpha: fl
     blind, aware = [], []
     for i, opts in enumerate(options):
         bs = range(K_MIN + i + 1) if reachable else BUDGETS
-        r = np.array([[l1_exact(a, b, n, alpha) if kind == "exact" else l1_max(a, b, n, alpha, delta) for b in bs]
-                      for a, n in opts])                                    # (options, budgets)
+        r = np.array([[l1_reward(kind, a, b, n, alpha, delta) for b in bs] for a, n in opts])  # (options, budgets)
         blind.append(r.mean(1).max())
         aware.append(r.max(0).mean())
     return {"blind": float(np.mean(blind)), "aware": float(np.mean(aware))}

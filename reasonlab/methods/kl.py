@@ -75,10 +75,14 @@ def gradient_gaps(logits: torch.Tensor, ref_logits: torch.Tensor, mask: torch.Te
     others = {e: mean(expected_loss(logits, ref_logits, e)) for e in ESTIMATORS}
     others["forward"] = mean(exact_kl(logits, ref_logits, forward=True))
     for name, loss in others.items():
-        g = grad_vector(loss, params)
-        out[name] = {"rel_err": ((g - rev).norm() / rev.norm().clamp(min=1e-30)).item(),
-                     "cos": F.cosine_similarity(g, rev, dim=0).item(), "norm": g.norm().item()}
+        out[name] = versus(grad_vector(loss, params), rev)
     return out
+
+
+def versus(g: torch.Tensor, exact: torch.Tensor) -> dict:
+    """How far gradient g is from the exact one: ||g - exact|| / ||exact||, the cosine, and g's norm."""
+    return {"rel_err": ((g - exact).norm() / exact.norm().clamp(min=1e-30)).item(),
+            "cos": F.cosine_similarity(g, exact, dim=0).item(), "norm": g.norm().item()}
 
 
 @torch.no_grad()
@@ -166,7 +170,5 @@ def sequence_gradients(tree: dict, params: list[torch.Tensor], P: int) -> dict:
                             * tree["leaves"]["logp"]).sum() / P}
     out = {"seq_kl": seq.item(), "pruned": tree["pruned"].mean().item(), "grad_norm": exact.norm().item()}
     for name, loss in losses.items():
-        g = grad_vector(loss, params)
-        out[name] = {"rel_err": ((g - exact).norm() / exact.norm().clamp(min=1e-30)).item(),
-                     "cos": F.cosine_similarity(g, exact, dim=0).item(), "norm": g.norm().item()}
+        out[name] = versus(grad_vector(loss, params), exact)
     return out

@@ -411,11 +411,9 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
         put("greedy", split, 1, gp.correct[:, 0], gp.length[:, 0], np.zeros(len(probs)))
         pool = sample_pool(model, probs, config.n_max, [config.force], config.temperature,
                            seed=seed + 1000 * (split == "test"), keep_outputs=True)
-        outs = pool.outputs
         timing[f"sample_{split}"] = round(time.perf_counter() - t, 1)
         t = time.perf_counter()
-        flat_d = [d for d, row in zip(probs, outs) for _ in row]
-        flat_o = [o for row in outs for o in row]
+        flat_d, flat_o = pool.flat()
         scores = {k: sc.values(flat_d, flat_o, config.agg).reshape(len(probs), config.n_max)
                   for k, sc in scorers.items()}
         for sc in scorers.values():
@@ -439,7 +437,7 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
                 for N in config.Ns:
                     gen_ = torch.Generator(device=next(model.parameters()).device).manual_seed(
                         seed * 1000 + N + 100 * (m == "dvts") + 50 * (split == "test"))
-                    r = _chunked(m, model, scorers[k], probs, N, config, gen_)
+                    r = chunked(m, model, scorers[k], probs, N, config, gen_)
                     ans = np.array([-1 if (a := parse(o)["answer"]) is None else a for o in r["pick"]])
                     put(f"{m}/{k}", split, N, ans == truth, r["gen_tokens"], r["ver_tokens"], r["ver_tokens_inc"])
         timing[f"search_{split}"] = round(time.perf_counter() - t, 1)
@@ -452,7 +450,7 @@ def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | No
     return res
 
 
-def _chunked(method: str, model, scorer, probs, N, config: SearchConfig, gen, rows: int = 4096) -> dict:
+def chunked(method: str, model, scorer, probs, N, config: SearchConfig, gen, rows: int = 4096) -> dict:
     """Run a search over problems in chunks of about `rows` candidates (the KV cache holds a row per prefix)."""
     step = max(1, rows // N)
     kw = dict(force=config.force, gen=gen, temperature=config.temperature, agg=config.agg)

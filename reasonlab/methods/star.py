@@ -42,11 +42,12 @@ def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.G
             d, seen = problems[i], {tuple(o) for o in kept[i]}
             for row in rows[j * cfg.samples:(j + 1) * cfg.samples]:
                 p = parse(row)
+                right = p["answer"] == sum(d) % 10
                 # only complete templates (format, chain, "A", answer, </s>) are training data, under every filter
-                if not p["ok"] or (cfg.filter != "none" and p["answer"] != sum(d) % 10):
+                if not p["ok"] or (cfg.filter != "none" and not right):
                     continue
                 ok_chain = check_chain(d, p)       # on a complete template: False means a wrong step
-                if p["fmt"] in ("short", "full") and p["answer"] == sum(d) % 10:
+                if p["fmt"] in ("short", "full") and right:
                     stats["right"] += 1
                     stats["right_wrong_chain"] += ok_chain is False   # STaR's false positive: right answer, wrong step
                 if cfg.filter == "chain" and ok_chain is False:
