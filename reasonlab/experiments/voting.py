@@ -60,8 +60,8 @@ VERIFIER_DRAW = 5_000
 VERIFIER_DRAWS = 16
 """draws that write the per-sample thinker's verifier training samples (training problem i: draw i mod 16)"""
 SEARCH_NS = (4, 16)
-"""N at which beam search and DVTS run (each N a search of its own; the per-sample thinker's cannot share a KV cache
-between beams, and N = 64 would take a minute a seed)"""
+"""N at which beam search and DVTS run (each N a search of its own; the per-sample thinker's beams cannot share a KV
+cache, so its searches cost a full forward per beam and step: N = 64 stays out of the lesson's time budget)"""
 WIDTH = 4
 """M, the beam width of beam search and DVTS (search-and-learn's default)"""
 AGG = {"orm": "last", "prm": "min"}
