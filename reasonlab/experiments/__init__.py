@@ -35,11 +35,17 @@ class Env:
     """cpu or cuda"""
     quick: bool = False
     """the quick lab: the small base model"""
+    checkpoint: str | None = None
+    """a saved model (stem) every seed starts from in place of its base model (one trained elsewhere and brought
+    in by `reasonlab import hf`, say); None: the seed's base model"""
 
     def base(self, seed: int):
-        """The seed's base model, from the cache (trained under its lock the first time; memoized per process)."""
-        from ..train.zoo import cached_model
+        """The seed's starting model: the checkpoint if one is set, else the seed's base model from the cache
+        (trained under its lock the first time); memoized per process."""
+        from ..train.zoo import cached_model, checkpoint_model
         from ..train.sft import base_cfg, base_name
+        if self.checkpoint is not None:
+            return checkpoint_model(self.checkpoint, device=self.device)
         return cached_model(base_name(seed, self.quick), base_cfg(seed, self.quick), cache=self.cache,
                             device=self.device, progress=True)
 

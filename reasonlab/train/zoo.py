@@ -12,6 +12,7 @@ lab --retrain`) trains them here instead; `reasonlab pretrain` always trains.
 """
 from __future__ import annotations
 
+import copy
 import fcntl
 import glob
 import json
@@ -23,7 +24,7 @@ from typing import Any, Callable
 from .. import __version__
 from ..core.model import GPT
 from ..io.checkpoint import CheckpointError, cache_key, fingerprint, load_model, save_model
-from ..io.files import cache_dir, check_name, writable_dir
+from ..io.files import cache_dir, check_name, resolve, writable_dir
 from .sft import ERR_CFG, base_cfg, base_name, pretrain
 
 STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer
@@ -160,6 +161,14 @@ def cached_model(name: str, cfg: dict, cache: str | None = None, device: str | N
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
     return _MODELS[key]
+
+
+def checkpoint_model(stem: str, device: str | None = None) -> GPT:
+    """A saved model (stem, .json or .safetensors), checked and loaded once per process; each call gets a copy."""
+    key = ("checkpoint", os.path.abspath(resolve(stem)), device or "cpu")
+    if key not in _MODELS:
+        _MODELS[key] = load_model(key[1])[0].to(key[2]).eval()
+    return copy.deepcopy(_MODELS[key])
 
 
 def model_in_cache(name: str, cfg: dict, cache: str | None = None) -> bool:
