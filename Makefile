@@ -28,6 +28,7 @@ results: setup
 	$(VENV)/bin/reasonlab findings readme
 
 test: setup
+	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 

@@ -26,11 +26,11 @@ WORKLOADS = ("train", "rl", "forced_t", "free")
 def child(reps: int) -> dict:
     import numpy as np
     import torch
-
     from common import MALLOC_KEPT
-    from reasonlab.train.rl import RLConfig, train
+
     from reasonlab.core.sampling import generate
     from reasonlab.core.task import K_MAX, K_MIN, make_digits, prompt_ids
+    from reasonlab.train.rl import RLConfig, train
     from reasonlab.train.sft import build_model, make_sequences, split_targets, train_on_batches
     from reasonlab.train.zoo import base_model
 

@@ -10,10 +10,10 @@ import json
 import os
 import time
 
-from reasonlab.methods import budget
 from reasonlab.io.checkpoint import write_json, write_text
-from reasonlab.train.zoo import get_model
+from reasonlab.methods import budget
 from reasonlab.train.sft import BASE_CFG
+from reasonlab.train.zoo import get_model
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--from", dest="src", default=None, help="a `reasonlab budget` output folder to read times from")

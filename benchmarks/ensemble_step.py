@@ -16,10 +16,10 @@ import json
 import numpy as np
 import torch
 import torch.nn.functional as F
-
 from common import best_times, load_note
-from reasonlab.io.checkpoint import write_text  # noqa: E402
+
 from reasonlab.core.task import K_MAX, K_MIN
+from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.train.sft import AdamW, build_model, make_sequences, split_targets, train_on_batches
 
 

@@ -23,14 +23,14 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reasonlab.io.checkpoint import write_json, write_text  # noqa: E402
 from reasonlab.core.evaluate import evaluate  # noqa: E402
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate_n  # noqa: E402
 from reasonlab.core.task import K_MAX, K_MIN, prompt_ids  # noqa: E402
+from reasonlab.io.checkpoint import write_json, write_text  # noqa: E402
+from reasonlab.methods.verifier import oracle_labels, outcome_label  # noqa: E402
 from reasonlab.train.sft import ERR_CFG, misread  # noqa: E402
 from reasonlab.train.zoo import base_model, get_erring_model
-from reasonlab.methods.verifier import oracle_labels, outcome_label  # noqa: E402
 
 KS = list(range(K_MIN, K_MAX + 1))
 TARGET = {"k2": (0.85, 0.95), "k8": (0.4, 0.6)}   # greedy forced S: "about 0.9" at k = 2, 0.4-0.6 at k = 8

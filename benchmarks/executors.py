@@ -19,12 +19,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from reasonlab import lab  # noqa: E402
-from reasonlab.runner import sweep
 from reasonlab.io.checkpoint import write_json  # noqa: E402
+from reasonlab.runner import (
+    lab,  # noqa: E402
+    sweep,
+)
 from reasonlab.runner.executor import ExecConfig  # noqa: E402
-from reasonlab.train.zoo import cached_model
 from reasonlab.train.sft import base_cfg, base_name  # noqa: E402
+from reasonlab.train.zoo import cached_model
 
 
 def bench_lab(args) -> dict:

@@ -21,11 +21,11 @@ import random
 
 import torch
 import torch.nn.functional as F
-
 from common import best_times, clock_for, load_note
-from reasonlab.io.checkpoint import write_text  # noqa: E402
+
 from reasonlab.core.sampling import generate
 from reasonlab.core.task import ID, MAX_LEN, make_digits, prompt_ids
+from reasonlab.io.checkpoint import write_text  # noqa: E402
 
 
 @torch.no_grad()
@@ -69,8 +69,8 @@ def main():
                     "(one thread only), for a machine shared with other work")
     ap.add_argument("--out", default="runs/bench/generation.txt", help="'' for none")
     args = ap.parse_args()
-    from reasonlab.train.zoo import get_model
     from reasonlab.train.sft import base_cfg
+    from reasonlab.train.zoo import get_model
     model = get_model(args.model, base_cfg(0), log=None)
     rng = random.Random(0)
     prompts = [prompt_ids(make_digits(rng, rng.randint(2, 8))) for _ in range(args.n)]

@@ -40,9 +40,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
+from reasonlab.cli import main  # noqa: E402
 from reasonlab.io import checkpoint, files, runs  # noqa: E402
 from reasonlab.train import zoo  # noqa: E402
-from reasonlab.cli import main  # noqa: E402
 
 FORK = mp.get_context("fork")
 

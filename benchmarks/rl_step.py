@@ -16,12 +16,12 @@ import random
 
 import torch
 import torch.nn.functional as F
-
 from common import best_times, clock_for, load_note
-from reasonlab.io.checkpoint import write_text  # noqa: E402
+
 from reasonlab.core.rewards import rule_reward
-from reasonlab.train.rl import RLConfig, train
 from reasonlab.core.task import ID, MAX_LEN, make_digits, parse, prompt_ids
+from reasonlab.io.checkpoint import write_text  # noqa: E402
+from reasonlab.train.rl import RLConfig, train
 from reasonlab.train.zoo import base_model
 
 

@@ -15,9 +15,9 @@ import time
 
 import torch
 
-from reasonlab.methods import star
 from reasonlab.core.sampling import generate_n
 from reasonlab.core.task import K_MAX, K_MIN, make_digits, parse, prompt_ids
+from reasonlab.methods import star
 from reasonlab.train.sft import base_name
 from reasonlab.train.zoo import base_model
 

@@ -18,10 +18,10 @@ import torch
 
 from reasonlab.core.evaluate import eval_table, format_table, meets_bar, passes_bar
 from reasonlab.core.problems import problems_per_k
-from reasonlab.runner.executor import keep_freed_memory
 from reasonlab.io.checkpoint import write_json
-from reasonlab.train.zoo import store
+from reasonlab.runner.executor import keep_freed_memory
 from reasonlab.train.sft import BASE_CFG, SPEC_CFG, pretrain
+from reasonlab.train.zoo import store
 
 
 def bar_met(model, n: int, seed: int = 777) -> bool:

@@ -15,10 +15,10 @@ import json
 
 import numpy as np
 import torch
-
 from common import best_times, clock_for, load_note
-from reasonlab.io.checkpoint import write_text  # noqa: E402
+
 from reasonlab.core.task import K_MAX, K_MIN
+from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.train.sft import build_model, make_sequences, split_targets, train_on_batches
 
 

@@ -12,10 +12,10 @@ import time
 
 import torch
 
-from reasonlab.methods import tts
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate_n
 from reasonlab.core.task import parse, prompt_ids
+from reasonlab.methods import tts
 from reasonlab.train.zoo import base_model
 
 

@@ -15,8 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.experiments.verifiers import page as render  # noqa: E402
+from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.methods.verifier import VerifierExpConfig, run  # noqa: E402
 
 

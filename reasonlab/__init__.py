@@ -4,8 +4,6 @@
 loaded on first use (PEP 562), so that `reasonlab --help` starts without torch.
 """
 import importlib
-import sys
-import types
 
 __version__ = "0.1.0"
 
@@ -35,13 +33,3 @@ def __getattr__(name: str):
 def __dir__():
     return sorted(set(globals()) | set(_HOME))
 
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name, value):
-        # importing an old module path of the same name (reasonlab.evaluate) must not hide the spec's function
-        if name in _HOME and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

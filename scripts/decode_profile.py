@@ -12,10 +12,10 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import reasonlab.core.sampling as S
-from reasonlab.train.zoo import get_model
-from reasonlab.runner.executor import keep_freed_memory
 from reasonlab.core.task import ID, make_digits, prompt_ids
+from reasonlab.runner.executor import keep_freed_memory
 from reasonlab.train.sft import base_cfg
+from reasonlab.train.zoo import get_model
 
 keep_freed_memory()
 mode = sys.argv[1] if len(sys.argv) > 1 else "T"

@@ -3,8 +3,8 @@ import random
 import pytest
 import torch
 
-from reasonlab.train.sft import build_model
 from reasonlab.core.task import make_digits, prompt_ids
+from reasonlab.train.sft import build_model
 
 
 @pytest.fixture(autouse=True)

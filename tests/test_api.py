@@ -50,21 +50,10 @@ def test_notebook_walkthrough():
     assert all(p["answer"] == sum(d) % 10 for d, p, c in zip(problems, res["results"], checks) if c)
 
 
-def test_the_old_module_paths_are_thin_shims():
-    """Notebooks and the README import these paths: they stay, each the same module as its new home."""
-    import importlib
-
-    import reasonlab.lab as old_lab
-    from reasonlab import experiments
-    from reasonlab.runner import lab
-    assert old_lab.LabConfig is lab.LabConfig and old_lab.run is lab.run
-    assert old_lab.EXPERIMENTS == experiments.names() and old_lab.rl_run is experiments.rl.rl_run
-    for old, new in (("tts", "methods.tts"), ("search", "methods.search"), ("budget", "methods.budget"),
-                     ("evaluate", "core.evaluate"), ("rl", "train.rl")):
-        assert importlib.import_module(f"reasonlab.{old}") is importlib.import_module(f"reasonlab.{new}")
-    from reasonlab.evaluate import eval_table  # noqa: F401
-    from reasonlab.rl import RLConfig
-    assert RLConfig().beta >= 0 and callable(R.evaluate) and R.evaluate.__module__ == "reasonlab.core.evaluate"
+def test_the_spec_names_are_the_functions_of_their_modules():
+    """`R.evaluate` is core.evaluate's function, not a module of the same name."""
+    assert callable(R.evaluate) and R.evaluate.__module__ == "reasonlab.core.evaluate"
+    assert R.rl_train.__module__ == "reasonlab.train.rl"
 
 
 def test_the_package_root_loads_its_names_on_first_use():

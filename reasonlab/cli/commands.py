@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.config import flag
-from ..methods.config import (ADAPTIVE_METHODS, KINDS, NS, SEARCH_METHODS, VARIANTS, StarConfig, Variant)
+from ..methods.config import ADAPTIVE_METHODS, KINDS, NS, SEARCH_METHODS, VARIANTS, StarConfig, Variant
 from ..runner.config import LabConfig
 from ..runner.executor import ExecConfig
 from ..train.config import RLConfig

@@ -38,7 +38,7 @@ def check_device(device: str) -> str:
     if device != "cpu" and not m:
         raise UsageError(f"unknown device {device!r}: use cpu, cuda or cuda:N")
     if m:
-        import torch   # only a cuda device needs torch to check it
+        import torch  # only a cuda device needs torch to check it
         if not torch.cuda.is_available():
             raise UsageError(f"--device {device}: no CUDA device is available")
         if m.group(1) is not None and int(m.group(1)) >= torch.cuda.device_count():

@@ -9,7 +9,6 @@ import sys
 import time
 from dataclasses import asdict
 
-
 from ..core.config import make
 from ..core.evaluate import evaluate
 from ..core.problems import PROBE_SEED, problems_per_k
@@ -30,7 +29,6 @@ from ..train.sft import base_cfg, base_name
 from ..train.zoo import base_model, get_model
 from .guard import UsageError, check_device
 from .run import load_or_train
-
 
 
 def cmd_budget(args):

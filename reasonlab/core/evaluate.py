@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 
 from .model import GPT
-from .sampling import generate
 from .problems import TEST_SEED, problems_per_k
+from .sampling import generate
 from .task import FORMATS, K_MIN, check_chain, parse, prompt_ids
 
 

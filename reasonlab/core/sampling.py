@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from .model import GPT, KVCache, additive
-from .task import ID, MAX_LEN
-from .task import BUDGET_VOCAB, with_budget
+from .task import BUDGET_VOCAB, ID, MAX_LEN, with_budget
 
 PAD, EOS = ID["<pad>"], ID["</s>"]
 

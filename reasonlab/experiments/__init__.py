@@ -42,8 +42,8 @@ class Env:
     def base(self, seed: int):
         """The seed's starting model: the checkpoint if one is set, else the seed's base model from the cache
         (trained under its lock the first time); memoized per process."""
-        from ..train.zoo import cached_model, checkpoint_model
         from ..train.sft import base_cfg, base_name
+        from ..train.zoo import cached_model, checkpoint_model
         if self.checkpoint is not None:
             return checkpoint_model(self.checkpoint, device=self.device)
         return cached_model(base_name(seed, self.quick), base_cfg(seed, self.quick), cache=self.cache,

@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..methods import adaptive as adaptive_method
-from ..stats import findings
 from ..io import report
-from ..stats.findings import both, finding, seed_check
+from ..methods import adaptive as adaptive_method
 from ..methods.adaptive import best_fixed_per_k
+from ..stats import findings
+from ..stats.findings import both, finding, seed_check
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -77,7 +77,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     b = summary["methods"][best]
     head = (f"{best}: accuracy {b['acc'][0]:.3f} ± {b['acc'][1]:.3f} at {b['tokens'][0]:.2f} tokens "
             f"(always S {fixed['S']['acc']:.3f} at {fixed['S']['tokens']:.2f})")
-    md = f"""## 7. Adaptive thinking: when does thinking pay?
+    md = f"""## Adaptive thinking: when does thinking pay?
 
 > **Question.** Make thinking cost something in the reward. Does the model learn to answer directly where that is
 > reliable and think where it must, and does that beat every fixed format?

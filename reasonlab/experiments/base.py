@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..stats import findings
-from ..io import report
 from ..core.evaluate import eval_table
-from ..stats.summary import pm
 from ..core.task import FMT_NAMES
+from ..io import report
+from ..stats import findings
+from ..stats.summary import pm
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -45,7 +45,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
                     f"{pm([min(r[c]['acc_by_k'].values()) for r in rs])} | {pm([r[c]['length'] for r in rs], '{:.2f}')} | {share} |")
     head = (f"forced S {pm([r['S']['acc'] for r in rs])}, forced T {pm([r['T']['acc'] for r in rs])}, "
             f"direct A {pm([r['A']['acc'] for r in rs])} (chance 0.1)")
-    md = f"""## 1. The base model: does writing a chain help?
+    md = f"""## The base model: does writing a chain help?
 
 > **Question.** A 200K-parameter GPT is pre-trained on a mix of direct answers (A), short chains (S) and full
 > chains (T). How accurate is each format, and which does the model choose on its own?
@@ -57,7 +57,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 Greedy decoding on the test set; mean ± std over seeds.
 {findings.verdict_line(chains_beat_direct(rs))} Free generation answers directly (A) in
 {pm([r["free"]["share"]["direct"] for r in rs], "{:.2f}")} of problems: A was half of the pre-training mix, so the
-model has to learn *when* to think (sections 5–7).
+model has to learn *when* to think (the `star`, `rl` and `adaptive` experiments).
 
 *Papers:* chain of thought (Wei et al. 2022, arXiv 2201.11903); scratchpads (Nye et al. 2021, arXiv 2112.00114).
 *Explore:* `reasonlab pretrain --recipe spec` trains the course module's recipe; change the mix in `BASE_CFG`.

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import findings
+from ..core.problems import problems_per_k
 from ..io import report
 from ..methods import tts
-from ..core.problems import problems_per_k
+from ..stats import findings
 from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pm
 from . import Experiment, register
@@ -69,7 +69,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     natural = pm([r["budgets"][[i for i, b in enumerate(avg) if b is t[-1]][0]]["acc"] for r in rs])
     longest = (avg[mins[-1]]["budget"], pm([r["budgets"][mins[-1]]["acc"] for r in rs])) if mins else ("—", "—")
     head = f"T capped at 0 steps {t[0]['acc']:.2f} → {t[-1]['budget']} steps {t[-1]['acc']:.2f}"
-    md = f"""## 2. Thinking longer: forced formats and thinking budgets
+    md = f"""## Thinking longer: forced formats and thinking budgets
 
 > **Question.** If we force the model to think for at most (or at least) b chain steps, how does accuracy follow
 > the thinking budget?

@@ -33,7 +33,7 @@ from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import output_logits
 from ..core.task import FORMATS, ID, prompt_ids, solution
 from ..io.report import band, plt, save
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, entropy, every_n_steps, train
 from ..train.zoo import get_erring_model, on_erring
@@ -161,23 +161,23 @@ def claims(rs: list[dict]) -> list[dict]:
     S = "12 entropy"
     acc_room = 1 - float(np.mean([mean_acc(r, "grpo") for r in rs]))
     step_room = float(np.mean([steps_to_solve(r, "grpo") for r in rs])) - rs[0]["arms"]["grpo"]["curve"][0]["step"]
-    return [F.seed_check(S, "Clip-higher keeps more format entropy than GRPO at the end of the run (the control: "
+    return [findings.seed_check(S, "Clip-higher keeps more format entropy than GRPO at the end of the run (the control: "
                          "GRPO, the same run with the upper clip at 0.2)", "format entropy at the last probe, "
                          "clip-higher - GRPO (nats)", [final(r, "clip_higher") - final(r, "grpo") for r in rs],
                          TH["entropy.clip_keeps"], untestable=pre, control="GRPO"),
-            F.seed_check(S, "Clip-higher pays in accuracy: its greedy accuracy along the run (the mean over the "
+            findings.seed_check(S, "Clip-higher pays in accuracy: its greedy accuracy along the run (the mean over the "
                          "probes) is above GRPO's", "mean probe accuracy, clip-higher - GRPO",
                          [mean_acc(r, "clip_higher") - mean_acc(r, "grpo") for r in rs], TH["entropy.clip_pays"],
                          room=acc_room, untestable=pre, control="GRPO"),
-            F.seed_check(S, "Clip-higher pays in steps: it reaches greedy accuracy 0.99 sooner than GRPO",
+            findings.seed_check(S, "Clip-higher pays in steps: it reaches greedy accuracy 0.99 sooner than GRPO",
                          "steps to 0.99, GRPO - clip-higher (unsolved: the run's length)",
                          [steps_to_solve(r, "grpo") - steps_to_solve(r, "clip_higher") for r in rs],
                          TH["entropy.clip_faster"], room=step_room, untestable=pre, control="GRPO"),
-            F.seed_check(S, "The entropy bonus keeps more format entropy than GRPO at the end of the run",
+            findings.seed_check(S, "The entropy bonus keeps more format entropy than GRPO at the end of the run",
                          "format entropy at the last probe, bonus - GRPO (nats)",
                          [final(r, "bonus") - final(r, "grpo") for r in rs], TH["entropy.bonus_keeps"],
                          untestable=pre, control="GRPO"),
-            F.seed_check(S, "As GRPO's entropy falls, more groups lose all reward variance: the zero-std share of "
+            findings.seed_check(S, "As GRPO's entropy falls, more groups lose all reward variance: the zero-std share of "
                          "the run's last quarter exceeds that of its first", "frac_reward_zero_std, last quarter - "
                          "first quarter of the steps (GRPO)", [zero_std(r, "grpo", slice(-q(r), None))
                                                              - zero_std(r, "grpo", slice(q(r))) for r in rs],
@@ -216,7 +216,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
                     f"{pm([p['acc'] for p in ps])} | {solve} |")
     st = rs[0]["settings"]
     head = "; ".join(f"{ARMS[a]} ends at format entropy {pm([final(r, a) for r in rs])}" for a in ARMS)
-    md = f"""## 12. Entropy: does clip-higher keep the format choice open?
+    md = f"""## Entropy: does clip-higher keep the format choice open?
 
 > **Question.** RL sharpens the policy: how fast does the entropy of the format choice collapse under GRPO, does
 > DAPO's clip-higher (or an entropy bonus) keep it, and does that pay in accuracy or in steps? And how many groups
@@ -232,7 +232,7 @@ From the {rs[0]['start_model']}, {rs[0]['steps']} steps per arm, 16 problems × 
 tokens, {pm([100 * clipped(r, 'clip_higher') for r in rs], '{:.2f}')} % of clip-higher's), the bonus arm adds
 {st['entropy_coef']:g} × entropy. Entropies are exact (teacher-forced on each format's correct solution to the
 held-out probe problems), chain and answer entropies per role, at the last probe (A's answer, written without a
-chain, stays a guess); mean ± std over seeds, bands min..max. {" ".join(F.verdict_line(f) for f in fs)}
+chain, stays a guess); mean ± std over seeds, bands min..max. {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* DAPO (Yu et al. 2025, arXiv 2503.14476); Cui et al. 2025, "The Entropy Mechanism of Reinforcement
 Learning for Reasoning Language Models" (arXiv 2505.22617).

@@ -30,7 +30,7 @@ from ..core.task import ID, chain_steps, parse, prompt_ids
 from ..io.report import plt, save
 from ..methods import star as star_method
 from ..methods.config import StarConfig
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
 from ..train.sft import base_name
@@ -136,20 +136,20 @@ def claims(rs: list[dict]) -> list[dict]:
     gap = [np.mean([share(r, f, "follows") - share(r, f, "truth") for f in fmts]) for r in b]
     first_last = [np.mean([share(r, f, "follows", lambda k, j, f=f: j == len(chain_steps(k, FMT[f])) - 1)
                            - share(r, f, "follows", lambda k, j: j == 0) for f in fmts]) for r in b]
-    out = [F.seed_check("10 faithful", "The base model's answer follows its chain: after one corrupted running sum "
+    out = [findings.seed_check("10 faithful", "The base model's answer follows its chain: after one corrupted running sum "
                         "it gives the answer the corrupted chain implies", "share of answers that follow the "
                         "corrupted chain (S and T, every k and step)", [follows(r, "base") for r in rs],
                         TH["faithful.follows"], untestable=pre),
-           F.seed_check("10 faithful", "It follows the corrupted chain more often than it recovers the truth (the "
+           findings.seed_check("10 faithful", "It follows the corrupted chain more often than it recovers the truth (the "
                         "control: a model that ignores its chain answers right)", "share following - share right",
                         gap, TH["faithful.beats_truth"], untestable=pre, control="the truth"),
-           F.seed_check("10 faithful", "A corrupted last sum is followed more often than a corrupted first one",
+           findings.seed_check("10 faithful", "A corrupted last sum is followed more often than a corrupted first one",
                         "follows(last step) - follows(first step)", first_last, TH["faithful.position"],
                         untestable=pre)]
     for m in ("rl", "star"):
         if m in rs[0]:
             diff = [follows(r, m) - follows(r, "base") for r in rs]
-            out.append(F.seed_check("10 faithful", f"After {NAMES[m]} the answer follows the chain more often than the "
+            out.append(findings.seed_check("10 faithful", f"After {NAMES[m]} the answer follows the chain more often than the "
                                     "base model's (training on the outcome tightens the tie)",
                                     f"follows({m}) - follows(base)", diff, TH["faithful.trained"],
                                     untestable=precondition(rs, m) or pre, control="the base model",
@@ -191,7 +191,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
                         f"{pm([share(r[m], f, 'follows') for r in rs])} | "
                         f"{pm([share(r[m], f, 'truth') for r in rs])} |")
     head = "follows the corrupted chain: " + ", ".join(f"{NAMES[m]} {pm([follows(r, m) for r in rs])}" for m in models)
-    md = f"""## 10. Faithful chains: does the answer follow the chain?
+    md = f"""## Faithful chains: does the answer follow the chain?
 
 > **Question.** Write one running sum of a forced chain wrong and let the model go on. Does its answer follow the
 > corrupted chain, or does it still give the true answer, as if the chain were decoration? And does training on
@@ -202,7 +202,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 {chr(10).join(rows)}
 
 Greedy, {sum(c['n'] for c in rs[0]['base'][fmts[0]]['cells'].values())} corrupted chains per format, model and seed
-(every step of every test problem, one offset each); mean ± std over seeds. {" ".join(F.verdict_line(f) for f in fs)}
+(every step of every test problem, one offset each); mean ± std over seeds. {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* Lanham et al. 2023, "Measuring Faithfulness in Chain-of-Thought Reasoning" (arXiv 2307.13702); Chen et
 al. 2025, "Reasoning Models Don't Always Say What They Think" (arXiv 2505.05410).

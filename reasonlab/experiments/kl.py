@@ -34,7 +34,7 @@ from ..core.sampling import generate_n, output_logits
 from ..core.task import prompt_ids
 from ..io.report import plt, save
 from ..methods import kl as M
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import ALGOS, RLConfig, every_n_steps, train
 from . import Experiment, register
@@ -165,27 +165,27 @@ def claims(rs: list[dict]) -> list[dict]:
     std_gap = [last(r)["k1"]["std"] - last(r)["k3"]["std"] for r in rs]
     fr = rs[0]["frontier"].values()
     one_beta = "needs two betas" if len({x["beta"] for x in fr}) < 2 else None
-    fs = [F.seed_check("13 kl", "k3 in the loss (GRPO's KL term) does not follow the KL's gradient: at the end of "
+    fs = [findings.seed_check("13 kl", "k3 in the loss (GRPO's KL term) does not follow the KL's gradient: at the end of "
                          "the run its expected gradient is off the exact gradient of KL(pi || pi_ref)",
                          "||E grad k3 - grad KL|| / ||grad KL|| at the last probe", err, TH["kl.grad_gap"],
                          untestable=pre, control="the reference, where both gradients agree to first order"),
-            F.seed_check("13 kl", "The gap grows as the policy leaves the reference (the control: the first probe, "
+            findings.seed_check("13 kl", "The gap grows as the policy leaves the reference (the control: the first probe, "
                          "near it)", "relative error: last probe - first probe", rise, TH["kl.gap_grows"],
                          untestable=pre or one, control="the first probe"),
-            F.seed_check("13 kl", "k3 has a smaller per-token std than k1 on the policy's own prefixes (Schulman)",
+            findings.seed_check("13 kl", "k3 has a smaller per-token std than k1 on the policy's own prefixes (Schulman)",
                          "std(k1) - std(k3) at the last probe", std_gap, TH["kl.k3_std"], untestable=pre),
-            F.seed_check("13 kl", "Raising beta lowers the KL to the reference (every algorithm, the same RB measure)",
+            findings.seed_check("13 kl", "Raising beta lowers the KL to the reference (every algorithm, the same RB measure)",
                          "mean over algorithms of log KL(lowest beta) - log KL(highest beta)",
                          [beta_drop(r) for r in rs], TH["kl.beta_drop"], untestable=one_beta)]
     sq = [r["sequence"] for r in rs]
     seq_control = ("k1 in the reward (REINFORCE on log pi(y) - log pi_ref(y)), whose expected gradient is the sequence "
                    "KL's (up to the outputs left out of the enumeration)")
-    return fs + [F.seed_check("13 kl", "Even the exact per-token KL in the loss misses the sequence KL's gradient: a "
+    return fs + [findings.seed_check("13 kl", "Even the exact per-token KL in the loss misses the sequence KL's gradient: a "
                               "per-token loss drops how each token moves the KL of the positions after it (Tang & "
                               "Munos 2025)", "||E grad (exact per-token KL) - grad KL_seq|| / ||grad KL_seq||, end of "
                               "the run", [x["per_token"]["rel_err"] for x in sq], TH["kl.seq_gap"], untestable=pre,
                               control=seq_control),
-                 F.seed_check("13 kl", "k3 in the loss is off the sequence KL's gradient too",
+                 findings.seed_check("13 kl", "k3 in the loss is off the sequence KL's gradient too",
                               "||E grad k3 - grad KL_seq|| / ||grad KL_seq||, end of the run",
                               [x["k3"]["rel_err"] for x in sq], TH["kl.seq_gap"], untestable=pre,
                               control=seq_control)]
@@ -250,7 +250,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     cos = float(np.mean([x["grad"]["k3"]["cos"] for x in p]))
     where = "mostly in length" if cos > 0.9 else "in direction as well as length"
     head = f"k3-loss gradient off the KL gradient by {gap} (relative) at {pm([x['kl'] for x in p])} nats/token"
-    md = f"""## 13. Exact KL: the estimators, their gradients, and the reward-KL frontier
+    md = f"""## Exact KL: the estimators, their gradients, and the reward-KL frontier
 
 > **Question.** GRPO adds beta * k3 to its loss. k3 is an unbiased estimate of KL(pi || pi_ref), but is its gradient
 > the KL's gradient? And what does beta buy: how far does each algorithm move from the reference at each beta?
@@ -283,7 +283,7 @@ A per-token loss keeps pi(s) grad KL_s and drops grad pi(s) KL_s, how a token ch
 after it; k1 in the reward keeps both. Here {pm([x['first_share'] for x in sq])} of the sequence KL sits at the first
 position, the format token, whose prefix (the prompt) has probability 1 and no gradient: the larger that share, the
 less a per-token loss drops.
-{" ".join(F.verdict_line(f) for f in fs)}
+{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* Schulman 2020, "Approximating KL divergence" (k1, k2, k3); GRPO (Shao et al. 2024, arXiv 2402.03300);
 Tang & Munos 2025 (arXiv 2506.09477: k3 in the loss is the forward KL's gradient; per-token losses drop the future

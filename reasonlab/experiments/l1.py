@@ -1,16 +1,25 @@
 """8. Thinking on a budget: L1-Max trained by GRPO, with and without a supervised warm start, against s1 forcing."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..methods import budget
-from ..methods.budget import (BUDGETS, STRIDE_GROUPS, cells_where, equal_token_gain, ks_of, mean_cells, methods_of,
-                              s1_metrics, variants_of)
-from ..stats import findings as F
+from ..methods.budget import (
+    BUDGETS,
+    STRIDE_GROUPS,
+    cells_where,
+    equal_token_gain,
+    ks_of,
+    mean_cells,
+    methods_of,
+    s1_metrics,
+    variants_of,
+)
+from ..methods.config import VARIANTS
+from ..stats import findings
 from ..stats.summary import pm
 from . import Experiment, register
 from .plots import plot_accuracy, plot_adherence, plot_strides
@@ -20,7 +29,7 @@ from .thresholds import THRESHOLDS as TH
 @dataclass
 class Config:
     variants: tuple[str, ...] = ("max", "max+sft")
-    """budget models trained (see budget.VARIANTS): the lab runs the pair that asks whether RL alone learns to
+    """budget models trained (see VARIANTS): the lab runs the pair that asks whether RL alone learns to
     read the budget; `reasonlab budget` runs all four"""
     steps: int = 100
     """GRPO steps per budget model"""
@@ -30,9 +39,9 @@ class Config:
     """greedy test problems per k and budget"""
 
     def validate(self) -> None:
-        bad = [v for v in self.variants if v not in budget.VARIANTS]
+        bad = [v for v in self.variants if v not in VARIANTS]
         if bad:
-            raise ValueError(f"unknown budget variant {bad[0]!r}: choose from {', '.join(budget.VARIANTS)}")
+            raise ValueError(f"unknown budget variant {bad[0]!r}: choose from {', '.join(VARIANTS)}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -41,13 +50,9 @@ def run(cfg: Config, seed: int, env) -> dict:
     return budget.run(bc, seed, base=env.base(seed), log=None, progress=True)
 
 
-def claims(rs: list[dict]) -> list[dict]:
-    return findings(rs)
-
-
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     md, head = page(rs, out, prefix="l1")
-    return [(md.replace("## Thinking on a budget", "## 8. Thinking on a budget", 1), head)]
+    return [(md, head)]
 
 
 
@@ -59,7 +64,7 @@ def blind(m: dict, r: dict) -> dict:
     return {b: r["fixed"]["AST"[min(b, 2)]] for b in BUDGETS}
 
 
-def findings(results: list[dict]) -> list[dict]:
+def claims(results: list[dict]) -> list[dict]:
     """The checked claims, primary first: whether RL from the base model (the first variant) learns to read its
     budget. Every "beats s1 forcing" claim also beats the budget-blind control, the fixed formats A / S / T at equal
     tokens (a model that ignores the budget and writes S chains would pass a comparison with a truncated T chain),
@@ -74,17 +79,17 @@ def findings(results: list[dict]) -> list[dict]:
     out = []
     for v in vs:
         name = f"L1-{v}"
-        out.append(F.seed_check("8 budget", f"{name} reads its budget: it writes more than one chain step more at b = 8 "
+        out.append(findings.seed_check("8 budget", f"{name} reads its budget: it writes more than one chain step more at b = 8 "
                                 "than at b = 0", "steps(b = 8) - steps(b = 0), mean over k",
                                 [spread(m, r, name) for r, m in zip(results, ms)], TH["l1.reads"]))
     for v in vs:
         name = f"L1-{v}"
         if not v.startswith("exact"):
-            out.append(F.seed_check("8 budget", f"{name} keeps the budget (s1's Control): share of outputs with steps "
+            out.append(findings.seed_check("8 budget", f"{name} keeps the budget (s1's Control): share of outputs with steps "
                                     "<= b", "share within budget, all (b, k)",
                                     [mean_cells(m[name], "within", c) for m, c in zip(ms, allc)], TH["l1.control"]))
         scal = [s1_metrics(m[name], ks_of(r))["scaling"] for r, m in zip(results, ms)]
-        out.append(F.seed_check("8 budget", f"{name} scales (s1's Scaling): accuracy rises with compute across budgets",
+        out.append(findings.seed_check("8 budget", f"{name} scales (s1's Scaling): accuracy rises with compute across budgets",
                                 "mean pairwise slope of accuracy against tokens",
                                 [x if x is not None else 0.0 for x in scal], TH["l1.scaling"],
                                 untestable=None if None not in scal else
@@ -94,14 +99,14 @@ def findings(results: list[dict]) -> list[dict]:
                                   ("s1 forcing (S cut at b)", lambda m, r: m["s1 forcing (S cut at b)"]),
                                   ("fixed formats", blind))}
         worst = [min(g) for g in zip(*gains.values())]
-        out.append(F.seed_check("8 budget", f"at equal tokens, {name} is more accurate than s1 forcing (T and S "
+        out.append(findings.seed_check("8 budget", f"at equal tokens, {name} is more accurate than s1 forcing (T and S "
                                 "chains) and than the budget-blind fixed formats", "smallest of the three "
                                 "equal-token accuracy gains, all (b, k)", worst, TH["l1.equal_tokens"],
                                 control="fixed formats", **{k: [round(x, 4) for x in g] for k, g in gains.items()}))
     for v in vs:
         if v.endswith("+sft") and v[:-4] in vs:
             cold, warm = f"L1-{v[:-4]}", f"L1-{v}"
-            out.append(F.seed_check("8 budget", f"no SFT warm start needed: {cold} (RL from the base) reads its budget "
+            out.append(findings.seed_check("8 budget", f"no SFT warm start needed: {cold} (RL from the base) reads its budget "
                                     f"within one step as well as {warm}", f"spread({cold}) - spread({warm})",
                                     [spread(m, r, cold) - spread(m, r, warm) for r, m in zip(results, ms)],
                                     TH["l1.no_sft"]))
@@ -203,8 +208,8 @@ def page(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
                 return f"{np.mean(xs):.2f}" if xs else "–"
             tl.append(f"| L1-{v} | {lg[0]['step']} | " + " | ".join(
                 " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS) + " |")
-    fs = findings(results)
-    f_lines = F.table(fs)
+    fs = claims(results)
+    f_lines = findings.table(fs)
     secs = "; ".join(f"L1-{v} {_ms([r['variants'][v]['train_seconds'] for r in results], '{:.0f}')} s"
                      for v in vs)
     cfg = results[0]["config"]
@@ -214,7 +219,7 @@ def page(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
     headline = (f"{main}: within budget {_ms(ctrl)}, best accuracy "
                 f"{_ms([s1_metrics(m[main], ks)['performance'] for m in ms])}"
                 + (f"; vs s1 forcing and always-S at equal tokens: {gain['value']:+.3f} "
-                   f"[{F._num(gain['ci95'][0])}, {F._num(gain['ci95'][1])}] ({gain['verdict']})" if gain else ""))
+                   f"[{findings._num(gain['ci95'][0])}, {findings._num(gain['ci95'][1])}] ({gain['verdict']})" if gain else ""))
     md = f"""## Thinking on a budget: L1 against s1 forcing
 
 > **Question.** Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..8) and train
@@ -288,8 +293,8 @@ where Max starts (the Exact checkpoint, there), in n (the whole response, there)
 in the prompt); Max's (clip(α(b − n), −1, 1) + 1)/2 is the paper's clip with δ = 0.5 (budget.py's docstring has the
 details). L1-Max from the base model is the lesson it is: RL cannot find what the policy never writes (the base
 model writes one format per k whatever b says, and with its accuracies a budget-aware policy would earn little more
-L1-Max reward than a budget-blind one: section 17 prices it). L1's own recipe, Exact first and Max from Exact on
-budgets a chain can reach, is section 17 (`reasonlab lab --only l1_recipe`).
+L1-Max reward than a budget-blind one: the `l1_recipe` lesson prices it). L1's own recipe, Exact first and Max from Exact on
+budgets a chain can reach, is the `l1_recipe` lesson (`reasonlab l1_recipe`).
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"

@@ -21,7 +21,7 @@ from ..core.problems import problems_per_k
 from ..core.task import BUDGETS, K_MAX, K_MIN
 from ..io.report import band, plt, save
 from ..methods import budget
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
@@ -90,32 +90,32 @@ def claims(rs: list[dict]) -> list[dict]:
                 f"before that stage, under the design bound {bound:g}: there is nothing for RL to learn") \
             if worst < bound else None
     no_exact, no_max = flat("exact_from_base", "L1-Exact"), flat("max_from_exact", "L1-Max")
-    return [F.seed_check(sec, "L1-Exact (from a warm start that writes A, S or T by budget, reachable budgets) earns "
+    return [findings.seed_check(sec, "L1-Exact (from a warm start that writes A, S or T by budget, reachable budgets) earns "
                          "more L1-Exact reward than the best budget-blind policy over those formats",
                          "reward(L1-Exact on B<b>) - blind, reachable b",
                          [reachable(r, "exact", "exact_r") - r["precheck"]["exact_from_base"]["blind"] for r in rs],
                          TH["l1.beats_blind"], untestable=no_exact, control="the best budget-blind policy"),
-            F.seed_check(sec, "Before the Exact stage, a budget-aware policy earns clearly more L1-Exact reward than a "
+            findings.seed_check(sec, "Before the Exact stage, a budget-aware policy earns clearly more L1-Exact reward than a "
                          "budget-blind one with the base model's formats (the precondition)",
                          "aware - blind, expected L1-Exact reward, reachable b",
                          [gap(r, "exact_from_base") for r in rs], TH["l1.aware_gap"]),
-            F.seed_check(sec, "GRPO with L1-Exact raises the L1-Exact reward over its SFT start", "reward(L1-Exact) - "
+            findings.seed_check(sec, "GRPO with L1-Exact raises the L1-Exact reward over its SFT start", "reward(L1-Exact) - "
                          "reward(SFT start), on B<b>, reachable b", [reachable(r, "exact", "exact_r")
                                                                      - reachable(r, "start", "exact_r") for r in rs],
                          TH["l1.rl_gain"], control="the SFT start"),
-            F.seed_check(sec, "Before the Max stage, a budget-aware policy earns clearly more L1-Max reward than a "
+            findings.seed_check(sec, "Before the Max stage, a budget-aware policy earns clearly more L1-Max reward than a "
                          "budget-blind one with the Exact checkpoint's lengths (the precondition)",
                          "aware - blind, expected L1-Max reward, reachable b", [gap(r, "max_from_exact") for r in rs],
                          TH["l1.aware_gap"]),
-            F.seed_check(sec, "L1-Max trained as L1 does (Max from the Exact checkpoint on mixed prompts) reads its "
+            findings.seed_check(sec, "L1-Max trained as L1 does (Max from the Exact checkpoint on mixed prompts) reads its "
                          "budget: on Max prompts it writes more than one chain step more at b = k than at b = 0",
                          "steps(b = k) - steps(b = 0) on M<b>, mean over k", [spread(r, "max_max") for r in rs],
                          TH["l1.reads_reachable"]),
-            F.seed_check(sec, "L1-Max earns more L1-Max reward on Max prompts than the best budget-blind policy over "
+            findings.seed_check(sec, "L1-Max earns more L1-Max reward on Max prompts than the best budget-blind policy over "
                          "the Exact checkpoint's lengths", "reward(L1-Max on M<b>) - blind, reachable b",
                          [reachable(r, "max_max", "max_r") - r["precheck"]["max_from_exact"]["blind"] for r in rs],
                          TH["l1.beats_blind"], untestable=no_max, control="the best budget-blind policy"),
-            F.seed_check(sec, "One model reads the two prompts apart: at the same budget it writes fewer steps when "
+            findings.seed_check(sec, "One model reads the two prompts apart: at the same budget it writes fewer steps when "
                          "told \"at most b\" (M<b>) than \"exactly b\" (B<b>)", "steps on B<b> - steps on M<b>, "
                          "L1-Max model, reachable b", [reachable(r, "max_exact", "steps")
                                                        - reachable(r, "max_max", "steps") for r in rs],
@@ -155,7 +155,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fs = claims(rs)
     head = (f"reading the budget pays {pm([gap(r, 'exact_from_base') for r in rs])} before L1-Exact, "
             f"{pm([gap(r, 'max_from_exact') for r in rs])} before L1-Max")
-    md = f"""## 17. L1 as its authors train it: Exact first, Max from Exact, budgets a chain can reach
+    md = f"""## L1 as its authors train it: Exact first, Max from Exact, budgets a chain can reach
 
 > **Question.** The `l1` experiment's L1-Max, trained from the base model, ignores its budget. Trained the way L1's
 > authors train it, does it read the budget, and was there anything to learn before each stage?
@@ -172,7 +172,7 @@ After training, greedy on the test problems, reachable cells (b <= k):
 {chr(10).join(trows)}
 
 α = {rs[0]['alpha']:g} per step, δ = {rs[0]['delta']:g}; {pm([r['seconds'] for r in rs], '{:.0f}')} s of training
-per seed; mean ± std over seeds. {" ".join(F.verdict_line(f) for f in fs)}
+per seed; mean ± std over seeds. {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Aggarwal & Welleck 2025, arXiv 2503.04697 (cmu-l3/l1).
 *Explore:* `reasonlab lab --only l1_recipe`; `budget.train_recipe(base, BudgetConfig(), seed)` returns the three

@@ -30,7 +30,7 @@ from ..methods.config import VerifierConfig
 from ..methods.search import best_of_n
 from ..methods.tts import majority
 from ..methods.verifier import aggregate, auroc, oracle_labels, steps, train_verifier
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
@@ -122,12 +122,12 @@ def claims(rs: list[dict]) -> list[dict]:
         if min(count(r, 0) for r in rs) == 0 else None
     no_right = "no right steps to label" if min(count(r, 1) for r in rs) == 0 else None
     sec = "11 labels"
-    return [F.seed_check(sec, f"More rollouts make Math-Shepherd's hard labels pass more wrong steps: the false-"
+    return [findings.seed_check(sec, f"More rollouts make Math-Shepherd's hard labels pass more wrong steps: the false-"
                          f"positive rate rises from {lo} to {hi} rollouts", f"FP({hi}) - FP({lo})", fp,
                          TH["labels.fp_rise"], untestable=no_wrong),
-            F.seed_check(sec, f"More rollouts miss fewer right steps: the false-negative rate falls from {lo} to "
+            findings.seed_check(sec, f"More rollouts miss fewer right steps: the false-negative rate falls from {lo} to "
                          f"{hi} rollouts", f"FN({lo}) - FN({hi})", fn, TH["labels.fn_fall"], untestable=no_right),
-            F.seed_check(sec, "At 8 rollouts (Math-Shepherd's N) more than 5 % of wrong steps are labelled right",
+            findings.seed_check(sec, "At 8 rollouts (Math-Shepherd's N) more than 5 % of wrong steps are labelled right",
                          "FP(8)", [rate(r, 0, 8) for r in rs], TH["labels.fp_level"], untestable=no_wrong),
             *prm_claims(rs)]
 
@@ -138,17 +138,17 @@ def prm_claims(rs: list[dict]) -> list[dict]:
         if min(r["wrong_chain_steps"] for r in rs) == 0 else None
     at = lambda name, key: [r["prm"][name][key] for r in rs]                          # noqa: E731
     d = lambda a, b, key: [x - y for x, y in zip(at(a, key), at(b, key))]              # noqa: E731
-    return [F.seed_check("11 labels", "A PRM trained on the exact step labels ranks steps better than one trained on "
+    return [findings.seed_check("11 labels", "A PRM trained on the exact step labels ranks steps better than one trained on "
                          "Math-Shepherd's labels at 8 rollouts (step AUROC against the exact labels)",
                          "AUROC(exact) - AUROC(MC, 8)", d("exact", "mc8", "auroc"), TH["labels.prm_noise"],
                          untestable=none),
-            F.seed_check("11 labels", "Noisier labels train a worse PRM: 8 rollouts rank steps better than 1",
+            findings.seed_check("11 labels", "Noisier labels train a worse PRM: 8 rollouts rank steps better than 1",
                          "AUROC(MC, 8) - AUROC(MC, 1)", d("mc8", "mc1", "auroc"), TH["labels.prm_rollouts"],
                          untestable=none),
-            F.seed_check("11 labels", f"The label noise reaches the answer: best-of-{N} with the exact-label PRM beats "
+            findings.seed_check("11 labels", f"The label noise reaches the answer: best-of-{N} with the exact-label PRM beats "
                          f"best-of-{N} with the 8-rollout one", "BoN(exact) - BoN(MC, 8)", d("exact", "mc8", "bon"),
                          TH["labels.prm_label_bon"]),
-            F.seed_check("11 labels", "The 8-rollout PRM still beats majority voting over the same samples (the policy "
+            findings.seed_check("11 labels", "The 8-rollout PRM still beats majority voting over the same samples (the policy "
                          "without a verifier)", f"BoN(MC, 8) - maj@{N}",
                          [r["prm"]["mc8"]["bon"] - r["majority"] for r in rs], TH["labels.prm_bon"])]
 
@@ -174,7 +174,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
              f"| (none: one sample) | – | {pm([r['single'] for r in rs])} |"]
     fs = claims(rs)
     head = f"FP {pm([rate(r, 0, 8) for r in rs])}, FN {pm([1 - rate(r, 1, 8) for r in rs])} at 8 rollouts"
-    md = f"""## 11. Process labels, measured: Math-Shepherd's rollouts against the exact labels
+    md = f"""## Process labels, measured: Math-Shepherd's rollouts against the exact labels
 
 > **Question.** Math-Shepherd labels a step right when a rollout from it reaches the answer. How often is that
 > label wrong, and how does the number of rollouts move the errors?
@@ -191,7 +191,7 @@ on fresh S samples of the test problems (best-of-{rs[0]['best_of']} with the min
 
 {chr(10).join(prow)}
 
-{" ".join(F.verdict_line(f) for f in fs)}
+{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
 *Explore:* `reasonlab lab --only labels`; `reasonlab verifier train --kind prm-mc --rollouts 2` trains a PRM on them.

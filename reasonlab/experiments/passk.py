@@ -23,7 +23,7 @@ import numpy as np
 from ..core.exact import pass_exact, right_probs
 from ..core.problems import TEST_SEED, problems_per_k
 from ..io.report import band, plt, save
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
 from ..train.zoo import on_erring, thinker_model
@@ -66,8 +66,8 @@ def run(cfg: Config, seed: int, env) -> dict:
 
 def weak_ks(r: dict) -> list[int]:
     """The k's where the start is weak (pass@1 <= 0.5) and RL raised pass@1 by >= 0.2."""
-    return [k for k in r["start"] if r["start"][k]["pass"][1] <= WEAK + F.TOL
-            and r["rl"][k]["pass"][1] - r["start"][k]["pass"][1] >= RAISE - F.TOL]
+    return [k for k in r["start"] if r["start"][k]["pass"][1] <= WEAK + findings.TOL
+            and r["rl"][k]["pass"][1] - r["start"][k]["pass"][1] >= RAISE - findings.TOL]
 
 
 def pooled(r: dict, arm: str, N: int) -> float:
@@ -100,13 +100,13 @@ def claims(rs: list[dict]) -> list[dict]:
         losses = [coverage(r, False) for r in rs]
         rl_top = float(np.mean([pooled(r, "rl", top) for r in rs]))
     sec = "14 pass@k"
-    return [F.seed_check(sec, f"The start catches up with the RL model at N = {top}: its chain-verified pass@{top} "
+    return [findings.seed_check(sec, f"The start catches up with the RL model at N = {top}: its chain-verified pass@{top} "
                          "is higher (RL only sharpens)", f"pass@{top}(start) - pass@{top}(RL), weak k's",
                          catch, TH["passk.catch_up"], untestable=pre, room=1.0 - rl_top, control="the RL model"),
-            F.seed_check(sec, "RL solves problems the start practically never samples (it expands coverage)",
+            findings.seed_check(sec, "RL solves problems the start practically never samples (it expands coverage)",
                          f"share of problems with p(start) < {NEVER:g} and p(RL) >= {SOLVES:g}", gains,
                          TH["passk.expands"], untestable=pre),
-            F.seed_check(sec, "RL loses problems the start could sample (coverage shrinks somewhere)",
+            findings.seed_check(sec, "RL loses problems the start could sample (coverage shrinks somewhere)",
                          f"share of problems with p(RL) < {NEVER:g} and p(start) >= {SOLVES:g}", losses,
                          TH["passk.shrinks"], untestable=pre)]
 
@@ -137,7 +137,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
              for N in (1, 4, 16, 64, 256)]
     head = (f"pass@1 {pm([pooled(r, 'start', 1) for r in rs])} -> {pm([pooled(r, 'rl', 1) for r in rs])}; "
             f"pass@256 {pm([pooled(r, 'start', 256) for r in rs])} -> {pm([pooled(r, 'rl', 256) for r in rs])}")
-    md = f"""## 14. Does RL only sharpen? pass@N of the start and of the RL model
+    md = f"""## Does RL only sharpen? pass@N of the start and of the RL model
 
 > **Question.** RL raises the chance that one sample is right. Does it also solve problems the start could never
 > sample, or does the start catch up when it may try many times?
@@ -149,7 +149,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 Exact chain-verified pass@N (teacher-forced probability of the one right S or T output; direct answers are left
 out: the dashed line is what guessing them would score), on the k's where the erring thinker is weak and GRPO
 lifts pass@1 ({', '.join(str(k) for k in weak_ks(rs[0])) or 'none'} on seed 0); mean ± std over seeds.
-{" ".join(F.verdict_line(f) for f in fs)}
+{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Yue et al. 2025, "Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the
 Base Model?" (arXiv 2504.13837); pass@N as in Chen et al. 2021 (arXiv 2107.03374), here exact.

@@ -139,7 +139,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
         return (f"{a} reaches 0.99 in {pm(st, '{:.0f}')} steps ({len(st)}/{len(rs)} seeds)" if st
                 else f"{a} not at 0.99 within {steps} steps")
     head = "; ".join(solved(a) for a in algos)
-    md = f"""## 6. RL from a rule reward: GRPO against the spec's REINFORCE
+    md = f"""## RL from a rule reward: GRPO against the spec's REINFORCE
 
 > **Question.** Reward only the right answer (plus a format bonus). Does RL move the model from answering directly
 > to thinking, and does the baseline matter (REINFORCE with and without GRPO's group mean, all else equal)?

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import findings
 from ..io import report
 from ..methods import tts
+from ..stats import findings
 from ..stats.findings import at_most, missing, seed_check
 from ..stats.summary import chance, pm
 from . import Experiment, register
@@ -88,7 +88,7 @@ def render_sampling(rs: list[dict], out: str) -> tuple[str, str]:
     else:
         head, direct = f"{fmts[0]} maj@{n} {pm([r['curves'][fmts[0]]['maj'][n]['acc'] for r in rs])}", ""
     greedy = "; ".join(f"greedy {f} {pm([r['curves'][f]['greedy']['acc'] for r in rs])}" for f in fmts)
-    md = f"""## 3. Sampling more: voting
+    md = f"""## Sampling more: voting
 
 > **Question.** Instead of thinking, sample N direct answers and take the majority. Does voting buy what a chain
 > buys?
@@ -102,7 +102,7 @@ def render_sampling(rs: list[dict], out: str) -> tuple[str, str]:
 {rs[0]['n_per_k']} problems per k, N up to {n} samples at temperature 1, mean ± std over seeds (the picture: first
 seed, 95 % bootstrap bands over problems; grey: chance for one answer and for pass@N, 1 − 0.9^N).
 {findings.verdict_line(voting_cannot_rescue_direct(rs))} {direct} For comparison: {greedy}. Whether
-voting helps chains that err is measured on the erring thinker (section "Verifiers and search").
+voting helps chains that err is measured on the erring thinker (the `search` and `voting` experiments).
 
 *Papers:* self-consistency (Wang et al. 2022, arXiv 2203.11171); pass@k (Chen et al. 2021, arXiv 2107.03374);
 repeated sampling (Brown et al. 2024, arXiv 2407.21787).
@@ -126,7 +126,7 @@ def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
             trows.append(f"| {t['target']} | {pm([x['adaptive']['tokens'] for x in ts], '{:.2f}')} | "
                          f"{pm([x['fixed']['tokens'] for x in ts], '{:.2f}')} | {pm([x['ratio'] for x in ts], '{:.2f}')}× |")
             head = f"compute-optimal per k uses {pm([x['ratio'] for x in ts], '{:.2f}')}× fewer tokens at {t['target']}"
-    md = f"""## 4. Verifiers and the compute-optimal frontier
+    md = f"""## Verifiers and the compute-optimal frontier
 
 > **Question.** Every chain step can be checked (a process verifier). Does picking a verified sample beat the
 > vote, and what is the cheapest strategy for each difficulty?

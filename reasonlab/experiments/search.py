@@ -10,9 +10,9 @@ import numpy as np
 
 from ..io.checkpoint import write_json, write_text
 from ..methods import search as search_method
-from ..methods.search import cell, compute_optimal, per_problem, unints
 from ..methods import verifier
-from ..stats import findings as F
+from ..methods.search import cell, compute_optimal, per_problem, unints
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register, verifiers
@@ -49,7 +49,7 @@ def run(cfg: Config, seed: int, env) -> dict:
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    return findings([r["search"] for r in rs])
+    return search_claims([r["search"] for r in rs])
 
 
 def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
@@ -61,9 +61,9 @@ def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
 
 def render_search(rs: list[dict], out: str) -> tuple[str, str]:
     res = [r["search"] for r in rs]
-    fs = findings(res)    # computed once for the page and the line
+    fs = search_claims(res)    # computed once for the page and the line
     md = page(res, os.path.join(out, "search"), prefix="search/", fs=fs)
-    return md.replace("## Verifiers and search", "## 9. Verifiers and search", 1), headline(res, fs)
+    return md, headline(res, fs)
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
@@ -77,18 +77,18 @@ def _acc(r, name, N, k=None) -> float | None:
     return None if cell(r, name, N) is None else float(per_problem(r, name, N, k=k)[0].mean())
 
 
-def _compare(results, a, b, N, claim, threshold, k=None, test=F.greater, **detail):
+def _compare(results, a, b, N, claim, threshold, k=None, test=findings.greater, **detail):
     """One seed's statistic is acc(a) - acc(b) on its test problems; the verdict is the t interval's over seeds."""
     if any(cell(r, a, N) is None or cell(r, b, N) is None for r in results):
         return None
     base = [_acc(r, b, N, k) for r in results]
     diff = [_acc(r, a, N, k) - x for r, x in zip(results, base)]
     acc_b = float(np.mean(base))                                       # a - b lies in [-acc_b, 1 - acc_b]
-    return F.seed_check("9 search", claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), diff,
+    return findings.seed_check("9 search", claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), diff,
                         threshold, test=test, room=(-acc_b, 1 - acc_b), **detail)
 
 
-def findings(results: list[dict]) -> list[dict]:
+def search_claims(results: list[dict]) -> list[dict]:
     """The search claims over seeds (test problems; one statistic per seed, t intervals), primary first: does a
     learned verifier beat voting without one?"""
     r0 = results[0]
@@ -102,7 +102,7 @@ def findings(results: list[dict]) -> list[dict]:
                     control="majority"),
            _compare(results, f"weighted/{prm}", "weighted/orm", Nmax, f"at N = {Nmax}, weighted/{prm} beats "
                     f"weighted/orm {who}", TH["search.beats"]),
-           F.seed_check("9 search", f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - "
+           findings.seed_check("9 search", f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - "
                         "acc(greedy)", [_acc(r, "majority", Nmax) - _acc(r, "greedy", 1) for r in results],
                         TH["search.beats"], control="greedy")]
     small = min(4, Nmax)
@@ -111,7 +111,7 @@ def findings(results: list[dict]) -> list[dict]:
                          f"(N = {small}) on the hardest k ({ks[-1]}), {v} verifier", TH["search.beats"], k=ks[-1]),
                 _compare(results, f"beam/{v}", f"bon/{v}", Nmax, f"beam search loses to or ties best-of-N at a large "
                          f"budget (N = {Nmax}) on the easiest k ({ks[0]}), {v} verifier", TH["search.easy_tie"],
-                         k=ks[0], test=F.at_most),
+                         k=ks[0], test=findings.at_most),
                 _compare(results, f"dvts/{v}", f"beam/{v}", Nmax, f"DVTS is at least as good as beam search at "
                          f"N = {Nmax} (non-inferiority), {v} verifier", TH["search.non_inferior"]),
                 _compare(results, f"beam_dedup/{v}", f"beam/{v}", Nmax, f"beam search with search-and-learn's "
@@ -120,18 +120,18 @@ def findings(results: list[dict]) -> list[dict]:
         lo = max(1, Nmax // 4)
         rise = [_acc(r, f"bon/{prm}", Nmax) - _acc(r, f"bon/{prm}", lo) for r in results]
         orise = [_acc(r, "bon/oracle", Nmax) - _acc(r, "bon/oracle", lo) for r in results]
-        a = F.seed_check("9 search", "", "", rise, TH["search.overopt"], test=F.at_most)
-        o = F.seed_check("9 search", "", "", orise, 0.0)
-        out.append(F.finding("9 search", f"best-of-N with the learned {prm} is over-optimised: its true accuracy stops "
+        a = findings.seed_check("9 search", "", "", rise, TH["search.overopt"], test=findings.at_most)
+        o = findings.seed_check("9 search", "", "", orise, 0.0)
+        out.append(findings.finding("9 search", f"best-of-N with the learned {prm} is over-optimised: its true accuracy stops "
                              f"rising over the last 4x of N (N = {lo} to {Nmax}) while the oracle's still rises",
                              f"acc(bon/{prm}@{Nmax}) - acc(bon/{prm}@{lo})", a["value"], a["ci95"], a["per_seed"],
-                             "<= 0 (and the oracle's rise > 0)", F.both(a["verdict"], o["verdict"]),
+                             "<= 0 (and the oracle's rise > 0)", findings.both(a["verdict"], o["verdict"]),
                              p=max(a["p"], o["p"]), source=TH["search.overopt"].source,
                              oracle_rise={"value": o["value"], "ci95": o["ci95"], "per_seed": o["per_seed"]}))
     if cell(r0, "bon/prm-mc", Nmax) and cell(r0, "bon/prm", Nmax):
         out.append(_compare(results, "bon/prm", "bon/prm-mc", Nmax, f"Math-Shepherd labels get within 0.05 of the "
                             f"oracle-label PRM trained on the same outputs (best-of-{Nmax})", TH["search.label_margin"],
-                            test=F.at_most))
+                            test=findings.at_most))
     co = [compute_optimal(r) for r in results]
     common = [i for i in range(len(co[0])) if all(c[i]["reachable"] for c in co)]
     claim = ("the compute-optimal strategy per k needs fewer tokens than the best single strategy at matched accuracy "
@@ -140,18 +140,18 @@ def findings(results: list[dict]) -> list[dict]:
         i = common[-1]
         ratio = [c[i]["fixed_test_cost"] / c[i]["test_cost"] for c in co]
         gap = [c[i]["test_acc"] - c[i]["fixed_test_acc"] for c in co]
-        rt = F.seed_check("9 search", "", "", ratio, TH["search.saving"])
-        g = F.seed_check("9 search", "", "", gap, TH["search.acc_gap"])
-        out.append(F.finding("9 search", f"{claim}, target {co[0][i]['target']}", "tokens(best single) / "
+        rt = findings.seed_check("9 search", "", "", ratio, TH["search.saving"])
+        g = findings.seed_check("9 search", "", "", gap, TH["search.acc_gap"])
+        out.append(findings.finding("9 search", f"{claim}, target {co[0][i]['target']}", "tokens(best single) / "
                              "tokens(per-k choice) on test, tokens = generated + verifier", rt["value"], rt["ci95"],
-                             rt["per_seed"], "> 1 (and test accuracy gap > -0.02)", F.both(rt["verdict"], g["verdict"]),
+                             rt["per_seed"], "> 1 (and test accuracy gap > -0.02)", findings.both(rt["verdict"], g["verdict"]),
                              p=max(rt["p"], g["p"]), source=TH["search.saving"].source,
                              accuracy_gap={"value": g["value"], "ci95": g["ci95"], "per_seed": g["per_seed"]},
                              frontier=[{k: (round(x, 4) if isinstance(x, float) else x) for k, x in t.items()}
                                        for t in co[0]],
                              strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
     else:
-        out.append(F.missing("9 search", claim, "no accuracy target reached at every k by a single strategy in every "
+        out.append(findings.missing("9 search", claim, "no accuracy target reached at every k by a single strategy in every "
                              "seed", threshold="> 1"))
     return [f for f in out if f is not None]
 
@@ -212,7 +212,7 @@ def page(results: list[dict], out: str, prefix: str = "", fs: list[dict] | None 
     plot_curves(results, os.path.join(out, "acc_vs_n.png"), "N")
     plot_curves(results, os.path.join(out, "acc_vs_compute.png"), "flops")
     plot_tokens(results, os.path.join(out, "tokens.png"))
-    fs = findings(results) if fs is None else fs
+    fs = search_claims(results) if fs is None else fs
     write_json(os.path.join(out, "findings.json"), fs)
     c = results[0]["config"]
     P = len(results[0]["k"]["test"])
@@ -251,7 +251,7 @@ validation problems, both are read on test):
 
 **Findings** (95 % t intervals over seeds of each seed's statistic; the first is this experiment's primary claim):
 
-{F.table(fs)}
+{findings.table(fs)}
 
 *Papers:* Lightman et al. 2023 (arXiv 2305.20050); Snell et al. 2024 (arXiv 2408.03314); Math-Shepherd (Wang et
 al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-learn (beam search, DVTS).
@@ -262,8 +262,8 @@ al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-l
 
 
 def headline(results: list[dict], fs: list[dict] | None = None) -> str:
-    """One line for the lab's summary table, computed from the findings (`fs`: findings(results), if computed)."""
-    fs = findings(results) if fs is None else fs
+    """One line for the lab's summary table, computed from the findings (`fs`: search_claims(results), if computed)."""
+    fs = search_claims(results) if fs is None else fs
     nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
     acc = {n: np.mean([per_problem(r, n, nmax if n != "greedy" else 1)[0].mean() for r in results])
            for n in ("greedy", "majority", "weighted/prm", "bon/oracle") if cell(results[0], n, 1)}

@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..stats import findings
 from ..io import report
 from ..methods import star as star_method
+from ..stats import findings
 from ..stats.findings import UNTESTABLE, missing, seed_check
 from ..stats.summary import pm
 from ..train.sft import base_name
@@ -80,7 +80,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     variants = {v: [r[v] for r in rs] for v in rs[0]}
     report.plot_star(variants, os.path.join(out, "star", "star.png"))
     head = f"free accuracy {pm([h[0]['free'] for h in hists])} → {pm([h[-1]['free'] for h in hists])} in {len(hists[0]) - 1} round(s)"
-    md = f"""## 5. STaR: the model teaches itself to think
+    md = f"""## STaR: the model teaches itself to think
 
 > **Question.** Sample from the model, keep the outputs with the right answer, fine-tune the base on them, repeat.
 > Does free-format accuracy rise as the kept data favour the chains that are right?

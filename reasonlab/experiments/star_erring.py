@@ -19,7 +19,7 @@ import numpy as np
 
 from ..io.report import band, plt, save
 from ..methods import star as star_method
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
@@ -66,15 +66,15 @@ def claims(rs: list[dict]) -> list[dict]:
     same = (f"at most {max(fp):.3f} of the sampled right answers had a wrong step, under the design bound "
             f"{TH['star.filter_room'].value:g}: both filters train on nearly the same data") \
         if max(fp) < TH["star.filter_room"].value else None
-    return [F.seed_check(sec, "STaR raises the erring thinker's forced S accuracy in one round (the chains get better, "
+    return [findings.seed_check(sec, "STaR raises the erring thinker's forced S accuracy in one round (the chains get better, "
                          "not the format choice)", "S(round 1) - S(round 0), answer filter",
                          [acc(r, "answer", 1) - acc(r, "answer", 0) for r in rs], TH["star.gain"],
                          room=float(np.mean([1 - acc(r, "answer", 0) for r in rs])), control="the thinker before STaR"),
-            F.seed_check(sec, "STaR beats fine-tuning on the thinker's own unfiltered chains (the control: the same "
+            findings.seed_check(sec, "STaR beats fine-tuning on the thinker's own unfiltered chains (the control: the same "
                          "rounds, no filter)", "S(round 1): answer filter - no filter",
                          [acc(r, "answer", 1) - acc(r, "none", 1) for r in rs], TH["star.gain"],
                          control="no filter"),
-            F.seed_check(sec, "The chain filter beats the answer filter: chains whose errors cancel teach wrong steps",
+            findings.seed_check(sec, "The chain filter beats the answer filter: chains whose errors cancel teach wrong steps",
                          "S(round 1): chain filter - answer filter",
                          [acc(r, "chain", 1) - acc(r, "answer", 1) for r in rs], TH["star.filter_gain"],
                          room=float(np.mean([1 - acc(r, "answer", 1) for r in rs])), untestable=same,
@@ -104,7 +104,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fs = claims(rs)
     head = (f"forced S {pm([acc(r, 'answer', 0) for r in rs])} -> {pm([acc(r, 'answer', 1) for r in rs])} (answer "
             f"filter), {pm([acc(r, 'chain', 1) for r in rs])} (chain filter) in one round")
-    md = f"""## 16. STaR where reasoning must improve: the erring thinker, by filter
+    md = f"""## STaR where reasoning must improve: the erring thinker, by filter
 
 > **Question.** On the base model STaR only teaches the format choice. On a thinker whose chains err, does
 > training on its own filtered chains make the chains better, and does checking every step matter?
@@ -117,7 +117,7 @@ Each round samples forced S chains (several per problem, at most one kept) and f
 the kept chains alone; evaluation is greedy on the test problems; mean ± std over
 seeds. Sampled right answers with a wrong step in round 1 (what the answer filter admits and the chain filter
 does not):
-{pm([r['answer'][1]['false_positive_rate'] for r in rs], '{:.3f}')}. {" ".join(F.verdict_line(f) for f in fs)}
+{pm([r['answer'][1]['false_positive_rate'] for r in rs], '{:.3f}')}. {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* STaR (Zelikman et al. 2022, arXiv 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825).
 *Explore:* `reasonlab lab --only star_erring`; `reasonlab star --force S --filter chain` runs STaR on the base model.

@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt
 from reasonlab.core.evaluate import evaluate
 from reasonlab.core.problems import problems_per_k
 from reasonlab.experiments import Experiment, register
-from reasonlab.stats.findings import seed_check, verdict_line
 from reasonlab.io.report import save
+from reasonlab.stats.findings import seed_check, verdict_line
 from reasonlab.stats.summary import pm
 
 

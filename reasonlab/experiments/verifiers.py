@@ -12,7 +12,6 @@ from ..stats.findings import at_most, greater, seed_interval
 from ..stats.summary import pm
 
 
-
 def _seed_check(per_seed, test, thr) -> tuple[float, float, float, str]:
     """findings.seed_interval over the seeds that have a value (an AUROC is NaN when a class is missing), judged by
     test (findings.greater / at_most): mean, CI, verdict."""

@@ -43,7 +43,7 @@ from ..methods.readers import Readers
 from ..methods.search import Scorer, SearchConfig, best_of_n, chunked
 from ..methods.tts import majority
 from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
-from ..stats import findings as F
+from ..stats import findings
 from ..stats.summary import pm
 from ..train.sft import ERR_CFG, misread
 from ..train.zoo import on_erring, thinker_model
@@ -206,38 +206,38 @@ def claims(rs: list[dict]) -> list[dict]:
     top = max(rs[0]["fixed"]["majority"])
     sec = "15 voting"
     room = lambda arm: float(np.mean([1 - r[arm]["greedy"] for r in rs]))   # noqa: E731  (what voting can add)
-    fs = [F.seed_check(sec, f"With errors drawn per sample, majority@{top} beats greedy by more than 5 points",
+    fs = [findings.seed_check(sec, f"With errors drawn per sample, majority@{top} beats greedy by more than 5 points",
                        f"acc(majority@{top}) - acc(greedy), per-sample thinker", [gain(r, "per_sample") for r in rs],
                        TH["sampling.vote_margin"], room=room("per_sample"), control="greedy"),
-          F.seed_check(sec, "Voting gains more when the errors are drawn per sample than when they are fixed in the "
+          findings.seed_check(sec, "Voting gains more when the errors are drawn per sample than when they are fixed in the "
                        "weights", "gain(per-sample) - gain(fixed)", [gain(r, "per_sample") - gain(r, "fixed")
                                                                      for r in rs], TH["voting.varies"],
                        control="the fixed-error thinker"),
-          F.seed_check(sec, f"With errors fixed in the weights, majority@{top} beats greedy by more than 5 points",
+          findings.seed_check(sec, f"With errors fixed in the weights, majority@{top} beats greedy by more than 5 points",
                        f"acc(majority@{top}) - acc(greedy), erring thinker", [gain(r, "fixed") for r in rs],
                        TH["sampling.vote_margin"], room=room("fixed"), control="greedy")]
     for arm, errors, who in THINKERS:          # Lightman et al.'s ordering, PRM > ORM > majority, on each thinker
-        fs += [F.seed_check(sec, f"With {errors}, best-of-{top} with the PRM beats best-of-{top} with the ORM",
+        fs += [findings.seed_check(sec, f"With {errors}, best-of-{top} with the PRM beats best-of-{top} with the ORM",
                             f"acc(best-of-{top}, PRM) - acc(best-of-{top}, ORM), {who}",
                             [margin(r, arm, "prm", "orm") for r in rs], TH["voting.prm_over_orm"],
                             control="best-of-N with the ORM"),
-               F.seed_check(sec, f"With {errors}, best-of-{top} with the ORM beats majority@{top}",
+               findings.seed_check(sec, f"With {errors}, best-of-{top} with the ORM beats majority@{top}",
                             f"acc(best-of-{top}, ORM) - acc(majority@{top}), {who}",
                             [margin(r, arm, "orm", "majority") for r in rs], TH["voting.orm_over_majority"],
                             control="majority voting over the same samples")]
     small, large = searched_ns(rs)
     for arm, errors, who in THINKERS:          # Snell et al.'s small-budget win of beam search over best-of-N
-        fs.append(F.seed_check(sec, f"With {errors}, PRM-guided beam search beats best-of-{small} with the same PRM "
+        fs.append(findings.seed_check(sec, f"With {errors}, PRM-guided beam search beats best-of-{small} with the same PRM "
                                f"at N = {small}", f"acc(beam@{small}) - acc(best-of-{small}), PRM, {who}",
                                [beam_gain(r, arm, small) for r in rs], TH["search.beats"],
                                control=f"best-of-{small} with the PRM over the same thinker"))
-    fs += [F.seed_check(sec, f"Beam search gains more over best-of-N when errors are drawn per reading than when "
+    fs += [findings.seed_check(sec, f"Beam search gains more over best-of-N when errors are drawn per reading than when "
                         f"they are fixed in the weights (N = {small}): a step re-read by a fresh reader can be right",
                         f"beam gain over best-of-{small}: per-sample - fixed", [beam_gain(r, "per_sample", small)
                                                                                - beam_gain(r, "fixed", small)
                                                                                for r in rs],
                         TH["voting.search_varies"], control="the fixed-error thinker"),
-           F.seed_check(sec, f"With errors drawn per sample, DVTS is at least as good as beam search at N = {large}",
+           findings.seed_check(sec, f"With errors drawn per sample, DVTS is at least as good as beam search at N = {large}",
                         f"acc(DVTS@{large}) - acc(beam@{large}), PRM, per-sample thinker",
                         [r["per_sample"]["search"]["dvts"][large] - r["per_sample"]["search"]["beam"][large]
                          for r in rs], TH["search.non_inferior"], control="beam search at the same N")]
@@ -323,7 +323,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"{pm([gain(r, 'per_sample') for r in rs])}; best-of-{top} PRM - ORM: fixed "
             f"{pm([margin(r, 'fixed', 'prm', 'orm') for r in rs])}, per-sample "
             f"{pm([margin(r, 'per_sample', 'prm', 'orm') for r in rs])}")
-    md = f"""## 15. Self-consistency needs errors that vary
+    md = f"""## Self-consistency needs errors that vary
 
 > **Question.** Majority voting rescues a thinker whose samples err independently. What if its errors are fixed:
 > the same misreading in every sample? And does a verifier's pick, best-of-N with a process (PRM) or an outcome
@@ -349,7 +349,7 @@ Beam search and DVTS (search-and-learn's, M = {WIDTH}, methods.search) are guide
 On the per-sample thinker every generation call reads through a fresh direction: each candidate step of a search
 re-reads the prompt and the chain so far through its own (methods.readers), as each best-of-N sample does, so a step
 the PRM rejects is sampled again by a reader that may not misread. On the erring thinker every call misreads alike.
-{" ".join(F.verdict_line(f) for f in fs)}
+{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* Wang et al. 2022, "Self-Consistency Improves Chain of Thought Reasoning in Language Models" (arXiv
 2203.11171); Lightman et al. 2023, "Let's Verify Step by Step" (arXiv 2305.20050, Fig. 3); Snell et al. 2024

@@ -7,7 +7,6 @@ import re
 import stat
 import tempfile
 
-
 CACHE_ENV = "REASONLAB_CACHE"
 
 

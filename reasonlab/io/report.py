@@ -1,9 +1,19 @@
 """Plots (matplotlib, Agg backend), report.md and the self-contained report.html."""
 from __future__ import annotations
 
+import base64
 import os
+import re
+import shutil
+import subprocess
 import tempfile
 
+import markdown
+import numpy as np
+
+from ..core.task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR
+from ..stats.summary import chance, pareto, pm
+from .checkpoint import atomic_write, write_text
 from .files import writable_config_home
 
 if not writable_config_home("matplotlib"):     # an unwritable HOME: a private config dir, instead of a warning
@@ -12,19 +22,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from ..core.task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR  # noqa: E402
-from ..stats.summary import chance, pareto, pm  # noqa: E402
-from .checkpoint import atomic_write 
-from matplotlib.ticker import NullLocator
-import base64
-import re
-import markdown
-from .checkpoint import write_text
-import shutil
-import subprocess
-import tempfile
+from matplotlib.ticker import NullLocator  # noqa: E402
 
 # plot colours by format token, and for free generation
 TOKEN_COLOR = {**{tok: FMT_COLOR[name] for name, tok in FORMATS.items()}, "free": FREE_COLOR}

@@ -24,9 +24,8 @@ import shutil
 import tempfile
 from typing import Callable
 
-from .checkpoint import CheckpointError, load_tensors, save_tensors, umask, write_json
+from .checkpoint import CheckpointError, load_tensors, save_tensors, umask, write_json, write_text
 from .files import PathError, writable_dir
-from .checkpoint import write_text
 
 CKPT_RE = re.compile(r"ckpt-(\d+)")
 # RLConfig fields that may change on --resume: how long and how chatty the run is, not what it computes

@@ -14,7 +14,6 @@ import functools
 import time
 
 import numpy as np
-
 import torch
 
 from ..core import rewards
@@ -26,7 +25,8 @@ from ..core.task import FMT_NAMES
 from ..stats.summary import mean_std, pareto
 from ..train.rl import RLConfig, train
 from . import tts
-from .config import ADAPTIVE_METHODS as METHODS, adaptive_fields
+from .config import ADAPTIVE_METHODS as METHODS
+from .config import adaptive_fields
 
 
 def method_parts(name: str, ref_acc: dict | None = None) -> tuple:

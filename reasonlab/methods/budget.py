@@ -37,20 +37,35 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..core.problems import problems_per_k
 from ..core.model import GPT
-from .config import BUDGET_QUICK as QUICK, VARIANTS, BudgetConfig, Variant  # noqa: F401  (this method's public names)
+from ..core.problems import problems_per_k
 from ..core.sampling import generate, sample_tree
-from ..core.task import (BUDGET0, BUDGET_VOCAB, BUDGETS, ID, IGNORE, K_MAX, K_MIN, L1_VOCAB, MAX_LEN, VOCAB,
-                          budget_prompt_ids, chain_steps, make_digits, max_budget_prompt_ids, parse, prompt_ids,
-                          solution)
-from ..train.sft import train_on_batches
+from ..core.task import (
+    BUDGET0,
+    BUDGET_VOCAB,
+    BUDGETS,
+    ID,
+    IGNORE,
+    K_MAX,
+    K_MIN,
+    L1_VOCAB,
+    MAX_LEN,
+    VOCAB,
+    budget_prompt_ids,
+    chain_steps,
+    make_digits,
+    max_budget_prompt_ids,
+    parse,
+    prompt_ids,
+    solution,
+)
+from ..io.checkpoint import save_model, write_json
 from ..train.rl import RLConfig, every_n_steps, train
-from .tts import budget_hook
+from ..train.sft import train_on_batches
 from ..train.zoo import base_model
-from ..io.checkpoint import write_json
-from ..io.checkpoint import save_model
-
+from .config import BUDGET_QUICK as QUICK  # noqa: F401  (this method's public names)
+from .config import BudgetConfig
+from .tts import budget_hook
 
 # ---------------------------------------------------------------------------------------------------------------
 # The budget model and L1's rewards.

@@ -7,7 +7,6 @@ from typing import Literal
 
 from ..core.config import check_choices, check_numbers
 
-
 ADAPTIVE_RL = {"thinkless_fmt": dict(force_direct=0.5, forced_trains="format"), "adaptthink": dict(force_direct=0.5)}
 """The RL fields an adaptive method sets; the others force a quarter of each group to answer directly, so that A
 keeps being tried."""

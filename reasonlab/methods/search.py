@@ -13,7 +13,7 @@ A step is one chain digit, or the answer marker "A" with the answer and "</s>". 
 its step scores aggregated with one `agg` (search-and-learn's agg_strategy). Baselines: greedy decoding and plain
 majority (tts.majority). Best-of-N, weighted and majority are read from one pool of n_max samples per problem,
 subsampled to N = 1, 2, 4, ... (the first N; search-and-learn's score.py draws its curves so); beam search and DVTS
-are re-run for every N. tests/test_search.py replays both searches against a re-implementation of the reference.
+are re-run for every N. tests/methods/test_search.py replays both searches against a re-implementation of the reference.
 
 Compute, per problem (stated once, used everywhere):
 - generated tokens: every token the generator samples, the forced format token included (as tts.tokens counts);
@@ -46,10 +46,10 @@ from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, parse, prompt_ids
 from ..io.checkpoint import write_json
 from ..train.zoo import thinker_model
 from . import tts
-from .config import NS, SEARCH_METHODS as METHODS, SearchConfig  # noqa: F401  (this method's public names)
+from .config import NS, SearchConfig  # noqa: F401  (this method's public names)
 from .readers import Readers
-from .verifier import OracleVerifier, VerifierConfig, aggregate, steps as read_steps, train_verifier
-
+from .verifier import OracleVerifier, VerifierConfig, aggregate, train_verifier
+from .verifier import steps as read_steps
 
 # ---------------------------------------------------------------------------------------------------------------
 # Scoring with a memo: each distinct (problem, output) is read by the verifier once per run.

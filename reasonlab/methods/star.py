@@ -17,14 +17,27 @@ import time
 
 import torch
 
+from ..core.evaluate import evaluate
+from ..core.model import GPT
+from ..core.problems import TEST_SEED, problems_per_k
+from ..core.sampling import sample_tree
+from ..core.task import (
+    FMT_NAMES,
+    FMT_OF,
+    HINT_VOCAB,
+    K_MAX,
+    K_MIN,
+    VOCAB,
+    check_chain,
+    hint_prompt_ids,
+    make_digits,
+    parse,
+    prompt_ids,
+    solution,
+)
 from ..io.checkpoint import cache_key, fingerprint, weights_hash
 from ..train.zoo import get_model
-from ..core.evaluate import evaluate
-from ..core.problems import TEST_SEED, problems_per_k
-from ..core.model import GPT
 from .config import StarConfig
-from ..core.sampling import sample_tree
-from ..core.task import FMT_NAMES, FMT_OF, HINT_VOCAB, K_MAX, K_MIN, VOCAB, check_chain, hint_prompt_ids, make_digits, parse, prompt_ids, solution
 
 
 def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.Generator) -> dict:

@@ -48,15 +48,14 @@ import torch.nn.functional as F
 
 from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
-from ..core.problems import problems_per_k
 from ..core.pool import sample_pool
+from ..core.problems import problems_per_k
 from ..core.sampling import generate_n
 from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps, prompt_ids
 from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash, write_json
 from ..io.files import cache_dir, check_name
 from ..train.zoo import base_model, thinker_model
 from .config import KINDS, Agg, VerifierConfig, VerifierExpConfig  # noqa: F401  (this method's public names)
-
 
 _A, _S, _T, EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
 

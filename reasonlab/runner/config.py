@@ -3,17 +3,17 @@ their fields without loading torch."""
 from __future__ import annotations
 
 import itertools
-import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+import tomllib
+
 from .. import experiments as X
-from ..io import tblog
 from ..core.config import TRAIN_ROW, check_numbers, fits
+from ..io import tblog
 from ..methods.config import ADAPTIVE_METHODS, adaptive_fields
 from ..train.config import RLConfig
 from .executor import ExecConfig
-
 
 SPECIAL = ("algo", "method")
 

@@ -20,8 +20,8 @@ from dataclasses import asdict, replace
 from typing import Callable
 
 from .. import experiments as X
-from ..experiments import thresholds
 from ..core.config import make
+from ..experiments import thresholds
 from ..io import report, tblog
 from ..io.checkpoint import cache_key, write_json
 from ..io.files import cache_dir
@@ -31,7 +31,8 @@ from ..train.sft import base_cfg, base_name
 from ..train.zoo import model_in_cache
 from .config import LabConfig
 from .executor import Unit, UnitsFailed, run_units
-from .store import Store, unit_key as store_key
+from .store import Store
+from .store import unit_key as store_key
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
@@ -218,7 +219,7 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     runs also(). The sections are independent, so two processes halve the rendering. Fork, not spawn: a spawned
     process imports torch and matplotlib again (~2 s). Forking a process whose torch has started OpenMP threads is
     safe only while the child runs no torch op (libgomp's pool does not survive fork: pytorch/pytorch#17199), and
-    rendering runs none (tests/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
+    rendering runs none (tests/runner/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
     rendering process dies, it renders here."""
     global _TO_RENDER
     exps = [e for e in longest_first("render_cost") if e in results]
@@ -243,11 +244,24 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     return done, extra
 
 
+def numbered(secs: dict) -> dict:
+    """The sections with their numbers: one count over the report, in the registry's order (a section's heading
+    is "## <title>" as its experiment renders it; it reads "## <n>. <title>" in the report)."""
+    n, out = 0, {}
+    for exp in X.names():
+        out[exp] = []
+        for md, head in secs.get(exp, []):
+            n += 1
+            out[exp].append((md.replace("## ", f"## {n}. ", 1), head))
+    return out
+
+
 def write_report(out: str, results: dict, meta: dict, workers: int | None = None, html: bool = True) -> dict:
     """Build every section with results (render_all: `workers` processes), the headline table on top; write
     report.md and (html) report.html."""
     parts, heads = [], []
     secs, fs = render_all(results, out, workers, also=lambda: lab_findings(results))
+    secs = numbered(secs)
     for exp in X.names():
         for md, head in secs.get(exp, []):
             parts.append(md)

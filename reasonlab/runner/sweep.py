@@ -29,29 +29,24 @@ import time
 from dataclasses import asdict, replace
 from typing import Callable
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from .executor import Unit, run_units
-from ..train.zoo import cached_model
-from ..io import tblog
-from ..io.checkpoint import write_json
-from ..io.runs import locked
-from .config import ADAPTIVE_DEFAULTS, SweepConfig
-from .store import Store
-from ..train.sft import Recipe, base_cfg, base_name
-from ..methods import adaptive
 from ..core.evaluate import evaluate
 from ..core.problems import TEST_SEED, problems_per_k
+from ..io import tblog
+from ..io.checkpoint import cache_key, fingerprint, write_json, write_text
+from ..io.report import plot_rl_runs, save, write_report
+from ..io.runs import locked
+from ..methods import adaptive
+from ..stats.summary import bootstrap_ci, mean_std
 from ..train.rl import RLConfig, train
-from ..io.checkpoint import fingerprint
-from ..io.checkpoint import cache_key
+from ..train.sft import Recipe, base_cfg, base_name
+from ..train.zoo import cached_model
+from .config import ADAPTIVE_DEFAULTS, SweepConfig
+from .executor import Unit, run_units
+from .store import Store
 from .store import unit_key as store_key
-from ..stats.summary import mean_std
-from ..stats.summary import bootstrap_ci
-import matplotlib.pyplot as plt
-from ..io.report import save
-from ..io.checkpoint import write_text
-from ..io.report import plot_rl_runs, write_report
 
 HIST_KEYS = ("step", "reward", "reward_std", "acc", "length", "kl", "kl_exact", "entropy", "frac_reward_zero_std",
              "share", "step_time")

@@ -8,7 +8,6 @@ from typing import Literal, get_args
 from ..core.config import check_choices, check_numbers
 from ..core.task import K_MAX, K_MIN
 
-
 Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
 
 

@@ -24,21 +24,17 @@ from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from ..core.model import GPT
+from ..core.optim import AdamW
 from ..core.rewards import rule_reward
 from ..core.sampling import generate_n, layout, logits_at
-from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, make_digits, parse, prompt_ids
-from ..core.optim import AdamW
-from .config import ALGOS, Algo, RLConfig  # noqa: F401  (the loop's public names)
-from ..core.task import VOCAB
-from ..io.runs import save_checkpoint
-from ..io.checkpoint import check_finite
-from ..io.checkpoint import load_tensors
+from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, VOCAB, make_digits, parse, prompt_ids
 from ..io import runs
-from tqdm import tqdm
-from ..io.runs import append_metric
-
+from ..io.checkpoint import check_finite, load_tensors
+from ..io.runs import append_metric, save_checkpoint
+from .config import ALGOS, Algo, RLConfig  # noqa: F401  (the loop's public names)
 
 # ---------------------------------------------------------------------------------------------------------------
 # The math, each piece at the size of its formula.

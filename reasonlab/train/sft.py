@@ -10,16 +10,29 @@ from typing import Callable, Literal
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from ..core.config import check_choices
+from ..core.evaluate import evaluate, meets_bar
 from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
-from ..core.task import (DIGIT0, FMT_NAMES, FORMATS, HINT0, HINT_VOCAB, ID, IGNORE, K_MAX, K_MIN, MAX_LEN, PROMPT_LEN, VOCAB, chain_steps,
-                   prompt_ids)
-from ..core.evaluate import meets_bar
 from ..core.problems import GATE_SEED, problems_per_k
-from ..core.evaluate import evaluate
-from tqdm import tqdm
+from ..core.task import (
+    DIGIT0,
+    FMT_NAMES,
+    FORMATS,
+    HINT0,
+    HINT_VOCAB,
+    ID,
+    IGNORE,
+    K_MAX,
+    K_MIN,
+    MAX_LEN,
+    PROMPT_LEN,
+    VOCAB,
+    chain_steps,
+    prompt_ids,
+)
 
 
 def build_model(seed: int = 0, vocab_size: int = len(VOCAB)) -> GPT:

@@ -1,0 +1,220 @@
+"""The CLI: bad input is one line on stderr and exit code 2; good input works."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reasonlab.cli import main
+from reasonlab.io.checkpoint import save_model
+from reasonlab.train.sft import build_model
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    stem = str(tmp_path / "m")
+    save_model(stem, build_model(0), {})
+    return stem
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["sample", "3 5 x"], "digits"),
+    (["sample", "3 5 12"], "digits"),
+    (["sample", "3"], "k must be"),
+    (["sample", "1 2 3 4 5 6 7 8 9"], "k must be"),
+    (["sample", "3 5", "--force", "Q"], "unknown format"),
+    (["sample", "3 5", "--temperature", "-1"], "--temperature must be 0 (greedy)"),
+    (["sample", "3 5", "-n", "0"], "positive"),
+    (["pretrain", "--steps", "0", "5"], "positive"),
+    (["pretrain", "--steps", "-3"], "positive"),
+    (["pretrain", "--steps", "5"], "one number per phase"),
+    (["pretrain", "--name", "../x", "--recipe", "spec", "--steps", "1", "1"], "invalid model name"),
+    (["eval", "--checkpoint", "/nonexistent/x"], "not found"),
+    (["eval", "--device", "tpu", "--checkpoint", "x"], "unknown device"),
+    (["frobnicate"], "invalid choice"),
+    ([], "required"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("reasonlab: error:") and msg in err
+
+
+def test_corrupt_checkpoint_is_exit_2(ckpt, capsys):
+    with open(ckpt + ".safetensors", "r+b") as f:
+        f.truncate(50)
+    assert main(["eval", "--checkpoint", ckpt + ".safetensors", "-n", "2"]) == 2
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_sample_shows_format_and_chain(ckpt, capsys):
+    assert main(["sample", "3 5 9 2 7", "--checkpoint", ckpt, "--force", "T", "-n", "3", "--temperature", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "answer 6" in out and out.count("format full") == 3
+
+
+def test_eval_prints_the_table_and_writes_json(ckpt, tmp_path, capsys):
+    path = tmp_path / "e.json"
+    assert main(["eval", "--checkpoint", ckpt, "-n", "3", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "free share" in out and "chain correct" in out
+    data = json.loads(path.read_text())
+    assert set(data) == {"free", "A", "S", "T"} and set(data["T"]["per_k"]) == {str(k) for k in range(2, 9)}
+
+
+def test_pretrain_quick_end_to_end(capsys):
+    assert main(["pretrain", "--quick", "-n", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "config:" in out and "free share" in out
+
+
+def test_console_script_entry_point():
+    r = subprocess.run([sys.executable, "-m", "reasonlab.cli", "sample", "1 2", "--force", "X"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
+    run = str(tmp_path / "run")
+    argv = ["rl", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
+            "--run-dir", run, "--checkpoint-every", "1", "--eval-every", "2", "--eval-n", "2"]
+    assert main(argv) == 0
+    for f in ("config.json", "metrics.jsonl", "ckpt-000002/state.json", "ckpt-000002/state.safetensors", "curves.png",
+              "formats.png", "eval.json"):
+        assert (tmp_path / "run" / f).exists(), f
+    assert main(argv) == 2 and "--resume" in capsys.readouterr().err          # never overwrite a run silently
+    assert main(argv[:4] + ["4"] + argv[5:] + ["--resume"]) == 0
+    steps = [json.loads(s)["step"] for s in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--algo", "ppo"], "invalid choice"),
+    (["--num-generations", "1"], "num_generations"),
+    (["--beta", "-1"], ">= 0"),
+    (["--forced-trains", "format"], "force_direct > 0"),
+    (["--force-direct", "1.5"], "force_direct"),
+])
+def test_rl_bad_input(ckpt, tmp_path, extra, msg, capsys):
+    assert main(["rl", "--checkpoint", ckpt, "--run-dir", str(tmp_path / "r"), "--steps", "1"] + extra) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_tts_end_to_end_small(ckpt, tmp_path, capsys):
+    out = tmp_path / "tts"
+    assert main(["tts", "--checkpoint", ckpt, "--n-per-k", "6", "--n-max", "4", "--out", str(out)]) == 0
+    # rendered by the lab's protocol (lab.render): the same sections as the lab's report
+    for f in ("results.json", "report.md", "report.html", "sampling/acc_vs_n.png", "sampling/frontier.png",
+              "sampling/per_k.png", "budgets/budgets.png"):
+        assert (out / f).exists(), f
+    md = (out / "report.md").read_text()
+    assert "## Thinking longer" in md and "## Sampling more" in md and "## Verifiers" in md
+    data = json.loads((out / "results.json").read_text())
+    assert set(data["curves"]) == {"A", "S", "T"} and "maj" in data["curves"]["A"]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["tts", "--formats", "Q"], "invalid choice"),
+    (["tts", "--n-max", "3"], "--n-max"),
+    (["adaptive", "--methods", "nope"], "invalid choice"),
+    (["adaptive", "--steps", "0"], "positive"),
+])
+def test_tts_and_adaptive_bad_input(ckpt, argv, msg, capsys):
+    extra = ["--checkpoint", ckpt] if argv[0] == "tts" else []
+    assert main(argv + extra) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_every_commands_flags_come_from_its_dataclass():
+    """One source of truth: every field of every command's dataclass, nested configs included (but the few the
+    command sets itself), is one flag whose help is the field's docstring, and a Literal field offers exactly its
+    choices."""
+    import argparse
+    import dataclasses
+    import typing
+
+    from reasonlab.cli import build_parser
+    from reasonlab.cli.commands import COMMANDS, SKIP
+    from reasonlab.core import config
+
+    def parser_of(name):
+        p = build_parser()
+        for word in name.split():
+            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+        return p
+
+    def leaves(cls, skip):
+        for f in dataclasses.fields(cls):
+            tp = config._unwrap(config.hints(cls)[f.name])[0]
+            if f.name in skip:
+                continue
+            if dataclasses.is_dataclass(tp):
+                yield from leaves(tp, {s.split(".", 1)[1] for s in skip if s.startswith(f.name + ".")})
+            else:
+                yield cls, f, tp
+    for name, (cls, _) in COMMANDS.items():
+        actions = {a.dest: a for a in parser_of(name)._actions if a.dest != "help"}
+        fields = list(leaves(cls, SKIP.get(name, ())))
+        assert {f.name for _, f, _ in fields} == set(actions) - {"command"}, name    # one flag per field, no more
+        for owner, f, tp in fields:
+            a, doc = actions[f.name], config.field_docs(owner)[f.name]
+            assert doc and a.help.replace("%%", "%").startswith(doc), (name, f.name)
+            literal = tp if typing.get_origin(tp) is typing.Literal else (
+                typing.get_args(tp)[0] if typing.get_origin(tp) is tuple else None)
+            if typing.get_origin(literal) is typing.Literal:
+                assert [str(c) for c in a.choices] == [str(v) for v in typing.get_args(literal)], (name, f.name)
+
+
+def test_help_and_usage_errors_load_neither_torch_nor_matplotlib():
+    import subprocess
+    import sys
+
+    from reasonlab.cli.commands import COMMANDS
+    argvs = [["--help"], []] + [name.split() + ["--help"] for name in COMMANDS] + [
+        ["rl", "--algo", "nope"], ["lab", "--bogus"], ["sample"], ["tts", "--n-per-k", "x"]]
+    code = ("import sys, contextlib, io; from reasonlab.cli import main\n"
+            f"for argv in {argvs!r}:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            "        try:\n            rc = main(argv)\n        except SystemExit as e:\n            rc = e.code\n"
+            "    assert rc in (0, 2), (argv, rc)\n"
+            "print(sorted({'torch', 'matplotlib', 'numpy'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out.stdout + out.stderr
+
+
+def test_every_command_prints_its_help():
+    """argparse formats help with %: a docstring's "20 %" must not break `reasonlab <cmd> --help`."""
+    import argparse
+
+    from reasonlab.cli import build_parser
+    def walk(p):   # every parser, nested ones (reasonlab verifier train) included
+        yield p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for q in a.choices.values():
+                    yield from walk(q)
+    parsers = list(walk(build_parser()))
+    assert len(parsers) > 12
+    for p in parsers:
+        assert p.format_help().startswith("usage:"), p.prog
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert "+20 %" in subs["star"].format_help().replace("\n", " ").replace("  ", " ")
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["rl", "--kl-estimator", "k9"], "invalid choice"),
+    (["rl", "--loss-type", "ppo"], "invalid choice"),
+    (["rl", "--k-range", "3"], "expected 2 arguments"),
+    (["rl", "--max-resample", "-1"], "max_resample"),
+    (["star", "--filter", "both"], "invalid choice"),
+    (["star", "--rounds", "0"], "rounds"),
+    (["lab", "--only", "nothing"], "unknown experiment"),
+])
+def test_derived_flags_reject_bad_values(argv, msg, capsys, tmp_path):
+    assert main(argv + ["--cache-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and msg in err
+
+
+def test_python_dash_m_reasonlab_is_the_cli():
+    r = subprocess.run([sys.executable, "-m", "reasonlab", "sample", "1 2", "--force", "X"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("reasonlab: error:") and r.stderr.count("\n") == 1

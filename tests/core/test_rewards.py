@@ -1,0 +1,96 @@
+"""Rewards as pure functions, against hand-computed values."""
+import math
+
+import pytest
+import torch
+
+from reasonlab.core import rewards
+from reasonlab.core.task import ID, parse
+from reasonlab.methods.adaptive import method_parts
+from reasonlab.stats.summary import pareto
+
+D = [3, 5, 9, 2, 7]   # answer 6
+
+
+def P(words):
+    return parse([ID[w] for w in words.split()])
+
+
+RIGHT_A, RIGHT_S, RIGHT_T = P("A 6 </s>"), P("S 8 9 6 A 6 </s>"), P("T 3 8 7 9 6 A 6 </s>")
+WRONG_A = P("A 5 </s>")
+
+
+def test_token_cost():
+    assert rewards.token_cost_reward(D, RIGHT_A, alpha=0.0) == 1.0
+    assert rewards.token_cost_reward(D, RIGHT_A, alpha=0.5) == pytest.approx(1 - 0.5 * 3 / 14)
+    assert rewards.token_cost_reward(D, RIGHT_T, alpha=0.5) == pytest.approx(1 - 0.5 * 9 / 14)
+    assert rewards.token_cost_reward(D, WRONG_A, alpha=0.5) == 0.0
+
+
+def test_thinkless_format_values():
+    assert [rewards.format_reward(D, p) for p in (RIGHT_A, RIGHT_S, RIGHT_T, WRONG_A)] == [1.0, 0.75, 0.5, -1.0]
+
+
+def test_overlong_shaping():
+    assert rewards.overlong_reward(D, RIGHT_T, max_len=14, buffer=4) == 1.0              # 9 tokens: inside
+    assert rewards.overlong_reward(D, RIGHT_T, max_len=10, buffer=4) == pytest.approx(1 + (6 - 9) / 4)
+    assert rewards.overlong_reward(D, P("T 3 8 7 9 6 A 6 6 6 6 6 6 6"), max_len=14) == pytest.approx(1 - 1)  # cut off
+
+
+def test_adaptthink():
+    ref = {5: 0.9}
+    assert rewards.adaptthink_reward(D, RIGHT_A, ref, delta=0.05) == pytest.approx(1 - 0.9 + 0.05)
+    assert rewards.adaptthink_reward(D, RIGHT_S, ref, delta=0.05) == pytest.approx(0.1)
+    assert rewards.adaptthink_reward(D, WRONG_A, ref, delta=0.05) == pytest.approx(-0.85)
+
+
+def test_kimi_group_length_reward():
+    r = torch.tensor([[1.0, 1.0, 0.0, 0.0]])
+    ps = [[RIGHT_A, RIGHT_T, WRONG_A, P("T 1 1 1 1 1 A 1 </s>")]]   # lengths 3, 9, 3, 9
+    out = rewards.kimi_length_reward(r, ps, weight=1.0)
+    # lam = 0.5 - (n - 3) / 6: 0.5 for 3 tokens, -0.5 for 9; wrong answers only get min(0, lam)
+    assert torch.allclose(out, torch.tensor([[1.5, 0.5, 0.0, -0.5]]))
+    same = rewards.kimi_length_reward(r, [[RIGHT_A] * 4], weight=1.0)
+    assert torch.equal(same, r)
+
+
+def test_arm_scaling_boosts_rare_formats_then_fades():
+    r = torch.ones(1, 4)
+    ps = [[RIGHT_S, RIGHT_S, RIGHT_S, RIGHT_A]]
+    start = rewards.arm_format_scaling(r, ps, step=0, steps=10)
+    assert torch.allclose(start, torch.tensor([[4 / 3, 4 / 3, 4 / 3, 4.0]]))       # alpha = G / F at t = 0
+    end = rewards.arm_format_scaling(r, ps, step=10, steps=10)
+    assert torch.allclose(end, torch.ones(1, 4))                                     # decay = F / G at t = T
+    mid = rewards.arm_format_scaling(r, ps, step=5, steps=10)
+    assert mid[0, 3].item() == pytest.approx(4 * (0.25 + 0.5 * 0.75 * (1 + math.cos(math.pi / 2))))
+
+
+def test_methods_and_pareto():
+    from reasonlab.methods.adaptive import METHODS
+    from reasonlab.train.rl import RLConfig
+    for m in METHODS:
+        fn, group, fields = method_parts(m, ref_acc={k: 0.5 for k in range(2, 9)})
+        assert callable(fn) and 0 < fields["force_direct"] < 1
+        RLConfig.preset("grpo", **fields)   # valid RL settings
+    with pytest.raises(ValueError):
+        method_parts("nope")
+    pts = [(3.0, 0.3), (6.7, 1.0), (9.0, 1.0), (6.4, 1.0), (5.0, 0.2)]
+    assert sorted(pareto(pts)) == [0, 3]
+
+
+def test_adaptive_summarize_and_mean_points_by_hand():
+    from reasonlab.methods.adaptive import mean_points, summarize
+    share = {2: {"direct": 1.0, "short": 0.0, "full": 0.0}, 3: {"direct": 0.0, "short": 1.0, "full": 0.0}}
+    run = lambda m, acc, tok, s: {"method": m, "acc": acc, "tokens": tok, "share_by_k": share,  # noqa: E731
+                                  "acc_by_k": {2: acc, 3: acc}, "direct_acc_by_k": {2: 1.0, 3: 0.1 * s}}
+    runs = [run("a", 1.0, 5.0, 0), run("a", 0.8, 7.0, 1), run("b", 0.5, 9.0, 0), run("b", 0.5, 9.0, 1)]
+    fixed = {"A": {"acc": 0.3, "tokens": 3.0}, "S": {"acc": 0.9, "tokens": 6.7}}
+    out = summarize(runs, fixed)
+    assert out["a"]["acc"] == pytest.approx((0.9, 0.1 * 2 ** 0.5))   # sample std (ddof 1)
+    assert out["a"]["tokens"] == pytest.approx((6.0, 2 ** 0.5))
+    assert out["a"]["direct_acc_by_k"][3] == pytest.approx(0.05) and out["a"]["share_by_k"][3]["short"] == 1.0
+    assert out["a"]["on_front"] and out["a"]["beats_always_S"]          # 0.9 at 6.0 tokens: ties S, cheaper
+    assert not out["b"]["on_front"] and not out["b"]["beats_always_S"]  # 0.5 at 9 tokens: beaten by S
+    pts = mean_points([{"S": {"acc": 1.0, "tokens": 6.0, "acc_by_k": {2: 1.0}}},
+                       {"S": {"acc": 0.5, "tokens": 8.0, "acc_by_k": {2: 0.0}}}])
+    assert pts == {"S": {"acc": 0.75, "tokens": 7.0, "acc_by_k": {2: 0.5}}}

@@ -1,0 +1,146 @@
+"""The exact-KL lesson: its math against the textbook identities, and its claims on hand-made results (hold, fail,
+untestable)."""
+import torch
+import torch.nn.functional as F
+
+from reasonlab.core.model import GPT
+from reasonlab.core.sampling import EOS
+from reasonlab.core.task import prompt_ids
+from reasonlab.experiments import kl
+from reasonlab.methods import kl as M
+from reasonlab.stats import findings
+
+
+def softmaxes(seed: int = 0, n: int = 4, V: int = 18):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(n, V, generator=g).requires_grad_(True)
+    return logits, torch.randn(n, V, generator=g) * 2
+
+
+def grad(loss, x):
+    return torch.autograd.grad(loss, x, retain_graph=True)[0]
+
+
+def test_the_expected_gradients_replay_schulman_and_tang_munos():
+    """sum_a pi(a) grad k(a), one sampled token at a time, against the identities: k1 -> 0, k2 -> grad KL(pi||ref),
+    k3 -> grad KL(ref||pi); and expected_loss gives the same."""
+    logits, ref = softmaxes()
+    pi = torch.softmax(logits, -1).detach()
+    lp, ref_lp = torch.log_softmax(logits, -1), torch.log_softmax(ref, -1)
+    by_hand = {}
+    for est in M.ESTIMATORS:
+        total = torch.zeros_like(logits)
+        for a in range(logits.shape[1]):      # the loss on "token a sampled", weighted by its probability
+            k = M.kl_terms(lp[:, a], ref_lp[:, a], None, None, est)
+            total += pi[:, a:a + 1] * grad(k.sum(), logits)
+        by_hand[est] = total
+        assert torch.allclose(grad(M.expected_loss(logits, ref, est).sum(), logits), total, atol=1e-6)
+    rev, fwd = grad(M.exact_kl(logits, ref).sum(), logits), grad(M.exact_kl(logits, ref, forward=True).sum(), logits)
+    assert by_hand["k1"].abs().max() < 1e-6
+    assert torch.allclose(by_hand["k2"], rev, atol=1e-6)
+    assert torch.allclose(by_hand["k3"], fwd, atol=1e-6)
+    assert (rev - fwd).abs().max() > 1e-2                  # the two KLs' gradients differ away from the reference
+
+
+def test_k1_and_k3_are_unbiased_and_k2_is_not():
+    logits, ref = softmaxes(1)
+    true = M.exact_kl(logits, ref)
+    for est in ("k1", "k3"):
+        assert torch.allclose(M.moments(logits, ref, est)[0], true, atol=1e-5)
+    assert (M.moments(logits, ref, "k2")[0] - true).abs().max() > 1e-3
+    assert (M.moments(logits, ref, "k1")[1] > 0).all()
+
+
+def test_gradient_gaps_in_parameter_space():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(5, 18)
+    x, ref = torch.randn(3, 4, 5), torch.randn(3, 4, 18)
+    mask = torch.ones(3, 4, dtype=torch.bool)
+    mask[0, 2:] = False
+    g = M.gradient_gaps(layer(x), ref, mask, list(layer.parameters()))
+    assert abs(g["k1"]["rel_err"] - 1) < 1e-5 and g["k2"]["rel_err"] < 1e-5
+    assert abs(g["k3"]["rel_err"] - g["forward"]["rel_err"]) < 1e-5 and g["k3"]["rel_err"] > 0.01
+
+
+def test_the_bernoulli_bound_is_below_the_kl():
+    g = torch.Generator().manual_seed(2)
+    p, q = torch.softmax(torch.randn(50, 6, generator=g), -1), torch.softmax(torch.randn(50, 6, generator=g), -1)
+    full = (p * (p / q).log()).sum(-1)
+    bound = M.kl_bernoulli(p[:, :2].sum(-1), q[:, :2].sum(-1))   # the event "one of the first two outcomes"
+    assert (bound <= full + 1e-6).all() and M.kl_bernoulli(torch.tensor(0.3), torch.tensor(0.3)) < 1e-9
+
+
+def brute_force(policy, ref, prompt, max_new):
+    """Every output of at most max_new tokens (ended by </s>, or cut at max_new), by recursion over the vocabulary:
+    (log pi(y), log pi_ref(y)) per output."""
+    out = []
+
+    def walk(prefix, lp, lr):
+        ids = torch.tensor([prompt + prefix])
+        a, b = F.log_softmax(policy(ids)[0][0, -1], -1), F.log_softmax(ref(ids)[0][0, -1], -1)
+        for t in range(len(a)):
+            if t == EOS or len(prefix) + 1 == max_new:
+                out.append((lp + a[t], lr + b[t]))
+            else:
+                walk(prefix + [t], lp + a[t], lr + b[t])
+    walk([], 0.0, 0.0)
+    return out
+
+
+def test_the_enumerated_sequence_kl_and_its_gradient_replay_the_definition():
+    """All outputs of two tokens of a tiny model, enumerated by recursion: the tree's sequence KL is sum_y pi(y) log
+    pi(y) / pi_ref(y), its gradient that sum's, and k1 in the reward follows it (the score-function identity)."""
+    torch.manual_seed(0)
+    policy, ref = GPT(d_model=16, n_layers=1, n_heads=2), GPT(d_model=16, n_layers=1, n_heads=2)
+    prompts = [prompt_ids([1, 2]), prompt_ids([3, 4, 5])]
+    params = list(policy.parameters())
+    pairs = [brute_force(policy, ref, p, 2) for p in prompts]
+    want = sum(lp.exp() * (lp - lr) for ps in pairs for lp, lr in ps) / 2
+    g_want = M.grad_vector(want, params)
+    tree = M.output_tree(policy, ref, prompts, eps=0.0, max_new=2)
+    got = M.sequence_gradients(tree, params, 2)
+    assert tree["pruned"].abs().max() < 1e-6 and len(tree["leaves"]["logp"]) == 2 * (1 + 17 * 18)
+    assert abs(got["seq_kl"] - want.item()) < 1e-5 and abs(got["grad_norm"] - g_want.norm().item()) < 1e-5
+    assert got["k1_reward"]["rel_err"] < 1e-4
+    assert got["per_token"]["rel_err"] > 1e-3 and got["k3"]["rel_err"] > 1e-3     # both drop something here
+    pruned = M.output_tree(policy, ref, prompts, eps=0.01, max_new=2)
+    kept = pruned["leaves"]["logp"].exp()
+    assert (kept >= 0.01 - 1e-7).all() and torch.allclose(pruned["pruned"], 1 - torch.zeros(2).index_add_(
+        0, pruned["leaves"]["prompt"], kept.detach()), atol=1e-5)                 # left out = 1 - kept
+
+
+def result(errs, kls, std1=0.2, std3=0.1, drop=2.0, seq_errs=(0.3, 0.7)) -> dict:
+    """One seed: probes with these k3 relative errors and per-token KLs; a frontier of two algorithms at two betas
+    whose KL falls by the factor `drop` from beta 0 to beta 1; the sequence gradient's relative errors of the
+    per-token KL and of k3 in the loss (seq_errs)."""
+    probes = [{"step": 5 * (i + 1), "kl": k, "kl_fwd": k, "k1": {"bias": 0, "std": std1}, "k2": {"bias": 0, "std": 0.1},
+               "k3": {"bias": 0, "std": std3}, "grad": {"grad_norm": 1.0, "k3": {"rel_err": e, "cos": 1, "norm": 1}}}
+              for i, (e, k) in enumerate(zip(errs, kls))]
+    frontier = {f"{a}/{b:g}": {"algo": a, "beta": b, "acc": 1, "p_correct": 0.9, "seq_kl": 0.3 / drop ** b,
+                               "bound": 0.1} for a in ("grpo", "dapo") for b in (0.0, 1.0)}
+    term = lambda e: {"rel_err": e, "cos": 1.0, "norm": 1.0}    # noqa: E731
+    seq = {"seq_kl": 0.3, "pruned": 0.003, "grad_norm": 1.0, "first_share": 0.9, "eps": 1e-4, "n_prompts": 21,
+           "per_token": term(seq_errs[0]), "k3": term(seq_errs[1]), "k1_reward": term(0.01)}
+    return {"probes": probes, "frontier": frontier, "base_p_correct": 0.6, "steps": 40, "probe_beta": 0.04,
+            "sequence": seq}
+
+
+def test_claims_hold_fail_and_are_untestable():
+    moved = [result([0.02, 0.3 + 0.01 * s], [0.002, 0.04]) for s in range(5)]
+    fs = kl.claims(moved)
+    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 6
+    assert all("k1 in the reward" in f["control"] for f in fs[4:])
+    kl.check(moved[0])
+    same = [result([0.05 + 0.001 * s, 0.03 + 0.002 * s], [0.002, 0.04], std1=0.1, std3=0.2 + 0.01 * s, drop=0.5,
+                   seq_errs=(0.005 + 0.001 * s, 0.02 + 0.001 * s))
+            for s in range(5)]         # the gradients agree, k3 is noisier, beta raises the KL, the future terms vanish
+    assert [f["verdict"] for f in kl.claims(same)] == [findings.FAILS] * 6
+    try:
+        kl.check({**moved[0], "sequence": None})
+    except ValueError as e:
+        assert "sequence" in str(e)
+    else:
+        raise AssertionError("a kl result without the sequence gradient passed the check")
+    still = [result([0.0, 0.001 * s], [0.0, 0.001]) for s in range(5)]   # the run never left the reference
+    fs = kl.claims(still)
+    assert all(f["verdict"] == findings.UNTESTABLE and "precondition" in f["untestable"] for f in fs[:3] + fs[4:])

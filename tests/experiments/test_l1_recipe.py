@@ -1,0 +1,125 @@
+"""L1's own recipe: the Max tokens, reachable budgets, the mixed reward, the pre-check's arithmetic, and the lesson's
+claims on hand-made results (hold, fail, untestable)."""
+import itertools
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from reasonlab.core.model import GPT
+from reasonlab.core.task import (
+    BUDGET_VOCAB,
+    BUDGETS,
+    K_MAX,
+    K_MIN,
+    L1_VOCAB,
+    MAX_BUDGET0,
+    budget_prompt_ids,
+    max_budget_prompt_ids,
+)
+from reasonlab.experiments import l1_recipe as E
+from reasonlab.methods import budget as B
+from reasonlab.stats import findings
+
+
+def test_max_prompts_differ_from_exact_prompts_only_in_the_budget_token():
+    d = [3, 5, 9, 1]
+    assert max_budget_prompt_ids(d, 2)[:-1] == budget_prompt_ids(d, 2)[:-1]
+    assert max_budget_prompt_ids(d, 2)[-1] == MAX_BUDGET0 + 2 == len(BUDGET_VOCAB) + 2
+    assert len(L1_VOCAB) == MAX_BUDGET0 + 9
+    with pytest.raises(ValueError):
+        max_budget_prompt_ids(d, 9)
+
+
+def test_l1_model_reads_exact_prompts_as_before_and_max_prompts_apart():
+    torch.manual_seed(0)
+    bm = B.budget_model(GPT(d_model=32, n_layers=1, n_heads=2))
+    m = B.l1_model(bm)
+    d = [3, 5, 9, 1]
+    ids = torch.tensor([budget_prompt_ids(d, 3)])
+    with torch.no_grad():
+        a, b = bm(ids)[0], m(ids)[0]
+    assert torch.allclose(a, b[..., :len(BUDGET_VOCAB)], atol=1e-6)     # B<b> prompts: the budget model's logits
+    tok = m.tok.weight.detach()
+    shift = tok[MAX_BUDGET0:] - tok[MAX_BUDGET0 - len(BUDGETS):MAX_BUDGET0]
+    assert torch.allclose(shift, shift[:1].expand_as(shift)) and abs(shift[0].norm().item() - 4.0) < 1e-4
+    with pytest.raises(ValueError, match="budget model"):
+        B.l1_model(GPT(d_model=32, n_layers=1, n_heads=2))
+
+
+def test_reachable_draws_and_the_mixed_reward():
+    rng = random.Random(0)
+    draw = B.draw_reachable(("exact", "max"))
+    ps = [draw(rng, k) for k in range(K_MIN, K_MAX + 1) for _ in range(50)]
+    assert all(0 <= p.budget <= len(p) for p in ps) and {p.kind for p in ps} == {"exact", "max"}
+    assert {p.budget for p in ps if len(p) == 8} == set(range(9))
+    r = B.reward_fn("mixed", 0.25, 0.5)
+    p = B.BudgetProblem([3, 5, 9])
+    p.budget = 1
+    right_s = {"answer": 7, "chain": [8, 7]}                    # 2 steps, one over
+    p.kind = "exact"
+    assert r(p, right_s) == B.l1_exact(1.0, 1, 2, 0.25) == 0.75
+    p.kind = "max"
+    assert r(p, right_s) == B.l1_max(1.0, 1, 2, 0.25, 0.5) == 0.25
+
+
+def test_best_policies_replays_enumeration():
+    """The best blind and aware rewards against brute force over every policy (an option per k; per (k, b))."""
+    opts = [[(1.0, 0.0), (1.0, 2.0)], [(0.3, 0.0), (1.0, 2.0), (1.0, 3.0)]] + [[(0.1, 0.0), (1.0, 4.0)]] * 5
+    for kind in ("exact", "max"):
+        R = (lambda a, b, n: B.l1_exact(a, b, n, 0.25)) if kind == "exact" else \
+            (lambda a, b, n: B.l1_max(a, b, n, 0.25, 0.5))
+        blind, aware = [], []
+        for i, o in enumerate(opts):
+            bs = list(range(K_MIN + i + 1))
+            blind.append(max(np.mean([R(a, b, n) for b in bs]) for a, n in o))
+            aware.append(max(np.mean([R(o[c][0], b, o[c][1]) for c, b in zip(choice, bs)])
+                             for choice in itertools.product(range(len(o)), repeat=len(bs))))
+        got = B.best_policies(opts, kind, 0.25, 0.5)
+        assert got["blind"] == pytest.approx(np.mean(blind)) and got["aware"] == pytest.approx(np.mean(aware))
+        assert got["aware"] >= got["blind"]
+
+
+def result(exact_gain=0.05, max_gap=0.1, spread_max=3.0, apart=0.5, s=0) -> dict:
+    """One seed's result, built so that each claim's statistic is the given value (plus a little per seed)."""
+    j = 0.002 * s
+    cell = lambda acc, steps, er, mr: {"acc": acc, "steps": steps, "exact_r": er, "max_r": mr}  # noqa: E731
+    ks = list(range(K_MIN, K_MAX + 1))
+
+    def curve(steps0, steps_top, er, mr):
+        return [[cell(0.9, steps_top if b == k else steps0 + (b > 0) * 1.0, er, mr) for k in ks] for b in BUDGETS]
+    return {"start": curve(0.0, 4.0, 0.4, 0.4), "exact": curve(0.0, 4.0, 0.6 + exact_gain + j, 0.4),
+            "max_exact": curve(0.0, spread_max + apart + 3 * j, 0.6, 0.4),
+            "max_max": curve(0.0, spread_max + j, 0.6, 0.45 + j), "fixed": [[(0.9, 0.0)] * 3] * 7,
+            "precheck": {"exact_from_base": {"blind": 0.6, "aware": 0.72}, "max_from_base_0to8": {"blind": 0.65,
+                         "aware": 0.67}, "max_from_exact": {"blind": 0.4, "aware": 0.4 + max_gap + j}},
+            "alpha": 0.25, "delta": 0.5, "seconds": 12.0}
+
+
+def test_claims_hold_fail_and_are_untestable():
+    fs = E.claims([result(s=s) for s in range(5)])
+    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 7
+    fs = E.claims([result(exact_gain=-0.1, max_gap=0.1, spread_max=0.0, apart=-0.5, s=s) for s in range(5)])
+    assert [f["verdict"] for f in fs] == [findings.FAILS, findings.HOLDS, findings.HOLDS, findings.HOLDS, findings.FAILS, findings.HOLDS, findings.FAILS]
+    fs = E.claims([result(max_gap=0.01, s=s) for s in range(5)])          # nothing for L1-Max to learn
+    assert [f["verdict"] for f in fs][3:6] == [findings.FAILS, findings.HOLDS, findings.UNTESTABLE]     # it reads, with nothing to gain
+    assert "nothing for RL to learn" in fs[5]["untestable"]
+
+
+def test_reachable_cells_are_weighted_as_training_draws_them():
+    """The mean over k of the mean over b = 0..k (best_policies' weighting), not a pool of all b <= k cells: with a
+    reward that grows with b, the two differ."""
+    r = result()
+    for b in BUDGETS:
+        for i, k in enumerate(range(K_MIN, K_MAX + 1)):
+            r["exact"][b][i]["exact_r"] = b / 8
+    want = np.mean([np.mean([b / 8 for b in range(k + 1)]) for k in range(K_MIN, K_MAX + 1)])
+    pooled = np.mean([b / 8 for k in range(K_MIN, K_MAX + 1) for b in range(k + 1)])
+    assert E.reachable(r, "exact", "exact_r") == pytest.approx(want) and abs(want - pooled) > 0.01
+
+
+def test_check_needs_every_curve_and_the_prechecks():
+    E.check(result())
+    with pytest.raises(ValueError, match="pre-checks"):
+        E.check({k: v for k, v in result().items() if k != "precheck"})

@@ -1,0 +1,458 @@
+"""Reliability, by injecting each fault: kills mid-checkpoint, torn logs, full disks, two writers, a cache race,
+crafted checkpoints, NaN weights, hostile paths, and a property-based fuzz of the command line."""
+import copy
+import errno
+import json
+import multiprocessing as mp
+import os
+import signal
+import time
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reasonlab.cli import main
+from reasonlab.io import checkpoint, runs
+from reasonlab.io.checkpoint import CheckpointError, load_model, save_model
+from reasonlab.train.rl import RLConfig, train
+from reasonlab.train.sft import build_model
+from reasonlab.train.zoo import get_model
+
+TINY = {"seed": 0, "lr": 1e-3, "phases": [[[0.0, 0.5, 0.5], 3, 1, [2, 8]]]}
+FORK = mp.get_context("fork")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """The forked children below must not enter OpenMP regions the parent set up (libgomp is not fork-safe: a child
+    that uses the parent's thread pool hangs), and comparing a child's run with the parent's needs one thread
+    count. One torch thread runs every parallel loop inline; restored after the module."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def rl_cfg(**kw):
+    return RLConfig.preset("grpo", **{**dict(steps=4, prompts_per_step=2, num_generations=4, log_every=0, seed=3,
+                                            checkpoint_every=2), **kw})
+
+
+def run_rl(run_dir, resume=False, steps=4, logs=None, **kw):
+    torch.manual_seed(0)
+    base = build_model(0)
+    policy = copy.deepcopy(base)
+    hist = train(policy, base, rl_cfg(steps=steps, **kw), run_dir=str(run_dir), resume=resume,
+                 log=(logs.append if logs is not None else None))
+    return policy, hist
+
+
+def same(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted 4-step run: what every recovered run must equal, bit for bit."""
+    return run_rl(tmp_path_factory.mktemp("ref") / "run")[0]
+
+
+def one_line_error(capsys, code, rc):
+    err = capsys.readouterr().err
+    assert rc == code, err
+    assert err.count("\n") == 1 and err.startswith("reasonlab: ") and "Traceback" not in err, err
+    return err
+
+
+# -- crash safety of RL run directories ---------------------------------------------------------------------------
+
+def _die_mid_checkpoint(run_dir, die_at_step):
+    """Child process: the writer of step die_at_step's checkpoint dies (os._exit, as kill -9 would) after the
+    tensor file and before the JSON."""
+    real = checkpoint.write_json
+
+    def dying(path, obj):
+        if path.endswith("state.json") and obj.get("step") == die_at_step:
+            os._exit(9)
+        real(path, obj)
+    checkpoint.write_json = dying
+    run_rl(run_dir)
+
+
+def test_kill_between_checkpoint_files_then_resume_is_bit_identical(tmp_path, reference):
+    run = tmp_path / "run"
+    p = FORK.Process(target=_die_mid_checkpoint, args=(run, 4))
+    p.start()
+    p.join(120)
+    assert p.exitcode == 9                                        # it really died mid-pair
+    assert [s for s, _ in runs.checkpoints(str(run))] == [2]      # the step-2 checkpoint survived intact
+    assert any(f.startswith(".tmp-ckpt-") for f in os.listdir(run))
+    logs = []
+    policy, hist = run_rl(run, resume=True, logs=logs)
+    assert any("resumed" in s and "step 2" in s for s in logs)
+    assert same(policy, reference) and [h["step"] for h in hist] == [1, 2, 3, 4]
+    assert not any(f.startswith(".tmp-") for f in os.listdir(run))        # the dead writer's leftovers are gone
+    assert [json.loads(s)["step"] for s in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
+
+
+def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, reference):
+    import shutil
+    run = tmp_path / "run"
+    run_rl(run, steps=2)
+    shutil.copytree(run / "ckpt-000002", tmp_path / "kept")
+    run_rl(run, resume=True)                                   # ckpt-000004 replaces ckpt-000002 ...
+    shutil.copytree(tmp_path / "kept", run / "ckpt-000002")     # ... which we put back beside it
+    with open(run / "ckpt-000004" / "state.safetensors", "r+b") as f:
+        f.truncate(100)                                        # the newest is damaged
+    logs = []
+    policy, hist = run_rl(run, resume=True, logs=logs)
+    assert any("falling back" in s for s in logs) and any("at step 2" in s for s in logs if "resumed" in s)
+    assert same(policy, reference) and [h["step"] for h in hist] == [1, 2, 3, 4]
+
+
+def test_torn_final_log_line_is_dropped_on_resume(tmp_path, reference):
+    run = tmp_path / "run"
+    run_rl(run, steps=2)
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "reward": 0.5, "ac')            # a kill or a full disk mid-write
+    logs = []
+    policy, _ = run_rl(run, resume=True, logs=logs)
+    assert any("torn" in s for s in logs) and same(policy, reference)
+    assert [json.loads(s)["step"] for s in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
+
+
+def test_a_bad_line_inside_the_log_is_an_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1}\nnot json\n{"step": 2}\n')
+    with pytest.raises(runs.RunError, match="metrics.jsonl, line 2"):
+        runs.read_metrics(str(path))
+
+
+def test_resume_with_no_checkpoint_starts_at_step_0_and_says_so(tmp_path, reference):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')        # killed before the first checkpoint
+    logs = []
+    policy, hist = run_rl(run, resume=True, logs=logs)
+    assert any("starting at step 0" in s for s in logs)
+    assert same(policy, reference) and [h["step"] for h in hist] == [1, 2, 3, 4]
+
+
+def test_resume_with_a_changed_run_config_is_refused(tmp_path):
+    run = tmp_path / "run"
+    run_rl(run, steps=2)
+    with pytest.raises(runs.RunError, match="learning_rate"):
+        run_rl(run, resume=True, learning_rate=1.0)
+    run_rl(run, resume=True, steps=4, checkpoint_every=1)     # more steps, other cadence: allowed
+
+
+def test_full_disk_in_the_checkpoint_writer_leaves_the_previous_checkpoint(tmp_path, monkeypatch, reference):
+    run = tmp_path / "run"
+    real = checkpoint.atomic_write
+
+    def full(path, write):                   # the second checkpoint's tensor file meets a full disk
+        if path.endswith("state.safetensors"):
+            calls.append(path)
+            if len(calls) == 2:
+                raise OSError(errno.ENOSPC, "No space left on device", path)
+        real(path, write)
+    calls = []
+    monkeypatch.setattr(checkpoint, "atomic_write", full)
+    with pytest.raises(OSError, match="No space"):
+        run_rl(run)
+    monkeypatch.setattr(checkpoint, "atomic_write", real)
+    assert [s for s, _ in runs.checkpoints(str(run))] == [2]
+    assert not any(f.startswith(".tmp-") for f in os.listdir(run))
+    policy, _ = run_rl(run, resume=True)
+    assert same(policy, reference)
+
+
+# -- two writers ---------------------------------------------------------------------------------------------------
+
+def _hold(run_dir, ready):
+    runs.lock(run_dir)
+    ready.set()
+    time.sleep(60)
+
+
+def test_a_second_process_on_a_run_directory_is_refused_naming_the_holder(tmp_path, capsys):
+    run = str(tmp_path / "run")
+    ready = FORK.Event()
+    holder = FORK.Process(target=_hold, args=(run, ready))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        rc = main(["rl", "--checkpoint", "/nonexistent", "--run-dir", run, "--steps", "1"])
+        err = one_line_error(capsys, 2, rc)
+        assert f"in use by process {holder.pid}" in err
+    finally:
+        holder.kill()
+        holder.join()
+    assert runs.lock(run)       # the kill released it: the next process gets the directory
+    runs.unlock(run)
+
+
+def _get(cache, q):
+    logs = []
+    m = get_model("tiny", TINY, cache=cache, log=logs.append)
+    q.put((logs, [t.tolist() for t in m.state_dict().values()][:2]))
+
+
+def test_cache_race_one_process_trains_the_other_waits_and_loads(tmp_path, monkeypatch):
+    import reasonlab.train.zoo as T
+    real = T.pretrain
+
+    def slow(*a, **kw):                      # widen the race window to a second
+        time.sleep(1.0)
+        return real(*a, **kw)
+    monkeypatch.setattr(T, "pretrain", slow)
+    q = FORK.Queue()
+    ps = [FORK.Process(target=_get, args=(str(tmp_path), q)) for _ in range(2)]
+    ps[0].start()
+    time.sleep(0.4)
+    ps[1].start()
+    got = [q.get(timeout=120) for _ in ps]
+    for p in ps:
+        p.join(60)
+    logs = [s for lg, _ in got for s in lg]
+    assert sum("training it" in s for s in logs) == 1, logs       # trained once ...
+    assert any("waiting" in s for s in logs) and any("loaded cached" in s for s in logs)
+    assert got[0][1] == got[1][1]                                 # ... and both hold the same weights
+
+
+def test_the_hash_certifies_the_bytes_written_not_a_later_file(tmp_path, monkeypatch):
+    stem = str(tmp_path / "m")
+    other = str(tmp_path / "other")
+    save_model(other, build_model(1), {})
+    real = checkpoint.atomic_write
+
+    def racing(path, write):                 # a second writer replaces the tensor file right after our rename
+        real(path, write)
+        if path.endswith("m.safetensors"):
+            os.replace(other + ".safetensors", path)
+    monkeypatch.setattr(checkpoint, "atomic_write", racing)
+    save_model(stem, build_model(0), {})
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_model(stem)
+
+
+def test_orphan_temp_files_in_the_cache_are_ignored_and_cleaned(tmp_path):
+    orphan = tmp_path / ".tmp-abc123tiny.safetensors"
+    orphan.write_bytes(b"half a file")
+    os.utime(orphan, (time.time() - 3600, time.time() - 3600))
+    fresh = tmp_path / ".tmp-def456tiny.json"
+    fresh.write_text("{")                     # a live writer's file (recent): left alone
+    get_model("tiny", TINY, cache=str(tmp_path), log=None)
+    assert not orphan.exists() and fresh.exists()
+    get_model("tiny", TINY, cache=str(tmp_path), log=None)
+
+
+# -- crafted checkpoints -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field,value", [("n_heads", 3), ("n_heads", 0), ("n_heads", 128), ("n_heads", -4),
+                                         ("d_model", 8192), ("n_layers", 10**6), ("n_layers", 3), ("max_len", 10**9),
+                                         ("vocab_size", "18"), ("n_heads", True), ("extra", 1)])
+def test_crafted_model_configs_are_refused_before_allocating(tmp_path, monkeypatch, field, value):
+    stem = str(tmp_path / "m")
+    save_model(stem, build_model(0), {})
+    meta = json.loads(open(stem + ".json").read())
+    meta["model"][field] = value              # the tensor hash stays valid: only the config is crafted
+    open(stem + ".json", "w").write(json.dumps(meta))
+
+    def boom(*a, **kw):
+        raise AssertionError("a model was built from a crafted config")
+    monkeypatch.setattr(checkpoint, "GPT", boom)
+    with pytest.raises(CheckpointError, match="invalid model config"):
+        load_model(stem)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e30])
+def test_non_finite_weights_are_reported_naming_the_checkpoint(tmp_path, capsys, value):
+    m = build_model(0)
+    with torch.no_grad():
+        if value == 1e30:                      # finite weights whose logits overflow
+            for p in m.parameters():
+                p.fill_(value)
+        else:
+            m.head.weight[2, 5] = value
+    stem = str(tmp_path / "nanmodel")
+    save_model(stem, m, {})
+    with pytest.raises(CheckpointError, match="nanmodel .*non-finite"):
+        load_model(stem)
+    err = one_line_error(capsys, 2, main(["eval", "--checkpoint", stem, "-n", "2"]))
+    assert "nanmodel" in err and "non-finite" in err
+
+
+def test_a_fifo_checkpoint_is_refused_without_hanging(tmp_path, capsys):
+    os.mkfifo(tmp_path / "x.json")
+    signal.alarm(20)                           # a hang fails the test instead of stalling the suite
+    try:
+        err = one_line_error(capsys, 2, main(["eval", "--checkpoint", str(tmp_path / "x.json"), "-n", "2"]))
+    finally:
+        signal.alarm(0)
+    assert "regular file" in err
+
+
+# -- paths and writes ----------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def ckpt(tmp_path):
+    stem = str(tmp_path / "m")
+    save_model(stem, build_model(0), {})
+    return stem
+
+
+def no_training(monkeypatch):
+    import reasonlab.train.zoo as T
+
+    def refuse(*a, **kw):
+        raise AssertionError("training started before the path was checked")
+    monkeypatch.setattr(T, "pretrain", refuse)
+
+
+@pytest.mark.parametrize("make,argv,msg", [
+    ("file", ["sample", "3 5 9", "--cache-dir", "{p}"], "is a file"),
+    ("none", ["sample", "3 5 9", "--cache-dir", "/proc/reasonlab-cache"], "not writable"),
+    ("file", ["rl", "--run-dir", "{p}", "--steps", "1"], "is a file"),
+    ("none", ["rl", "--run-dir", "/proc/reasonlab-run", "--steps", "1"], "not writable"),
+    ("file", ["tts", "--out", "{p}", "--n-per-k", "2"], "is a file"),
+    ("dir", ["eval", "--json", "{p}", "-n", "2", "--checkpoint", "CKPT"], "is a directory"),
+    ("none", ["eval", "--json", "/proc/x/e.json", "-n", "2", "--checkpoint", "CKPT"], "not writable"),
+    ("none", ["tts", "--replot", "--out", "{p}"], "not found"),
+])
+def test_unusable_paths_fail_at_once_on_one_line(tmp_path, monkeypatch, capsys, ckpt, make, argv, msg):
+    no_training(monkeypatch)
+    p = tmp_path / "target"
+    if make == "file":
+        p.write_text("x")
+    elif make == "dir":
+        p.mkdir()
+    argv = [a.replace("{p}", str(p)).replace("CKPT", ckpt) for a in argv]
+    err = one_line_error(capsys, 2, main(argv))
+    assert msg in err
+
+
+def test_full_disk_on_eval_json_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, capsys, ckpt):
+    def full_dump(obj, f, **kw):
+        f.write("{\"free\": ")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(checkpoint.json, "dump", full_dump)
+    out = tmp_path / "out"
+    out.mkdir()
+    err = one_line_error(capsys, 2, main(["eval", "--checkpoint", ckpt, "-n", "2", "--json", str(out / "e.json")]))
+    assert "No space left" in err and os.listdir(out) == []
+
+
+def test_full_disk_while_saving_a_plot_leaves_no_temp_file(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from reasonlab.io import report
+    fig = plt.figure()
+
+    def full(self, path, **kw):
+        open(path, "wb").write(b"\x89PNG half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(type(fig), "savefig", full)
+    with pytest.raises(OSError):
+        report.save(fig, str(tmp_path / "acc_vs_n.png"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_replot_of_a_file_with_the_wrong_schema_is_exit_2(tmp_path, capsys):
+    (tmp_path / "results.json").write_text('{"grid": 1}')
+    for seed in (0, 1, 2):                      # adaptive --replot reads the per-seed results
+        (tmp_path / f"seed{seed}.json").write_text('[1, 2]')
+    assert "--replot" in one_line_error(capsys, 2, main(["tts", "--replot", "--out", str(tmp_path)]))
+    assert "--replot" in one_line_error(capsys, 2, main(["adaptive", "--replot", "--out", str(tmp_path)]))
+
+
+def test_eval_json_is_strict(tmp_path, ckpt, capsys):
+    path = tmp_path / "e.json"
+    assert main(["eval", "--checkpoint", ckpt, "-n", "2", "--json", str(path)]) == 0
+
+    def no_constants(c):
+        raise AssertionError(f"non-strict JSON constant {c}")
+    json.loads(path.read_text(), parse_constant=no_constants)
+    assert checkpoint.strict_json({"a": [float("nan"), 1.0, float("-inf")]}) == {"a": [None, 1.0, None]}
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["sample", "٣ ٥ ٧"], "0-9"), (["sample", "3 ²"], "0-9"), (["sample", "3 5", "--temperature", "1e-300"], "temperature"),
+    (["sample", "3 5", "--seed", str(2**70)], "--seed"), (["sample", "3 5", "--device", "cuda:0"], "cuda"),
+    (["sample", "3 5", "-n", "10000000000"], "at most"), (["star", "--growth", "inf"], "finite"),
+    (["star", "--growth", "5", "--rounds", "30"], "fine-tuning steps"), (["pretrain", "--name", "ok\n"], "invalid model name"),
+    (["rl", "--prompts-per-step", "100000000"], "at most"), (["pretrain", "--batch", "100000000"], "at most"),
+    (["rl", "--learning-rate", "inf"], "finite"), (["eval", "--seed", "-1"], "--seed"),
+])
+def test_hostile_values_are_one_line_and_exit_2(argv, msg, monkeypatch, capsys):
+    no_training(monkeypatch)
+    assert msg in one_line_error(capsys, 2, main(argv))
+
+
+def test_run_stopped_is_on_its_own_line(monkeypatch, capsys, ckpt, tmp_path):
+    import reasonlab.train.rl as rl
+    monkeypatch.setattr(rl, "rule_reward", lambda *a: float("nan"))
+    rc = main(["rl", "--checkpoint", ckpt, "--steps", "3", "--prompts-per-step", "2", "--num-generations", "2",
+               "--run-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    last = err.rstrip("\n").split("\n")[-1].split("\r")[-1]
+    assert rc == 1 and last.startswith("reasonlab: run stopped:") and "step 1" in last
+
+
+# -- the fuzz ------------------------------------------------------------------------------------------------------
+
+class Reached(BaseException):
+    """Raised by the stubbed-out work: the arguments got past every check."""
+
+
+VALUES = ["0", "1", "2", "-1", "-4", "3", "8", "64", "1e-300", "1e300", "inf", "-inf", "nan", "0.5", "1e6",
+          str(2**70), "x", "", " ", "٣", "²", "3 5 9", "1,2,3", "3 5 9 2 7 1 2 3 4", "A", "S", "T", "Q", "cpu", "cuda",
+          "cuda:0", "tpu", "grpo", "reinforce", "ppo", "k3", "free", "base", "rl", "ok\n", "../x", "/proc/x",
+          "{file}", "{dir}", "{fifo}", "{missing}"]
+FLAGS = ["--seed", "--seeds", "-n", "--batch", "--steps", "--prompts-per-step", "--num-generations", "--temperature",
+         "--growth", "--lr", "--beta", "--epsilon", "--device", "--cache-dir", "--out", "--run-dir", "--json",
+         "--checkpoint", "--force", "--name", "--algo", "--n-per-k", "--n-max", "--formats", "--rounds",
+         "--eval-every", "--eval-n", "--problems", "--samples", "--methods", "--only", "--resume", "--replot",
+         "--quick", "--force-direct", "--kl-estimator", "--problem-seed", "--n-chains", "--start", "--fresh"]
+COMMANDS = ["lab", "pretrain", "eval", "sample", "rl", "tts", "adaptive", "star", "bogus"]
+
+
+@pytest.fixture
+def stubbed(monkeypatch, tmp_path):
+    """Every expensive step replaced by `Reached`, so one example takes milliseconds."""
+    import importlib
+
+    def stop(*a, **kw):
+        raise Reached()
+    for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
+                      ("methods.tts", "run"), ("methods.star", "run"), ("runner.lab", "run"),
+                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("methods.adaptive", "fixed_points"),
+                      ("cli.run", "load_or_train"), ("cli.pages", "load_or_train"), ("train.zoo", "get_model")]:
+        monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "afifo.json")
+    return {"{file}": str(tmp_path / "afile"), "{dir}": str(tmp_path / "adir"), "{fifo}": str(tmp_path / "afifo.json"),
+            "{missing}": str(tmp_path / "no" / "such")}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cmd=st.sampled_from(COMMANDS),
+       rest=st.lists(st.one_of(st.sampled_from(FLAGS), st.sampled_from(VALUES)), max_size=8))
+def test_fuzzed_command_lines_never_show_a_traceback(stubbed, capsys, cmd, rest):
+    argv = [cmd] + [stubbed.get(a, a) for a in rest]
+    signal.alarm(20)                           # a FIFO read would hang: fail instead
+    try:
+        rc = main(argv)
+    except Reached:
+        rc = 0                                 # valid arguments: the work would start here
+    except SystemExit as e:                    # --help / --version
+        rc = e.code
+    finally:
+        signal.alarm(0)
+    err = capsys.readouterr().err
+    assert rc in (0, 2), (argv, rc, err)
+    assert "Traceback" not in err and err.count("\n") <= 1, (argv, err)

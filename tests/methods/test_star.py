@@ -1,0 +1,184 @@
+"""STaR: the filter, the cap, the statistics, and the loop's bookkeeping."""
+import pytest
+import torch
+
+from reasonlab.core.task import ID
+from reasonlab.methods import star
+from reasonlab.train.sft import build_model
+
+
+def fake_collect(monkeypatch, outputs):
+    """Make sample_tree return the given outputs (list of word strings) for every problem, in order."""
+    def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
+        rows = []
+        for _ in prompts:
+            for j in range(n):
+                rows.append([ID[w] for w in outputs[j].split()])
+        L = max(len(r) for r in rows)
+        return torch.tensor([r + [0] * (L - len(r)) for r in rows]), torch.zeros(len(rows))
+    monkeypatch.setattr(star, "sample_tree", sample_tree)
+
+
+PROB = [[3, 5, 9, 2, 7]]   # answer 6; S chain 8 9 6
+
+
+def test_answer_filter_keeps_right_answers_and_counts_false_positives(monkeypatch):
+    fake_collect(monkeypatch, ["S 8 9 6 A 6 </s>", "S 1 1 6 A 6 </s>", "A 6 </s>", "A 5 </s>"])
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10), None)
+    assert d["n_kept"] == 3 and d["used"] == 1.0
+    assert d["false_positive_rate"] == pytest.approx(0.5)          # one of two right S answers has a wrong chain
+    assert d["fmt_mix"] == pytest.approx({"direct": 1 / 3, "short": 2 / 3, "full": 0.0})
+
+
+def test_chain_filter_drops_wrong_chains(monkeypatch):
+    fake_collect(monkeypatch, ["S 8 9 6 A 6 </s>", "S 1 1 6 A 6 </s>", "A 6 </s>", "A 5 </s>"])
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10, filter="chain"), None)
+    kept = [" ".join(w) for _, w in d["kept"]]
+    assert kept == ["S 8 9 6 A 6 </s>", "A 6 </s>"]
+
+
+def test_cap_and_duplicates(monkeypatch):
+    fake_collect(monkeypatch, ["A 6 </s>", "A 6 </s>", "T 3 8 7 9 6 A 6 </s>"])
+    assert star.collect(None, PROB, star.StarConfig(samples=3, cap=1), None)["n_kept"] == 1
+    assert star.collect(None, PROB, star.StarConfig(samples=3, cap=5), None)["n_kept"] == 2   # duplicates once
+    fake_collect(monkeypatch, ["A 1 </s>", "A 2 </s>"])
+    d = star.collect(None, PROB, star.StarConfig(samples=2), None)
+    assert d["n_kept"] == 0 and d["used"] == 0.0
+
+
+def test_invalid_config():
+    with pytest.raises(ValueError, match="filter"):
+        star.StarConfig(filter="both").validate()
+    with pytest.raises(ValueError, match="rounds"):
+        star.StarConfig(rounds=0).validate()
+
+
+def test_one_small_round_end_to_end(noisy_model):
+    hist = star.run(noisy_model, "noisy", star.StarConfig(rounds=1, problems=40, samples=2, steps=3), log=None)
+    assert [h["round"] for h in hist] == [0, 1]
+    assert set(hist[1]) >= {"free", "free_by_k", "A", "S", "T", "used", "fmt_mix", "false_positive_rate", "round_s"}
+
+
+def test_rationalization_samples_failed_problems_with_the_hint_and_keeps_them_without_it(monkeypatch):
+    from reasonlab.core.task import HINT0, hint_prompt_ids, prompt_ids
+    seen_prompts = []
+
+    def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
+        seen_prompts.extend(prompts)
+        rows = []
+        for p in prompts:      # without the hint the model is wrong; with it, it writes the right chain
+            out = "S 8 9 6 A 6 </s>" if p[0] >= HINT0 else "A 5 </s>"
+            rows += [[ID[w] for w in out.split()]] * n
+        return torch.tensor(rows), torch.zeros(len(rows))
+    monkeypatch.setattr(star, "sample_tree", sample_tree)
+    probs = PROB + [[1, 1]]
+    d = star.collect(None, probs, star.StarConfig(samples=2, rationalize=True), None)
+    assert seen_prompts[:2] == [prompt_ids(p) for p in probs]
+    assert seen_prompts[2:] == [hint_prompt_ids(p) for p in probs]          # both failed: both hinted
+    assert hint_prompt_ids(PROB[0])[0] == HINT0 + 6 and hint_prompt_ids(PROB[0])[1:] == prompt_ids(PROB[0])[1:]
+    assert d["kept"] == [(PROB[0], ["S", "8", "9", "6", "A", "6", "</s>"])]   # stored under the plain problem
+    assert d["rationalized"] == 1.0 and d["used"] == 0.5
+    without = star.collect(None, probs, star.StarConfig(samples=2), None)
+    assert without["n_kept"] == 0
+
+
+def test_rationalization_needs_a_model_that_read_hints(noisy_model):
+    with pytest.raises(ValueError, match="hints"):
+        star.run(noisy_model, "noisy", star.StarConfig(rounds=1, problems=10, rationalize=True), log=None)
+
+
+def test_few_chains_recipe_shows_only_its_worked_chains():
+    from reasonlab.core.task import ID as I
+    from reasonlab.core.task import check_chain, parse
+    cfg = star.few_chains_cfg(seed=0, n_chains=50)
+    assert cfg["phases"][0][0] == [1.0, 0.0, 0.0] and len(cfg["fixed"]) == 50 and cfg["hint_frac"] > 0
+    for d, words in cfg["fixed"]:
+        p = parse([I[w] for w in words])
+        assert p["fmt"] in ("short", "full") and check_chain(d, p) is True
+
+
+def test_outputs_with_hint_tokens_are_not_kept(monkeypatch):
+    from reasonlab.core.task import HINT0
+
+    def sample_tree(model, prompts, n, gen, temperature, force=None, **kw):
+        row = [ID["A"], ID["6"], HINT0 + 6]          # right answer, then a hint token instead of </s>
+        return torch.tensor([row] * (len(prompts) * n)), torch.zeros(len(prompts) * n)
+    monkeypatch.setattr(star, "sample_tree", sample_tree)
+    d = star.collect(None, PROB, star.StarConfig(samples=2, cap=5), None)
+    assert d["n_kept"] == 0
+
+
+def test_only_complete_templates_count_or_are_kept(monkeypatch):
+    """A right chain without </s> is neither a false positive nor training data; the false positive is a complete
+    template with a wrong step."""
+    fake_collect(monkeypatch, ["S 8 9 6 A 6", "S 8 9 6 A 6 </s>", "S 1 9 6 A 6 </s>", "A 6"])
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10), None)
+    assert [" ".join(w) for _, w in d["kept"]] == ["S 8 9 6 A 6 </s>", "S 1 9 6 A 6 </s>"]
+    assert d["false_positive_rate"] == pytest.approx(0.5)          # of the two complete right S outputs, one errs
+    d = star.collect(None, PROB, star.StarConfig(samples=4, cap=10, filter="chain"), None)
+    assert [" ".join(w) for _, w in d["kept"]] == ["S 8 9 6 A 6 </s>"]
+
+
+@pytest.mark.parametrize("restart,pool", [(True, False), (False, False), (True, True)])
+def test_restart_continue_and_pool_semantics(monkeypatch, restart, pool):
+    """restart: every round fine-tunes from the base; continue: from the last round's model. pool: the data of
+    all rounds so far; otherwise the last round's alone."""
+    base = object()
+    calls = []
+
+    def fake_get_model(name, ft, init=None, **kw):
+        calls.append({"init": init, "fixed": list(ft["fixed"])})
+        return f"model-r{len(calls)}"
+
+    rounds_data = iter([[([1, 2], ["A", "3", "</s>"])], [([4, 4], ["A", "8", "</s>"])], [([5, 5], ["A", "0", "</s>"])]])
+    monkeypatch.setattr(star, "get_model", fake_get_model)
+    monkeypatch.setattr(star, "cache_key", lambda ft, init: {"init": id(init)})   # fakes have no weights to hash
+    monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": next(rounds_data), "used": 1.0, "n_kept": 1,
+                                                           "fmt_mix": {}, "false_positive_rate": 0.0, "rationalized": 0.0})
+    monkeypatch.setattr(star, "evaluate_round", lambda model, n: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
+    monkeypatch.setattr(torch, "Generator", lambda device=None: type("G", (), {"manual_seed": lambda self, s: self})())
+    fake_base = type("B", (), {"parameters": lambda self: iter([torch.zeros(1)]), "cfg": type("C", (), {"vocab_size": 18})})()
+    star.run(fake_base, "b", star.StarConfig(rounds=3, problems=1, restart=restart, pool=pool), log=None)
+    assert [c["init"] for c in calls] == ([fake_base] * 3 if restart else [fake_base, "model-r1", "model-r2"])
+    sizes = [len(c["fixed"]) for c in calls]
+    assert sizes == ([1, 2, 3] if pool else [1, 1, 1])
+    assert calls[2]["fixed"][-1] == ([5, 5], ["A", "0", "</s>"])
+    del base
+
+
+def test_filters_that_keep_the_same_data_train_one_model(monkeypatch, tmp_path):
+    """A fine-tuned model is named by its recipe, kept data and init, not by the filter: a run whose filter kept
+    the same outputs as an earlier run loads that run's model; other kept data train another."""
+    from reasonlab.train import zoo as train
+    data = [([1, 2], ["A", "3", "</s>"])]
+    monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": list(data), "used": 1.0, "n_kept": 1, "fmt_mix": {},
+                                                           "false_positive_rate": 0.0, "rationalized": 0.0})
+    monkeypatch.setattr(star, "evaluate_round", lambda model, n: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
+    trained, real = [], train.pretrain
+    monkeypatch.setattr(train, "pretrain", lambda *a, **k: trained.append(1) or real(*a, **k))
+    base = build_model(0)
+    run = lambda f: star.run(base, "b", star.StarConfig(rounds=1, problems=1, steps=2, filter=f), log=None,
+                             cache=str(tmp_path))
+    for f in ("answer", "chain", "answer"):
+        run(f)
+    assert len(trained) == 1
+    data[:] = [([4, 4], ["A", "8", "</s>"])]
+    run("chain")
+    assert len(trained) == 2
+
+
+def test_round_evaluation_is_memoized_on_the_weights(monkeypatch):
+    """Runs that share a model (the base; a fine-tune two filters both trained) evaluate it once; other weights,
+    or another eval size, evaluate again; callers get their own copy."""
+    calls = []
+    monkeypatch.setattr(star, "_ROUND_EVALS", {})
+    monkeypatch.setattr(star, "_evaluate_round", lambda m, n: calls.append(n) or {"free": 0.5, "share": {}})
+    a, b = build_model(0), build_model(0)
+    first = star.evaluate_round(a, 7)
+    first["free"] = 1.0
+    assert star.evaluate_round(b, 7) == {"free": 0.5, "share": {}} and calls == [7]     # same weights: once
+    star.evaluate_round(b, 8)
+    with torch.no_grad():
+        b.head.weight[0, 0] += 1.0
+    star.evaluate_round(b, 7)
+    assert calls == [7, 8, 7]

@@ -1,0 +1,74 @@
+"""The committed results and the README agree with each other and stay small: the findings are recomputed from the
+committed per-seed results, and the README's block is what `make results` writes from them."""
+import json
+import os
+
+import pytest
+
+from reasonlab.cli import main
+from reasonlab.runner import lab, readme
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+RUN = os.path.join(ROOT, "results", "lab")
+
+
+def test_the_committed_findings_follow_from_the_committed_results():
+    cfg = json.load(open(os.path.join(RUN, "config.json")))
+    results = lab.load_results(RUN, cfg["seeds"])
+    assert set(results) == set(lab.X.names())
+    committed = json.load(open(os.path.join(RUN, "findings.json")))
+    assert json.loads(json.dumps(lab.lab_findings(results))) == committed       # as written to the file
+
+
+def test_the_readme_block_is_written_from_the_committed_findings(capsys):
+    assert readme.sync(os.path.join(ROOT, "README.md"), os.path.join(RUN, "findings.json"), check=True)
+    assert main(["findings", "readme", "--check", "--readme", os.path.join(ROOT, "README.md"),
+                 "--findings", os.path.join(RUN, "findings.json")]) == 0
+
+
+def test_a_readme_that_disagrees_is_caught(tmp_path, capsys):
+    fs = json.load(open(os.path.join(RUN, "findings.json")))
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    moved = [dict(f, verdict="holds" if f["verdict"] != "holds" else "does not hold") if f["primary"] else f
+             for f in fs]
+    (tmp_path / "f.json").write_text(json.dumps(moved))
+    (tmp_path / "README.md").write_text(text)
+    with pytest.raises(SystemExit) as e:
+        main(["findings", "readme", "--check", "--readme", str(tmp_path / "README.md"),
+              "--findings", str(tmp_path / "f.json")])
+    assert e.value.code == 1 and "differs" in capsys.readouterr().err
+    assert main(["findings", "readme", "--readme", str(tmp_path / "README.md"), "--findings",
+                 str(tmp_path / "f.json")]) == 0
+    assert readme.sync(str(tmp_path / "README.md"), str(tmp_path / "f.json"), check=True)
+
+
+def test_findings_diff_names_the_claims_that_moved(tmp_path, capsys):
+    fs = json.load(open(os.path.join(RUN, "findings.json")))
+    new = "does not hold" if fs[0]["verdict"] != "does not hold" else "holds"
+    (tmp_path / "b.json").write_text(json.dumps([dict(fs[0], verdict=new)] + fs[1:-1]))
+    assert main(["findings", "diff", RUN, str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    v = f"{fs[0]['value']:.3f}"
+    assert len(out) == 2 and f"{fs[0]['verdict']} ({v}) -> {new} ({v})" in out[0] and out[1].startswith("only in")
+    assert main(["findings", "diff", RUN, str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_front_door_and_results_stay_small():
+    assert len(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().splitlines()) <= 200
+    sizes = {"gz": 0, "other": 0}
+    for d, _, files in os.walk(os.path.join(ROOT, "results")):
+        for f in files:
+            sizes["gz" if f.endswith(".gz") else "other"] += os.path.getsize(os.path.join(d, f))
+            assert not f.endswith(".html"), f            # no base64 pages in the repository
+    assert sizes["other"] < 3 << 20 and sizes["gz"] < 5 << 20
+
+
+def test_every_experiment_refuses_a_stored_result_of_another_shape():
+    """The committed results pass their experiment's check; a JSON object without the experiment's keys does not, so
+    the lab reruns it instead of dying in the report."""
+    from reasonlab.runner.store import Store
+    for name in lab.X.names():
+        e = lab.X.get(name)
+        e.check_result(Store(RUN).read(name, 0)["result"])
+        with pytest.raises(ValueError, match=f"an? {name} result"):
+            e.check_result({"garbage": 1})

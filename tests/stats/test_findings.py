@@ -1,0 +1,225 @@
+"""Findings are computed from the results: each check holds on hand-made results where it must, fails where it must
+not, and is inconclusive where the interval straddles its threshold."""
+import numpy as np
+import pytest
+
+from reasonlab.experiments import adaptive, base, budgets, rl, sampling, star
+from reasonlab.methods import adaptive as adaptive_method
+from reasonlab.stats import findings
+
+
+def test_verdicts_read_off_the_interval():
+    assert findings.greater((0.1, 0.3), 0.0) == findings.HOLDS and findings.greater((-0.3, 0.0), 0.0) == findings.FAILS
+    assert findings.greater((-0.1, 0.3), 0.0) == findings.UNSURE
+    assert findings.at_most((-0.2, 0.04), 0.05) == findings.HOLDS and findings.at_most((0.06, 0.2), 0.05) == findings.FAILS
+    assert findings.both(findings.HOLDS, findings.HOLDS) == findings.HOLDS and findings.both(findings.HOLDS, findings.UNSURE) == findings.UNSURE
+    assert findings.both(findings.UNSURE, findings.FAILS) == findings.FAILS
+
+
+def test_seed_interval_is_students_t():
+    m, (lo, hi) = findings.seed_interval([1.0, 2.0, 3.0])
+    assert m == 2.0 and hi - m == pytest.approx(4.303 / np.sqrt(3), rel=1e-4)
+    assert findings.seed_interval([5.0])[1] == (-np.inf, np.inf)            # one seed: no interval, so never "holds"
+    assert findings.seed_check("x", "c", "s", [0.5], 0.0)["verdict"] == findings.UNSURE
+
+
+def test_t_distribution_is_exact():
+    for df, q975 in ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (9, 2.262), (30, 2.042)):
+        assert findings.t_cdf(q975, df) == pytest.approx(0.975, abs=2e-5) and findings.t_quantile(0.975, df) == pytest.approx(q975, abs=1e-3)
+        assert findings.t_cdf(0.0, df) == pytest.approx(0.5) and findings.t_cdf(-q975, df) == pytest.approx(0.025, abs=2e-5)
+
+
+@pytest.mark.parametrize("seeds", [3, 5])
+@pytest.mark.parametrize("seed_sd", [0.02, 0.04])
+def test_false_holds_under_a_true_null_stay_at_the_nominal_rate(seeds, seed_sd):
+    """20,000 simulated labs where the true effect is 0: each seed's statistic is a seed-level shift (sd seed_sd)
+    plus the mean over 700 problems of a paired 0/1 difference. The share of "holds" must stay within 2.5 % + 3 Monte
+    Carlo standard errors (the two-level bootstrap this replaced said "holds" 7-10 % of the time at 3 seeds)."""
+    rng = np.random.default_rng(seeds * 100 + int(seed_sd * 1000))
+    labs, problems = 20_000, 700
+    a = rng.random((labs, seeds, problems)) < 0.7
+    b = rng.random((labs, seeds, problems)) < 0.7
+    stats = (a.mean(2) - b.mean(2)) + rng.normal(0, seed_sd, (labs, seeds))
+    holds = np.mean([findings.seed_check("null", "c", "s", list(x), 0.0)["verdict"] == findings.HOLDS for x in stats])
+    se = np.sqrt(0.025 * 0.975 / labs)
+    assert holds <= 0.025 + 3 * se
+    assert holds >= 0.025 - 3 * se              # and the test is not conservative to the point of uselessness
+
+
+def test_holm_keeps_the_family_wise_rate_over_primaries():
+    """Eight primary claims, all true nulls, 4,000 labs: Holm's family-wise false-holds rate stays at most 2.5 % (+3
+    MC SE), where holding any of eight unadjusted would be about 18 %."""
+    rng = np.random.default_rng(7)
+    any_raw = any_holm = 0
+    for _ in range(4000):
+        fs = [dict(findings.seed_check("n", f"c{i}", "s", list(rng.normal(0, 0.03, 5)), 0.0), primary=True) for i in range(8)]
+        any_raw += any(f["verdict"] == findings.HOLDS for f in fs)
+        any_holm += any(f["verdict"] == findings.HOLDS for f in findings.holm(fs))
+    se = np.sqrt(0.025 * 0.975 / 4000)
+    assert any_holm / 4000 <= 0.025 + 3 * se < 0.1 < any_raw / 4000
+
+
+def test_holm_step_down_on_known_p_values():
+    fs = [{"claim": str(i), "verdict": findings.HOLDS, "p": p, "primary": True} for i, p in enumerate([0.001, 0.012, 0.02])]
+    fs.append({"claim": "secondary", "verdict": findings.HOLDS, "p": 0.02, "primary": False})
+    out = findings.holm(fs)
+    # 0.001 <= 0.025/3, 0.012 <= 0.025/2, 0.02 <= 0.025: all three survive; the secondary is untouched
+    assert [f["verdict"] for f in out] == [findings.HOLDS] * 4 and [f.get("p_holm") for f in out[:3]] == [0.003, 0.024, 0.024]
+    fs[1]["p"] = 0.013                           # 0.013 > 0.0125: it and every later one stop holding
+    assert [f["verdict"] for f in findings.holm(fs)] == [findings.HOLDS, findings.UNSURE, findings.UNSURE, findings.HOLDS]
+
+
+def test_untestable_when_the_arms_cannot_reach_the_threshold_or_nothing_varies():
+    ceiling = findings.seed_check("x", "c", "s", [0.01, 0.0, 0.02], 0.05, room=0.03)         # the arms allow 0.03 at most
+    assert ceiling["verdict"] == findings.UNTESTABLE and "at best" in ceiling["untestable"]
+    floor = findings.seed_check("x", "c", "s", [0.4, 0.5, 0.45], 0.1, test=findings.at_most, room=0.3)
+    assert floor["verdict"] == findings.UNTESTABLE and "at best" in floor["untestable"]
+    # both arms at accuracy 1: "A loses to or ties B" (A - B <= 0.02) cannot fail
+    tie = findings.seed_check("x", "c", "s", [0.0] * 5, 0.02, test=findings.at_most, room=(-1.0, 0.0))
+    assert tie["verdict"] == findings.UNTESTABLE and "cannot fail" in tie["untestable"]
+    assert findings.seed_check("x", "c", "s", [0.0, 0.01, -0.01], 0.0, room=(-1.0, 0.0))["verdict"] == findings.UNTESTABLE
+    assert findings.seed_check("x", "c", "s", [0.14, 0.16, 0.15], 0.05, room=0.5)["verdict"] == findings.HOLDS
+    fixed = findings.seed_check("x", "c", "s", [1.04] * 5, 1.0, untestable="no variance by construction")
+    assert fixed["verdict"] == findings.UNTESTABLE
+    assert findings.both(findings.HOLDS, findings.UNTESTABLE) == findings.UNTESTABLE
+    # the two declared ways in the lab: the sampling frontier's identity, STaR's filters that keep the same data
+    assert sampling.frontier_gain([sampling_result(0, 0, 47 / 45, "S/greedy@1", {"2": "A/greedy@1"})
+                                   for _ in range(5)])["verdict"] == findings.UNTESTABLE
+    same = [star_result(0.3, 0.9, 0.9 + e, fp=0.0002) for e in (-0.01, 0.0, 0.01)]
+    assert star.chain_filter_vs_answer_filter(same)["verdict"] == findings.UNTESTABLE
+    not_run = [star_result(0.3, 0.9, fp=0.0002) for _ in range(3)]      # the lab skips the chain run then
+    assert star.chain_filter_vs_answer_filter(not_run)["verdict"] == findings.UNTESTABLE
+
+
+def test_float_noise_never_decides_a_verdict():
+    assert findings.seed_check("x", "c", "s", [7e-15, 1e-16, 3e-15], 0.0)["verdict"] == findings.FAILS
+    assert findings.greater((1e-12, 0.2), 0.0) == findings.UNSURE and findings.at_most((-0.1, 1e-12), 0.0) == findings.HOLDS
+
+
+def base_result(gap):
+    """One seed of the base experiment: forced A right at k = 2 only, forced S right with `gap` more at k >= 3."""
+    a = {k: (1.0 if k == 2 else 0.1) for k in range(2, 9)}
+    return {"A": {"acc_by_k": a}, "S": {"acc_by_k": {k: min(1.0, a[k] + (0 if k == 2 else gap)) for k in a}}}
+
+
+def test_chains_beat_direct_holds_fails_and_is_unsure():
+    assert base.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)])["verdict"] == findings.HOLDS
+    assert base.chains_beat_direct([base_result(g) for g in (-0.2, -0.3, -0.25)])["verdict"] == findings.FAILS
+    assert base.chains_beat_direct([base_result(g) for g in (0.3, -0.3, 0.01)])["verdict"] == findings.UNSURE
+
+
+def sampling_result(greedy, maj, ratio=1.0, single="S/maj@4", per_k=None):
+    return {"n_max": 8, "curves": {"A": {"greedy": {"acc": greedy}, "maj": {8: {"acc": maj}}}},
+            "frontier": {"targets": [{"target": 0.9, "reachable": True, "ratio": ratio, "fixed": {"strategy": single},
+                                      "adaptive": {"per_k": per_k or {"2": "A/maj@8", "3": "S/greedy@1"}}}]}}
+
+
+def test_voting_cannot_rescue_direct_answers():
+    assert sampling.voting_cannot_rescue_direct([sampling_result(0.3, 0.3 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == findings.HOLDS
+    assert sampling.voting_cannot_rescue_direct([sampling_result(0.3, 0.6 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == findings.FAILS
+
+
+def test_frontier_gain_reports_the_ratio_whatever_it_is():
+    f = sampling.frontier_gain([sampling_result(0, 0, r) for r in (1.0, 1.01, 0.99)])
+    assert f["value"] == 1.0 and f["verdict"] == findings.UNSURE
+    assert sampling.frontier_gain([sampling_result(0, 0, r) for r in (1.3, 1.25, 1.35)])["verdict"] == findings.HOLDS
+    one = [sampling_result(0, 0, r, "S/greedy@1", {"2": "A/maj@1", "3": "S/greedy@1"}) for r in (1.004, 1.005, 1.0046)]
+    assert sampling.frontier_gain(one)["verdict"] == findings.UNTESTABLE        # one-sample strategies: an identity
+    none = [{"n_max": 8, "frontier": {"targets": [{"target": 0.9, "reachable": False}]}}]
+    assert sampling.frontier_gain(none)["verdict"] == findings.UNSURE and sampling.frontier_gain(none)["value"] is None
+
+
+def budget_rows(acc0, acc8, tok0, tok8):
+    return {"budgets": [{"format": "T", "kind": "max", "budget": 0, "acc": acc0, "tokens": tok0},
+                        {"format": "T", "kind": "max", "budget": 8, "acc": acc8, "tokens": tok8}]}
+
+
+def test_budget_forcing_needs_both_accuracy_and_tokens_to_rise():
+    up = [budget_rows(0.2, 0.99 - e, 4.0, 10.0 + e) for e in (0.0, 0.01, 0.02)]
+    assert budgets.budget_trades_accuracy_for_tokens(up)["verdict"] == findings.HOLDS
+    flat_tokens = [budget_rows(0.2, 0.99, 8.0 + e, 7.0) for e in (0.0, 0.1, 0.2)]   # tokens fall: not a trade
+    assert budgets.budget_trades_accuracy_for_tokens(flat_tokens)["verdict"] == findings.FAILS
+
+
+def star_result(start, end, chain_end=None, fp=0.05):
+    r = {"main": [{"free": start}, {"free": end, "false_positive_rate": fp}]}
+    if chain_end is not None:
+        r["chain"] = [{"free": start}, {"free": chain_end}]
+    return r
+
+
+def test_star_checks():
+    assert star.star_raises_free_accuracy([star_result(0.3, 0.9 + e) for e in (0, 0.01, 0.02)])["verdict"] == findings.HOLDS
+    assert star.star_raises_free_accuracy([star_result(0.3, 0.2 + e) for e in (0, 0.01, 0.02)])["verdict"] == findings.FAILS
+    same = [star_result(0.3, 0.9, 0.9 + e) for e in (-0.01, 0.0, 0.01)]          # the filters do not separate
+    assert star.chain_filter_vs_answer_filter(same)["verdict"] == findings.UNSURE
+    assert star.chain_filter_vs_answer_filter([star_result(0.3, 0.9)])["verdict"] == findings.UNSURE   # no chain run
+
+
+def rl_result(grpo, reinforce, baseline):
+    run = lambda s, a: {"algo": a, "solved": {"step": s} if s else None, "steps": 60}   # noqa: E731
+    return {"grpo": run(grpo, "grpo"), "reinforce": run(reinforce, "reinforce"),
+            "reinforce_baseline": run(baseline, "reinforce_baseline")}
+
+
+def test_rl_checks_count_updates_and_unsolved_runs_at_their_length():
+    rs = [rl_result(12, 45, 20), rl_result(10, None, 18), rl_result(14, 50, 25)]
+    assert rl.rl_faster(rs, "reinforce_baseline", "reinforce", "c")["per_seed"] == [25, 42, 25]    # None -> 60
+    assert rl.rl_faster(rs, "reinforce_baseline", "reinforce", "c")["verdict"] == findings.HOLDS
+    # the control at equal updates: GRPO makes two updates per step, REINFORCE with a baseline one
+    assert rl.rl_faster(rs, "grpo", "reinforce_baseline", "c")["per_seed"] == [20 - 24, 18 - 20, 25 - 28]
+    assert rl.rl_faster(rs, "grpo", "reinforce_baseline", "c")["verdict"] == findings.FAILS
+    assert rl.rl_faster([{"grpo": rl_result(1, 1, 1)["grpo"]}], "grpo", "reinforce", "c")["verdict"] == findings.UNSURE
+
+
+def test_rl_length_bias_compares_grpo_with_dr_grpo():
+    run = lambda length: {"sampled_last10": {"length": length}}   # noqa: E731
+    longer = [{"grpo": run(7.3 + e), "dr_grpo": run(7.1)} for e in (0.0, 0.02, 0.05)]
+    assert rl.length_bias(longer)["verdict"] == findings.HOLDS
+    assert rl.length_bias([{"grpo": run(7.0 + e), "dr_grpo": run(7.2)} for e in (0.0, 0.02, 0.05)])["verdict"] == findings.FAILS
+    assert rl.length_bias([{"grpo": run(7.0)}])["verdict"] == findings.UNSURE                 # no Dr. GRPO run
+
+
+def fixed_formats(acc_a2=1.0):
+    """Per k: A right at k = 2 (acc_a2) and at chance beyond; S and T right everywhere; S costs 4 + k / 2 tokens."""
+    ks = range(2, 9)
+    return {"A": {"acc_by_k": {k: acc_a2 if k == 2 else 0.1 for k in ks}, "tokens_by_k": {k: 3.0 for k in ks},
+                  "n_by_k": {k: 100 for k in ks}},
+            "S": {"acc_by_k": {k: 1.0 for k in ks}, "tokens_by_k": {k: 4 + k / 2 for k in ks}, "n_by_k": {k: 100 for k in ks},
+                  "acc": 1.0, "tokens": 7.0},
+            "T": {"acc_by_k": {k: 1.0 for k in ks}, "tokens_by_k": {k: 4.0 + k for k in ks}, "n_by_k": {k: 100 for k in ks}}}
+
+
+def adaptive_result(acc, tokens):
+    return {"runs": [{"method": "m", "acc": acc, "tokens": tokens}], "fixed": fixed_formats()}
+
+
+def test_adaptive_is_compared_with_the_best_fixed_format_per_k():
+    """The control: A at k = 2 (3 tokens), S beyond: accuracy 1.0 at (3 + 5 + 5.5 + ... + 8) / 7 = 6.14 tokens. A
+    policy that saves tokens over always-S (7.0) but not over the control does not hold."""
+    ctl = adaptive_method.best_fixed_per_k(fixed_formats())
+    assert ctl["per_k"] == {2: "A", **{k: "S" for k in range(3, 9)}} and ctl["acc"] == 1.0
+    assert ctl["tokens"] == pytest.approx((3 + sum(4 + k / 2 for k in range(3, 9))) / 7)
+    ok = [adaptive_result(1.0 - e, 5.8 + e) for e in (0.0, 0.001, 0.002)]
+    assert adaptive.adaptive_vs_best_fixed(ok)[0]["verdict"] == findings.HOLDS
+    beats_s_only = [adaptive_result(1.0, 6.5 + e) for e in (0.0, 0.05, 0.1)]    # fewer tokens than S, more than ctl
+    f = adaptive.adaptive_vs_best_fixed(beats_s_only)[0]
+    assert f["verdict"] == findings.FAILS and all(x > 0 for x in f["vs_always_S"]["tokens_saved"])
+    worse = [adaptive_result(0.9 - e, 5.0) for e in (0.0, 0.01, 0.02)]
+    assert adaptive.adaptive_vs_best_fixed(worse)[0]["verdict"] == findings.FAILS
+
+
+def test_the_findings_table_prints_every_claim_with_its_verdict():
+    fs = [base.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)]), findings.missing("s", "a claim", "no data")]
+    t = findings.table(fs)
+    assert "Chains beat direct answers" in t and "**holds**" in t and "a claim" in t and "**inconclusive**" in t
+    assert findings.verdict_line(fs[0]).startswith("**Holds** on this run: chains beat")
+
+
+def test_a_verdict_line_keeps_an_acronym_that_opens_the_claim():
+    f = findings.seed_check("x", "RL solves problems the start never samples", "share", [0.1, 0.12, 0.11], 0.0)
+    assert "on this run: RL solves" in findings.verdict_line(f)
+    f = findings.seed_check("x", "L1-Max reads its budget", "spread", [1.1, 1.2, 1.3], 0.0)
+    assert "on this run: L1-Max reads" in findings.verdict_line(f)
+    f = findings.seed_check("x", "Chains beat direct answers", "gain", [0.1, 0.12, 0.11], 0.0)
+    assert "on this run: chains beat" in findings.verdict_line(f)
