@@ -1,5 +1,8 @@
-"""A toy experiment for the registry's tests: no model, one number per seed, each run noted in $TOY_MARKER."""
+"""A toy experiment for the registry's and sweeps' tests: no model, one number per seed, each run noted in
+$TOY_MARKER. $TOY_FAIL: a run whose offset is that value raises; Config.die: a directory where each (offset, seed)
+kills its own process the first time it runs (a worker dying mid-unit; a field, so that Ray workers see it)."""
 import os
+import signal
 import time
 from dataclasses import dataclass
 
@@ -11,10 +14,19 @@ from reasonlab.stats.findings import seed_check, verdict_line
 class Config:
     offset: float = 0.5
     """added to every seed's value"""
+    die: str | None = None
+    """a directory: each (offset, seed) kills its own process the first time it runs, leaving a mark there"""
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     time.sleep(float(os.environ.get("TOY_SLEEP", 0)))
+    if os.environ.get("TOY_FAIL") and float(os.environ["TOY_FAIL"]) == cfg.offset:
+        raise RuntimeError(f"toy boom at offset {cfg.offset}")
+    if cfg.die:
+        mark = os.path.join(cfg.die, f"{cfg.offset}-{seed}")
+        if not os.path.exists(mark):
+            open(mark, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
     if os.environ.get("TOY_MARKER"):
         with open(os.environ["TOY_MARKER"], "a") as f:
             f.write(f"{seed} {os.getpid()}\n")

@@ -1,8 +1,9 @@
 """The `reasonlab` command line. Every command's flags are generated from its dataclass (`cli.commands`: field
 docstring = help, Literal = choices); parsing, `--help` and usage errors load neither torch nor matplotlib, and the
-command itself (`cli.run`, or `cli.pages` for those that draw) is imported only once its arguments have passed
-their checks. Bad input gets one line
-on stderr and exit code 2.
+command itself (`cli.run`, or `cli.jobs` for the lab, the experiments, sweeps and RL runs) is imported only once its
+arguments have passed their checks. Each experiment of the registry is a command whose flags are its Config's
+fields (generated when that command is named, so `reasonlab --help` stays torch-free). Bad input gets one line on
+stderr and exit code 2.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import sys
 import threading
 
 from .. import __version__
+from .. import experiments as X
 from ..core.config import add_flags, check_numbers, given, make
 from ..runner.executor import keep_freed_memory
-from .commands import COMMANDS, SKIP
+from .commands import COMMANDS, EXPERIMENT_SKIP, SKIP, VALIDATED_LATER, RunExperiment
 from .guard import UsageError, preflight
 
 
@@ -30,17 +32,23 @@ def _terminate(signum, frame):
 
 
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})   # --n is not --no-quick: a flag is spelled whole
+
     def error(self, message):  # argparse prints usage + message; we want one line
         raise UsageError(message)
 
 
-def build_parser() -> Parser:
+def build_parser(argv: list[str] | None = None) -> Parser:
+    """The parser of every command. The experiments are listed by name and question; the flags of the one that
+    argv names come from its Config (which loads that experiment's module, and torch): `reasonlab --help` and the
+    other commands load neither."""
     ap = Parser(prog="reasonlab", description="A laptop-scale lab for reasoning models.")
     ap.add_argument("--version", action="version", version=f"reasonlab {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     groups: dict[str, argparse._SubParsersAction] = {}
     for name, (cls, help_) in COMMANDS.items():
-        if " " in name:                                   # a command with actions: `verifier train`
+        if " " in name:                                   # a command with actions: `findings diff`
             group, action = name.split()
             if group not in groups:
                 g = sub.add_parser(group, help=f"{group} {' | '.join(n.split()[1] for n in COMMANDS if n.startswith(group + ' '))}")
@@ -50,6 +58,13 @@ def build_parser() -> Parser:
             p = sub.add_parser(name, help=help_, description=help_)
         add_flags(p, cls, skip=SKIP.get(name, ()))
         p.set_defaults(command=name)
+    named = next((a for a in argv or [] if not a.startswith("-")), None)
+    for name, question in X.BUILTIN.items():
+        p = sub.add_parser(name, help=f"experiment: {question}", description=f"The {name} experiment: {question}")
+        p.set_defaults(command=name)
+        if name == named:
+            add_flags(p.add_argument_group(f"{name}'s config"), X.get(name).Config)
+            add_flags(p.add_argument_group("where and how it runs"), RunExperiment, skip=EXPERIMENT_SKIP)
     return ap
 
 
@@ -64,8 +79,12 @@ def leaves(obj) -> dict:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     """The command's namespace: every field with its value (the user's or the default), `given` (what the user set),
-    `cmd` (the command's name); each config's validate() has run."""
-    ns = build_parser().parse_args(argv)
+    `cmd` (the command's name); each config's validate() has run. An experiment's command (cmd "experiment", its
+    name in `exp`) also carries `config`: the experiment's Config from its flags, over its default or quick one."""
+    argv = sys.argv[1:] if argv is None else argv
+    ns = build_parser(argv).parse_args(argv)
+    if ns.command in X.BUILTIN:
+        return parse_experiment(ns)
     cls = COMMANDS[ns.command][0]
     user = given(cls, ns, SKIP.get(ns.command, ()))
     obj = make(cls, user)
@@ -73,9 +92,22 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = argparse.Namespace(**leaves(obj), given=user, cmd=cmd, action=action or None)
     check_numbers(obj, cmd, flags=True)
     for part in [obj] + [getattr(obj, f.name) for f in dataclasses.fields(obj)]:
-        if dataclasses.is_dataclass(part) and hasattr(part, "validate"):
+        if dataclasses.is_dataclass(part) and hasattr(part, "validate") and not isinstance(part, VALIDATED_LATER):
             part.validate()
     return args
+
+
+def parse_experiment(ns: argparse.Namespace) -> argparse.Namespace:
+    """An experiment's command: the lab's options and the experiment's Config, both from the flags."""
+    exp = X.get(ns.command)
+    user = given(RunExperiment, ns, EXPERIMENT_SKIP)
+    obj = make(RunExperiment, user)
+    check_numbers(obj, ns.command, flags=True)
+    check_numbers(make(exp.Config, given(exp.Config, ns)), ns.command, flags=True)
+    base = exp.config(user.get("lab", {}).get("quick", False))
+    config = make(exp.Config, {**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+                               **given(exp.Config, ns)})
+    return argparse.Namespace(**leaves(obj), given=user, cmd="experiment", action=None, exp=ns.command, config=config)
 
 
 def one_line(e: BaseException) -> str:
@@ -107,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_freed_memory()   # an application's allocator setting: the command is one
         preflight(args)       # the device, memory estimates and usable paths: before any work
         run = importlib.import_module(".run", __name__)       # the commands that print; then those that draw
-        fn = getattr(run, f"cmd_{args.cmd}", None) or getattr(importlib.import_module(".pages", __name__), f"cmd_{args.cmd}")
+        fn = getattr(run, f"cmd_{args.cmd}", None) or getattr(importlib.import_module(".jobs", __name__), f"cmd_{args.cmd}")
         fn(args)
     except ValueError as e:  # bad input: invalid values, names, configs, paths, run dirs, checkpoints
         return fail(f"error: {one_line(e)}", 2)
@@ -121,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated:
         return fail("terminated", 143)
     except (KeyError, TypeError, IndexError, AttributeError) as e:
-        if args is not None and getattr(args, "replot", False):   # a results file of another shape
-            return fail(f"error: --replot: {args.out} does not hold results this version can read "
+        if args is not None and getattr(args, "report_only", False):   # a results file of another shape
+            return fail(f"error: --report-only: {args.out} does not hold results this version can read "
                         f"({type(e).__name__}: {one_line(e)})", 2)
         if os.environ.get("REASONLAB_DEBUG"):
             raise

@@ -8,14 +8,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.config import flag
-from ..methods.config import ADAPTIVE_METHODS, KINDS, NS, SEARCH_METHODS, VARIANTS, StarConfig, Variant
-from ..runner.config import LabConfig
-from ..runner.executor import ExecConfig
+from ..runner.config import LabConfig, SweepConfig
 from ..train.config import RLConfig
 
-Kind = Literal[KINDS]
-SearchMethod = Literal[SEARCH_METHODS]
-AdaptiveMethod = Literal[ADAPTIVE_METHODS]
 ReportTo = Literal["none", "tensorboard"]
 
 
@@ -60,36 +55,28 @@ class Lab:
 
 
 @dataclass
-class Sweep:
-    config: str | None = None
-    """a TOML grid (tables [grid] and [set]; seeds, base, eval_n)"""
-    grid: tuple[str, ...] = ()
-    """grid axes KEY=V1,V2: RLConfig fields, algo, method (adaptive methods)"""
-    set: tuple[str, ...] = ()
-    """fields KEY=V fixed in every cell, e.g. steps=60"""
-    seeds: tuple[int, ...] | None = None
-    """every cell runs once per seed (default 0 1 2, or the TOML's)"""
-    base: Literal["standard", "quick", "tiny"] | None = None
-    """base model recipe (default standard; tiny: for smoke tests)"""
-    eval_n: int | None = None
-    """greedy evaluation problems per k (default 200)"""
-    out: str = "runs/sweep"
-    """run directory: cells/, logs/, table.md, plots, report.html"""
-    fresh: bool = False
-    """rerun units that finished earlier with the same settings"""
-    machine: Machine = field(default_factory=Machine)
-    """where models are cached and run"""
-    execution: ExecConfig = field(default_factory=ExecConfig)
-    """where the units run"""
-    report_to: ReportTo = "none"
-    """tensorboard: event files per RL run under <out>/tensorboard/"""
-    wait: bool = False
-    """if another process is running a sweep on --out, wait for it instead of stopping"""
-    max_units: int = 10_000
-    """refuse a grid of more (cell, seed) units than this"""
+class RunExperiment:
+    lab: LabConfig = field(default_factory=LabConfig)
+    """where and how it runs: the lab's options (the experiment's results are the lab's: <out>/<name>/)"""
+    report_only: bool = False
+    """only rebuild the report from finished results (a re-plot)"""
 
-    def validate(self) -> None:
-        positive(self, "eval_n", "max_units")
+
+@dataclass
+class Sweep:
+    name: str
+    """the experiment swept"""
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    """where and how the cells run"""
+    grid: tuple[str, ...] = ()
+    """grid axes FIELD=V1,V2 over fields of the experiment's config (dotted into nested ones; a tuple value as
+    a+b+c)"""
+    set: tuple[str, ...] = ()
+    """fields FIELD=V fixed in every cell, e.g. steps=30"""
+    config: str | None = None
+    """a TOML grid (tables [grid] and [set]; seeds, quick)"""
+    report_only: bool = False
+    """only rebuild the table and the cells' pages from finished results"""
 
 
 @dataclass
@@ -161,43 +148,13 @@ class Sample:
 
 
 @dataclass
-class Budget:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """base-model seeds"""
-    variants: tuple[Variant, ...] = VARIANTS
-    """exact, max, exact+sft, max+sft (+sft: a supervised warm start first)"""
-    steps: int | None = None
-    """GRPO steps per variant (default 100)"""
-    sft_steps: int | None = None
-    """warm-start steps of +sft variants (default 300)"""
-    alpha: float | None = None
-    """L1's length weight per step (default 0.25)"""
-    delta: float | None = None
-    """L1-Max's offset (default 0.5)"""
-    eval_n: int | None = None
-    """test problems per k (default 100)"""
-    quick: bool = False
-    """tiny sizes and the lab's quick base model (checks the pipeline)"""
-    replot: bool = False
-    """only redraw the report from --out/seed*.json"""
-    out: str = "runs/budget"
-    """where the per-seed results, report.md and findings.json go"""
-    machine: Machine = field(default_factory=Machine)
-    """where models are cached and trained"""
-
-    def validate(self) -> None:
-        positive(self, "steps", "alpha", "eval_n")
-        at_least_zero(self, "sft_steps", "delta")
-
-
-@dataclass
-class RL:
+class Train:
     rl: RLConfig = field(default_factory=RLConfig)
     """the RL config: --algo picks the preset, every other flag overrides one of its fields"""
-    run_dir: str | None = None
-    """default runs/rl-<algo>-seed<seed>"""
+    out: str | None = None
+    """the run directory: config.json, metrics.jsonl, checkpoints, plots (default runs/train-<algo>-seed<seed>)"""
     resume: bool = False
-    """continue the run in --run-dir from its checkpoint"""
+    """continue the run in --out from its checkpoint"""
     eval_every: int = 0
     """greedy evaluation every N steps (0: never)"""
     eval_n: int = 200
@@ -205,7 +162,7 @@ class RL:
     log_kl: bool = False
     """log KL to the base even when beta = 0"""
     report_to: ReportTo = "none"
-    """tensorboard: event files of the run under <run-dir>/tensorboard/"""
+    """tensorboard: event files of the run under <out>/tensorboard/"""
     model: Model = field(default_factory=Model)
     """the starting model"""
     machine: Machine = field(default_factory=Machine)
@@ -214,135 +171,6 @@ class RL:
     def validate(self) -> None:
         positive(self, "eval_n")
         at_least_zero(self, "eval_every")
-
-
-@dataclass
-class TTS:
-    n_per_k: int = 2000
-    """problems per k"""
-    n_max: int = 64
-    """samples per problem in the pool (1, 2, 4, ..., 64)"""
-    formats: tuple[Literal["A", "S", "T", "free"], ...] = ("A", "S", "T")
-    """the pools: a forced format, or free"""
-    no_budgets: bool = False
-    """skip the budget-forcing sweep"""
-    replot: bool = False
-    """only redraw the report from --out/results.json"""
-    out: str = "runs/tts"
-    """where results.json and the report go"""
-    model: Model = field(default_factory=Model)
-    """which model"""
-    machine: Machine = field(default_factory=Machine)
-    """where the model is cached and run"""
-
-    def validate(self) -> None:
-        positive(self, "n_per_k")
-        if self.n_max not in NS:
-            raise ValueError(f"--n-max must be one of {', '.join(map(str, NS))}")
-
-
-@dataclass
-class Adaptive:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """base-model seeds"""
-    methods: tuple[AdaptiveMethod, ...] = ADAPTIVE_METHODS
-    """adaptive-thinking rewards compared"""
-    steps: int = 200
-    """RL steps per run"""
-    lr: float = 1e-4
-    """learning rate"""
-    beta: float = 0.04
-    """KL weight to the base model (0: none)"""
-    n_eval: int = 300
-    """greedy evaluation problems per k"""
-    out: str = "runs/adaptive"
-    """where the per-seed results and the report go"""
-    replot: bool = False
-    """only redraw the report from --out/seed<s>.json"""
-    machine: Machine = field(default_factory=Machine)
-    """where models are cached and trained"""
-
-    def validate(self) -> None:
-        positive(self, "steps", "lr", "n_eval")
-        at_least_zero(self, "beta")
-
-
-@dataclass
-class Star:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """base-model seeds"""
-    star: StarConfig = field(default_factory=StarConfig)
-    """the STaR config (its seed is each base model's)"""
-    start: Literal["base", "few-chains"] = "base"
-    """the standard base model, or one shown only --n-chains worked chains (and hints)"""
-    n_chains: int = 1000
-    """worked chains the few-chains base sees"""
-    ablations: bool = False
-    """also run the variants: base start: greedy single sample, chain filter, continue, pool; few-chains start:
-    forced T sampling with the answer or chain filter, with and without rationalization"""
-    out: str = "runs/star"
-    """where runs.json and the report go"""
-    machine: Machine = field(default_factory=Machine)
-    """where models are cached and trained"""
-
-    def validate(self) -> None:
-        positive(self, "n_chains")
-
-
-@dataclass
-class VerifierTrain:
-    kind: tuple[Kind, ...] = KINDS
-    """the verifiers: outcome (orm), process with the rule's labels (prm), process with Math-Shepherd's (prm-mc)"""
-    thinker: Literal["erring", "base"] = "erring"
-    """whose samples the verifiers learn from and are tested on"""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """thinker seeds"""
-    n_test: int = 100
-    """held-out problems per k for the quality check"""
-    out: str = "runs/verifier"
-    """where the per-seed results, plots and table go"""
-    machine: Machine = field(default_factory=Machine)
-    """where models are cached and trained"""
-
-    def validate(self) -> None:
-        positive(self, "n_test")
-
-
-@dataclass
-class Search:
-    method: tuple[SearchMethod, ...] = SEARCH_METHODS
-    """search methods; greedy and majority always run"""
-    thinker: Literal["erring", "base", "quick"] = "erring"
-    """the generator searched over"""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """thinker seeds"""
-    force: Literal["S", "T"] = "S"
-    """the chain format searched over"""
-    n_max: int = 64
-    """largest N (1, 2, 4, ..., 64)"""
-    width: int = 4
-    """M: expansions per beam per step"""
-    n_test: int = 100
-    """test problems per k"""
-    n_val: int = 50
-    """validation problems per k (strategy selection)"""
-    agg: Literal["last", "min", "prod"] = "min"
-    """step scores -> one per output"""
-    temperature: float = 1.0
-    """sampling temperature"""
-    verifiers: tuple[Kind, ...] = KINDS
-    """learned verifiers"""
-    search_verifiers: tuple[str, ...] = ("prm", "oracle")
-    """verifiers guiding beam search and DVTS"""
-    out: str = "runs/search"
-    """where the per-seed results, findings, tables and plots go"""
-    replot: bool = False
-    """only redraw plots and findings from --out/seed*.json"""
-    machine: Machine = field(default_factory=Machine)
-    """where models are cached and trained"""
-
-    def validate(self) -> None:
-        positive(self, "n_max", "width", "n_test", "n_val", "temperature")
 
 
 @dataclass
@@ -365,21 +193,20 @@ class FindingsReadme:
 
 COMMANDS = {
     "lab": (Lab, "the main job: every experiment of the lecture, one run directory, report.html"),
-    "sweep": (Sweep, "a grid over RL settings, adaptive methods and seeds, on an executor"),
+    "sweep": (Sweep, "a grid over any experiment's config: each cell run per seed, its claims checked"),
     "pretrain": (Pretrain, "train (or load) the base model and print its evaluation table"),
     "eval": (Eval, "accuracy per k x {free, A, S, T}, format shares, length, chain correctness"),
     "sample": (Sample, "show the model's output on one problem"),
-    "budget": (Budget, "thinking on a budget: L1-Exact / L1-Max by GRPO against s1 forcing"),
-    "rl": (RL, "RL from the base model: GRPO and its relatives (one run directory per run)"),
-    "tts": (TTS, "test-time compute: budgets, voting, verifiers, pass@N, the compute frontier"),
-    "adaptive": (Adaptive, "RL with length/cost-aware rewards: when does the model choose to think?"),
-    "star": (Star, "STaR self-improvement: sample, verify, fine-tune, round after round"),
-    "verifier train": (VerifierTrain, "train verifiers on the thinker's samples; AUROC and calibration on held-out ones"),
-    "search": (Search, "best-of-N, weighted majority, beam search, DVTS with verifiers; findings"),
+    "train": (Train, "one RL run from a model: GRPO and its relatives (a run directory that resumes)"),
     "findings diff": (FindingsDiff, "the claims whose verdict differs between two runs"),
     "findings readme": (FindingsReadme, "write (or --check) the README's findings block from a findings.json"),
 }
-"""Every command: its arguments and its one-line help (a two-word name is a command with actions)."""
+"""Every command but the experiments' own: its arguments and its one-line help (a two-word name is a command with
+actions). Each registered experiment is a command too (`reasonlab rl`), whose flags are its Config's fields and
+RunExperiment's."""
 
-SKIP = {"lab": {"lab.configs"}, "rl": {"rl.seed"}, "star": {"star.seed"}}
-"""Fields that are not flags: set by the command itself."""
+SKIP = {"lab": {"lab.configs"}, "train": {"rl.seed"}, "sweep": {"sweep.exp", "sweep.grid", "sweep.fixed"}}
+EXPERIMENT_SKIP = {"lab.configs", "lab.only", "lab.all", "lab.experiment"}
+VALIDATED_LATER = (LabConfig, SweepConfig)
+"""Configs the command completes before it validates them (the lab's experiments, a sweep's grid)."""
+

@@ -5,15 +5,12 @@ traceback from deep inside torch, are what this module exists to prevent.)
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 
-from ..core.config import GEN_ROW, N_K, SAMPLE_ROW, STEPS_MAX, TRAIN_ROW, fits, mem_available  # noqa: F401
+from ..core.config import GEN_ROW, N_K, TRAIN_ROW, fits
 from ..core.task import K_MAX, K_MIN, format_name
-from ..io.files import PathError, cache_dir, check_name, regular_file, resolve, writable_dir, writable_file
-
-GROWTH_MAX = 10.0
+from ..io.files import cache_dir, check_name, regular_file, resolve, writable_dir, writable_file
 
 
 class UsageError(ValueError):
@@ -46,10 +43,6 @@ def check_device(device: str) -> str:
     return device
 
 
-class ArgError(ValueError):
-    """A command-line value out of bounds."""
-
-
 def _sizes(args) -> None:
     cmd = args.cmd
     if cmd in ("eval", "pretrain"):
@@ -58,38 +51,20 @@ def _sizes(args) -> None:
         fits("--batch", args.batch, TRAIN_ROW)
     if cmd == "sample":
         fits("-n", args.n, GEN_ROW)
-    if cmd == "rl":
+    if cmd == "train":
         rows = args.prompts_per_step * args.num_generations
         fits("--prompts-per-step", rows, TRAIN_ROW, args.num_generations)
         fits("--num-generations", rows, TRAIN_ROW, args.prompts_per_step)
         fits("--eval-n", args.eval_n * N_K, GEN_ROW, N_K)
-    if cmd == "tts":
-        fits("--n-per-k", args.n_per_k * N_K * args.n_max, SAMPLE_ROW, N_K * args.n_max)
-    if cmd == "star":
-        problems, samples, growth, steps, rounds = args.problems, args.samples, args.growth, args.steps, args.rounds
-        fits("--problems", problems * samples, GEN_ROW, samples)
-        fits("--eval-n", args.eval_n * N_K, GEN_ROW, N_K)
-        fits("--n-chains", args.n_chains, TRAIN_ROW // 16)
-        if not growth <= GROWTH_MAX:
-            raise ArgError(f"--growth must be at most {GROWTH_MAX:g}, got {growth:g}")
-        if min(steps, rounds) >= 1 and growth > 0:         # other values: StarConfig.validate names them
-            log_last = math.log(steps) + (rounds - 1) * math.log(growth)   # no float overflow
-            last = math.exp(min(log_last, 700.0))
-            if last > STEPS_MAX:
-                raise ArgError(f"--steps {steps} x --growth {growth:g} ^ (--rounds {rounds} - 1) = "
-                               f"{last:.3g} fine-tuning steps in the last round, more than {STEPS_MAX:,}")
-    if cmd == "adaptive":
-        fits("--n-eval", args.n_eval * N_K, GEN_ROW, N_K)
 
 
 def _paths(args) -> None:
     cmd = args.cmd
-    replot = getattr(args, "replot", False) or getattr(args, "report_only", False)
-    uses_cache = {"pretrain": not args.quick if cmd == "pretrain" else False,
-                  "eval": not getattr(args, "checkpoint", None), "sample": not getattr(args, "checkpoint", None),
-                  "rl": not getattr(args, "checkpoint", None),
-                  "tts": not getattr(args, "checkpoint", None) and not replot,
-                  "star": True, "adaptive": not replot, "lab": not replot, "sweep": True}.get(cmd, False)
+    report_only = getattr(args, "report_only", False)
+    no_checkpoint = not getattr(args, "checkpoint", None)
+    uses_cache = {"pretrain": not args.quick if cmd == "pretrain" else False, "eval": no_checkpoint,
+                  "sample": no_checkpoint, "train": no_checkpoint, "lab": not report_only,
+                  "experiment": not report_only, "sweep": not report_only}.get(cmd, False)
     if uses_cache or getattr(args, "cache_dir", None):
         writable_dir(cache_dir(getattr(args, "cache_dir", None)), "model cache")
     if getattr(args, "checkpoint", None):
@@ -99,16 +74,8 @@ def _paths(args) -> None:
                 regular_file(stem + ext, "checkpoint")
     if cmd == "sweep" and args.config is not None:   # a FIFO would hang the reader
         regular_file(args.config, "--config")
-    out = getattr(args, "out", None)
-    if out is not None:
-        if cmd == "tts" and args.replot:
-            regular_file(os.path.join(out, "results.json"), "--replot: results file")
-        if cmd == "adaptive" and args.replot:
-            for seed in args.seeds:
-                regular_file(os.path.join(out, f"seed{seed}.json"), "--replot: per-seed results file")
-        writable_dir(out, "--out")
-    if cmd == "rl" and args.run_dir is not None:
-        writable_dir(args.run_dir, "--run-dir")
+    if getattr(args, "out", None) is not None:
+        writable_dir(args.out, "--out")
     if getattr(args, "json", None):
         writable_file(args.json, "--json")
 
@@ -126,5 +93,3 @@ def preflight(args) -> None:
     _sizes(args)
     _paths(args)
 
-
-__all__ = ["preflight", "ArgError", "PathError", "fits", "mem_available"]

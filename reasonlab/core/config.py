@@ -96,14 +96,18 @@ def fits(flag: str, rows: int, per_row: int, unit: int = 1) -> None:
                          f"{2 * budget / 2**30:.1f} GiB available; use at most {most:,}")
 
 
+NS = (1, 2, 4, 8, 16, 32, 64)
+"""The sample counts every curve over N is read at (voting, pass@N, best-of-N, search): powers of two, as
+search-and-learn's."""
+
 TEMPERATURE = (1e-3, 1e3)
 """Sampling temperatures allowed besides 0 (greedy): logits / 1e-300 are inf and sampling gets NaN probabilities."""
 
 
 def check_numbers(obj, what: str, flags: bool = False) -> None:
     """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite,
-    seeds in 0..SEED_MAX, step counts at most STEPS_MAX, a temperature 0 or in TEMPERATURE, intervals >= 0
-    (nested configs too). flags: name a field as its command-line flag (the command line's check)."""
+    seeds in 0..SEED_MAX, step counts at most STEPS_MAX, counts positive (`_is_count`), a temperature 0 or in
+    TEMPERATURE, intervals >= 0 (nested configs too). flags: name a field as its command-line flag (the command line's check)."""
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
         if dataclasses.is_dataclass(v):
@@ -125,11 +129,19 @@ def _bound(name: str, v) -> str | None:
             return f"must be in 0..{SEED_MAX}, got {x}"
         if "steps" in name and x > STEPS_MAX:
             return f"= {x:,} is more than {STEPS_MAX:,}"
+        if isinstance(x, int) and _is_count(name) and x < 1:
+            return f"must be positive, got {x}"
         if name == "temperature" and x != 0 and not TEMPERATURE[0] <= x <= TEMPERATURE[1]:
             return f"must be 0 (greedy) or in {TEMPERATURE[0]:g}..{TEMPERATURE[1]:g}, got {x:g}"
         if name.endswith("_every") and x < 0:
             return f"must be >= 0, got {x}"
     return None
+
+
+def _is_count(name: str) -> bool:
+    """A field that counts what a run needs at least one of, by the house's names: n, n_*, *_n, steps, rounds,
+    problems, samples (not *_steps: a warm start of 0 steps is none; not *_every: 0 is never)."""
+    return name in ("n", "steps", "rounds", "problems", "samples") or name.startswith("n_") or name.endswith("_n")
 
 
 def flag(name: str) -> str:
@@ -223,3 +235,84 @@ def make(cls, values: dict, **fixed):
             v = tuple(v)
         kw[f.name] = v
     return cls(**{**kw, **fixed})
+
+
+def field_type(cls, dotted: str):
+    """(the type of a field, whether None is allowed, its owner class) for a field name, dotted into nested
+    configs ("verifier.steps"); ValueError naming the fields where there is none."""
+    head, _, rest = dotted.partition(".")
+    names = [f.name for f in dataclasses.fields(cls)]
+    if head not in names:
+        raise ValueError(f"unknown field {dotted!r}: choose from {', '.join(names)}")
+    tp, optional = _unwrap(hints(cls)[head])
+    if rest:
+        if not _is_config(tp):
+            raise ValueError(f"{head} is not a nested config: {dotted!r}")
+        return field_type(tp, rest)
+    return tp, optional, cls
+
+
+def parse_value(cls, dotted: str, value):
+    """A value for a field of `cls`, typed by the field: text from the command line ("3e-5", "true", "none", a tuple
+    as "a+b+c") or a value TOML gave typed (checked the same way). ValueError naming the field and the type."""
+    tp, optional, _ = field_type(cls, dotted)
+    if optional and (value is None or str(value).lower() in ("none", "null")):
+        return None
+    try:
+        return _typed(tp, value)
+    except (TypeError, ValueError):
+        raise ValueError(f"bad value {value!r} for {dotted} (expected {_type_name(tp)})") from None
+
+
+def _typed(tp, value):
+    if typing.get_origin(tp) is tuple:
+        item = typing.get_args(tp)[0]
+        parts = value if isinstance(value, (list, tuple)) else [v for v in str(value).split("+") if v]
+        return tuple(_typed(item, v) for v in parts)
+    if typing.get_origin(tp) is typing.Literal:
+        for choice in typing.get_args(tp):
+            if str(choice) == str(value):
+                return choice
+        raise ValueError
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() not in ("true", "1", "yes", "false", "0", "no"):
+            raise ValueError
+        return str(value).lower() in ("true", "1", "yes")
+    if tp is int:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError
+        return int(value)
+    if tp is float:
+        if isinstance(value, bool):
+            raise ValueError
+        return float(value)
+    if tp is str:
+        return str(value)
+    raise TypeError(f"a field of type {tp} cannot be set from text")
+
+
+def _type_name(tp) -> str:
+    if typing.get_origin(tp) is tuple:
+        return f"items of {_type_name(typing.get_args(tp)[0])} joined by +"
+    if typing.get_origin(tp) is typing.Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(tp)))
+    return getattr(tp, "__name__", str(tp))
+
+
+def with_values(obj, values: dict):
+    """A copy of the config `obj` with {dotted field: value} set (nested configs copied where a value goes in)."""
+    top: dict = {}
+    for dotted, v in values.items():
+        head, _, rest = dotted.partition(".")
+        top.setdefault(head, {})
+        if rest:
+            top[head][rest] = v
+        else:
+            top[head] = v
+    new = {}
+    for head, v in top.items():
+        sub = getattr(obj, head)
+        new[head] = with_values(sub, v) if dataclasses.is_dataclass(sub) and isinstance(v, dict) else v
+    return dataclasses.replace(obj, **new)

@@ -1,16 +1,18 @@
 """The lab's experiments: one module each, registered once.
 
-An experiment is a name, a `Config` dataclass (its sizes: a docstring per field, `Literal` for choices) and three
+An experiment is a name, a `Config` dataclass (every setting: a docstring per field, `Literal` for choices) and three
 functions:
 
     run(config, seed, env) -> result      one seed's numbers, a JSON-able dict (env: cache, device, base model)
     claims(results) -> findings           the checked claims over the per-seed results (findings.finding dicts)
     render(results, out) -> sections      the report's sections [(markdown, headline)], plots written under out
 
-The lab, sweeps, the CLI and `--replot` iterate the registry (`names()`, `get()`) and read results through one
-store (`reasonlab.runner.store`); nothing else lists experiments. A new experiment is one file that ends with
-`register(Experiment(...))` and its name in `BUILTIN`; an idea outside the package is the same file, passed
-as `reasonlab lab --experiment my_idea.py` or named in the `reasonlab.experiments` entry-point group
+The lab, sweeps and the command line iterate the registry (`names()`, `get()`) and read results through one
+store (`reasonlab.runner.store`); nothing else lists experiments. Each built-in experiment is a command whose flags
+are its Config's fields (`reasonlab rl --steps 30`), a sweep (`reasonlab sweep rl --grid beta=0,0.04`) and a
+section of the lab's report. A new experiment is one file that ends with `register(Experiment(...))` and its line
+in `BUILTIN`; an idea outside the package is the same file, passed as `reasonlab lab --experiment my_idea.py` (or
+`reasonlab sweep my_idea --experiment my_idea.py`) or named in the `reasonlab.experiments` entry-point group
 (docs/your_idea.md, template in `reasonlab/experiments/template.py`).
 """
 from __future__ import annotations
@@ -74,6 +76,9 @@ class Experiment:
     """whether run() asks env for the base model (the lab then trains the seed's model first, as a unit of its own)"""
     tier: str = "core"
     """"core": `reasonlab lab` runs it; any other tier ("lesson"): only `reasonlab lab --all` or `--only` does"""
+    takes_checkpoint: bool = True
+    """whether run() starts from env.base(seed), which `--checkpoint` replaces (False: it starts elsewhere, e.g. from
+    the erring thinker, so a checkpoint would be ignored: the lab refuses it)"""
 
     def config(self, quick: bool = False):
         return (self.quick if quick and self.quick is not None else self.Config())
@@ -97,9 +102,26 @@ class Experiment:
             self.check(result)
 
 
-BUILTIN = ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search",
-           "faithful", "labels", "entropy", "kl", "passk", "voting", "star_erring", "l1_recipe")
-"""The built-in experiments, one module each, in the report's order: a new one is one more name here."""
+BUILTIN = {
+    "base": "how accurate is each format, and which does the model pick?",
+    "budgets": "how does accuracy follow a forced cap on the chain? (s1)",
+    "sampling": "does voting buy what a chain buys; which strategy is cheapest at each k?",
+    "star": "does self-training on its own right answers teach the model to think? (STaR)",
+    "rl": "GRPO against the spec's REINFORCE, and the baseline alone",
+    "adaptive": "can the model learn to answer directly where that is reliable?",
+    "l1": "does a budget token learned with L1's rewards beat s1 forcing?",
+    "search": "on a thinker that errs: do learned verifiers and beam search / DVTS beat voting?",
+    "faithful": "corrupt one running sum: does the answer follow the chain?",
+    "labels": "how often are Monte-Carlo step labels wrong, and what does it cost a PRM?",
+    "entropy": "does clip-higher or an entropy bonus keep the format choice open under RL?",
+    "kl": "how far is k3-in-the-loss's gradient from the KL's, exactly; the reward-KL frontier",
+    "passk": "does RL only sharpen? exact chain-verified pass@N, start against GRPO",
+    "voting": "does voting help when errors are fixed in the weights, or drawn per sample?",
+    "star_erring": "STaR on a thinker whose chains err: do its chains get better, does the step check matter?",
+    "l1_recipe": "L1 as its authors train it: is there anything to learn?",
+}
+"""The built-in experiments, one module each, in the report's order, with the question each asks (its command's
+help): a new one is one more line here."""
 
 REGISTRY: dict[str, Experiment] = {}
 _LOADED: set[str] = set()

@@ -249,5 +249,6 @@ def check(result) -> None:
 
 
 register(Experiment("entropy", Config, run, claims, render, depends=on_erring(), check=check,
+                    takes_checkpoint=False,
                     quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=40, render_cost=1.0,
                     tier="lesson"))

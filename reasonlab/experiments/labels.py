@@ -205,5 +205,5 @@ def check(result) -> None:
         raise ValueError("a labels result needs its cells and each PRM's AUROC and best-of-N")
 
 
-register(Experiment("labels", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
+register(Experiment("labels", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check, takes_checkpoint=False,
                     quick=Config(n=3, prm_n=3, best_of=2), run_cost=20, render_cost=0.5, tier="lesson"))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.config import NS
 from ..io import report
 from ..methods import tts
 from ..stats import findings
@@ -21,6 +22,10 @@ class Config:
     """problems per k in the sampling grid"""
     n_max: int = 32
     """samples per problem (N = 1, 2, 4, ... up to this)"""
+
+    def validate(self) -> None:
+        if self.n_max not in NS:
+            raise ValueError(f"n_max must be one of {', '.join(map(str, NS))}, got {self.n_max}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:

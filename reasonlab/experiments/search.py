@@ -272,5 +272,5 @@ def headline(results: list[dict], fs: list[dict] | None = None) -> str:
 
 
 register(Experiment("search", Config, run, claims, render, depends=on_erring(verifier.VerifierConfig),
-                    keys=("verifiers", "search"), run_cost=52, render_cost=6.1,
+                    keys=("verifiers", "search"), run_cost=52, render_cost=6.1, takes_checkpoint=False,
                     quick=Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick")))

@@ -131,5 +131,6 @@ def check(result) -> None:
 
 
 register(Experiment("star_erring", Config, run, claims, render, depends=on_erring(star_method.StarConfig), check=check,
+                    takes_checkpoint=False,
                     quick=Config(rounds=1, problems=20, samples=1, steps=2, eval_n=2), run_cost=40, render_cost=0.3,
                     tier="lesson"))

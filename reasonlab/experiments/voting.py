@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core.config import NS
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import pool_of, sample_pool
@@ -50,7 +51,6 @@ from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
-NS = (1, 2, 4, 8, 16, 32, 64)
 DRAW0 = 10_000
 """per-sample draws start here (seed s uses DRAW0 * (s + 1) + j), away from the erring thinker's own direction"""
 CALIB_DRAW = 7_000
@@ -372,5 +372,6 @@ def check(result) -> None:
 
 
 register(Experiment("voting", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
+                    takes_checkpoint=False,
                     quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=50,
                     render_cost=0.3, tier="lesson"))

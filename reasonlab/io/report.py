@@ -32,6 +32,12 @@ DPI = 90
 """Pixels per inch of every plot: sharp on a screen, small enough that results/ stays a few MB."""
 
 
+def md_table(header: list[str], rows: list[list]) -> str:
+    """A markdown table: the header, its rule and a line per row (cells are written as given: format numbers first)."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
+
+
 def save(fig, path: str) -> str:
     """Write a figure atomically (temp file + rename) and close it. A figure with a layout engine (constrained) is
     saved as laid out: bbox_inches="tight" would measure every artist once more (the budget section's two

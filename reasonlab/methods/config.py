@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.config import check_choices, check_numbers
+from ..core.config import NS, check_choices, check_numbers
 
 ADAPTIVE_RL = {"thinkless_fmt": dict(force_direct=0.5, forced_trains="format"), "adaptthink": dict(force_direct=0.5)}
 """The RL fields an adaptive method sets; the others force a quarter of each group to answer directly, so that A
@@ -143,9 +143,6 @@ class VerifierExpConfig:
     """where run() writes seed<s>.json and render() its plots"""
     cache: str | None = None
     """model cache (None: $REASONLAB_CACHE or ~/.cache/reasonlab)"""
-
-
-NS = (1, 2, 4, 8, 16, 32, 64)
 
 
 SEARCH_METHODS = ("bon", "weighted", "beam", "beam_dedup", "dvts")

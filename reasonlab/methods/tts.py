@@ -13,6 +13,7 @@ import time
 import numpy as np
 import torch
 
+from ..core.config import NS
 from ..core.model import GPT
 from ..core.pool import Pool, sample_pool
 from ..core.problems import part_of, problems_per_k
@@ -126,7 +127,6 @@ def tokens(pool: Pool, N: int) -> float:
 # ---------------------------------------------------------------------------------------------------------------
 # The experiment: pools per format, curves, budgets, the compute-optimal frontier.
 
-NS = (1, 2, 4, 8, 16, 32, 64)
 FORCE = {"A": ["A"], "S": ["S"], "T": ["T"], "free": None}
 
 

@@ -1,171 +1,18 @@
-"""The lab's and sweeps' configs, and the parsing of a sweep's grid: torch-free, so that the command line can offer
-their fields without loading torch."""
+"""The lab's and sweeps' configs, and a sweep's grid, typed by the swept experiment's own Config. Torch-free to
+import, so that the command line can offer their fields without loading torch (validating them loads the
+experiments)."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import tomllib
 
 from .. import experiments as X
-from ..core.config import TRAIN_ROW, check_numbers, fits
+from ..core.config import check_numbers, parse_value, with_values
 from ..io import tblog
-from ..methods.config import ADAPTIVE_METHODS, adaptive_fields
-from ..train.config import RLConfig
 from .executor import ExecConfig
-
-SPECIAL = ("algo", "method")
-
-
-NOT_SWEPT = ("seed", "log_every", "table_every", "checkpoint_every", "k_range")   # set by the sweep, or not scalar
-
-
-ADAPTIVE_DEFAULTS = dict(steps=200, learning_rate=1e-4, beta=0.04)   # adaptive.run_method's
-
-
-@dataclass
-class SweepConfig:
-    grid: dict = field(default_factory=dict)
-    """key -> list of values; the cells are the product (keys: RLConfig fields, algo, method)"""
-    fixed: dict = field(default_factory=dict)
-    """key -> value set in every cell"""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """every cell runs once per seed (base model, problems and sampling all follow it)"""
-    base: Literal["standard", "quick", "tiny"] = "standard"
-    """base model recipe: the lab's standard one, the quick lab's, or a tiny one for tests (numbers mean nothing)"""
-    eval_n: int = 200
-    """greedy evaluation problems per k after training"""
-    out: str = "runs/sweep"
-    """run directory: cells/, logs/, table.md, plots, report.html"""
-    cache_dir: str | None = None
-    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab); on a cluster, a path every node sees"""
-    device: str = "cpu"
-    """cpu or cuda"""
-    fresh: bool = False
-    """rerun every unit even where a finished result with the same settings exists"""
-    wait: bool = False
-    """if another process is running a sweep on --out, wait for it instead of stopping"""
-    max_units: int = 10_000
-    """refuse a grid of more (cell, seed) units than this"""
-    report_to: Literal["none", "tensorboard"] = "none"
-    """tensorboard: event files per RL run under <out>/tensorboard/<cell>/seed<s>"""
-    execution: ExecConfig = field(default_factory=ExecConfig)
-    """where the units run"""
-
-    def cells(self) -> list[dict]:
-        keys = list(self.grid)
-        return [{**self.fixed, **dict(zip(keys, vals))} for vals in itertools.product(*(self.grid[k] for k in keys))]
-
-    def validate(self) -> None:
-        """Every cell's RLConfig is built (and so checked) here, before any training."""
-        self.execution.validate()
-        tblog.check(self.report_to)
-        if not self.seeds:
-            raise ValueError("a sweep needs at least one seed")
-        check_numbers(self, "sweep")
-        units = len(self.seeds)
-        for vs in self.grid.values():
-            units *= len(vs) if isinstance(vs, list) else 1
-        if units > self.max_units:
-            raise ValueError(f"the grid has {units:,} (cell, seed) units, more than --max-units {self.max_units:,}")
-        if self.base not in ("standard", "quick", "tiny"):
-            raise ValueError(f"unknown base {self.base!r}: choose from standard, quick, tiny")
-        if self.eval_n < 1:
-            raise ValueError("eval_n must be positive")
-        for k, vs in self.grid.items():
-            if not isinstance(vs, list) or not vs:
-                raise ValueError(f"grid key {k!r} needs a non-empty list of values")
-        for k in list(self.grid) + list(self.fixed):
-            check_key(k)
-        for cell in self.cells():
-            p = dict(cell)
-            method, algo = p.pop("method", None), p.pop("algo", "grpo")
-            if method is not None:
-                if method not in ADAPTIVE_METHODS:
-                    raise ValueError(f"unknown adaptive method {method!r}: choose from {', '.join(ADAPTIVE_METHODS)}")
-                p = {**ADAPTIVE_DEFAULTS, **adaptive_fields(method), **p}
-            rl = RLConfig.preset(algo, **p, seed=0, log_every=0)
-            fits("a cell's prompts_per_step x num_generations", rl.prompts_per_step * rl.num_generations, TRAIN_ROW,
-                 rl.num_generations)
-
-
-def field_defaults() -> dict:
-    return {f.name: getattr(RLConfig(), f.name) for f in fields(RLConfig) if f.name not in NOT_SWEPT}
-
-
-def check_key(k: str) -> None:
-    if k == "seed":
-        raise ValueError("seeds are not a grid key: use --seeds (or seeds = [...] in the TOML file)")
-    if k not in SPECIAL and k not in field_defaults():
-        raise ValueError(f"unknown sweep key {k!r}: use algo, method or an RLConfig field "
-                         f"({', '.join(k for k in field_defaults() if k != 'algo')})")
-
-
-def parse_value(key: str, text):
-    """A value for `key`, typed by its RLConfig default (TOML values arrive typed and are checked the same way)."""
-    check_key(key)
-    if key in SPECIAL:
-        return str(text)
-    default = field_defaults()[key]
-    try:
-        if isinstance(default, bool):
-            if isinstance(text, bool):
-                return text
-            if str(text).lower() in ("true", "1", "yes", "false", "0", "no"):
-                return str(text).lower() in ("true", "1", "yes")
-            raise ValueError
-        if isinstance(default, int):
-            if isinstance(text, float) and not text.is_integer():
-                raise ValueError
-            return int(text)
-        if isinstance(default, float) or default is None:
-            if default is None and str(text).lower() in ("none", "null"):
-                return None
-            return float(text)
-        return str(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"bad value {text!r} for {key} (expected {type(default).__name__ if default is not None else 'a number or none'})") from None
-
-
-def parse_assignments(items: list[str], many: bool) -> dict:
-    """["key=v1,v2", ...] -> {key: [v1, v2]} (many) or ["key=v"] -> {key: v}."""
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ValueError(f"expected key=value{'s' if many else ''}, got {item!r}")
-        k, v = item.split("=", 1)
-        k = k.strip().replace("-", "_")
-        vals = [parse_value(k, x.strip()) for x in v.split(",")] if many else parse_value(k, v.strip())
-        if many and not vals:
-            raise ValueError(f"--grid {k}: no values")
-        out[k] = vals
-    return out
-
-
-def load_toml(path: str) -> dict:
-    """{grid, fixed, seeds?, base?, eval_n?} from a TOML file; ValueError naming the problem."""
-    try:
-        with open(path, "rb") as f:
-            d = tomllib.load(f)
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{path}: {e}") from None
-    extra = set(d) - {"grid", "set", "seeds", "base", "eval_n"}
-    if extra:
-        raise ValueError(f"{path}: unknown key {sorted(extra)[0]!r} (use grid, set, seeds, base, eval_n)")
-    for key, kind, what in (("grid", dict, "a table"), ("set", dict, "a table"), ("seeds", list, "a list of integers"),
-                            ("base", str, "a string"), ("eval_n", int, "an integer")):
-        if key in d and (not isinstance(d[key], kind) or isinstance(d[key], bool)
-                         or (key == "seeds" and not all(isinstance(s, int) and not isinstance(s, bool) for s in d[key]))):
-            raise ValueError(f"{path}: {key} must be {what}, got {d[key]!r}")
-    grid = {k: [parse_value(k, x) for x in (v if isinstance(v, list) else [v])] for k, v in d.get("grid", {}).items()}
-    out = {"grid": grid, "fixed": {k: parse_value(k, v) for k, v in d.get("set", {}).items()}}
-    for k in ("seeds", "base", "eval_n"):
-        if k in d:
-            out[k] = tuple(d[k]) if k == "seeds" else d[k]
-    return out
 
 
 @dataclass
@@ -181,6 +28,9 @@ class LabConfig:
     """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)"""
     device: str = "cpu"
     """cpu or cuda"""
+    checkpoint: str | None = None
+    """a saved model (stem, .json or .safetensors) every seed starts from in place of its base model, e.g. one
+    brought in by `reasonlab import hf`; only experiments that start from the base model take it"""
     fresh: bool = False
     """rerun every experiment even where a finished result with the same settings exists"""
     retrain: bool = False
@@ -211,7 +61,7 @@ class LabConfig:
         return self.configs.get(name) or X.get(name).config(self.quick)
 
     def env(self) -> X.Env:
-        return X.Env(cache=self.cache_dir, device=self.device, quick=self.quick)
+        return X.Env(cache=self.cache_dir, device=self.device, quick=self.quick, checkpoint=self.checkpoint)
 
     def validate(self) -> None:
         self.execution.validate()
@@ -224,5 +74,153 @@ class LabConfig:
         if not self.seeds:
             raise ValueError("the lab needs at least one seed")
         check_numbers(self, "lab")
+        check_checkpoint(self.checkpoint, self.selected())
         for name in self.selected():
             X.get(name).validate(self.config_of(name))
+
+
+def check_checkpoint(checkpoint: str | None, names) -> None:
+    """A checkpoint replaces the base model: it must load (a CheckpointError names what is wrong), and only
+    experiments that start from the base model may take one."""
+    if checkpoint is None:
+        return
+    from ..io.checkpoint import load_model  # torch, needed only here
+    from ..io.files import resolve
+    load_model(resolve(checkpoint))
+    others = [n for n in names if not X.get(n).takes_checkpoint]
+    if others:
+        raise ValueError(f"--checkpoint: {', '.join(others)} start from another model (the erring thinker), not from "
+                         "the base model a checkpoint replaces; pick experiments that do with --only (e.g. base rl "
+                         "faithful)")
+
+
+@dataclass
+class SweepConfig:
+    exp: str = ""
+    """the experiment swept (a registered one, or one from --experiment files)"""
+    grid: dict = field(default_factory=dict)
+    """field -> list of values; the cells are the product (fields of the experiment's Config, dotted into nested
+    configs)"""
+    fixed: dict = field(default_factory=dict)
+    """field -> value set in every cell"""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """every cell runs once per seed (base model, problems and sampling all follow it)"""
+    quick: bool = False
+    """cells start from the experiment's quick config and the quick base model (checks the pipeline)"""
+    out: str | None = None
+    """run directory: cells/<cell>/seed<s>.json, table.md, findings.json, report.html (default runs/sweep-<name>)"""
+    cache_dir: str | None = None
+    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab); on a cluster, a path every node sees"""
+    device: str = "cpu"
+    """cpu or cuda"""
+    checkpoint: str | None = None
+    """a saved model every seed starts from in place of its base model (as the lab's --checkpoint)"""
+    experiment: tuple[str, ...] = ()
+    """experiment files to register first (a sweep of your own idea)"""
+    fresh: bool = False
+    """rerun every unit even where a finished result with the same settings exists"""
+    wait: bool = False
+    """if another process is running a sweep on --out, wait for it instead of stopping"""
+    max_units: int = 10_000
+    """refuse a grid of more (cell, seed) units than this"""
+    report_to: Literal["none", "tensorboard"] = "none"
+    """tensorboard: event files of each cell's RL runs under <out>/cells/<cell>/tensorboard/"""
+    execution: ExecConfig = field(default_factory=ExecConfig)
+    """where the (cell, seed) units run: this process, a local process pool, or Ray"""
+
+    @property
+    def run_dir(self) -> str:
+        return self.out or f"runs/sweep-{self.exp}"
+
+    def cells(self) -> list[dict]:
+        keys = list(self.grid)
+        return [{**self.fixed, **dict(zip(keys, vals))} for vals in itertools.product(*(self.grid[k] for k in keys))]
+
+    def config_of(self, cell: dict):
+        """The experiment's Config for a cell: its default (or quick) config with the cell's values."""
+        return with_values(X.get(self.exp).config(self.quick), cell)
+
+    def validate(self) -> None:
+        """Every cell's config is built and checked here, before any work."""
+        self.execution.validate()
+        tblog.check(self.report_to)
+        X.load_plugins(self.experiment)
+        exp = X.get(self.exp)
+        if not self.seeds:
+            raise ValueError("a sweep needs at least one seed")
+        check_numbers(self, "sweep")
+        check_checkpoint(self.checkpoint, [self.exp])
+        if not self.grid and not self.fixed:
+            raise ValueError(f"an empty sweep: give --grid FIELD=V1,V2 (fields of {self.exp}'s config: "
+                             f"{', '.join(grid_fields(self.exp))})")
+        for k, vs in self.grid.items():
+            if not isinstance(vs, list) or not vs:
+                raise ValueError(f"grid field {k!r} needs a non-empty list of values")
+        units = len(self.seeds)
+        for vs in self.grid.values():
+            units *= len(vs)
+        if units > self.max_units:
+            raise ValueError(f"the grid has {units:,} (cell, seed) units, more than --max-units {self.max_units:,}")
+        for cell in self.cells():
+            exp.validate(self.config_of(cell))
+
+
+def grid_fields(name: str) -> list[str]:
+    from dataclasses import fields
+    return [f.name for f in fields(X.get(name).Config)]
+
+
+def parse_assignments(name: str, items: list[str], many: bool) -> dict:
+    """["field=v1,v2", ...] -> {field: [v1, v2]} (many) or ["field=v"] -> {field: v}, typed by the experiment's
+    Config; "-" in a field name reads as "_" (flag spelling)."""
+    cls = X.get(name).Config
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"expected field=value{'s' if many else ''}, got {item!r}")
+        k, v = item.split("=", 1)
+        k = k.strip().replace("-", "_")
+        if k == "seed":
+            raise ValueError("seeds are not a grid field: use --seeds (or seeds = [...] in the TOML file)")
+        vals = [parse_value(cls, k, x.strip()) for x in v.split(",")] if many else parse_value(cls, k, v.strip())
+        out[k] = vals
+    return out
+
+
+TOML_KEYS = {"grid": dict, "set": dict, "seeds": list, "quick": bool}
+
+
+def load_toml(path: str, name: str) -> dict:
+    """{grid, fixed, seeds?, quick?} from a TOML grid file, typed by the experiment's Config; ValueError naming the
+    problem.
+
+        seeds = [0, 1, 2]
+        [grid]
+        beta = [0.0, 0.04]
+        [set]
+        steps = 30
+    """
+    try:
+        with open(path, "rb") as f:
+            d = tomllib.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: {e}") from None
+    extra = set(d) - set(TOML_KEYS)
+    if extra:
+        raise ValueError(f"{path}: unknown key {sorted(extra)[0]!r} (use {', '.join(TOML_KEYS)})")
+    for key, kind in TOML_KEYS.items():
+        if key in d and (not isinstance(d[key], kind) or (kind is not bool and isinstance(d[key], bool))
+                         or (key == "seeds" and not all(isinstance(s, int) and not isinstance(s, bool) for s in d[key]))):
+            raise ValueError(f"{path}: {key} must be {'a list of integers' if key == 'seeds' else kind.__name__}, got "
+                             f"{d[key]!r}")
+    cls = X.get(name).Config
+    grid = {k: [parse_value(cls, k, x) for x in (v if isinstance(v, list) else [v])]
+            for k, v in d.get("grid", {}).items()}
+    out = {"grid": grid, "fixed": {k: parse_value(cls, k, v) for k, v in d.get("set", {}).items()}}
+    if "seeds" in d:
+        out["seeds"] = tuple(d["seeds"])
+    if "quick" in d:
+        out["quick"] = d["quick"]
+    return out

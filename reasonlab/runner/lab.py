@@ -20,49 +20,27 @@ from dataclasses import asdict, replace
 from typing import Callable
 
 from .. import experiments as X
-from ..core.config import make
 from ..experiments import thresholds
 from ..io import report, tblog
-from ..io.checkpoint import cache_key, write_json
+from ..io.checkpoint import write_json
 from ..io.files import cache_dir
 from ..io.runs import locked
 from ..stats import findings
-from ..train.sft import base_cfg, base_name
-from ..train.zoo import model_in_cache
+from . import units
 from .config import LabConfig
-from .executor import Unit, UnitsFailed, run_units
+from .executor import UnitsFailed
 from .store import Store
-from .store import unit_key as store_key
 
 
 def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
-    """What decides whether a finished result can be reused: the experiment and its config, the seed, the base
-    model's recipe, what else the experiment depends on, the package and cache versions."""
-    e, conf = X.get(exp), cfg.config_of(exp)
-    return store_key(exp=exp, seed=seed, config=asdict(conf), base=cache_key(base_cfg(seed, cfg.quick)),
-                     **(e.depends(conf) if e.depends else {}))
-
-
-def lab_base(env: X.Env, seed: int) -> dict:
-    """A unit that puts the seed's base model into the cache (trained under a lock, or found there)."""
-    env.base(seed)
-    return {"seed": seed}
-
-
-def lab_unit(exp: str, seed: int, config: dict, env: X.Env, plugins: tuple = ()) -> dict:
-    """One (experiment, seed) unit, in whichever process runs it: the experiment looked up (its file loaded there
-    too), its config rebuilt, its run."""
-    if exp not in X.names():
-        X.load_plugins(plugins)
-    e = X.get(exp)
-    return e.run(make(e.Config, config), seed, env)
+    """The store key of one (experiment, seed) of this lab (units.unit_key)."""
+    return units.unit_key(exp, seed, cfg.config_of(exp), cfg.quick, cfg.checkpoint)
 
 
 def run(cfg: LabConfig, log: Callable = print) -> dict:
     """Run (or reuse) every selected experiment for every seed on cfg.execution, then write the report. Returns
-    {experiment: {"results": [per seed], "seconds": [...]}}. The base models are units of their own, queued first
-    (one per seed, in parallel where the executor is), each seed's experiments queued behind the models trained
-    before its own. The run directory is locked: a second lab on it stops (or, with cfg.wait, waits)."""
+    {experiment: {"results": [per seed], "seconds": [...]}}. The run directory is locked: a second lab on it stops
+    (or, with cfg.wait, waits)."""
     cfg.validate()
     if cfg.retrain:
         os.environ["REASONLAB_RETRAIN"] = "1"        # the workers inherit it (train.zoo.shipped)
@@ -73,51 +51,13 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
 def _run(cfg: LabConfig, log: Callable) -> dict:
     write_json(os.path.join(cfg.out, "config.json"), asdict(cfg))
     t_lab = time.perf_counter()
-    timing: dict[str, float] = {}
     store = Store(cfg.out, packed=cfg.pack)
-    env = replace(cfg.env(), cache=cache_dir(cfg.cache_dir))   # workers elsewhere (another cwd or node): an absolute path
-    plugins = tuple(os.path.abspath(p) for p in cfg.experiment)
-    logs = os.path.abspath(os.path.join(cfg.out, "logs"))
+    env = replace(cfg.env(), cache=cache_dir(cfg.cache_dir),      # workers elsewhere (another cwd or node): absolute
+                  checkpoint=cfg.checkpoint and os.path.abspath(cfg.checkpoint))
     only = cfg.selected()
-    units, where = [], {}
-    for i, exp in enumerate(only):
-        e = X.get(exp)
-        for seed in cfg.seeds:
-            key = unit_key(exp, seed, cfg)
-            if not cfg.fresh and store.reusable(exp, seed, key, e.check_result, log):
-                log(f"[{i + 1}/{len(only)}] {exp}, seed {seed}: finished earlier, reused ({store.path(exp, seed)})")
-                continue
-            uid = f"{exp}/seed{seed}"
-            units.append(Unit(uid, lab_unit, dict(exp=exp, seed=seed, config=asdict(cfg.config_of(exp)), env=env,
-                                                  plugins=plugins),
-                              log=os.path.join(logs, f"{exp}-seed{seed}.log")))
-            where[uid] = (i, exp, seed, key)
-    # Base models are units too, queued first. Each is trained once under its cache lock; units of a seed whose model
-    # is still training queue behind the other seeds' units, so no worker waits on the lock while work is left.
-    seeds = sorted(s for s in {u.kwargs["seed"] for u in units if X.get(u.kwargs["exp"]).uses_base}
-                   if not model_in_cache(base_name(s, cfg.quick), base_cfg(s, cfg.quick), env.cache))
-    wave = {s: i // max(1, cfg.execution.workers) for i, s in enumerate(seeds)}   # which round of training has it
-    order = {name: i for i, name in enumerate(longest_first("run_cost"))}
-    units.sort(key=lambda u: (wave.get(u.kwargs["seed"], 0), order[u.kwargs["exp"]]))
-    bases = [Unit(f"base-model/seed{s}", lab_base, dict(env=env, seed=s), log=os.path.join(logs, f"base-model-seed{s}.log"))
-             for s in seeds]
-
-    def on_start(u: Unit, attempt: int) -> None:
-        if u.uid in where:
-            i, exp, seed, _ = where[u.uid]
-            log(f"[{i + 1}/{len(only)}] {exp}, seed {seed} ..." + (f" (attempt {attempt})" if attempt > 1 else ""))
-
-    def on_done(u: Unit, res: dict, secs: float) -> None:
-        timing[u.uid] = round(secs, 1)
-        if u.uid in where:                      # else a base model: in the cache now
-            _, exp, seed, key = where[u.uid]
-            store.write(exp, seed, key, secs, res)
-            log(f"    {u.uid} done in {secs:.1f}s")
-    outcomes = run_units(bases + units, cfg.execution, on_done=on_done, log=log, on_start=on_start)
-    # a base model that failed resurfaces in its seed's units (each tries to train it again)
-    failed = {uid: o.error for uid, o in outcomes.items() if not o.ok and uid in where}
-    if bases:
-        timing["base models"] = round(sum(timing.get(u.uid, 0.0) for u in bases), 1)
+    arms = [units.Arm(exp, exp, cfg.config_of(exp)) for exp in only]
+    timing, failed = units.execute(arms, cfg.seeds, env, cfg.execution, store, os.path.abspath(os.path.join(cfg.out, "logs")),
+                                   cfg.fresh, tuple(os.path.abspath(p) for p in cfg.experiment), log)
     if cfg.pack:
         store.pack(only, cfg.seeds)
     results = load_results(cfg.out, cfg.seeds)
@@ -130,7 +70,7 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
         tblog.write_lab(cfg.out, results)
     log(f"lab finished in {wall:.0f}s; report: " + " and ".join(p for p in (paths["html"], paths["md"]) if p))
     if failed:
-        raise UnitsFailed(f"{len(failed)} unit(s) failed after retries (see {logs}): "
+        raise UnitsFailed(f"{len(failed)} unit(s) failed after retries (see {os.path.join(cfg.out, 'logs')}): "
                           + "; ".join(f"{u}: {e}" for u, e in failed.items()))
     return results
 
@@ -164,11 +104,6 @@ def load_results(out: str, seeds) -> dict:
     """{experiment: {"results": [per-seed results], "seconds": [...]}} for every registered experiment with a result
     per seed in the store at `out` (a record of the wrong shape: BadRecord, naming the file)."""
     return Store(out).collect(X.names(), seeds, check=lambda name: X.get(name).check_result)
-
-
-def longest_first(cost: str) -> list[str]:
-    """The registered experiments by cost, longest first (ties: the report's order)."""
-    return sorted(X.names(), key=lambda n: -getattr(X.get(n), cost))
 
 
 def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
@@ -222,7 +157,7 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     rendering runs none (tests/runner/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
     rendering process dies, it renders here."""
     global _TO_RENDER
-    exps = [e for e in longest_first("render_cost") if e in results]
+    exps = [e for e in units.longest_first("render_cost") if e in results]
     workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
     here = lambda: {e: render(e, results[e]["results"], out) for e in exps}   # noqa: E731
     if workers < 2 or len(exps) < 2 or sys.platform != "linux":

@@ -1,5 +1,6 @@
 """The CLI: bad input is one line on stderr and exit code 2; good input works."""
 import json
+import os
 import subprocess
 import sys
 
@@ -73,10 +74,10 @@ def test_console_script_entry_point():
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
 
 
-def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
+def test_train_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     run = str(tmp_path / "run")
-    argv = ["rl", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
-            "--run-dir", run, "--checkpoint-every", "1", "--eval-every", "2", "--eval-n", "2"]
+    argv = ["train", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
+            "--out", run, "--checkpoint-every", "1", "--eval-every", "2", "--eval-n", "2"]
     assert main(argv) == 0
     for f in ("config.json", "metrics.jsonl", "ckpt-000002/state.json", "ckpt-000002/state.safetensors", "curves.png",
               "formats.png", "eval.json"):
@@ -94,34 +95,44 @@ def test_rl_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     (["--forced-trains", "format"], "force_direct > 0"),
     (["--force-direct", "1.5"], "force_direct"),
 ])
-def test_rl_bad_input(ckpt, tmp_path, extra, msg, capsys):
-    assert main(["rl", "--checkpoint", ckpt, "--run-dir", str(tmp_path / "r"), "--steps", "1"] + extra) == 2
+def test_train_bad_input(ckpt, tmp_path, extra, msg, capsys):
+    assert main(["train", "--checkpoint", ckpt, "--out", str(tmp_path / "r"), "--steps", "1"] + extra) == 2
     assert msg in capsys.readouterr().err
 
 
-def test_tts_end_to_end_small(ckpt, tmp_path, capsys):
-    out = tmp_path / "tts"
-    assert main(["tts", "--checkpoint", ckpt, "--n-per-k", "6", "--n-max", "4", "--out", str(out)]) == 0
-    # rendered by the lab's protocol (lab.render): the same sections as the lab's report
-    for f in ("results.json", "report.md", "report.html", "sampling/acc_vs_n.png", "sampling/frontier.png",
-              "sampling/per_k.png", "budgets/budgets.png"):
-        assert (out / f).exists(), f
+def test_an_experiment_command_is_the_lab_on_that_experiment(tmp_path, quick_cache, capsys):
+    """`reasonlab budgets --n 6`: its Config from the flags, over the quick config; the results and the report are
+    the lab's (the same store, the same file for `lab --only budgets` to reuse)."""
+    out = tmp_path / "lab"
+    argv = ["budgets", "--quick", "-n", "6", "--out", str(out), "--cache-dir", quick_cache, "--workers", "1"]
+    assert main(argv) == 0
+    assert "budget forcing trades accuracy for tokens" in capsys.readouterr().out      # its claims, printed
+    rec = json.loads((out / "budgets" / "seed0.json").read_text())
     md = (out / "report.md").read_text()
-    assert "## Thinking longer" in md and "## Sampling more" in md and "## Verifiers" in md
-    data = json.loads((out / "results.json").read_text())
-    assert set(data["curves"]) == {"A", "S", "T"} and "maj" in data["curves"]["A"]
+    assert "## 1. Thinking longer" in md and (out / "budgets" / "budgets.png").exists()
+    from reasonlab.experiments import budgets
+    from reasonlab.runner import lab
+    cfg = lab.LabConfig(quick=True, seeds=(0,), out=str(out), cache_dir=quick_cache, only=("budgets",),
+                        configs={"budgets": budgets.Config(n=6)})
+    assert rec["key"] == lab.unit_key("budgets", 0, cfg)           # the lab reuses it
+    assert main(["budgets", "--quick", "-n", "6", "--out", str(out), "--report-only"]) == 0
+    assert main(["budgets", "--quick", "-n", "0", "--out", str(out)]) == 2 and "-n must be positive" in capsys.readouterr().err
+    assert main(["budgets", "--quick", "--n", "6", "--out", str(out)]) == 2      # no abbreviations: --n is no flag
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["tts", "--formats", "Q"], "invalid choice"),
-    (["tts", "--n-max", "3"], "--n-max"),
-    (["adaptive", "--methods", "nope"], "invalid choice"),
-    (["adaptive", "--steps", "0"], "positive"),
+    (["sampling", "--n-max", "3"], "n_max"),
+    (["adaptive", "--methods", "nope"], "'nope'"),
+    (["rl", "--algos", "ppo"], "'ppo'"),
+    (["rl", "--bogus"], "unrecognized arguments"),
+    (["rl", "--checkpoint", "/nonexistent/m"], "not found"),
+    (["search", "--checkpoint", "/nonexistent/m"], "not found"),
 ])
-def test_tts_and_adaptive_bad_input(ckpt, argv, msg, capsys):
-    extra = ["--checkpoint", ckpt] if argv[0] == "tts" else []
-    assert main(argv + extra) == 2
-    assert msg in capsys.readouterr().err
+def test_experiment_commands_reject_bad_input(argv, msg, capsys, tmp_path):
+    assert main(argv + ["--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists() or not os.listdir(tmp_path / "o")
 
 
 def test_every_commands_flags_come_from_its_dataclass():
@@ -136,12 +147,6 @@ def test_every_commands_flags_come_from_its_dataclass():
     from reasonlab.cli.commands import COMMANDS, SKIP
     from reasonlab.core import config
 
-    def parser_of(name):
-        p = build_parser()
-        for word in name.split():
-            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
-        return p
-
     def leaves(cls, skip):
         for f in dataclasses.fields(cls):
             tp = config._unwrap(config.hints(cls)[f.name])[0]
@@ -151,9 +156,16 @@ def test_every_commands_flags_come_from_its_dataclass():
                 yield from leaves(tp, {s.split(".", 1)[1] for s in skip if s.startswith(f.name + ".")})
             else:
                 yield cls, f, tp
-    for name, (cls, _) in COMMANDS.items():
-        actions = {a.dest: a for a in parser_of(name)._actions if a.dest != "help"}
-        fields = list(leaves(cls, SKIP.get(name, ())))
+    from reasonlab import experiments as X
+    from reasonlab.cli.commands import EXPERIMENT_SKIP, RunExperiment
+    commands = {**{name: [(cls, SKIP.get(name, ()))] for name, (cls, _) in COMMANDS.items()},
+                **{name: [(X.get(name).Config, ()), (RunExperiment, EXPERIMENT_SKIP)] for name in X.BUILTIN}}
+    for name, parts in commands.items():
+        p = build_parser(name.split())
+        for word in name.split():
+            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+        actions = {a.dest: a for a in p._actions if a.dest != "help"}
+        fields = [x for cls, skip in parts for x in leaves(cls, skip)]
         assert {f.name for _, f, _ in fields} == set(actions) - {"command"}, name    # one flag per field, no more
         for owner, f, tp in fields:
             a, doc = actions[f.name], config.field_docs(owner)[f.name]
@@ -169,8 +181,8 @@ def test_help_and_usage_errors_load_neither_torch_nor_matplotlib():
     import sys
 
     from reasonlab.cli.commands import COMMANDS
-    argvs = [["--help"], []] + [name.split() + ["--help"] for name in COMMANDS] + [
-        ["rl", "--algo", "nope"], ["lab", "--bogus"], ["sample"], ["tts", "--n-per-k", "x"]]
+    argvs = [["--help"], []] + [name.split() + ["--help"] for name in COMMANDS if name not in ("lab", "sweep")] + [
+        ["train", "--algo", "nope"], ["lab", "--bogus"], ["sample"], ["eval", "-n", "x"]]
     code = ("import sys, contextlib, io; from reasonlab.cli import main\n"
             f"for argv in {argvs!r}:\n"
             "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
@@ -192,21 +204,21 @@ def test_every_command_prints_its_help():
             if isinstance(a, argparse._SubParsersAction):
                 for q in a.choices.values():
                     yield from walk(q)
+    from reasonlab import experiments as X
     parsers = list(walk(build_parser()))
     assert len(parsers) > 12
     for p in parsers:
         assert p.format_help().startswith("usage:"), p.prog
-    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert "+20 %" in subs["star"].format_help().replace("\n", " ").replace("  ", " ")
+    for name in X.BUILTIN:      # an experiment's parser gets its flags when it is the command named
+        sub = next(a for a in build_parser([name])._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+        assert "--seeds" in sub.format_help() and f"{name}'s config" in sub.format_help()
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["rl", "--kl-estimator", "k9"], "invalid choice"),
-    (["rl", "--loss-type", "ppo"], "invalid choice"),
-    (["rl", "--k-range", "3"], "expected 2 arguments"),
-    (["rl", "--max-resample", "-1"], "max_resample"),
-    (["star", "--filter", "both"], "invalid choice"),
-    (["star", "--rounds", "0"], "rounds"),
+    (["train", "--kl-estimator", "k9"], "invalid choice"),
+    (["train", "--loss-type", "ppo"], "invalid choice"),
+    (["train", "--k-range", "3"], "expected 2 arguments"),
+    (["train", "--max-resample", "-1"], "max_resample"),
     (["lab", "--only", "nothing"], "unknown experiment"),
 ])
 def test_derived_flags_reject_bad_values(argv, msg, capsys, tmp_path):

@@ -14,9 +14,9 @@ from reasonlab import experiments as X
 from reasonlab.cli import main
 from reasonlab.experiments import base
 from reasonlab.io import report
-from reasonlab.runner import lab
+from reasonlab.runner import lab, units
 from reasonlab.runner.executor import ExecConfig
-from reasonlab.runner.lab import longest_first
+from reasonlab.runner.units import longest_first
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +184,8 @@ def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
     def fake_run_units(units, *a, **k):
         seen.extend(u.uid for u in units)
         raise Stop
-    monkeypatch.setattr(lab, "run_units", fake_run_units)
-    monkeypatch.setattr(lab, "model_in_cache", lambda name, cfg, cache: name == "base-seed1")   # seed 1 cached
+    monkeypatch.setattr(units, "run_units", fake_run_units)
+    monkeypatch.setattr(units, "model_in_cache", lambda name, cfg, cache: name == "base-seed1")   # seed 1 cached
     ex = ExecConfig(executor="local", workers=1)
     cfg = lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache_dir=str(tmp_path / "c"), execution=ex)
     with pytest.raises(Stop):

@@ -1,5 +1,6 @@
-"""`reasonlab sweep`: typed grids from TOML or the command line, checked before any training; resume reuses
-finished units; a failing cell is reported while the others finish; TensorBoard gets one event file per run."""
+"""`reasonlab sweep NAME`: a grid over an experiment's own Config, typed by its fields and checked before any work;
+each cell runs per seed through the lab's engine, its claims are checked, finished units are reused, a failing cell
+is reported while the others finish."""
 import json
 import os
 
@@ -9,83 +10,116 @@ from reasonlab.cli import main
 from reasonlab.runner import config as C
 from reasonlab.runner import sweep
 from reasonlab.runner.executor import ExecConfig
-from reasonlab.train.zoo import cached_model
+
+TOY = os.path.join(os.path.dirname(__file__), "..", "toy_experiment.py")
 
 
-def tiny(out, cache, seeds=(0,), grid=None, **kw):
-    return sweep.SweepConfig(grid=grid or {"learning_rate": [1e-4, 3e-4]},
-                             fixed={"steps": 2, "prompts_per_step": 4, "num_generations": 4}, seeds=seeds, base="tiny",
-                             eval_n=10, out=str(out), cache_dir=str(cache), **kw)
+@pytest.fixture
+def toy(clean_registry):
+    from reasonlab import experiments as X
+    X.load_file(TOY)
+    return TOY
 
 
-def test_grid_values_are_typed_by_the_rl_config_fields():
-    g = C.parse_assignments(["learning_rate=1e-5,3e-5", "steps=10", "clip=false,true", "epsilon-high=none,0.28",
-                                 "method=grpo,cost0.3"], many=True)
-    assert g == {"learning_rate": [1e-5, 3e-5], "steps": [10], "clip": [False, True], "epsilon_high": [None, 0.28],
-                 "method": ["grpo", "cost0.3"]}
-    cfg = sweep.SweepConfig(grid={"beta": [0.0, 0.04], "algo": ["grpo", "rloo", "dapo"]})
-    assert len(cfg.cells()) == 6 and cfg.cells()[1] == {"beta": 0.0, "algo": "rloo"}
-    for bad, msg in ((["lr=1"], "unknown sweep key 'lr'"), (["steps=1.5"], "bad value"), (["seed=1,2"], "--seeds"),
-                     (["beta"], "key=value")):
+def toy_sweep(out, grid=None, seeds=(0, 1, 2), **kw):
+    return sweep.SweepConfig(exp="toy", grid=grid or {"offset": [-0.5, 0.5]}, seeds=seeds, out=str(out),
+                             experiment=(TOY,), **kw)
+
+
+def test_grid_values_are_typed_by_the_experiments_config_fields():
+    g = C.parse_assignments("rl", ["steps=10,20", "algos=grpo+dr_grpo,rloo", "eval-every=0"], many=True)
+    assert g == {"steps": [10, 20], "algos": [("grpo", "dr_grpo"), ("rloo",)], "eval_every": [0]}
+    assert C.parse_assignments("kl", ["betas=0+0.04"], many=False) == {"betas": (0.0, 0.04)}
+    cfg = sweep.SweepConfig(exp="rl", grid={"steps": [10, 20], "algos": [("grpo",), ("rloo",), ("dapo",)]})
+    assert len(cfg.cells()) == 6 and cfg.cells()[1] == {"steps": 10, "algos": ("rloo",)}
+    assert cfg.config_of(cfg.cells()[1]).algos == ("rloo",) and cfg.run_dir == "runs/sweep-rl"
+    for bad, msg in ((["lr=1"], "unknown field 'lr'"), (["steps=1.5"], "bad value '1.5' for steps"),
+                     (["seed=1,2"], "--seeds"), (["steps"], "field=value")):
         with pytest.raises(ValueError, match=msg):
-            C.parse_assignments(bad, many=True)
+            C.parse_assignments("rl", bad, many=True)
 
 
-def test_toml_grid(tmp_path):
+def test_a_toml_grid_is_typed_the_same_way(tmp_path):
     p = tmp_path / "g.toml"
-    p.write_text('seeds = [0, 2]\nbase = "quick"\n[grid]\nmethod = ["grpo", "kimi"]\nbeta = [0, 0.04]\n[set]\nsteps = 50\n')
-    spec = C.load_toml(str(p))
-    assert spec == {"grid": {"method": ["grpo", "kimi"], "beta": [0.0, 0.04]}, "fixed": {"steps": 50},
-                    "seeds": (0, 2), "base": "quick"}
+    p.write_text('seeds = [0, 2]\nquick = true\n[grid]\nalgos = [["grpo"], ["rloo", "dapo"]]\nsteps = [2, 3]\n'
+                 '[set]\neval_n = 50\n')
+    assert C.load_toml(str(p), "rl") == {"grid": {"algos": [("grpo",), ("rloo", "dapo")], "steps": [2, 3]},
+                                         "fixed": {"eval_n": 50}, "seeds": (0, 2), "quick": True}
     p.write_text("[grid]\nsteps = [1, 'x']\n")
     with pytest.raises(ValueError, match="bad value 'x' for steps"):
-        C.load_toml(str(p))
+        C.load_toml(str(p), "rl")
+    p.write_text("base = 'tiny'\n")
+    with pytest.raises(ValueError, match="unknown key 'base'"):
+        C.load_toml(str(p), "rl")
 
 
-def test_sweep_cli_rejects_bad_input_before_any_work(capsys, tmp_path):
-    for argv, msg in ((["sweep"], "an empty sweep"), (["sweep", "--grid", "lr=1"], "unknown sweep key"),
-                      (["sweep", "--grid", "method=nope"], "unknown adaptive method 'nope'"),
-                      (["sweep", "--grid", "algo=reinforce", "--set", "num_iterations=2"], "clip=False"),
-                      (["sweep", "--grid", "beta=0", "--ray-address", "auto"], "--ray-address needs --executor ray"),
-                      (["sweep", "--config", str(tmp_path / "none.toml")], "not found"),
-                      (["lab", "--retries", "-1"], "retries"), (["rl", "--report-to", "wandb"], "invalid choice")):
-        assert main(argv + ["--out", str(tmp_path / "o")]) == 2, argv
-        err = capsys.readouterr().err
-        assert msg in err and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+@pytest.mark.parametrize("argv,msg", [
+    (["sweep", "rl"], "an empty sweep"),
+    (["sweep", "nothing", "--grid", "x=1"], "unknown experiment 'nothing'"),
+    (["sweep", "rl", "--grid", "lr=1"], "unknown field 'lr'"),
+    (["sweep", "rl", "--grid", "algos=ppo"], "'ppo'"),
+    (["sweep", "adaptive", "--grid", "methods=nope"], "'nope'"),
+    (["sweep", "rl", "--grid", "steps=1", "--ray-address", "auto"], "--ray-address needs --executor ray"),
+    (["sweep", "rl", "--config", "/nonexistent/g.toml"], "not found"),
+    (["sweep", "search", "--grid", "n_test=5", "--checkpoint", "/nonexistent/m"], "not found"),
+    (["sweep", "rl", "--grid", "steps=1,2,3", "--seeds", "0", "1", "--max-units", "5"], "more than --max-units"),
+])
+def test_sweep_cli_rejects_bad_input_before_any_work(argv, msg, capsys, tmp_path):
+    assert main(argv + ["--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1 and "Traceback" not in err, err
     assert not os.path.exists(tmp_path / "o" / "cells")
 
 
-def test_resume_reuses_finished_units_and_runs_only_new_or_missing_ones(tmp_path):
-    cache = tmp_path / "cache"
-    first = sweep.run(tiny(tmp_path / "s", cache), log=None)
-    assert first["ran"] == 2 and [r["n"] for r in first["cells"]] == [1, 1]
-    files = sorted(os.path.relpath(os.path.join(r, n), tmp_path / "s") for r, _, ns in os.walk(tmp_path / "s" / "cells") for n in ns)
-    os.remove(tmp_path / "s" / files[0])
-    again = sweep.run(tiny(tmp_path / "s", cache, seeds=(0, 1)), log=None)   # one lost unit + a new seed for each cell
-    assert again["ran"] == 3 and [r["n"] for r in again["cells"]] == [2, 2]
-    assert again["cells"][1]["acc"][0] == pytest.approx(
-        sum(json.load(open(tmp_path / "s" / "cells" / again["cells"][1]["cell"] / f"seed{s}.json"))["result"]["acc"]
-            for s in (0, 1)) / 2)
+def test_each_cell_runs_per_seed_its_claims_are_checked_and_finished_units_are_reused(toy, tmp_path, monkeypatch):
+    marker = tmp_path / "runs.txt"
+    monkeypatch.setenv("TOY_MARKER", str(marker))
+    s = sweep.run(toy_sweep(tmp_path / "s"), log=None)
+    assert s["ran"] == 6 and [r["n"] for r in s["cells"]] == [3, 3]
+    assert [r["findings"][0]["verdict"] for r in s["cells"]] == ["does not hold", "holds"]   # value -0.49.. vs 0.51..
+    assert s["cells"][1]["findings"][0]["per_seed"] == [0.5, 0.51, 0.52]
     table = (tmp_path / "s" / "table.md").read_text()
-    assert table.count("| 2/2 |") == 2 and "report.html" in os.listdir(tmp_path / "s")
+    assert "| offset | seeds | C1 |" in table and "| 0.5 | 3/3 | holds: 0.510" in table and "C1: The toy value" in table
+    fs = json.loads((tmp_path / "s" / "findings.json").read_text())
+    assert [(f["params"], f["verdict"]) for f in fs] == [({"offset": -0.5}, "does not hold"), ({"offset": 0.5}, "holds")]
+    for r in s["cells"]:                                  # each cell's page: the experiment's own render
+        assert "## Toy: a value per seed" in (tmp_path / "s" / "cells" / r["cell"] / "report.md").read_text()
+    assert (tmp_path / "s" / "report.html").exists()
+    os.remove(tmp_path / "s" / "cells" / s["cells"][0]["cell"] / "seed1.json")
+    again = sweep.run(toy_sweep(tmp_path / "s", seeds=(0, 1, 2, 3)), log=None)   # one lost unit + a new seed each
+    assert again["ran"] == 3 and [r["n"] for r in again["cells"]] == [4, 4]
+    assert len(marker.read_text().splitlines()) == 9
+    only = sweep.run(toy_sweep(tmp_path / "s", seeds=(0, 1, 2, 3)), log=None, report_only=True)
+    assert only["ran"] == 0 and [r["findings"] for r in only["cells"]] == [r["findings"] for r in again["cells"]]
 
 
-def test_a_failing_cell_is_retried_then_reported_and_the_others_finish(tmp_path, monkeypatch):
-    calls = []
-    real = sweep.run_cell
-
-    def flaky(params, seed, **kw):
-        calls.append(params["learning_rate"])
-        if params["learning_rate"] == 3e-4:
-            raise RuntimeError("boom")
-        return real(params, seed, **kw)
-    monkeypatch.setattr(sweep, "run_cell", flaky)
-    s = sweep.run(tiny(tmp_path / "s", tmp_path / "cache", execution=ExecConfig(retries=2)), log=None)
-    assert calls.count(3e-4) == 3 and calls.count(1e-4) == 1
-    assert list(s["failed"]) == [f"{s['cells'][1]['cell']}/seed0"] and "RuntimeError: boom" in s["failed"][f"{s['cells'][1]['cell']}/seed0"]
-    assert s["cells"][0]["n"] == 1 and s["cells"][1]["n"] == 0
+def test_a_failing_cell_is_retried_then_reported_and_the_others_finish(toy, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOY_FAIL", "-0.5")
+    s = sweep.run(toy_sweep(tmp_path / "s", seeds=(0, 1), execution=ExecConfig(retries=2)), log=None)
+    bad = s["cells"][0]["cell"]
+    assert sorted(s["failed"]) == [f"cells/{bad}/seed0", f"cells/{bad}/seed1"]
+    assert "RuntimeError: toy boom at offset -0.5" in s["failed"][f"cells/{bad}/seed0"]
+    assert [r["n"] for r in s["cells"]] == [0, 2]
     md = (tmp_path / "s" / "report.md").read_text()
-    assert "| 0.0003 | failed |" in md and "**Failed units**" in md and "boom" in md
+    assert "| -0.5 | 0/2 | failed |" in md and "**Failed units**" in md and "toy boom" in md
+    monkeypatch.delenv("TOY_FAIL")
+    assert main(["sweep", "toy", "--experiment", TOY, "--grid", "offset=-0.5,0.5", "--seeds", "0", "1",
+                 "--out", str(tmp_path / "s")]) == 0     # the rerun runs only the failed cell
+
+
+def test_a_sweep_of_a_real_experiment_at_quick_size(tmp_path, quick_cache, capsys):
+    """The rl experiment's own run, claims and render for each cell: a grid over its config from the command line."""
+    argv = ["sweep", "rl", "--quick", "--grid", "steps=2,3", "--set", "algos=grpo+dr_grpo", "eval_every=1",
+            "--seeds", "0", "1", "--out", str(tmp_path / "s"), "--cache-dir", quick_cache, "--workers", "1"]
+    assert main(argv) == 0
+    s = json.loads((tmp_path / "s" / "summary.json").read_text())
+    assert [r["params"] for r in s["cells"]] == [{"algos": ["grpo", "dr_grpo"], "eval_every": 1, "steps": 2},
+                                                 {"algos": ["grpo", "dr_grpo"], "eval_every": 1, "steps": 3}]
+    for r in s["cells"]:
+        rec = json.loads((tmp_path / "s" / "cells" / r["cell"] / "seed1.json").read_text())
+        assert set(rec["result"]) == {"grpo", "dr_grpo"} and rec["result"]["grpo"]["steps"] == r["params"]["steps"]
+        assert len(r["findings"]) == 3 and (tmp_path / "s" / "cells" / r["cell"] / "rl" / "curves.png").exists()
+    assert "| steps | seeds | C1 | C2 | C3 |" in capsys.readouterr().out
 
 
 def scalars(log_dir):
@@ -95,20 +129,20 @@ def scalars(log_dir):
     return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
 
 
-def test_tensorboard_event_files_per_rl_run(tmp_path, capsys):
+def test_tensorboard_event_files_per_rl_run(tmp_path, quick_cache):
     pytest.importorskip("tensorboard")
-    s = sweep.run(tiny(tmp_path / "s", tmp_path / "cache", report_to="tensorboard"), log=None)
-    for row in s["cells"]:
-        sc = scalars(tmp_path / "s" / "tensorboard" / row["cell"] / "seed0")
-        hist = s["hists"][row["cell"]][0]
-        assert sc["train/reward"] == [(h["step"], pytest.approx(h["reward"])) for h in hist]
-        assert {"train/kl", "train/entropy", "train/completions/mean_length", "train/share/direct"} <= set(sc)
-    # `reasonlab rl --report-to tensorboard`: live from metrics.jsonl, with the greedy evaluations under eval/
-    cached_model("sweep-tiny-seed0", sweep.tiny_base_cfg(0), cache=str(tmp_path / "cache"), log=None)
-    run_dir = tmp_path / "rl"
-    assert main(["rl", "--checkpoint", str(tmp_path / "cache" / "sweep-tiny-seed0"), "--steps", "3",
+    cfg = sweep.SweepConfig(exp="rl", grid={"steps": [2]}, fixed={"algos": ("grpo",)}, seeds=(0,), quick=True,
+                            out=str(tmp_path / "s"), cache_dir=quick_cache, report_to="tensorboard")
+    s = sweep.run(cfg, log=None)
+    rec = json.loads((tmp_path / "s" / "cells" / s["cells"][0]["cell"] / "seed0.json").read_text())
+    sc = scalars(tmp_path / "s" / "cells" / s["cells"][0]["cell"] / "tensorboard" / "rl" / "grpo" / "seed0")
+    assert sc["train/reward"] == [(h["step"], pytest.approx(h["reward"])) for h in rec["result"]["grpo"]["hist"]]
+    assert {"train/kl", "train/entropy", "train/completions/mean_length", "train/share/direct"} <= set(sc)
+    # `reasonlab train --report-to tensorboard`: live from metrics.jsonl, with the greedy evaluations under eval/
+    run_dir = tmp_path / "train"
+    assert main(["train", "--checkpoint", os.path.join(quick_cache, "lab-quick-seed0"), "--steps", "3",
                  "--prompts-per-step", "2", "--num-generations", "4", "--eval-every", "2", "--eval-n", "5",
-                 "--run-dir", str(run_dir), "--report-to", "tensorboard"]) == 0
+                 "--out", str(run_dir), "--report-to", "tensorboard"]) == 0
     sc = scalars(run_dir / "tensorboard")
     assert [st for st, _ in sc["train/reward"]] == [1, 2, 3] and [st for st, _ in sc["eval/accuracy"]] == [2]
 
