@@ -113,13 +113,17 @@ def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
 
 def lab_findings(results: dict) -> list[dict]:
     """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order,
-    each with its experiment's name. An experiment's first claim is its primary one, named in its code before any
-    run; the primaries of the lab are corrected for multiplicity together (findings.holm)."""
+    each with its experiment's name and kind; an experiment's claims are untestable where one of its premises does
+    not hold (findings.gate), and the primaries of the lab are corrected for multiplicity together (findings.holm).
+    An experiment whose claims declare no kind has its first claim as its primary."""
     out = []
     for name in X.names():
         if name in results:
             fs = X.get(name).claims(results[name]["results"])
-            out += [{**f, "experiment": name, "primary": i == 0} for i, f in enumerate(fs)]
+            if not any("kind" in f for f in fs):
+                fs = [{**f, "kind": findings.PRIMARY if i == 0 else findings.SECONDARY} for i, f in enumerate(fs)]
+            out += findings.gate([{**f, "experiment": name, "kind": findings.kind_of(f),
+                                   "primary": findings.kind_of(f) == findings.PRIMARY} for f in fs])
     return findings.holm(out)
 
 

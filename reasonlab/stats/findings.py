@@ -9,8 +9,11 @@ or at it; else inconclusive. Untestable is declared per claim before the run: th
 or floors allow cannot pass the threshold, or the statistic has no variance by construction. Comparisons carry a
 float tolerance (TOL), so float noise cannot flip a verdict.
 
-Each experiment names one primary claim; `holm` corrects the primaries of a lab for multiplicity (Holm 1979, at the
-one-sided 2.5 % level), the other claims are secondary and say so.
+Three kinds of check (`kind`): a *premise* is what a lesson rests on and the task makes true by construction; it is
+checked, listed apart, never counted as a finding, and if it does not hold the experiment's other claims are
+untestable (`gate`). A *primary* is the experiment's open question, at most one per experiment (none: the
+experiment is a demonstration); `holm` corrects the primaries of a lab for multiplicity (Holm 1979, at the one-sided
+2.5 % level, on unrounded p values). Every other claim is *secondary* and says so.
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ import numpy as np
 
 HOLDS, FAILS, UNSURE, UNTESTABLE = "holds", "does not hold", "inconclusive", "untestable"
 VERDICTS = (HOLDS, FAILS, UNSURE, UNTESTABLE)
+PREMISE, PRIMARY, SECONDARY = "premise", "primary", "secondary"
+KINDS = (PREMISE, PRIMARY, SECONDARY)
 TOL = 1e-9
 """statistics within TOL of a threshold count as at it (float noise never decides a verdict)"""
 ALPHA = 0.025
@@ -151,19 +156,44 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
     if isinstance(threshold, Threshold):
         detail["source"] = threshold.source
     return finding(section, claim, statistic, m, ci, per_seed, f"{sign} {thr:g}", verdict,
-                   p=_r(p_value(per_seed, thr, sign)), **detail)
+                   p=p_value(per_seed, thr, sign), **detail)
+
+
+def premise(f: dict) -> dict:
+    """Mark a check as a premise (what the task makes true; see the module docstring)."""
+    return {**f, "kind": PREMISE}
+
+
+def primary(f: dict) -> dict:
+    """Mark a claim as its experiment's primary: the open question it was designed to answer."""
+    return {**f, "kind": PRIMARY}
+
+
+def kind_of(f: dict) -> str:
+    return f.get("kind") or (PRIMARY if f.get("primary") else SECONDARY)
+
+
+def gate(fs: list[dict]) -> list[dict]:
+    """One experiment's findings with its premises applied: if a premise does not hold, every other claim of the
+    experiment is untestable, naming the premise."""
+    failed = [f for f in fs if kind_of(f) == PREMISE and f["verdict"] != HOLDS]
+    if not failed:
+        return fs
+    why = "premise " + "; ".join(f"'{f['claim']}' {f['verdict']}" for f in failed)
+    return [f if kind_of(f) == PREMISE else {**f, "verdict": UNTESTABLE, "untestable": why} for f in fs]
 
 
 def holm(fs: list[dict], alpha: float = ALPHA) -> list[dict]:
-    """Holm's step-down correction over the primary claims (those with "primary": True and a p value): a primary
-    holds only if Holm rejects it at alpha; one that held unadjusted and does not survive becomes inconclusive.
-    Returns new dicts, with "p_holm" on the primaries."""
-    prim = sorted((i for i, f in enumerate(fs) if f.get("primary") and f.get("p") is not None), key=lambda i: fs[i]["p"])
+    """Holm's step-down correction over the primary claims (kind "primary" and a p value), on their unrounded p
+    values: a primary holds only if Holm rejects it at alpha; one that held unadjusted and does not survive becomes
+    inconclusive. Returns new dicts, with "p_holm" on the primaries."""
+    prim = sorted((i for i, f in enumerate(fs) if kind_of(f) == PRIMARY and f.get("p") is not None),
+                  key=lambda i: fs[i]["p"])
     out = [dict(f) for f in fs]
     m, running, stop = len(prim), 0.0, False
     for rank, i in enumerate(prim):
         running = max(running, min(1.0, (m - rank) * fs[i]["p"]))
-        out[i]["p_holm"] = round(running, 4)
+        out[i]["p_holm"] = running
         stop = stop or fs[i]["p"] > alpha / (m - rank)
         if stop and out[i]["verdict"] == HOLDS:
             out[i]["verdict"] = UNSURE
@@ -176,7 +206,8 @@ def _num(v) -> str:
 
 
 def counts(fs: list[dict]) -> dict[str, int]:
-    return {v: sum(f["verdict"] == v for f in fs) for v in VERDICTS}
+    """Verdicts of the findings (premises are not findings: not counted)."""
+    return {v: sum(f["verdict"] == v for f in fs if kind_of(f) != PREMISE) for v in VERDICTS}
 
 
 def table(fs: list[dict]) -> str:
@@ -186,7 +217,8 @@ def table(fs: list[dict]) -> str:
     for f in fs:
         ci = f["ci95"]
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
-        kind = "**primary**: " if f.get("primary") else "secondary: " if "primary" in f else ""
+        kind = ("" if "kind" not in f and "primary" not in f      # an experiment's own table, before the lab's
+                else {PRIMARY: "**primary**: ", PREMISE: "premise: "}.get(kind_of(f), "secondary: "))
         why = f" ({f['untestable']})" if f.get("untestable") else f" ({f['holm']})" if f.get("holm") else ""
         rows.append(f"| {f['section']} | {kind}{f['claim']} | {f['statistic']} | {val} | "
                     f"{', '.join(_num(v) for v in f['per_seed'])} | {f['threshold']} | **{f['verdict']}**{why} |")

@@ -184,7 +184,7 @@ def test_a_second_process_on_a_run_directory_is_refused_naming_the_holder(tmp_pa
     holder.start()
     try:
         assert ready.wait(30)
-        rc = main(["rl", "--checkpoint", "/nonexistent", "--run-dir", run, "--steps", "1"])
+        rc = main(["train", "--checkpoint", "/nonexistent", "--out", run, "--steps", "1"])
         err = one_line_error(capsys, 2, rc)
         assert f"in use by process {holder.pid}" in err
     finally:
@@ -315,12 +315,12 @@ def no_training(monkeypatch):
 @pytest.mark.parametrize("make,argv,msg", [
     ("file", ["sample", "3 5 9", "--cache-dir", "{p}"], "is a file"),
     ("none", ["sample", "3 5 9", "--cache-dir", "/proc/reasonlab-cache"], "not writable"),
-    ("file", ["rl", "--run-dir", "{p}", "--steps", "1"], "is a file"),
-    ("none", ["rl", "--run-dir", "/proc/reasonlab-run", "--steps", "1"], "not writable"),
-    ("file", ["tts", "--out", "{p}", "--n-per-k", "2"], "is a file"),
+    ("file", ["train", "--out", "{p}", "--steps", "1"], "is a file"),
+    ("none", ["train", "--out", "/proc/reasonlab-run", "--steps", "1"], "not writable"),
+    ("file", ["sampling", "--out", "{p}", "-n", "2"], "is a file"),
     ("dir", ["eval", "--json", "{p}", "-n", "2", "--checkpoint", "CKPT"], "is a directory"),
     ("none", ["eval", "--json", "/proc/x/e.json", "-n", "2", "--checkpoint", "CKPT"], "not writable"),
-    ("none", ["tts", "--replot", "--out", "{p}"], "not found"),
+    ("none", ["sampling", "--report-only", "--out", "{p}"], "no finished experiments"),
 ])
 def test_unusable_paths_fail_at_once_on_one_line(tmp_path, monkeypatch, capsys, ckpt, make, argv, msg):
     no_training(monkeypatch)
@@ -360,12 +360,11 @@ def test_full_disk_while_saving_a_plot_leaves_no_temp_file(tmp_path, monkeypatch
     assert os.listdir(tmp_path) == []
 
 
-def test_replot_of_a_file_with_the_wrong_schema_is_exit_2(tmp_path, capsys):
-    (tmp_path / "results.json").write_text('{"grid": 1}')
-    for seed in (0, 1, 2):                      # adaptive --replot reads the per-seed results
-        (tmp_path / f"seed{seed}.json").write_text('[1, 2]')
-    assert "--replot" in one_line_error(capsys, 2, main(["tts", "--replot", "--out", str(tmp_path)]))
-    assert "--replot" in one_line_error(capsys, 2, main(["adaptive", "--replot", "--out", str(tmp_path)]))
+def test_report_only_over_a_result_of_the_wrong_shape_is_exit_2(tmp_path, capsys):
+    (tmp_path / "sampling").mkdir()
+    (tmp_path / "sampling" / "seed0.json").write_text('{"key": "k", "seconds": 1.0, "result": {"grid": 1}}')
+    err = one_line_error(capsys, 2, main(["sampling", "--report-only", "--seeds", "0", "--out", str(tmp_path)]))
+    assert "sampling/seed0.json" in err
 
 
 def test_eval_json_is_strict(tmp_path, ckpt, capsys):
@@ -381,10 +380,10 @@ def test_eval_json_is_strict(tmp_path, ckpt, capsys):
 @pytest.mark.parametrize("argv,msg", [
     (["sample", "٣ ٥ ٧"], "0-9"), (["sample", "3 ²"], "0-9"), (["sample", "3 5", "--temperature", "1e-300"], "temperature"),
     (["sample", "3 5", "--seed", str(2**70)], "--seed"), (["sample", "3 5", "--device", "cuda:0"], "cuda"),
-    (["sample", "3 5", "-n", "10000000000"], "at most"), (["star", "--growth", "inf"], "finite"),
-    (["star", "--growth", "5", "--rounds", "30"], "fine-tuning steps"), (["pretrain", "--name", "ok\n"], "invalid model name"),
-    (["rl", "--prompts-per-step", "100000000"], "at most"), (["pretrain", "--batch", "100000000"], "at most"),
-    (["rl", "--learning-rate", "inf"], "finite"), (["eval", "--seed", "-1"], "--seed"),
+    (["sample", "3 5", "-n", "10000000000"], "at most"), (["pretrain", "--name", "ok\n"], "invalid model name"),
+    (["train", "--prompts-per-step", "100000000"], "at most"), (["pretrain", "--batch", "100000000"], "at most"),
+    (["train", "--learning-rate", "inf"], "finite"), (["eval", "--seed", "-1"], "--seed"),
+    (["rl", "--steps", "100000000000"], "more than"), (["rl", "--seeds", "-1"], "--seeds"),
 ])
 def test_hostile_values_are_one_line_and_exit_2(argv, msg, monkeypatch, capsys):
     no_training(monkeypatch)
@@ -394,8 +393,8 @@ def test_hostile_values_are_one_line_and_exit_2(argv, msg, monkeypatch, capsys):
 def test_run_stopped_is_on_its_own_line(monkeypatch, capsys, ckpt, tmp_path):
     import reasonlab.train.rl as rl
     monkeypatch.setattr(rl, "rule_reward", lambda *a: float("nan"))
-    rc = main(["rl", "--checkpoint", ckpt, "--steps", "3", "--prompts-per-step", "2", "--num-generations", "2",
-               "--run-dir", str(tmp_path / "r")])
+    rc = main(["train", "--checkpoint", ckpt, "--steps", "3", "--prompts-per-step", "2", "--num-generations", "2",
+               "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err
     last = err.rstrip("\n").split("\n")[-1].split("\r")[-1]
     assert rc == 1 and last.startswith("reasonlab: run stopped:") and "step 1" in last
@@ -412,11 +411,11 @@ VALUES = ["0", "1", "2", "-1", "-4", "3", "8", "64", "1e-300", "1e300", "inf", "
           "cuda:0", "tpu", "grpo", "reinforce", "ppo", "k3", "free", "base", "rl", "ok\n", "../x", "/proc/x",
           "{file}", "{dir}", "{fifo}", "{missing}"]
 FLAGS = ["--seed", "--seeds", "-n", "--batch", "--steps", "--prompts-per-step", "--num-generations", "--temperature",
-         "--growth", "--lr", "--beta", "--epsilon", "--device", "--cache-dir", "--out", "--run-dir", "--json",
-         "--checkpoint", "--force", "--name", "--algo", "--n-per-k", "--n-max", "--formats", "--rounds",
-         "--eval-every", "--eval-n", "--problems", "--samples", "--methods", "--only", "--resume", "--replot",
-         "--quick", "--force-direct", "--kl-estimator", "--problem-seed", "--n-chains", "--start", "--fresh"]
-COMMANDS = ["lab", "pretrain", "eval", "sample", "rl", "tts", "adaptive", "star", "bogus"]
+         "--growth", "--lr", "--beta", "--epsilon", "--device", "--cache-dir", "--out", "--json", "--grid", "--set",
+         "--checkpoint", "--force", "--name", "--algo", "--algos", "--n-max", "--formats", "--rounds",
+         "--eval-every", "--eval-n", "--problems", "--samples", "--methods", "--only", "--resume", "--report-only",
+         "--quick", "--force-direct", "--kl-estimator", "--problem-seed", "--workers", "--start", "--fresh"]
+COMMANDS = ["lab", "pretrain", "eval", "sample", "train", "sweep", "rl", "sampling", "adaptive", "star", "bogus"]
 
 
 @pytest.fixture
@@ -427,9 +426,9 @@ def stubbed(monkeypatch, tmp_path):
     def stop(*a, **kw):
         raise Reached()
     for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
-                      ("methods.tts", "run"), ("methods.star", "run"), ("runner.lab", "run"),
-                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("methods.adaptive", "fixed_points"),
-                      ("cli.run", "load_or_train"), ("cli.pages", "load_or_train"), ("train.zoo", "get_model")]:
+                      ("runner.lab", "run"), ("runner.lab", "rebuild_report"), ("runner.sweep", "run"),
+                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("cli.run", "load_or_train"),
+                      ("cli.jobs", "load_or_train"), ("train.zoo", "get_model")]:
         monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")

@@ -67,7 +67,7 @@ def test_a_second_sweep_on_one_out_stops(tmp_path, capsys):
     out = tmp_path / "sweep"
     p = holder(str(out), 60)
     try:
-        assert main(["sweep", "--grid", "beta=0,0.04", "--base", "tiny", "--out", str(out)]) == 2
+        assert main(["sweep", "rl", "--grid", "steps=1,2", "--out", str(out)]) == 2
         assert f"in use by process {p.pid}" in capsys.readouterr().err
     finally:
         p.kill()
@@ -91,46 +91,44 @@ def test_atomic_writes_keep_the_umasks_mode(tmp_path, mask):
 
 
 @pytest.mark.parametrize("toml,argv,msg", [
-    ("grid = 5\n", [], "grid must be a table"),
-    ("seeds = [-1]\n[grid]\nbeta = [0.0]\n", [], "seeds must be in 0..4294967295"),
-    ("seeds = [true]\n[grid]\nbeta = [0.0]\n", [], "seeds must be a list of integers"),
-    ("[grid]\nbeta = [0.0]\n[set]\nsteps = 100000000\n", [], "steps = 100,000,000 is more than 10,000,000"),
-    ("[grid]\nbeta = [nan]\n", [], "beta must be a finite number"),
-    (None, ["--set", "beta=nan", "--grid", "algo=grpo"], "beta must be a finite number"),
+    ("grid = 5\n", [], "grid must be dict"),
+    ("seeds = [-1]\n[grid]\nsteps = [2]\n", [], "seeds must be in 0..4294967295"),
+    ("seeds = [true]\n[grid]\nsteps = [2]\n", [], "seeds must be a list of integers"),
+    ("[grid]\neval_n = [5]\n[set]\nsteps = 100000000\n", [], "steps = 100,000,000 is more than 10,000,000"),
+    ("[grid]\nsteps = [2.5]\n", [], "bad value 2.5 for steps"),
     (None, ["--set", "steps=100000000"], "is more than 10,000,000"),
-    (None, ["--grid", "beta=0", "--seeds", "-1"], "--seeds must be in 0..4294967295"),
-    (None, ["--grid", "beta=" + ",".join(str(i / 1e4) for i in range(200)),
-            "--grid", "learning_rate=" + ",".join(str((i + 1) * 1e-6) for i in range(60))], "36,000 (cell, seed) units"),
-    (None, ["--grid", "beta=0,0.04", "--max-units", "5"], "6 (cell, seed) units, more than --max-units 5"),
-    (None, ["--set", "prompts_per_step=1000000", "--grid", "beta=0"], "GiB for 8,000,000 sequences"),
-    ("[grid]\nnum_generations = [4000000]\n", [], "GiB for 64,000,000 sequences"),
+    (None, ["--grid", "steps=0,1"], "steps must be positive"),
+    (None, ["--grid", "steps=2", "--seeds", "-1"], "--seeds must be in 0..4294967295"),
+    (None, ["--grid", "steps=" + ",".join(str(i + 1) for i in range(200)),
+            "--grid", "eval_n=" + ",".join(str(i + 1) for i in range(60))], "36,000 (cell, seed) units"),
+    (None, ["--grid", "steps=1,2", "--max-units", "5"], "6 (cell, seed) units, more than --max-units 5"),
 ])
 def test_every_sweep_value_is_checked_before_any_work(tmp_path, capsys, toml, argv, msg):
     if toml is not None:
         (tmp_path / "grid.toml").write_text(toml)
         argv = ["--config", str(tmp_path / "grid.toml")] + argv
-    assert main(["sweep", *argv, "--base", "tiny", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
+    assert main(["sweep", "rl", *argv, "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and msg in err, err
     assert not (tmp_path / "o" / "cells").exists()
 
 
-def test_a_budget_beyond_bounds_is_refused(tmp_path, capsys):
-    assert main(["budget", "--sft-steps", "100000000000", "--out", str(tmp_path)]) == 2
-    assert "--sft-steps = 100,000,000,000 is more than 10,000,000" in capsys.readouterr().err
+def test_a_value_beyond_bounds_is_refused(tmp_path, capsys):
+    assert main(["l1", "--steps", "100000000000", "--out", str(tmp_path)]) == 2
+    assert "--steps = 100,000,000,000 is more than 10,000,000" in capsys.readouterr().err
 
 
 def test_a_config_that_is_not_a_file_and_a_cache_that_is_a_file_are_refused(tmp_path, capsys, monkeypatch):
     os.mkfifo(tmp_path / "grid.toml")
     signal.alarm(20)                              # reading a FIFO would hang: fail instead
     try:
-        assert main(["sweep", "--config", str(tmp_path / "grid.toml"), "--out", str(tmp_path / "o")]) == 2
+        assert main(["sweep", "rl", "--config", str(tmp_path / "grid.toml"), "--out", str(tmp_path / "o")]) == 2
     finally:
         signal.alarm(0)
     assert "is not a regular file" in capsys.readouterr().err
     (tmp_path / "afile").write_text("x")
     monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path / "afile"))
-    assert main(["sweep", "--grid", "beta=0", "--out", str(tmp_path / "o")]) == 2
+    assert main(["sweep", "rl", "--grid", "steps=2", "--out", str(tmp_path / "o")]) == 2
     assert "is a file, not a directory" in capsys.readouterr().err
 
 
