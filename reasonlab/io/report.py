@@ -136,24 +136,6 @@ def rl_table(runs: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def plot_budgets(res: dict, path: str) -> str:
-    """Greedy accuracy against thinking tokens under s1 budget forcing (max: chain capped; min: chain extended)."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    colors = TOKEN_COLOR
-    for f in ("S", "T"):
-        for kind, style in (("max", "-"), ("min", "--")):
-            rows = [b for b in res["budgets"] if b["format"] == f and b["kind"] == kind]
-            if rows:
-                ax.errorbar([b["thinking_tokens"] for b in rows], [b["acc"] for b in rows],
-                            yerr=[[b["acc"] - b["lo"] for b in rows], [b["hi"] - b["acc"] for b in rows]],
-                            ls=style, marker="o", ms=3, color=colors[f], label=f"{f}, {'at most' if kind == 'max' else 'at least'} b steps")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    ax.set_xlabel("thinking tokens (chain steps written)")
-    ax.set_ylabel("greedy accuracy (k = 2..8)")
-    ax.legend(fontsize=8)
-    return save(fig, path)
-
-
 def plot_adaptive_heatmap(summary: dict, path: str) -> str:
     """Format share by k for each method: one row per method, colour = share of direct answers; the cell text
     gives A/S/T shares."""
