@@ -254,25 +254,7 @@ def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The lab's pictures and report.
-
-def plot_lab_base(runs: list[dict], path: str) -> str:
-    """Greedy accuracy per k, free and forced A / S / T: mean over seeds, band = min..max, chance 0.1."""
-    fig, ax = plt.subplots(figsize=(7, 3.8))
-    colors = TOKEN_COLOR
-    ks = sorted(runs[0]["free"]["acc_by_k"], key=int)
-    for c, color in colors.items():
-        y = np.array([[r[c]["acc_by_k"][k] for k in ks] for r in runs])
-        x = [int(k) for k in ks]
-        band(ax, x, y, marker="o", ms=3, color=color, label=c if c == "free" else f"forced {c}")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    ax.set_xlabel("k (digits)")
-    ax.set_ylabel("greedy accuracy")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
-    ax.set_title(f"base model, {len(runs)} seed(s): mean, band = min..max", fontsize=9)
-    return save(fig, path)
-
+# The report.
 
 REPORT_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1.5em;color:#222;line-height:1.45}h1{border-bottom:2px solid #ddd}h2{margin-top:2.2em;border-bottom:1px solid
