@@ -39,7 +39,8 @@ class Config:
     formats: tuple[Literal["A", "S", "T", "free"], ...] = ("A", "S", "T")
     """the pools sampled: a forced format (A, S, T), or free (the model picks)"""
     budgets: bool = False
-    """also run s1's budget-forcing sweep (greedy, the chain capped at or extended to b steps), drawn on the frontier"""
+    """also run s1's budget-forcing sweep (greedy, the chain capped at or extended to b steps, on up to 500 problems
+    per k of its own); its capped points are drawn on the frontier plot"""
 
     def validate(self) -> None:
         if self.n_max not in NS:
