@@ -15,7 +15,7 @@ import torch
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate_n
 from reasonlab.core.task import parse, prompt_ids
-from reasonlab.methods import tts
+from reasonlab.experiments import sampling
 from reasonlab.train.zoo import base_model
 
 
@@ -25,9 +25,11 @@ def main():
     ap.add_argument("--n-max", type=int, default=64)
     ap.add_argument("--slice", type=int, default=100, help="problems per k for the flat-sampling baseline")
     args = ap.parse_args()
+    cfg = sampling.Config(n=args.n_per_k, n_max=args.n_max)
+    cfg.validate()
     model = base_model(0, log=None)
     t = time.perf_counter()
-    res = tts.run(model, n_per_k=args.n_per_k, n_max=args.n_max, budgets=False, log=None)
+    res = sampling.grid(model, cfg, seed=0)
     grid = time.perf_counter() - t
     probs = problems_per_k(args.slice, seed=1)
     t = time.perf_counter()

@@ -1,22 +1,35 @@
-"""1. The base model: how accurate is each format, and which does the model choose on its own?"""
+"""The base model: how accurate is each format, and which does the model choose on its own?"""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..core.config import GEN_ROW, N_K, fits
 from ..core.evaluate import eval_table
+from ..core.problems import ENUMERATE_UP_TO
 from ..core.task import FMT_NAMES
-from ..io import report
+from ..io.report import TOKEN_COLOR, band, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
+
+N_MOST = 10 ** (ENUMERATE_UP_TO + 1)
+"""The most test problems per k: the smallest k drawn at random rather than enumerated has no more distinct ones."""
 
 
 @dataclass
 class Config:
     n: int = 500
     """greedy test problems per k"""
+
+    def validate(self) -> None:
+        if self.n > N_MOST:
+            raise ValueError(f"n must be at most {N_MOST:,} (k = {ENUMERATE_UP_TO + 1} has no more distinct problems), "
+                             f"got {self.n:,}")
+        fits("n", self.n * N_K, GEN_ROW, N_K)           # all problems of a format are decoded in one batch
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -36,13 +49,32 @@ def claims(rs: list[dict]) -> list[dict]:
     return [chains_beat_direct(rs)]
 
 
+def plot_accuracy_by_k(runs: list[dict], path: str) -> str:
+    """Greedy accuracy per k, free and forced A / S / T: mean over seeds, band = min..max, chance 0.1."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ks = sorted(runs[0]["free"]["acc_by_k"], key=int)
+    for c, color in TOKEN_COLOR.items():
+        y = np.array([[r[c]["acc_by_k"][k] for k in ks] for r in runs])
+        x = [int(k) for k in ks]
+        band(ax, x, y, marker="o", ms=3, color=color, label=c if c == "free" else f"forced {c}")
+    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    ax.set_xlabel("k (digits)")
+    ax.set_ylabel("greedy accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=8)
+    ax.set_title(f"base model, {len(runs)} seed(s): mean, band = min..max", fontsize=9)
+    return save(fig, path)
+
+
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
-    report.plot_lab_base(rs, os.path.join(out, "base", "accuracy_by_k.png"))
-    rows = ["| generation | accuracy (k = 2..8) | worst k | mean tokens | free share A / S / T |", "|---|---|---|---|---|"]
+    plot_accuracy_by_k(rs, os.path.join(out, "base", "accuracy_by_k.png"))
+    rows = []
     for c in ("free", "A", "S", "T"):
         share = " / ".join(pm([r[c]["share"][f] for r in rs], "{:.2f}") for f in FMT_NAMES) if c == "free" else ""
-        rows.append(f"| {'free (the model picks)' if c == 'free' else 'forced ' + c} | {pm([r[c]['acc'] for r in rs])} | "
-                    f"{pm([min(r[c]['acc_by_k'].values()) for r in rs])} | {pm([r[c]['length'] for r in rs], '{:.2f}')} | {share} |")
+        rows.append(["free (the model picks)" if c == "free" else "forced " + c, pm([r[c]["acc"] for r in rs]),
+                     pm([min(r[c]["acc_by_k"].values()) for r in rs]), pm([r[c]["length"] for r in rs], "{:.2f}"),
+                     share])
+    table = md_table(["generation", "accuracy (k = 2..8)", "worst k", "mean tokens", "free share A / S / T"], rows)
     head = (f"forced S {pm([r['S']['acc'] for r in rs])}, forced T {pm([r['T']['acc'] for r in rs])}, "
             f"direct A {pm([r['A']['acc'] for r in rs])} (chance 0.1)")
     md = f"""## The base model: does writing a chain help?
@@ -52,7 +84,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![accuracy per k](base/accuracy_by_k.png)
 
-{chr(10).join(rows)}
+{table}
 
 Greedy decoding on the test set; mean ± std over seeds.
 {findings.verdict_line(chains_beat_direct(rs))} Free generation answers directly (A) in
@@ -65,4 +97,5 @@ model has to learn *when* to think (the `star`, `rl` and `adaptive` experiments)
     return [(md, head)]
 
 
-register(Experiment("base", Config, run, claims, render, keys=("free", "A", "S", "T"), quick=Config(n=40), run_cost=2, render_cost=0.2))
+register(Experiment("base", Config, run, claims, render, keys=("free", "A", "S", "T"), quick=Config(n=40), run_cost=2,
+                    render_cost=0.2))

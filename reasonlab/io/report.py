@@ -12,7 +12,7 @@ import markdown
 import numpy as np
 
 from ..core.task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR
-from ..stats.summary import chance, pareto, pm
+from ..stats.summary import pareto, pm
 from .checkpoint import atomic_write, write_text
 from .files import writable_config_home
 
@@ -136,114 +136,6 @@ def rl_table(runs: list[dict]) -> str:
     return "\n".join(rows)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Test-time compute.
-
-METHOD_STYLE = {"maj": ("maj@N (self-consistency)", "-"), "weighted": ("probability-weighted vote", "--"),
-                "verifier": ("best-of-N, process verifier", "-."), "pass": ("pass@N (oracle)", ":"),
-                "verified_pass": ("verified pass@N", (0, (1, 3)))}
-
-
-def _ci_line(ax, xs, cells, label, style, color=None):
-    y = [c["acc"] for c in cells]
-    line, = ax.plot(xs, y, ls=style, marker="o", ms=3, label=label, color=color)
-    ax.fill_between(xs, [c["lo"] for c in cells], [c["hi"] for c in cells], color=line.get_color(), alpha=0.15)
-
-
-def plot_tts_vs_n(res: dict, path: str) -> str:
-    """Accuracy against N per format, every method, with 95 % bootstrap bands and both chance curves."""
-    fmts = res["formats"]
-    fig, axes = plt.subplots(1, len(fmts), figsize=(5 * len(fmts), 3.8), sharey=True)
-    for ax, f in zip(np.atleast_1d(axes), fmts):
-        c = res["curves"][f]
-        for m, (label, style) in METHOD_STYLE.items():
-            Ns = sorted(int(n) for n in c[m])
-            _ci_line(ax, Ns, [c[m][n] for n in Ns], label, style)
-        ax.axhline(c["greedy"]["acc"], color="k", lw=1, label="greedy")
-        ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance, one answer (0.1)")
-        ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=1, label="chance, pass@N (1 - 0.9^N)")
-        log_x(ax, 2)
-        ax.set_xlabel("samples per problem N")
-        ax.set_title(f"forced {f}" if f != "free" else "free format")
-    np.atleast_1d(axes)[0].set_ylabel("accuracy (k = 2..8)")
-    np.atleast_1d(axes)[-1].legend(fontsize=7, loc="lower right")
-    return save(fig, path)
-
-
-def plot_tts_frontier(res: dict, path: str) -> str:
-    """Accuracy against generated tokens per problem: every (format, method, N), the budget-forcing points, the
-    Pareto front, and the per-k compute-optimal choices."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    pts = res["frontier"]["points"]
-    colors = TOKEN_COLOR
-    for f in res["formats"]:
-        p = [q for q in pts if q["format"] == f]
-        err = [[q["acc"] - q["ci"][0] for q in p], [q["ci"][1] - q["acc"] for q in p]] if p and "ci" in p[0] else None
-        ax.errorbar([q["tokens"] for q in p], [q["acc"] for q in p], yerr=err, fmt="o", ms=3.5, elinewidth=0.8,
-                    color=colors[f], label=f"{f}: vote / verifier, N = 1..64 (95 % CI)")
-    for b in res.get("budgets", []):
-        if b["kind"] == "max":
-            ax.scatter(b["tokens"], b["acc"], marker="x", s=22, color=colors[b["format"]])
-    front = [pts[i] for i in pareto([(q["tokens"], q["acc"]) for q in pts])]
-    ax.plot([q["tokens"] for q in front], [q["acc"] for q in front], color="k", lw=1.2, label="Pareto front (fixed strategies)")
-    ad = [t for t in res["frontier"]["targets"] if t.get("reachable")]
-    if ad:
-        ax.scatter([t["adaptive"]["tokens"] for t in ad], [t["adaptive"]["acc"] for t in ad], marker="*", s=120,
-                   color="crimson", zorder=5, label="compute-optimal per k (chosen on validation)")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    log_x(ax)
-    ax.set_xlabel("generated tokens per problem (log)")
-    ax.set_ylabel("accuracy, test half (k = 2..8)")
-    ax.legend(fontsize=7, loc="lower right")
-    if res.get("budgets"):
-        ax.set_title("x: budget forcing (chain capped at b steps, greedy)", fontsize=9)
-    return save(fig, path)
-
-
-def plot_tts_per_k(res: dict, path: str) -> str:
-    """One panel per k: maj@N per format and pass@N of direct answers, with chance."""
-    ks = sorted(int(k) for k in res["per_k"][res["formats"][0]])
-    fig, axes = plt.subplots(1, len(ks), figsize=(2.6 * len(ks), 3.0), sharey=True)
-    colors = TOKEN_COLOR
-    for ax, k in zip(axes, ks):
-        for f in res["formats"]:
-            d = res["per_k"][f][k]
-            ci = res.get("per_k_ci", {}).get(f, {})
-            ci = ci.get(k)
-            Ns = sorted(int(n) for n in d["maj"])
-            ax.plot(Ns, [d["maj"][n] for n in Ns], marker="o", ms=2, color=colors[f], label=f"{f} maj@N")
-            if ci:
-                ax.fill_between(Ns, [ci["maj"][n][0] for n in Ns], [ci["maj"][n][1] for n in Ns], color=colors[f], alpha=0.2)
-            if f == "A":
-                ax.plot(Ns, [d["pass"][n] for n in Ns], ls=":", color=colors[f], label="A pass@N")
-        ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=0.8)
-        ax.axhline(0.1, color="grey", ls=":", lw=0.8)
-        log_x(ax, 2)
-        ax.set_title(f"k = {k}")
-        ax.set_xlabel("N")
-    axes[0].set_ylabel("accuracy")
-    axes[-1].legend(fontsize=6, loc="lower right")
-    return save(fig, path)
-
-
-def plot_budgets(res: dict, path: str) -> str:
-    """Greedy accuracy against thinking tokens under s1 budget forcing (max: chain capped; min: chain extended)."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    colors = TOKEN_COLOR
-    for f in ("S", "T"):
-        for kind, style in (("max", "-"), ("min", "--")):
-            rows = [b for b in res["budgets"] if b["format"] == f and b["kind"] == kind]
-            if rows:
-                ax.errorbar([b["thinking_tokens"] for b in rows], [b["acc"] for b in rows],
-                            yerr=[[b["acc"] - b["lo"] for b in rows], [b["hi"] - b["acc"] for b in rows]],
-                            ls=style, marker="o", ms=3, color=colors[f], label=f"{f}, {'at most' if kind == 'max' else 'at least'} b steps")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    ax.set_xlabel("thinking tokens (chain steps written)")
-    ax.set_ylabel("greedy accuracy (k = 2..8)")
-    ax.legend(fontsize=8)
-    return save(fig, path)
-
-
 def plot_adaptive_heatmap(summary: dict, path: str) -> str:
     """Format share by k for each method: one row per method, colour = share of direct answers; the cell text
     gives A/S/T shares."""
@@ -362,25 +254,7 @@ def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The lab's pictures and report.
-
-def plot_lab_base(runs: list[dict], path: str) -> str:
-    """Greedy accuracy per k, free and forced A / S / T: mean over seeds, band = min..max, chance 0.1."""
-    fig, ax = plt.subplots(figsize=(7, 3.8))
-    colors = TOKEN_COLOR
-    ks = sorted(runs[0]["free"]["acc_by_k"], key=int)
-    for c, color in colors.items():
-        y = np.array([[r[c]["acc_by_k"][k] for k in ks] for r in runs])
-        x = [int(k) for k in ks]
-        band(ax, x, y, marker="o", ms=3, color=color, label=c if c == "free" else f"forced {c}")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
-    ax.set_xlabel("k (digits)")
-    ax.set_ylabel("greedy accuracy")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
-    ax.set_title(f"base model, {len(runs)} seed(s): mean, band = min..max", fontsize=9)
-    return save(fig, path)
-
+# The report.
 
 REPORT_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1.5em;color:#222;line-height:1.45}h1{border-bottom:2px solid #ddd}h2{margin-top:2.2em;border-bottom:1px solid

@@ -1,14 +1,13 @@
 """Test-time compute: think longer (forced formats, s1 budget forcing) or sample more (voting, verifiers, pass@N).
 
 Everything is computed from one pool of N_max samples per problem, subsampled to N = 1, 2, 4, ... (the first N
-samples; they are i.i.d.), as search-and-learn draws its curves. Compute is counted as generated tokens.
+samples; they are i.i.d.), as search-and-learn draws its curves. Compute is counted as generated tokens. The
+`sampling` and `budgets` experiments run these on the base model.
 Papers: self-consistency (Wang et al. 2022, arXiv 2203.11171), pass@k estimator (Chen et al. 2021, arXiv
 2107.03374), process verifiers (Lightman et al. 2023, arXiv 2305.20050), s1 budget forcing (Muennighoff et al.
 2025, arXiv 2501.19393), compute-optimal scaling (Snell et al. 2024, arXiv 2408.03314).
 """
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import torch
@@ -16,7 +15,7 @@ import torch
 from ..core.config import NS
 from ..core.model import GPT
 from ..core.pool import Pool, sample_pool
-from ..core.problems import part_of, problems_per_k
+from ..core.problems import part_of
 from ..core.task import DIGIT0, ID, PROMPT_LEN
 from ..stats.summary import bootstrap_ci
 
@@ -125,7 +124,7 @@ def tokens(pool: Pool, N: int) -> float:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The experiment: pools per format, curves, budgets, the compute-optimal frontier.
+# Over pools: curves, budget sweeps, the candidate strategies and the compute-optimal frontier.
 
 FORCE = {"A": ["A"], "S": ["S"], "T": ["T"], "free": None}
 
@@ -136,6 +135,7 @@ def curves(pool: Pool, Ns=NS) -> dict:
 
 
 def summarize_scores(x: np.ndarray, seed: int = 0) -> dict:
+    """Accuracy (the mean of per-problem scores) and its 95 % bootstrap interval over problems."""
     lo, hi = bootstrap_ci(x, seed=seed)
     return {"acc": float(x.mean()), "lo": lo, "hi": hi}
 
@@ -212,49 +212,3 @@ def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
                      for c in cands]
     return out
 
-
-def run(model: GPT, n_per_k: int = 2000, n_max: int = 64, formats=("A", "S", "T"), seed: int = 0,
-        budgets: bool = True, log=print) -> dict:
-    """The whole test-time-compute grid. Returns a JSON-able dict, the lab's "sampling" result (with budgets, also
-    its "budgets" result): lab.render draws it."""
-    # one problem set for the whole grid: half from the validation side of the problem space, half from the test
-    # side (core.problems.part_of), so the frontier selects and scores on disjoint problems
-    problems = problems_per_k(n_per_k // 2, seed=seed, split="val") + problems_per_k(n_per_k - n_per_k // 2, seed=seed,
-                                                                                   split="test")
-    res = {"n_per_k": n_per_k, "n_max": n_max, "seed": seed, "formats": list(formats), "timing": {}}
-    pools = {}
-    t0 = time.perf_counter()
-    for fmt in formats:
-        t = time.perf_counter()
-        pools[fmt] = sample_pool(model, problems, n_max, force=FORCE[fmt], temperature=1.0, seed=seed)
-        res["timing"]["sample_" + fmt] = round(time.perf_counter() - t, 2)
-        if log:
-            log(f"  sampled {n_max} x {len(problems)} for {fmt} in {res['timing']['sample_' + fmt]:.1f}s")
-    greedy = {fmt: sample_pool(model, problems, 1, force=FORCE[fmt], temperature=0.0) for fmt in formats}
-    res["timing"]["greedy"] = round(time.perf_counter() - t0 - sum(res["timing"].values()), 2)
-    ks = sorted(set(pools[formats[0]].k.tolist()))
-    res["curves"], res["per_k"], res["per_k_ci"] = {}, {}, {}
-    for fmt, pool in pools.items():
-        c = curves(pool)
-        res["curves"][fmt] = {m: {N: summarize_scores(v, seed) for N, v in d.items()} for m, d in c.items()}
-        res["curves"][fmt]["greedy"] = summarize_scores(greedy[fmt].correct[:, 0].astype(float), seed)
-        res["curves"][fmt]["tokens"] = {N: tokens(pool, N) for N in NS if N <= n_max}
-        res["per_k"][fmt] = {k: {m: {N: float(v[pool.k == k].mean()) for N, v in d.items()} for m, d in c.items()}
-                             for k in ks}
-        res["per_k_ci"][fmt] = {k: {m: {N: bootstrap_ci(v[pool.k == k], n_boot=300, seed=seed) for N, v in c[m].items()}
-                                    for m in ("maj", "pass")} for k in ks}
-        for k in ks:
-            res["per_k"][fmt][k]["greedy"] = float(greedy[fmt].correct[greedy[fmt].k == k, 0].mean())
-    caps = [(f, b) for f, bs in (("T", range(0, 8)), ("S", range(0, 4))) if f in formats for b in bs]
-    budget = {f"{f}<={b}": sample_pool(model, problems, 1, force=FORCE[f], temperature=0.0, logit_hook=budget_hook(max_chain=b))
-              for f, b in caps}
-    res["frontier"] = frontier(candidates(pools, greedy, budget), problems, seed)
-    res["timing"]["grid"] = round(time.perf_counter() - t0, 2)
-    if budgets:
-        t = time.perf_counter()
-        probs = problems_per_k(min(n_per_k, 500), seed=seed + 1)
-        res["budgets"] = (budget_sweep(model, probs, "T", range(0, 9)) + budget_sweep(model, probs, "S", range(0, 5))
-                          + budget_sweep(model, probs, "T", range(9, 13), kind="min")
-                          + budget_sweep(model, probs, "S", range(5, 9), kind="min"))
-        res["timing"]["budgets"] = round(time.perf_counter() - t, 2)
-    return res

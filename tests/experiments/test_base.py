@@ -1,0 +1,34 @@
+"""The base experiment: its table and plot from per-seed results, and its Config's bounds."""
+import os
+
+import pytest
+
+from reasonlab import experiments as X
+from reasonlab.core import config
+from reasonlab.experiments import base
+
+
+def one_seed(acc: float) -> dict:
+    share = {"direct": 0.5, "short": 0.3, "full": 0.2}
+    return {c: {"acc": acc, "length": 3.0, "share": share, "acc_by_k": {k: acc for k in range(2, 9)}}
+            for c in ("free", "A", "S", "T")}
+
+
+def test_render_writes_the_table_and_the_plot(tmp_path):
+    [(md, head)] = base.render([one_seed(0.5), one_seed(0.7)], str(tmp_path))
+    assert md.startswith("## The base model: does writing a chain help?\n")
+    assert ("| generation | accuracy (k = 2..8) | worst k | mean tokens | free share A / S / T |\n|---|---|---|---|---|\n"
+            "| free (the model picks) | 0.600 ± 0.141 | 0.600 ± 0.141 | 3.00 ± 0.00 | 0.50 ± 0.00 / 0.30 ± 0.00 / "
+            "0.20 ± 0.00 |\n| forced A | 0.600 ± 0.141 | 0.600 ± 0.141 | 3.00 ± 0.00 |  |") in md
+    assert head.startswith("forced S 0.600 ± 0.141")
+    assert os.path.getsize(tmp_path / "base" / "accuracy_by_k.png") > 1000
+
+
+def test_config_refuses_more_problems_than_k5_has_or_memory_holds(monkeypatch):
+    monkeypatch.setattr(config, "mem_available", lambda: 1 << 40)
+    X.get("base").validate(base.Config(n=base.N_MOST))
+    with pytest.raises(ValueError, match="n must be at most 100,000"):
+        X.get("base").validate(base.Config(n=base.N_MOST + 1))
+    monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 decoded rows do not fit
+    with pytest.raises(ValueError, match="^n: about"):
+        base.Config().validate()

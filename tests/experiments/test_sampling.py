@@ -1,0 +1,71 @@
+"""The sampling experiment: the grid's numbers agree with one another and with the pools they come from, its two
+sections render, and its Config refuses what it cannot run."""
+import dataclasses
+import os
+import re
+
+import numpy as np
+import pytest
+
+from reasonlab import experiments as X
+from reasonlab.core import config
+from reasonlab.core.pool import sample_pool
+from reasonlab.experiments import sampling
+
+
+def test_the_grid_reads_its_curves_off_the_pools(noisy_model, tmp_path):
+    cfg = sampling.Config(n=8, n_max=4, formats=("A", "free"), budgets=True)
+    res = sampling.grid(noisy_model, cfg, seed=3)
+    assert res["formats"] == ["A", "free"] and set(res["curves"]) == {"A", "free"}
+    problems = sampling.problem_set(8, 3)
+    pool = sample_pool(noisy_model, problems, 4, force=["A"], temperature=1.0, seed=3)
+    assert res["curves"]["A"]["maj"][1]["acc"] == pool.correct[:, 0].mean()     # the seed's pool, first sample
+    assert res["curves"]["A"]["tokens"] == {N: float(pool.length[:, :N].sum(1).mean()) for N in (1, 2, 4)}
+    for f in cfg.formats:
+        c, per_k = res["curves"][f], res["per_k"][f]
+        assert set(per_k) == set(range(2, 9))                          # 8 problems at every k: means of means
+        for m in ("maj", "weighted", "verifier", "pass", "verified_pass"):
+            for N in (1, 2, 4):
+                assert c[m][N]["lo"] <= c[m][N]["acc"] <= c[m][N]["hi"]
+                assert c[m][N]["acc"] == pytest.approx(np.mean([per_k[k][m][N] for k in per_k]))
+        assert all(per_k[k]["pass"][4] >= per_k[k]["maj"][4] for k in per_k)   # an oracle, on all n_max samples
+        assert c["greedy"]["acc"] == pytest.approx(np.mean([per_k[k]["greedy"] for k in per_k]))
+    fr = res["frontier"]
+    assert fr["n_val"] == fr["n_test"] == 28
+    assert {p["format"] for p in fr["points"]} == {"A", "free"}         # no S or T pool: no capped chains
+    assert [(b["format"], b["kind"]) for b in res["budgets"]] == (
+        [("T", "max")] * 9 + [("S", "max")] * 5 + [("T", "min")] * 4 + [("S", "min")] * 4)
+    assert "budgets" not in sampling.grid(noisy_model, dataclasses.replace(cfg, budgets=False), seed=3)
+
+
+def test_both_sections_render_with_their_tables_and_plots(noisy_model, tmp_path):
+    rs = [sampling.grid(noisy_model, sampling.Config(n=4, n_max=2, formats=("A", "S")), seed=s) for s in (0, 1)]
+    (voting, head), (verifiers, _) = sampling.render(rs, str(tmp_path))
+    assert voting.startswith("## Sampling more: voting\n") and verifiers.startswith("## Verifiers and the compute")
+    assert "| format | greedy | maj@1 | maj@2 | maj@2 | pass@2 (oracle) | tokens@2 |\n|---|---|---|---|---|---|---|" in voting
+    assert re.search(r"^\| chance \| 0\.100 \| 0\.100 \| 0\.100 \| 0\.100 \| 0\.190 \|  \|$", voting, re.M)
+    assert "| format | maj@2 | best-of-2, process verifier | verified pass@2 |" in verifiers
+    assert "| target accuracy | compute-optimal per k: tokens |" in verifiers and head.startswith("A maj@2 ")
+    for png in ("acc_vs_n", "per_k", "frontier"):
+        assert os.path.getsize(tmp_path / "sampling" / f"{png}.png") > 1000
+
+
+@pytest.mark.parametrize("change,msg", [
+    ({"n_max": 3}, "n_max must be one of 1, 2, 4"),
+    ({"formats": ()}, "formats must be distinct"),
+    ({"formats": ("A", "A")}, "formats must be distinct"),
+    ({"formats": ("A", "Q")}, "formats must be distinct"),
+    ({"n": sampling.N_MOST + 1}, "n must be at most 50,000"),
+    ({"n": 0}, "n must be positive"),
+])
+def test_config_refuses_what_the_grid_cannot_run(change, msg):
+    with pytest.raises(ValueError, match=msg):
+        X.get("sampling").validate(dataclasses.replace(sampling.Config(), **change))
+
+
+def test_config_accepts_every_format_and_refuses_a_pool_past_memory(monkeypatch):
+    monkeypatch.setattr(config, "mem_available", lambda: 1 << 40)
+    X.get("sampling").validate(sampling.Config(n_max=64, formats=("free", "T", "S", "A"), budgets=True))
+    monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 x 32 x 3 samples do not fit
+    with pytest.raises(ValueError, match="^n: about .* use at most 304$"):
+        sampling.Config().validate()
