@@ -2,7 +2,7 @@
 rewards in the signatures of TRL, verl and OpenRLHF, and RLConfig as TRL's GRPOConfig.
 
     export    export_hf / import_hf: GPT2LMHeadModel + a word-level tokenizer (safetensors and JSON only)
-    dataset   dataset(): the task's train / validation / test parts as a DatasetDict (TRL) or verl's parquet rows
+    data      dataset(): the task's train / validation / test parts as a DatasetDict (TRL) or verl's parquet rows
     rewards   rule, correct, template, chain, L1 Exact / Max for TRL; compute_score (verl); reward_func (OpenRLHF)
     trl       grpo_kwargs / grpo_config: the GRPOConfig that trains as an RLConfig does, or one line saying why not
 
@@ -13,7 +13,7 @@ import importlib
 
 _HOME = {
     **dict.fromkeys(["export_hf", "import_hf", "HFImportError", "vocab_words"], "export"),
-    **dict.fromkeys(["dataset", "rows"], "dataset"),
+    **dict.fromkeys(["dataset", "rows"], "data"),
     **dict.fromkeys(["grpo_kwargs", "grpo_config"], "trl"),
     "rewards": None,
 }
