@@ -150,8 +150,13 @@ def special_tokens_map() -> dict:
 
 def export_hf(model: GPT, directory: str, card: str = "") -> str:
     """Write `model` as a Hugging Face directory: config, generation config, model.safetensors, tokenizer files and
-    the model card `card` (README.md). Written whole or not at all (replace_dir); returns its absolute path."""
+    the model card `card` (README.md). Written whole or not at all (replace_dir); returns its absolute path.
+    Only the lab's language models export: a verifier's head (with a bias, or a scalar) has no GPT-2 counterpart."""
     words = vocab_words(model.cfg.vocab_size)
+    extra = sorted(set(model.state_dict()) - {ours for ours, _, _ in _renames(model.cfg.n_layers)})
+    if extra or tuple(model.head.weight.shape) != (model.cfg.vocab_size, model.cfg.d_model):
+        raise ValueError(f"export: not a language model of the lab ({', '.join(extra) or 'its head'} has no place in "
+                         "GPT2LMHeadModel): verifiers do not export")
     files = {"config.json": _json(hf_config(model)), "generation_config.json": _json(generation_config()),
              WEIGHTS: save_bytes(to_hf_state(model), metadata={"format": "pt"}),
              "tokenizer.json": _json(tokenizer_json(words)), "tokenizer_config.json": _json(tokenizer_config()),

@@ -113,10 +113,11 @@ def test_export_dataset_in_both_styles(tmp_path, capsys):
 
 
 def test_the_extra_is_imported_only_where_needed():
-    """`reasonlab --help`, a usage error and `import reasonlab.hf` (its export and import included) load none of the
-    Hugging Face libraries."""
+    """`reasonlab export hf --help`, a usage error and every module of reasonlab.hf load none of the Hugging Face
+    libraries (the wheel's check imports every module without the extra)."""
     code = ("import sys\nfrom reasonlab.cli import main\ntry:\n    main(['export', 'hf', '--help'])\n"
-            "except SystemExit:\n    pass\nmain(['import', 'hf'])\nfrom reasonlab.hf import export_hf, import_hf\n"
+            "except SystemExit:\n    pass\nmain(['import', 'hf'])\nimport reasonlab.hf.card, reasonlab.hf.data, reasonlab.hf.rewards\n"
+            "import reasonlab.hf.trl, reasonlab.cli.hf\nfrom reasonlab.hf import export_hf, import_hf, rows, grpo_kwargs\n"
             "print(sorted(m for m in ('transformers', 'trl', 'datasets', 'tokenizers', 'accelerate', 'torch')"
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

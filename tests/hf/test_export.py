@@ -72,6 +72,14 @@ def test_tokenizer_json_is_what_tokenizers_writes():
     assert ours.encode("<s> 3 5 _ B4").ids == [1, 11, 13, 7, 32]
 
 
+@pytest.mark.parametrize("head", ["token", "scalar"])
+def test_verifiers_do_not_export(shipped, tmp_path, head):
+    from reasonlab.methods.verifier import build_net
+    with pytest.raises(ValueError, match="verifiers do not export"):
+        export_hf(build_net(shipped["base-seed0"], head=head), str(tmp_path / "v"))
+    assert not os.path.exists(tmp_path / "v")
+
+
 def test_vocab_words_refuses_other_sizes():
     with pytest.raises(ValueError, match="none of the lab's"):
         vocab_words(20)
