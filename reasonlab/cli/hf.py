@@ -84,7 +84,8 @@ def cmd_import(args):
         try:
             check_name(name)
         except ValueError:
-            raise UsageError(f"import: the directory's name {name!r} is not a usable checkpoint name: give --out") from None
+            raise UsageError(f"import: the directory's name {name!r} is not a usable checkpoint name: give --out"
+                             ) from None
         stem = os.path.join(cache_dir(args.cache_dir), "imported", name)
     model, info = import_hf(args.dir)
     writable_dir(os.path.dirname(stem), "model cache" if not args.out else "--out's directory")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import random
 
 from ..core.problems import problems_per_k
-from ..core.task import BUDGETS, FMT_NAMES, K_MAX, K_MIN, L1_VOCAB, budget_prompt_ids, max_budget_prompt_ids, prompt_ids, solution
+from ..core.task import (BUDGETS, FMT_NAMES, K_MAX, K_MIN, L1_VOCAB, budget_prompt_ids, max_budget_prompt_ids,
+                         prompt_ids, solution)
 
 SPLITS = {"train": "train", "validation": "val", "test": "test"}
 """Hugging Face's split names -> the lab's parts."""

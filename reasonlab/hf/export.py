@@ -87,11 +87,10 @@ def _renames(n_layers: int) -> list[tuple[str, str, bool]]:
     out = [("tok.weight", "transformer.wte.weight", False), ("pos.weight", "transformer.wpe.weight", False)]
     for i in range(n_layers):
         b, h = f"blocks.{i}.", f"transformer.h.{i}."
-        for ours, theirs in (("ln1", "ln_1"), ("ln2", "ln_2")):
-            out += [(b + ours + ".weight", h + theirs + ".weight", False), (b + ours + ".bias", h + theirs + ".bias", False)]
-        for ours, theirs in (("attn.qkv", "attn.c_attn"), ("attn.proj", "attn.c_proj"), ("mlp.0", "mlp.c_fc"),
-                             ("mlp.2", "mlp.c_proj")):
-            out += [(b + ours + ".weight", h + theirs + ".weight", True), (b + ours + ".bias", h + theirs + ".bias", False)]
+        for ours, theirs, t in (("ln1", "ln_1", False), ("ln2", "ln_2", False), ("attn.qkv", "attn.c_attn", True),
+                                ("attn.proj", "attn.c_proj", True), ("mlp.0", "mlp.c_fc", True),
+                                ("mlp.2", "mlp.c_proj", True)):
+            out += [(f"{b}{ours}.weight", f"{h}{theirs}.weight", t), (f"{b}{ours}.bias", f"{h}{theirs}.bias", False)]
     return out + [("ln_f.weight", "transformer.ln_f.weight", False), ("ln_f.bias", "transformer.ln_f.bias", False),
                   ("head.weight", "lm_head.weight", False)]
 
@@ -288,7 +287,10 @@ def check_hf_config(hf: dict, d: str) -> dict:
         bad(f"architectures {archs!r:.80}, expected ['GPT2LMHeadModel']")
     for key, want in ARCH.items():
         got = hf.get(key, GPT2_DEFAULTS.get(key))
-        ok = math.isclose(got, want, rel_tol=1e-9) if isinstance(want, float) and isinstance(got, (int, float)) else got == want
+        if isinstance(want, float):
+            ok = isinstance(got, (int, float)) and math.isclose(got, want, rel_tol=1e-9)
+        else:
+            ok = got == want
         if not ok:
             bad(f"{key} = {got!r:.40}, the lab's model needs {want!r}")
     cfg = {}
