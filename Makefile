@@ -9,7 +9,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,ray]'
+	$(PY) -m pip install -q -e '.[dev,ray,hf]'
 	touch $@
 
 .PHONY: setup run quick results test test-slow bench

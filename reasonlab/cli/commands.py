@@ -191,6 +191,51 @@ class FindingsReadme:
     """exit 1 if the block is out of date, write nothing"""
 
 
+@dataclass
+class ExportHF:
+    dir: str
+    """the directory to write (new, empty, or an earlier export, which is replaced)"""
+    n: int = 200
+    """test problems per k for the model card's accuracy table (0: no table)"""
+    model: Model = field(default_factory=Model)
+    """which model"""
+    machine: Machine = field(default_factory=Machine)
+    """where the model is cached and run"""
+
+    def validate(self) -> None:
+        at_least_zero(self, "n")
+
+
+@dataclass
+class ExportDataset:
+    dir: str
+    """the directory to write (new, empty, or an earlier dataset export, which is replaced)"""
+    style: Literal["trl", "verl"] = "trl"
+    """trl: a DatasetDict saved with save_to_disk; verl: train/validation/test.parquet in verl's layout"""
+    n_train: int = 1000
+    """training problems per k (drawn with repeats from the training part)"""
+    n_eval: int = 100
+    """validation and test problems per k (distinct)"""
+    seed: int = 0
+    """seed of the draws"""
+    budget: Literal["none", "exact", "max"] = "none"
+    """budget prompts for budget models (a budget column, for L1's rewards): B<b> (exact) or M<b> (max)"""
+
+    def validate(self) -> None:
+        positive(self, "n_train", "n_eval")
+
+
+@dataclass
+class ImportHF:
+    dir: str
+    """a Hugging Face directory (an export of ours trained elsewhere, e.g. by TRL): config.json, tokenizer.json,
+    model.safetensors"""
+    out: str | None = None
+    """checkpoint stem to write (default <cache>/imported/<the directory's name>)"""
+    cache_dir: str | None = None
+    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)"""
+
+
 COMMANDS = {
     "lab": (Lab, "the main job: every experiment of the lecture, one run directory, report.html"),
     "sweep": (Sweep, "a grid over any experiment's config: each cell run per seed, its claims checked"),
@@ -200,6 +245,9 @@ COMMANDS = {
     "train": (Train, "one RL run from a model: GRPO and its relatives (a run directory that resumes)"),
     "findings diff": (FindingsDiff, "the claims whose verdict differs between two runs"),
     "findings readme": (FindingsReadme, "write (or --check) the README's findings block from a findings.json"),
+    "export hf": (ExportHF, "write a model as a Hugging Face directory (transformers loads it; safetensors + JSON)"),
+    "export dataset": (ExportDataset, "write the task's train/validation/test parts for TRL or verl"),
+    "import hf": (ImportHF, "bring a Hugging Face directory (e.g. trained by TRL) back as a checkpoint"),
 }
 """Every command but the experiments' own: its arguments and its one-line help (a two-word name is a command with
 actions). Each registered experiment is a command too (`reasonlab rl`), whose flags are its Config's fields and

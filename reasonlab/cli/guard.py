@@ -74,8 +74,12 @@ def _paths(args) -> None:
                 regular_file(stem + ext, "checkpoint")
     if cmd == "sweep" and args.config is not None:   # a FIFO would hang the reader
         regular_file(args.config, "--config")
-    if getattr(args, "out", None) is not None:
-        writable_dir(args.out, "--out")
+    out = getattr(args, "out", None)
+    if cmd == "import" and out is not None:   # a checkpoint stem, not a directory
+        writable_file(resolve(out) + ".json", "--out")
+        out = None
+    if out is not None:
+        writable_dir(out, "--out")
     if getattr(args, "json", None):
         writable_file(args.json, "--json")
 

@@ -19,6 +19,7 @@ from ..runner import readme
 from ..train.sft import Recipe, base_cfg, base_name
 from ..train.zoo import base_model, get_model
 from .guard import UsageError, check_device, parse_digits
+from .hf import cmd_export, cmd_import  # noqa: F401  (the Hugging Face bridge's commands)
 
 
 def pretrain_cfg(args) -> dict:

@@ -1,0 +1,71 @@
+"""The task as a dataset: the lab's disjoint parts, the right outputs, TRL's columns and verl's layout."""
+import os
+
+import pytest
+
+from reasonlab.core.problems import part_of
+from reasonlab.core.task import FMT_NAMES, K_MAX, K_MIN, solution
+from reasonlab.hf.data import DATA_SOURCE, SPLITS, rows
+from reasonlab.hf.rewards import read_prompt
+
+from hfkit import need
+
+
+def test_the_splits_are_the_labs_disjoint_parts():
+    parts = {s: rows(s, 50, seed=1) for s in SPLITS}
+    for split, rs in parts.items():
+        assert {part_of(r["digits"]) for r in rs} == {SPLITS[split]}
+        assert {r["k"] for r in rs} == set(range(K_MIN, K_MAX + 1))
+    seen = [{tuple(r["digits"]) for r in rs} for rs in parts.values()]
+    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+    # training draws every k equally often (with repeats); evaluation problems are distinct
+    assert len(parts["train"]) == 50 * 7 and sum(r["k"] == 2 for r in parts["train"]) == 50
+    assert len(seen[2]) == len(parts["test"]) and sum(r["k"] == 2 for r in parts["test"]) == 25
+
+
+def test_trl_rows_hold_the_prompt_the_answer_and_every_right_output():
+    for r in rows("validation", 20, seed=2):
+        d = r["digits"]
+        assert read_prompt(r["prompt"]) == (d, None) and r["prompt"].startswith("<s> ") and r["prompt"].endswith(" =")
+        assert r["answer"] == sum(d) % 10 and r["k"] == len(d)
+        assert all(r[f] == " ".join(solution(d, f)) for f in FMT_NAMES)
+
+
+@pytest.mark.parametrize("budget,token", [("exact", "B"), ("max", "M")])
+def test_budget_rows_carry_their_budget_in_the_prompt(budget, token):
+    rs = rows("train", 30, seed=0, budget=budget)
+    assert {r["budget"] for r in rs} == set(range(9))
+    for r in rs:
+        assert r["prompt"].split()[-1] == f"{token}{r['budget']}"
+        assert read_prompt(r["prompt"]) == (r["digits"], r["budget"])
+
+
+def test_verl_rows_follow_verls_layout():
+    for i, r in enumerate(rows("test", 10, style="verl", budget="exact")):
+        assert set(r) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+        assert r["data_source"] == DATA_SOURCE and r["prompt"][0]["role"] == "user"
+        assert r["reward_model"] == {"style": "rule", "ground_truth": str(sum(r["extra_info"]["digits"]) % 10)}
+        assert r["extra_info"]["index"] == i and r["extra_info"]["split"] == "test"
+        assert read_prompt(r["prompt"][0]["content"])[1] == r["extra_info"]["budget"]
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="split"):
+        rows("dev", 5)
+    with pytest.raises(ValueError, match="budget"):
+        rows("train", 5, budget="loose")
+
+
+def test_dataset_dict_and_verl_parquet_round_trip(tmp_path):
+    datasets = need("datasets")
+    from reasonlab.hf import dataset
+    dd = dataset(n_train=10, n_eval=5, seed=4)
+    assert list(dd) == ["train", "validation", "test"] and dd["train"].num_rows == 70
+    assert dd["train"][0] == rows("train", 10, seed=4)[0]
+    dd.save_to_disk(str(tmp_path / "trl"))
+    assert datasets.load_from_disk(str(tmp_path / "trl"))["test"][:] == dd["test"][:]
+    verl = dataset("verl", n_train=10, n_eval=5)
+    path = str(tmp_path / "test.parquet")
+    verl["test"].to_parquet(path)
+    back = datasets.load_dataset("parquet", data_files=path, split="train", cache_dir=str(tmp_path / "c"))
+    assert back[0] == rows("test", 5, style="verl")[0] and os.path.getsize(path) > 0
