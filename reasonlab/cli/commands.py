@@ -195,7 +195,7 @@ class FindingsReadme:
 class ExportHF:
     dir: str
     """the directory to write (new, empty, or an earlier export, which is replaced)"""
-    n: int = 200
+    card_eval: int = 200
     """test problems per k for the model card's accuracy table (0: no table)"""
     model: Model = field(default_factory=Model)
     """which model"""
@@ -203,7 +203,7 @@ class ExportHF:
     """where the model is cached and run"""
 
     def validate(self) -> None:
-        at_least_zero(self, "n")
+        at_least_zero(self, "card_eval")
 
 
 @dataclass

@@ -46,7 +46,7 @@ def export_model(args):
                   "recipe (`reasonlab.train.sft.BASE_CFG`: T first, then S and T until forced S and T reach 0.95, "
                   "then the 50/30/20 A/S/T mix, which sets its preference for answering directly).")
         training = base_cfg(args.seed)
-    card = model_card(model.cpu().eval(), f"reasonlab {name}", source, training, args.n)
+    card = model_card(model.cpu().eval(), f"reasonlab {name}", source, training, args.card_eval)
     target = export_hf(model, args.dir, card)
     print(f"exported {name} ({model.cfg.vocab_size}-word vocabulary) to {target}")
     print(f"  transformers: AutoModelForCausalLM.from_pretrained({target!r}), AutoTokenizer.from_pretrained(...)")
@@ -57,7 +57,7 @@ def export_dataset(args):
     check_target(args.dir, DATASET_FILES)
     if importlib.util.find_spec("datasets") is None:
         raise UsageError("export dataset needs the optional extra: pip install 'reasonlab[hf]'")
-    import datasets   # the optional extra; its progress bars would print one per split
+    import datasets  # the optional extra; its progress bars would print one per split
     datasets.disable_progress_bars()
     budget = None if args.budget == "none" else args.budget
     dd = dataset(args.style, args.n_train, args.n_eval, args.seed, budget)

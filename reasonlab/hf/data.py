@@ -17,8 +17,17 @@ from __future__ import annotations
 import random
 
 from ..core.problems import problems_per_k
-from ..core.task import (BUDGETS, FMT_NAMES, K_MAX, K_MIN, L1_VOCAB, budget_prompt_ids, max_budget_prompt_ids,
-                         prompt_ids, solution)
+from ..core.task import (
+    BUDGETS,
+    FMT_NAMES,
+    K_MAX,
+    K_MIN,
+    L1_VOCAB,
+    budget_prompt_ids,
+    max_budget_prompt_ids,
+    prompt_ids,
+    solution,
+)
 
 SPLITS = {"train": "train", "validation": "val", "test": "test"}
 """Hugging Face's split names -> the lab's parts."""
@@ -60,7 +69,7 @@ def dataset(style: str = "trl", n_train: int = 1000, n_eval: int = 100, seed: in
             k_range: tuple[int, int] = (K_MIN, K_MAX)):
     """A datasets.DatasetDict with train (n_train per k), validation and test (n_eval per k) in the given style, for
     k in k_range (RLConfig.k_range). Needs the optional extra (`pip install 'reasonlab[hf]'`)."""
-    from datasets import Dataset, DatasetDict   # the optional extra, imported only here
+    from datasets import Dataset, DatasetDict  # the optional extra, imported only here
     parts = {s: rows(s, n_train if s == "train" else n_eval, seed, style, budget, k_range) for s in SPLITS}
     return DatasetDict({s: Dataset.from_list(r) for s, r in parts.items()})
 

@@ -77,7 +77,7 @@ def grpo_kwargs(cfg: RLConfig, output_dir: str) -> dict:
 
 def grpo_config(cfg: RLConfig, output_dir: str = "runs/trl", **overrides):
     """trl.GRPOConfig(**grpo_kwargs(cfg, output_dir), **overrides). Needs the optional extra."""
-    from trl import GRPOConfig   # the optional extra, imported only here
+    from trl import GRPOConfig  # the optional extra, imported only here
     kw = grpo_kwargs(cfg, output_dir)
     kw.update(overrides)
     return GRPOConfig(**kw)

@@ -6,12 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from hfkit import need
 
 from reasonlab.cli import main
 from reasonlab.io.checkpoint import load_model, save_model
 from reasonlab.methods.budget import budget_model
-
-from hfkit import need
 
 
 def one_line_error(capsys, code, argv, msg):
@@ -22,7 +21,7 @@ def one_line_error(capsys, code, argv, msg):
 
 def test_export_then_import_then_eval_and_sample(tmp_path, capsys, shipped):
     out = tmp_path / "base0"
-    assert main(["export", "hf", str(out), "--seed", "0", "-n", "20"]) == 0
+    assert main(["export", "hf", str(out), "--seed", "0", "--card-eval", "20"]) == 0
     said = capsys.readouterr().out
     assert f"exported base-seed0 (18-word vocabulary) to {out}" in said
     card = (out / "README.md").read_text()
@@ -43,7 +42,7 @@ def test_export_then_import_then_eval_and_sample(tmp_path, capsys, shipped):
 def test_a_budget_checkpoint_exports_with_its_vocabulary(tmp_path, capsys, shipped):
     stem = str(tmp_path / "budget")
     save_model(stem, budget_model(shipped["base-seed0"]), {"note": "warm start"})
-    assert main(["export", "hf", str(tmp_path / "b"), "--checkpoint", stem + ".json", "-n", "0"]) == 0
+    assert main(["export", "hf", str(tmp_path / "b"), "--checkpoint", stem + ".json", "--card-eval", "0"]) == 0
     assert "(37-word vocabulary)" in capsys.readouterr().out
     card = (tmp_path / "b" / "README.md").read_text()
     assert "budget tokens B0..B8" in card and '"note": "warm start"' in card and "## Accuracy" not in card
@@ -54,7 +53,7 @@ def test_a_budget_checkpoint_exports_with_its_vocabulary(tmp_path, capsys, shipp
 
 def test_the_export_loads_in_transformers_offline(tmp_path, capsys):
     transformers = need("transformers")
-    assert main(["export", "hf", str(tmp_path / "m"), "-n", "0"]) == 0
+    assert main(["export", "hf", str(tmp_path / "m"), "--card-eval", "0"]) == 0
     tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "m"), local_files_only=True)
     model = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path / "m"), local_files_only=True)
     ids = tok("<s> 3 5 9 2 7 _ _ _ = S", return_tensors="pt").input_ids
@@ -69,7 +68,7 @@ def test_the_export_loads_in_transformers_offline(tmp_path, capsys):
     ("spaces", ["import", "hf", "{tmp}/my model"], "give --out"),
     ("other", ["export", "hf", "{tmp}/d"], "holds other files"),
     (None, ["export", "hf", "{tmp}/d", "--checkpoint", "{tmp}/none"], "not found"),
-    (None, ["export", "hf", "{tmp}/d", "-n", "-1"], "-n must be >= 0"),
+    (None, ["export", "hf", "{tmp}/d", "--card-eval", "-1"], "--card-eval must be >= 0"),
     (None, ["export", "dataset", "{tmp}/d", "--n-train", "0"], "--n-train must be positive"),
     (None, ["export", "dataset", "{tmp}/d", "--style", "openrlhf"], "invalid choice"),
     ("other", ["export", "dataset", "{tmp}/d"], "holds other files"),

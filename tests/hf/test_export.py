@@ -6,14 +6,22 @@ import shutil
 
 import pytest
 import torch
+from hfkit import need
 from safetensors.torch import load_file, save_file
 
 from reasonlab.core.task import BUDGET_VOCAB, HINT_VOCAB, L1_VOCAB, VOCAB
-from reasonlab.hf.export import (FILES, HFImportError, export_hf, from_hf_state, hf_shapes, import_hf, to_hf_state,
-                                 tokenizer_json, vocab_words)
+from reasonlab.hf.export import (
+    FILES,
+    HFImportError,
+    export_hf,
+    from_hf_state,
+    hf_shapes,
+    import_hf,
+    to_hf_state,
+    tokenizer_json,
+    vocab_words,
+)
 from reasonlab.methods.budget import budget_model, grow_vocab, l1_model
-
-from hfkit import need
 
 
 def same_weights(a, b) -> bool:

@@ -4,18 +4,28 @@ import random
 
 import pytest
 import torch
+from hfkit import need
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasonlab.core import rewards as core
 from reasonlab.core.sampling import generate_n
-from reasonlab.core.task import (BUDGETS, FMT_NAMES, ID, L1_VOCAB, VOCAB, budget_prompt_ids, check_chain, make_digits,
-                                 parse, prompt_ids, solution)
+from reasonlab.core.task import (
+    BUDGETS,
+    FMT_NAMES,
+    ID,
+    L1_VOCAB,
+    VOCAB,
+    budget_prompt_ids,
+    check_chain,
+    make_digits,
+    parse,
+    prompt_ids,
+    solution,
+)
 from reasonlab.hf import rewards as R
 from reasonlab.hf.data import rows
 from reasonlab.methods.budget import l1_reward, steps_of
-
-from hfkit import need
 
 EOS = ID["</s>"]
 

@@ -4,15 +4,24 @@ import random
 
 import pytest
 import torch
+from hfkit import need
 
 from reasonlab.core.problems import problems_per_k
-from reasonlab.core.sampling import generate, layout, logits_at
-from reasonlab.core.task import (BUDGETS, FMT_NAMES, ID, L1_VOCAB, budget_prompt_ids, hint_prompt_ids, make_digits,
-                                 max_budget_prompt_ids, prompt_ids, solution)
+from reasonlab.core.sampling import generate
+from reasonlab.core.task import (
+    BUDGETS,
+    FMT_NAMES,
+    ID,
+    L1_VOCAB,
+    budget_prompt_ids,
+    hint_prompt_ids,
+    make_digits,
+    max_budget_prompt_ids,
+    prompt_ids,
+    solution,
+)
 from reasonlab.hf.export import export_hf
 from reasonlab.methods.budget import budget_model, l1_model
-
-from hfkit import need
 
 transformers = need("transformers")
 EOS = ID["</s>"]

@@ -5,6 +5,7 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
+from hfkit import need
 
 from reasonlab.core.model import GPT
 from reasonlab.core.rewards import rule_reward
@@ -16,9 +17,6 @@ from reasonlab.hf.export import export_hf, from_hf_state, import_hf, to_hf_state
 from reasonlab.hf.trl import grpo_kwargs
 from reasonlab.train.config import RLConfig
 from reasonlab.train.rl import advantages, aggregate, kl_terms, policy_loss_terms, tempered
-
-from hfkit import need
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # The mapping (no TRL needed).
@@ -89,6 +87,7 @@ def trl_step(path: str, cfg: RLConfig, trl_loss: str, dtype, out: str):
     Returns (weights before, weights after minus before, what the reward function saw)."""
     transformers, trl = need("transformers"), need("trl")
     from datasets import Dataset
+
     from reasonlab.hf import grpo_config
     tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
     policy = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
@@ -203,6 +202,7 @@ def test_thirty_trl_steps_teach_the_base_model_to_think(shipped, base_dir, tmp_p
     hf` into `reasonlab eval`."""
     transformers, trl = need("transformers"), need("trl")
     from datasets import Dataset
+
     from reasonlab.cli import main
     from reasonlab.hf import grpo_config
     acc0, chains0 = free_summary(shipped["base-seed0"])
