@@ -1,12 +1,13 @@
 """Evaluate saved budget models on fresh problems at every budget b = 0..8, apart from the run that trained them.
 
-    reasonlab budget --variants max max+sft --seeds 0 1 2 3 4 --out runs/budget
-    python scripts/eval_budget_models.py runs/budget [--n 200] [--seed 4242]
+    reasonlab l1 --variants max max+sft --seeds 0 1 2 3 4
+    python scripts/eval_budget_models.py [--cache-dir DIR] [--n 200] [--seed 4242] [--out runs/independent_eval.json]
 
-Reads every model-<variant>-seed<s>.safetensors under the directory (`reasonlab budget` writes them), draws n test
-problems per k with a seed the training run's evaluation did not use, decodes greedily with each budget token and
-prints, per variant, the chain steps written and the accuracy at each b (mean over k and seeds, and the spread over
-seeds of "reads its budget": steps at b = 8 minus steps at b = 0). Writes <dir>/independent_eval.json.
+Reads every budget model the `l1` experiment saved in the model cache (l1-<variant>-seed<s>, `experiments.l1.model_name`;
+quick runs' models are l1-quick-<variant>-seed<s> and count as variants of their own), draws n test problems per k
+with a seed the training run's evaluation did not use, decodes greedily with each budget token and prints, per
+variant, the chain steps written and the accuracy at each b (mean over k and seeds, and the spread over seeds of
+"reads its budget": steps at b = 8 minus steps at b = 0). Writes the numbers to --out.
 """
 from __future__ import annotations
 
@@ -20,24 +21,33 @@ import numpy as np
 
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.task import BUDGETS
+from reasonlab.experiments.l1 import EVAL_SEED
 from reasonlab.io.checkpoint import load_model, write_json
+from reasonlab.io.files import cache_dir
 from reasonlab.methods.budget import eval_budget_model
+
+NAME = re.compile(r"l1-(.+)-seed(\d+)\.safetensors")
+"""experiments.l1.model_name's names: the variant ("+" as "-") and the seed"""
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("dir")
+    p.add_argument("--cache-dir", default=None, help="the model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)")
     p.add_argument("--n", type=int, default=200, help="test problems per k")
-    p.add_argument("--seed", type=int, default=4242, help="the fresh problems' seed (the training run's is 777)")
+    p.add_argument("--seed", type=int, default=4242, help=f"the fresh problems' seed (the training run's is {EVAL_SEED})")
+    p.add_argument("--out", default="runs/independent_eval.json", help="where the numbers go (JSON)")
     a = p.parse_args(argv)
-    files = sorted(glob.glob(os.path.join(a.dir, "model-*-seed*.safetensors")))
+    cache = cache_dir(a.cache_dir)
+    files = sorted(f for f in glob.glob(os.path.join(glob.escape(cache), "l1-*-seed*.safetensors"))
+                   if NAME.fullmatch(os.path.basename(f)))
     if not files or a.n < 1:
-        print(f"eval_budget_models: no model-*-seed*.safetensors in {a.dir} (or --n < 1)", file=sys.stderr)
+        print(f"eval_budget_models: no l1-*-seed*.safetensors in {cache} (run `reasonlab l1` first; or --n < 1)",
+              file=sys.stderr)
         return 2
     probs = problems_per_k(a.n, seed=a.seed, split="test")
     out: dict = {}
     for f in files:
-        variant, seed = re.match(r"model-(.+)-seed(\d+)\.safetensors", os.path.basename(f)).groups()
+        variant, seed = NAME.fullmatch(os.path.basename(f)).groups()
         model, _ = load_model(f[:-len(".safetensors")])
         ev = eval_budget_model(model.eval(), probs)
         out.setdefault(variant, {})[int(seed)] = {b: {"steps": float(np.mean([c["steps"] for c in ev[b].values()])),
@@ -50,7 +60,7 @@ def main(argv=None) -> int:
         print("  b      " + " ".join(f"{b:>6}" for b in BUDGETS))
         for key in ("steps", "acc"):
             print(f"  {key:6} " + " ".join(f"{np.mean([s[b][key] for s in seeds.values()]):6.3f}" for b in BUDGETS))
-    write_json(os.path.join(a.dir, "independent_eval.json"), {"n_per_k": a.n, "seed": a.seed, "variants": out})
+    write_json(a.out, {"n_per_k": a.n, "seed": a.seed, "cache": cache, "variants": out})
     return 0
 
 

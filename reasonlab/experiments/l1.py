@@ -1,61 +1,183 @@
-"""8. Thinking on a budget: L1-Max trained by GRPO, with and without a supervised warm start, against s1 forcing."""
+"""Thinking on a budget: L1-Exact and L1-Max trained by GRPO (methods.budget), with and without a supervised warm
+start, against s1 forcing and the budget-blind fixed formats, at equal tokens.
+
+Each trained budget model is also saved in the model cache (`model_name`), for `reasonlab sample --budget B
+--checkpoint <cache>/l1-max-sft-seed0` and `scripts/eval_budget_models.py`.
+"""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
+from ..core.problems import problems_per_k
+from ..core.task import BUDGETS, chain_steps
+from ..io.report import md_table, plt, save
 from ..methods import budget
-from ..methods.budget import (
-    BUDGETS,
-    STRIDE_GROUPS,
-    cells_where,
-    equal_token_gain,
-    ks_of,
-    mean_cells,
-    methods_of,
-    s1_metrics,
-    variants_of,
-)
-from ..methods.config import VARIANTS
+from ..methods.budget import STRIDE_GROUPS
 from ..stats import findings
 from ..stats.summary import pm
+from ..train.zoo import store
 from . import Experiment, register
-from .plots import plot_accuracy, plot_adherence, plot_strides
 from .thresholds import THRESHOLDS as TH
+
+Variant = Literal["exact", "max", "exact+sft", "max+sft"]
+VARIANTS = get_args(Variant)
+
+EVAL_SEED = 777
+"""Seed of the test problems, the same for every seed and variant (training draws its own from the run's seed; no
+selection set is used: alpha and delta are fixed in advance, on L1's scale)."""
 
 
 @dataclass
 class Config:
-    variants: tuple[str, ...] = ("max", "max+sft")
-    """budget models trained (see VARIANTS): the lab runs the pair that asks whether RL alone learns to
-    read the budget; `reasonlab budget` runs all four"""
+    variants: tuple[Variant, ...] = ("max", "max+sft")
+    """budget models trained: L1-Exact or L1-Max, each optionally (+sft) after an SFT warm start on budget-annotated
+    chains; the lab runs the pair that asks whether RL alone learns to read the budget"""
     steps: int = 100
     """GRPO steps per budget model"""
     sft_steps: int = 300
     """warm-start steps of the +sft budget models"""
     eval_n: int = 100
-    """greedy test problems per k and budget"""
+    """greedy test problems per k (each evaluated at every budget)"""
+    prompts_per_step: int = 16
+    """problems per GRPO step (each with its own budget)"""
+    num_generations: int = 8
+    """samples per problem (the group)"""
+    learning_rate: float = 1e-4
+    """GRPO's Adam learning rate"""
+    beta: float = 0.04
+    """KL weight to the starting model"""
+    alpha: float = 0.25
+    """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25"""
+    delta: float = 0.5
+    """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
+    sft_lr: float = 3e-3
+    """peak learning rate of the warm start"""
+    log_every: int | None = None
+    """per-budget training log: one record per this many GRPO steps (None: steps // 5, at least 1)"""
+    n_examples: int = 3
+    """example outputs kept per (variant, stride class) for b < ceil(k/2)"""
 
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in VARIANTS]
         if bad:
             raise ValueError(f"unknown budget variant {bad[0]!r}: choose from {', '.join(VARIANTS)}")
+        if not self.variants:
+            raise ValueError("l1: at least one variant")
+        check_training(self, "l1")
+        if self.log_every is not None and self.log_every < 1:
+            raise ValueError(f"l1: log_every must be positive (or none), got {self.log_every}")
+
+    @property
+    def every(self) -> int:
+        """The training log's interval, log_every resolved."""
+        return self.log_every if self.log_every is not None else max(1, self.steps // 5)
+
+
+def check_training(cfg, what: str) -> None:
+    """The GRPO and warm-start settings that l1 and l1_recipe share."""
+    if cfg.prompts_per_step < 1 or cfg.num_generations < 2:
+        raise ValueError(f"{what}: prompts_per_step >= 1 and num_generations >= 2 (GRPO needs a group)")
+    if cfg.sft_steps < 0 or cfg.alpha <= 0 or cfg.beta < 0 or cfg.learning_rate <= 0 or cfg.sft_lr <= 0:
+        raise ValueError(f"{what}: sft_steps >= 0, alpha > 0, beta >= 0 and learning rates > 0")
+
+
+def model_name(variant: str, seed: int, quick: bool = False) -> str:
+    """The model cache's name for a trained budget model: l1-<variant>-seed<s> ("+" as "-"; l1-quick-... in quick
+    mode). The last run of a variant and seed wins; its JSON holds the config it was trained with."""
+    return f"l1-{'quick-' if quick else ''}{variant.replace('+', '-')}-seed{seed}"
+
+
+def stored_config(cfg: Config) -> dict:
+    """The config as a result records it: every field, the training log's interval resolved, the test seed."""
+    return {**asdict(cfg), "log_every": cfg.every, "eval_seed": EVAL_SEED}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    bc = budget.BudgetConfig(variants=tuple(cfg.variants), steps=cfg.steps, sft_steps=cfg.sft_steps,
-                             eval_n=cfg.eval_n, log_every=max(1, cfg.steps // 5))
-    return budget.run(bc, seed, base=env.base(seed), log=None, progress=True)
+    """Train every variant from the seed's base model, save it in the model cache, evaluate it at every budget; then
+    s1 forcing, the fixed formats and the base model's free choice on the same test problems."""
+    base = env.base(seed).eval()
+    probs = problems_per_k(cfg.eval_n, seed=EVAL_SEED)
+    res: dict = {"seed": seed, "config": stored_config(cfg), "variants": {}}
+    for v in cfg.variants:
+        tr = budget.train_variant(base, v, seed, steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
+                                  num_generations=cfg.num_generations, learning_rate=cfg.learning_rate,
+                                  beta=cfg.beta, alpha=cfg.alpha, delta=cfg.delta, sft_steps=cfg.sft_steps,
+                                  sft_lr=cfg.sft_lr, log_every=cfg.every, progress=True)
+        store(model_name(v, seed, env.quick), {"experiment": "l1", "variant": v, "seed": seed, **res["config"]},
+              tr["model"], cache=env.cache)
+        res["variants"][v] = {"train_seconds": round(tr["seconds"], 1), "sft_seconds": round(tr["sft_seconds"], 1),
+                              "sft_loss": tr["sft_loss"], "logs": tr["logs"], "reward": tr["reward"],
+                              "eval": budget.eval_budget_model(tr["model"], probs, cfg.n_examples)}
+    res.update(budget.eval_baselines(base, probs))
+    return res
 
 
-def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
-    md, head = page(rs, out, prefix="l1")
-    return [(md, head)]
+# ---------------------------------------------------------------------------------------------------------------
+# Reading a result: the methods' cells, s1's metrics, the equal-token comparison.
+
+def methods_of(r: dict) -> dict:
+    """{method name: {b: {k: cell}}} for one seed: the variants, s1 forcing and the fixed formats (same cell at
+    every budget)."""
+    out = {f"L1-{v}": r["variants"][v]["eval"] for v in variants_of(r)}
+    out["s1 forcing (T cut at b)"] = r["forcing"]
+    out["s1 forcing (S cut at b)"] = r["forcing_S"]
+    for f in "AST":
+        out[f"always {f}"] = {b: r["fixed"][f] for b in BUDGETS}
+    return out
 
 
+def variants_of(r: dict) -> list[str]:
+    """The variants in the order the run was asked for (a result read back from JSON has its keys sorted)."""
+    return list(r["config"]["variants"])
 
+
+def ks_of(r: dict) -> list[int]:
+    return sorted(int(k) for k in r["fixed"]["A"])
+
+
+def needs(k: int) -> int:
+    """ceil(k / 2): the steps S needs, the fewest of any chain the base model knows."""
+    return len(chain_steps(k, "short"))
+
+
+def mean_cells(m: dict, key: str, cells) -> float:
+    """Mean of `key` over (b, k) cells of one method and seed."""
+    return float(np.mean([m[b][k][key] for b, k in cells]))
+
+
+def cells_where(r: dict, low: bool | None) -> list[tuple[int, int]]:
+    """(b, k) cells with b < ceil(k/2) (low=True), b >= ceil(k/2) (low=False), or all (None)."""
+    return [(b, k) for b in BUDGETS for k in ks_of(r) if low is None or (b < needs(k)) == low]
+
+
+def s1_metrics(m: dict, ks: list[int]) -> dict:
+    """s1's metrics for one method and seed (Muennighoff et al. 2025, section 3.2): Control = share of outputs
+    within budget (steps <= b); Scaling = the mean slope of accuracy against compute over pairs of budgets (per-budget
+    means over k), over the pairs whose compute differs (None when compute does not vary: undefined);
+    Performance = best per-budget accuracy."""
+    acc = [np.mean([m[b][k]["acc"] for k in ks]) for b in BUDGETS]
+    tok = [np.mean([m[b][k]["tokens"] for k in ks]) for b in BUDGETS]
+    within = [m[b][k].get("within", float(m[b][k]["steps"] <= b)) for b in BUDGETS for k in ks]
+    slopes = [(acc[j] - acc[i]) / (tok[j] - tok[i]) for i in range(len(tok)) for j in range(i + 1, len(tok))
+              if abs(tok[j] - tok[i]) > 1e-6]
+    return {"control": float(np.mean(within)), "scaling": float(np.mean(slopes)) if slopes else None,
+            "performance": float(max(acc))}
+
+
+def equal_token_gain(m: dict, ref: dict, cells) -> float:
+    """Mean over cells of (accuracy of m) - (accuracy of ref interpolated at m's mean tokens on ref's accuracy-
+    against-tokens curve for that k, clamped at its ends): more accurate at equal tokens when > 0."""
+    gains = []
+    for b, k in cells:
+        c = m[b][k]
+        pts = sorted((ref[bb][k]["tokens"], ref[bb][k]["acc"]) for bb in BUDGETS)
+        t, a = zip(*pts)
+        gains.append(c["acc"] - float(np.interp(c["tokens"], t, a)))
+    return float(np.mean(gains))
 
 
 def blind(m: dict, r: dict) -> dict:
@@ -79,17 +201,17 @@ def claims(results: list[dict]) -> list[dict]:
     out = []
     for v in vs:
         name = f"L1-{v}"
-        out.append(findings.seed_check("8 budget", f"{name} reads its budget: it writes more than one chain step more at b = 8 "
+        out.append(findings.seed_check("l1", f"{name} reads its budget: it writes more than one chain step more at b = 8 "
                                 "than at b = 0", "steps(b = 8) - steps(b = 0), mean over k",
                                 [spread(m, r, name) for r, m in zip(results, ms)], TH["l1.reads"]))
     for v in vs:
         name = f"L1-{v}"
         if not v.startswith("exact"):
-            out.append(findings.seed_check("8 budget", f"{name} keeps the budget (s1's Control): share of outputs with steps "
+            out.append(findings.seed_check("l1", f"{name} keeps the budget (s1's Control): share of outputs with steps "
                                     "<= b", "share within budget, all (b, k)",
                                     [mean_cells(m[name], "within", c) for m, c in zip(ms, allc)], TH["l1.control"]))
         scal = [s1_metrics(m[name], ks_of(r))["scaling"] for r, m in zip(results, ms)]
-        out.append(findings.seed_check("8 budget", f"{name} scales (s1's Scaling): accuracy rises with compute across budgets",
+        out.append(findings.seed_check("l1", f"{name} scales (s1's Scaling): accuracy rises with compute across budgets",
                                 "mean pairwise slope of accuracy against tokens",
                                 [x if x is not None else 0.0 for x in scal], TH["l1.scaling"],
                                 untestable=None if None not in scal else
@@ -99,18 +221,94 @@ def claims(results: list[dict]) -> list[dict]:
                                   ("s1 forcing (S cut at b)", lambda m, r: m["s1 forcing (S cut at b)"]),
                                   ("fixed formats", blind))}
         worst = [min(g) for g in zip(*gains.values())]
-        out.append(findings.seed_check("8 budget", f"at equal tokens, {name} is more accurate than s1 forcing (T and S "
+        out.append(findings.seed_check("l1", f"at equal tokens, {name} is more accurate than s1 forcing (T and S "
                                 "chains) and than the budget-blind fixed formats", "smallest of the three "
                                 "equal-token accuracy gains, all (b, k)", worst, TH["l1.equal_tokens"],
                                 control="fixed formats", **{k: [round(x, 4) for x in g] for k, g in gains.items()}))
     for v in vs:
         if v.endswith("+sft") and v[:-4] in vs:
             cold, warm = f"L1-{v[:-4]}", f"L1-{v}"
-            out.append(findings.seed_check("8 budget", f"no SFT warm start needed: {cold} (RL from the base) reads its budget "
+            out.append(findings.seed_check("l1", f"no SFT warm start needed: {cold} (RL from the base) reads its budget "
                                     f"within one step as well as {warm}", f"spread({cold}) - spread({warm})",
                                     [spread(m, r, cold) - spread(m, r, warm) for r, m in zip(results, ms)],
                                     TH["l1.no_sft"]))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The section: plots, tables, text.
+
+def plot_accuracy(results: list[dict], path: str) -> str:
+    """Accuracy against budget per k, one line per method (mean over seeds, band = min..max), chance dashed."""
+    ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7.5), sharey=True, layout="constrained")
+    for ax, k in zip(axes.flat, ks):
+        for name in ms[0]:
+            acc = np.array([[m[name][b][k]["acc"] for b in BUDGETS] for m in ms])
+            style = ":" if name.startswith("always") else "--" if name.startswith("s1") else "-"
+            ax.plot(BUDGETS, acc.mean(0), style, marker="o" if style == "-" else None, ms=3, label=name)
+            if style == "-":
+                ax.fill_between(BUDGETS, acc.min(0), acc.max(0), alpha=0.15)
+        ax.axhline(0.1, color="grey", lw=0.8, ls="--")
+        ax.axvline(needs(k) - 0.5, color="k", lw=0.5, alpha=0.4)
+        ax.set_title(f"k = {k} (S needs {needs(k)} steps)")
+        ax.set_xlabel("budget b (chain steps)")
+    axes.flat[0].set_ylabel("greedy accuracy")
+    axes.flat[-1].axis("off")
+    h, lab = axes.flat[0].get_legend_handles_labels()
+    axes.flat[-1].legend(h + [plt.Line2D([], [], color="grey", ls="--")], lab + ["chance 0.1"], loc="center")
+    fig.suptitle("Accuracy against budget (mean over seeds, band = min..max; vertical line: b = ceil(k/2))")
+    return save(fig, path)
+
+
+def plot_strides(results: list[dict], path: str) -> str:
+    """Stride mix of the trained models' chains, by budget (x) and k (panels), mean over seeds."""
+    vs, ks = variants_of(results[0]), ks_of(results[0])
+    colors = dict(zip(STRIDE_GROUPS, ["#4C72B0", "#55A868", "#DD8452", "#C44E52", "#8172B2", "#937860", "#999999"]))
+    fig, axes = plt.subplots(len(vs), len(ks), figsize=(2.3 * len(ks), 2.4 * len(vs) + 0.6), sharey=True, squeeze=False,
+                             layout="constrained")
+    for i, v in enumerate(vs):
+        for j, k in enumerate(ks):
+            ax, bottom = axes[i][j], np.zeros(len(BUDGETS))
+            for g in STRIDE_GROUPS:
+                y = np.array([np.mean([r["variants"][v]["eval"][b][k]["strides"].get(g, 0.0) for r in results])
+                              for b in BUDGETS])
+                ax.bar(BUDGETS, y, bottom=bottom, color=colors[g], label=g, width=0.85)
+                bottom += y
+            ax.axvline(needs(k) - 0.5, color="k", lw=0.8)
+            ax.set_title(f"L1-{v}, k = {k}", fontsize=8)
+            ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=6, loc="lower left")
+    fig.supxlabel("budget b (vertical line: b = ceil(k/2))")
+    fig.supylabel("share of outputs")
+    return save(fig, path)
+
+
+def plot_adherence(results: list[dict], path: str) -> str:
+    """Left: steps written against budget (mean over k and seeds) per method, diagonal = exact adherence.
+    Right: share within budget during training, per variant (mean over budgets and seeds)."""
+    ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
+    for name in ms[0]:
+        if name.startswith("always"):
+            continue
+        y = np.array([[np.mean([m[name][b][k]["steps"] for k in ks]) for b in BUDGETS] for m in ms])
+        a1.errorbar(BUDGETS, y.mean(0), yerr=y.std(0), marker="o", ms=3, capsize=2, label=name)
+    a1.plot(BUDGETS, BUDGETS, "k:", lw=0.8, label="steps = b")
+    a1.set_xlabel("budget b")
+    a1.set_ylabel("chain steps written (mean over k = 2..8)")
+    a1.legend(fontsize=8)
+    for v in variants_of(results[0]):
+        logs = [r["variants"][v]["logs"] for r in results]
+        steps = [l["step"] for l in logs[0]]
+        y = np.array([[np.mean([c["within"] for c in l["by_budget"].values()]) for l in lg] for lg in logs])
+        a2.plot(steps, y.mean(0), marker="o", ms=3, label=f"L1-{v}")
+    a2.set_xlabel("GRPO step (step 0: greedy, before RL)")
+    a2.set_ylabel("share within budget (steps <= b)")
+    a2.set_ylim(0, 1.02)
+    a2.legend(fontsize=8)
+    fig.suptitle("Adherence: steps against budget after training; share within budget during training")
+    return save(fig, path)
 
 
 def _ms(xs, f="{:.2f}") -> str:
@@ -118,170 +316,212 @@ def _ms(xs, f="{:.2f}") -> str:
     return pm(xs, f)
 
 
-def page(results: list[dict], out: str, prefix: str = "") -> tuple[str, str]:
-    """The report section (markdown) and a one-line headline; plots go to <out>/<prefix>/."""
-    d = os.path.join(out, prefix)
-    os.makedirs(d, exist_ok=True)
-    rel = (prefix + "/") if prefix else ""
-    plot_accuracy(results, os.path.join(d, "accuracy_vs_budget.png"))
-    plot_strides(results, os.path.join(d, "strides.png"))
-    plot_adherence(results, os.path.join(d, "adherence.png"))
-    ks, ms, vs = ks_of(results[0]), [methods_of(r) for r in results], variants_of(results[0])
-    names = list(ms[0])
-    # accuracy (tokens) against budget, mean over k
-    head = "| method | " + " | ".join(f"b={b}" for b in BUDGETS) + " |"
-    acc_rows = [head, "|---" * (len(BUDGETS) + 1) + "|"]
+def by_budget(first: list[str], last: list[str] = ()) -> list[str]:
+    """A header: the first columns, one per budget, the last ones."""
+    return [*first, *(f"b={b}" for b in BUDGETS), *last]
+
+
+def trained(results: list[dict]) -> list[str]:
+    """The trained models' method names, then s1's T forcing."""
+    return [f"L1-{v}" for v in variants_of(results[0])] + ["s1 forcing (T cut at b)"]
+
+
+def table_accuracy(ms: list[dict], ks: list[int]) -> str:
+    """Accuracy (mean ± std over seeds) with mean tokens in brackets, by method and budget, mean over k."""
+    return md_table(by_budget(["method"]), [
+        [n] + [_ms([np.mean([m[n][b][k]["acc"] for k in ks]) for m in ms])
+               + f" ({np.mean([m[n][b][k]['tokens'] for m in ms for k in ks]):.1f})" for b in BUDGETS]
+        for n in ms[0]])
+
+
+def table_within(ms: list[dict], ks: list[int], names: list[str]) -> str:
+    """Right within budget (right answer and steps <= b), by method and budget, mean over k."""
+    return md_table(by_budget(["method"]), [
+        [n] + [_ms([np.mean([m[n][b][k]["acc_within"] for k in ks]) for m in ms]) for b in BUDGETS] for n in names])
+
+
+def table_per_k(ms: list[dict], ks: list[int]) -> str:
+    """Accuracy / mean tokens for every method but the fixed formats, k and budget, mean over seeds."""
+    return md_table(by_budget(["method", "k"]), [
+        [n, k] + [f"{np.mean([m[n][b][k]['acc'] for m in ms]):.2f} / {np.mean([m[n][b][k]['tokens'] for m in ms]):.1f}"
+                  for b in BUDGETS]
+        for n in ms[0] if n not in ("always A", "always S", "always T") for k in ks])
+
+
+def table_fixed(ms: list[dict], ks: list[int]) -> str:
+    """The fixed formats on the base model per k: accuracy / tokens, mean over seeds."""
+    return md_table(["k"] + [f"always {f}" for f in "AST"], [
+        [k] + [f"{np.mean([m[f'always {f}'][0][k]['acc'] for m in ms]):.2f} / "
+               f"{np.mean([m[f'always {f}'][0][k]['tokens'] for m in ms]):.1f}" for f in "AST"] for k in ks])
+
+
+def table_adherence(ms: list[dict], ks: list[int], names: list[str]) -> str:
+    """Share within budget / mean |steps - b| by method and budget (and over all budgets), mean over k and seeds."""
+    def cell(n, bs):
+        w = [np.mean([m[n][bb][k]["within"] for bb in bs for k in ks]) for m in ms]
+        e = [np.mean([m[n][bb][k]["abs_err"] for bb in bs for k in ks]) for m in ms]
+        return f"{np.mean(w):.2f} / {np.mean(e):.2f}"
+    return md_table(by_budget(["method"], ["all"]),
+                    [[n] + [cell(n, (b,)) for b in BUDGETS] + [cell(n, BUDGETS)] for n in names])
+
+
+def table_s1(ms: list[dict], ks: list[int], names: list[str]) -> str:
+    """s1's Control, Scaling and Performance by method, mean ± std over seeds."""
+    rows = []
     for n in names:
-        acc_rows.append(f"| {n} | " + " | ".join(
-            _ms([np.mean([m[n][b][k]["acc"] for k in ks]) for m in ms]) +
-            f" ({np.mean([m[n][b][k]['tokens'] for m in ms for k in ks]):.1f})" for b in BUDGETS) + " |")
-    # right within budget (right answer and steps <= b), mean over k
-    aw_rows = [head, "|---" * (len(BUDGETS) + 1) + "|"]
-    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
-        aw_rows.append(f"| {n} | " + " | ".join(
-            _ms([np.mean([m[n][b][k]["acc_within"] for k in ks]) for m in ms]) for b in BUDGETS) + " |")
-    # per k at equal tokens: accuracy / tokens for every method and k
-    perk = ["| method | k | " + " | ".join(f"b={b}" for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 2) + "|"]
-    for n in names:
-        if n in ("always A", "always S", "always T"):
-            continue
-        for k in ks:
-            perk.append(f"| {n} | {k} | " + " | ".join(
-                f"{np.mean([m[n][b][k]['acc'] for m in ms]):.2f} / "
-                f"{np.mean([m[n][b][k]['tokens'] for m in ms]):.1f}" for b in BUDGETS) + " |")
-    fixed_k = "| k | " + " | ".join(f"always {f}" for f in "AST") + " |\n|---|---|---|---|\n" + "\n".join(
-        f"| {k} | " + " | ".join(f"{np.mean([m[f'always {f}'][0][k]['acc'] for m in ms]):.2f} / "
-                                 f"{np.mean([m[f'always {f}'][0][k]['tokens'] for m in ms]):.1f}" for f in "AST")
-        + " |" for k in ks)
-    # adherence
-    adh = ["| method | " + " | ".join(f"b={b}" for b in BUDGETS) + " | all |", "|---" * (len(BUDGETS) + 2) + "|"]
-    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
-        cells = []
-        for b in BUDGETS + (None,):
-            bs = BUDGETS if b is None else (b,)
-            w = [np.mean([m[n][bb][k]["within"] for bb in bs for k in ks]) for m in ms]
-            e = [np.mean([m[n][bb][k]["abs_err"] for bb in bs for k in ks]) for m in ms]
-            cells.append(f"{np.mean(w):.2f} / {np.mean(e):.2f}")
-        adh.append(f"| {n} | " + " | ".join(cells) + " |")
-    # s1 metrics
-    s1 = ["| method | Control (share within budget) | Scaling (accuracy per token) | Performance (best accuracy) |",
-          "|---|---|---|---|"]
-    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)", "s1 forcing (S cut at b)"]:
         mm = [s1_metrics(m[n], ks) for m in ms]
         scal = [x["scaling"] for x in mm]
-        s1.append(f"| {n} | {_ms([x['control'] for x in mm])} | "
-                  f"{'undefined (compute does not vary)' if None in scal else _ms(scal, '{:.3f}')} | "
-                  f"{_ms([x['performance'] for x in mm], '{:.3f}')} |")
-    # strides when b < ceil(k/2), and examples
-    st = ["| method | " + " | ".join(STRIDE_GROUPS) + " |", "|---" * (len(STRIDE_GROUPS) + 1) + "|"]
-    for n in [f"L1-{v}" for v in vs] + ["s1 forcing (T cut at b)"]:
-        st.append(f"| {n} | " + " | ".join(
-            f"{np.mean([m[n][b][k]['strides'].get(g, 0.0) for m, r in zip(ms, results) for b, k in cells_where(r, True)]):.2f}"
-            for g in STRIDE_GROUPS) + " |")
-    labels: dict[str, dict[str, float]] = {}
-    for v in vs:
+        rows.append([n, _ms([x["control"] for x in mm]),
+                     "undefined (compute does not vary)" if None in scal else _ms(scal, "{:.3f}"),
+                     _ms([x["performance"] for x in mm], "{:.3f}")])
+    return md_table(["method", "Control (share within budget)", "Scaling (accuracy per token)",
+                     "Performance (best accuracy)"], rows)
+
+
+def table_strides(results: list[dict], ms: list[dict], names: list[str]) -> str:
+    """The stride groups' shares of the outputs over the (b, k) cells with b < ceil(k/2), mean over seeds."""
+    def share(n, g):
+        return np.mean([m[n][b][k]["strides"].get(g, 0.0) for m, r in zip(ms, results) for b, k in cells_where(r, True)])
+    return md_table(["method", *STRIDE_GROUPS], [[n] + [f"{share(n, g):.2f}" for g in STRIDE_GROUPS] for n in names])
+
+
+def stride_labels(results: list[dict]) -> str:
+    """classify_chain's exact labels per variant over the cells with b < ceil(k/2), most frequent first."""
+    lines = []
+    for v in variants_of(results[0]):
         cnt: dict[str, float] = {}
         cells = [(r, b, k) for r in results for b, k in cells_where(r, True)]
         for r, b, k in cells:
             for lab, x in r["variants"][v]["eval"][b][k]["stride_labels"].items():
                 cnt[lab] = cnt.get(lab, 0.0) + x / len(cells)
-        labels[v] = dict(sorted(cnt.items(), key=lambda kv: -kv[1]))
-    lab_lines = "\n".join(f"- L1-{v}: " + ", ".join(f"{lab} {x:.3f}" for lab, x in labels[v].items()) for v in vs)
-    ex_lines = []
-    r0 = results[0]
-    for v in vs:
+        ranked = sorted(cnt.items(), key=lambda kv: -kv[1])
+        lines.append(f"- L1-{v}: " + ", ".join(f"{lab} {x:.3f}" for lab, x in ranked))
+    return "\n".join(lines)
+
+
+def stride_examples(r: dict) -> str:
+    """Up to two example outputs per variant and stride group of one seed, with b < ceil(k/2)."""
+    lines = []
+    for v in variants_of(r):
         seen: dict[str, list] = {}
-        for b, k in cells_where(r0, True):
-            for g, exs in r0["variants"][v]["eval"][b][k].get("examples", {}).items():
+        for b, k in cells_where(r, True):
+            for g, exs in r["variants"][v]["eval"][b][k].get("examples", {}).items():
                 for e in exs:
                     if len(seen.setdefault(g, [])) < 2:
                         seen[g].append(f"B{b} {e}")
         for g, exs in seen.items():
-            ex_lines += [f"    L1-{v:<9} {g:<18} {e}" for e in exs]
-    # training log: adherence per budget at the first and last record
-    tl = ["| variant | step | " + " | ".join(f"b={b}" for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 2) + "|"]
-    for v in vs:
+            lines += [f"    L1-{v:<9} {g:<18} {e}" for e in exs]
+    return "\n".join(lines) or "    (none)"
+
+
+def table_training_log(results: list[dict]) -> str:
+    """The GRPO samples' within / |steps - b| / accuracy / tokens per budget at the first, middle and last log
+    record, mean over seeds."""
+    rows = []
+    for v in variants_of(results[0]):
         for i in (0, len(results[0]["variants"][v]["logs"]) // 2, -1):
             lg = [r["variants"][v]["logs"][i] for r in results]
+
             def at(b, key):   # a short log window may have drawn no prompt with budget b: "–"
-                xs = [c[key] for c in (l["by_budget"].get(b) for l in lg) if c]
+                xs = [c[key] for c in (log["by_budget"].get(b) for log in lg) if c]
                 return f"{np.mean(xs):.2f}" if xs else "–"
-            tl.append(f"| L1-{v} | {lg[0]['step']} | " + " | ".join(
-                " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS) + " |")
-    fs = claims(results)
-    f_lines = findings.table(fs)
-    secs = "; ".join(f"L1-{v} {_ms([r['variants'][v]['train_seconds'] for r in results], '{:.0f}')} s"
-                     for v in vs)
-    cfg = results[0]["config"]
+            rows.append([f"L1-{v}", lg[0]["step"]] + [
+                " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS])
+    return md_table(by_budget(["variant", "step"]), rows)
+
+
+def headline(results: list[dict], ms: list[dict], fs: list[dict]) -> str:
+    """The main variant's Control and Performance, and its equal-token claim."""
+    ks, vs = ks_of(results[0]), variants_of(results[0])
     main = "L1-" + next((v for v in ("max+sft", "max", "exact+sft") if v in vs), vs[0])
     gain = next((f for f in fs if f["claim"].startswith(f"at equal tokens, {main} ")), None)
     ctrl = [s1_metrics(m[main], ks)["control"] for m in ms]
-    headline = (f"{main}: within budget {_ms(ctrl)}, best accuracy "
-                f"{_ms([s1_metrics(m[main], ks)['performance'] for m in ms])}"
-                + (f"; vs s1 forcing and always-S at equal tokens: {gain['value']:+.3f} "
-                   f"[{findings._num(gain['ci95'][0])}, {findings._num(gain['ci95'][1])}] ({gain['verdict']})" if gain else ""))
+    return (f"{main}: within budget {_ms(ctrl)}, best accuracy "
+            f"{_ms([s1_metrics(m[main], ks)['performance'] for m in ms])}"
+            + (f"; vs s1 forcing and always-S at equal tokens: {gain['value']:+.3f} "
+               f"[{findings._num(gain['ci95'][0])}, {findings._num(gain['ci95'][1])}] ({gain['verdict']})" if gain else ""))
+
+
+def render(results: list[dict], out: str) -> list[tuple[str, str]]:
+    """The report's section and its headline; plots go to <out>/l1/."""
+    d = os.path.join(out, "l1")
+    os.makedirs(d, exist_ok=True)
+    plot_accuracy(results, os.path.join(d, "accuracy_vs_budget.png"))
+    plot_strides(results, os.path.join(d, "strides.png"))
+    plot_adherence(results, os.path.join(d, "adherence.png"))
+    ks, ms, names = ks_of(results[0]), [methods_of(r) for r in results], trained(results)
+    fs = claims(results)
+    cfg = results[0]["config"]
+    secs = "; ".join(f"L1-{v} {_ms([r['variants'][v]['train_seconds'] for r in results], '{:.0f}')} s"
+                     for v in variants_of(results[0]))
     md = f"""## Thinking on a budget: L1 against s1 forcing
 
 > **Question.** Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..8) and train
 > the model to keep it with L1's rewards. Does that beat cutting the chain (s1) at equal tokens, and what does the
 > model do with fewer steps than its shortest chain (S needs ⌈k/2⌉)?
 
-![accuracy against budget]({rel}accuracy_vs_budget.png)
+![accuracy against budget](l1/accuracy_vs_budget.png)
 
-![stride mix]({rel}strides.png)
+![stride mix](l1/strides.png)
 
-![adherence]({rel}adherence.png)
+![adherence](l1/adherence.png)
 
 **Accuracy against budget** (greedy, {cfg['eval_n']} test problems per k, mean over k = 2..8; mean ± std over
 {len(results)} seeds; mean tokens in brackets; chance 0.1):
 
-{chr(10).join(acc_rows)}
+{table_accuracy(ms, ks)}
 
 **Right within budget** (right answer and steps ≤ b; s1 forcing is within budget by construction), mean over k:
 
-{chr(10).join(aw_rows)}
+{table_within(ms, ks, names)}
 
 **Per k** (accuracy / mean tokens, mean over seeds), to read accuracy at equal tokens:
 
-{chr(10).join(perk)}
+{table_per_k(ms, ks)}
 
 Fixed formats on the base model per k (accuracy / tokens):
 
-{fixed_k}
+{table_fixed(ms, ks)}
 
 **Adherence** after training (share within budget, steps ≤ b / mean |steps − b|, mean over k and seeds):
 
-{chr(10).join(adh)}
+{table_adherence(ms, ks, names)}
 
 **s1's metrics** (Muennighoff et al. 2025): Control = share within budget, Scaling = mean slope of accuracy against
 mean tokens over pairs of budgets (undefined when compute does not vary), Performance = best per-budget accuracy:
 
-{chr(10).join(s1)}
+{table_s1(ms, ks, names + ["s1 forcing (S cut at b)"])}
 
 **What the model does when b < ⌈k/2⌉** (chains classified automatically by stride: the digits summed per step),
 share of outputs over those (b, k) cells:
 
-{chr(10).join(st)}
+{table_strides(results, ms, names)}
 
 Exact labels: 
-{lab_lines}
+{stride_labels(results)}
 
 Examples (first seed; budget token, problem, output, label):
 
 ```
-{chr(10).join(ex_lines) or '    (none)'}
+{stride_examples(results[0])}
 ```
 
 **Training log** per budget (share within / mean |steps − b| / accuracy / tokens of the GRPO samples; step 0 is
 greedy before RL), mean over seeds:
 
-{chr(10).join(tl)}
+{table_training_log(results)}
 
 **Findings** (computed on this run; 95 % t-intervals over seeds; the first is this experiment's primary claim):
 
-{f_lines}
+{findings.table(fs)}
 
-GRPO ({cfg['steps']} steps, {cfg['prompts_per_step']} problems × {cfg['num_generations']} samples, lr
+{method_note(cfg, secs)}"""
+    return [(md, headline(results, ms, fs))]
+
+
+def method_note(cfg: dict, secs: str) -> str:
+    """The section's closing paragraphs: the training settings, the controls, where L1 differs, the papers."""
+    return f"""GRPO ({cfg['steps']} steps, {cfg['prompts_per_step']} problems × {cfg['num_generations']} samples, lr
 {cfg['learning_rate']:g}, β {cfg['beta']:g}), one budget drawn uniformly per problem; α = {cfg['alpha']:g} per
 step, δ = {cfg['delta']:g}; `+sft` variants first fine-tune {cfg['sft_steps']} steps on budget-annotated outputs
 (the longest fixed format within the budget). Training time per seed: {secs}. s1 forcing forces a T (or S) chain
@@ -297,11 +537,11 @@ L1-Max reward than a budget-blind one: the `l1_recipe` lesson prices it). L1's o
 budgets a chain can reach, is the `l1_recipe` lesson (`reasonlab l1_recipe`).
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
-*Explore:* `reasonlab budget --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
---budget 1 --checkpoint runs/budget/model-max-sft-seed0` (a model the CLI saved).
+*Explore:* `reasonlab l1 --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
+--budget 1 --checkpoint ~/.cache/reasonlab/l1-max-sft-seed0` (a model the run saved in the model cache).
 """
-    return md, headline
 
 
-register(Experiment("l1", Config, run, claims, render, keys=("variants", "forcing", "forcing_S", "fixed", "config", "base_free"), quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21,
-                    render_cost=3.0))
+register(Experiment("l1", Config, run, claims, render,
+                    keys=("variants", "forcing", "forcing_S", "fixed", "config", "base_free"),
+                    quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21, render_cost=3.0))

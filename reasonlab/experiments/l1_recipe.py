@@ -19,11 +19,12 @@ import numpy as np
 
 from ..core.problems import problems_per_k
 from ..core.task import BUDGETS, K_MAX, K_MIN
-from ..io.report import band, plt, save
+from ..io.report import band, md_table, plt, save
 from ..methods import budget
 from ..stats import findings
 from ..stats.summary import pm
 from . import Experiment, register
+from .l1 import check_training
 from .thresholds import THRESHOLDS as TH
 
 KS = range(K_MIN, K_MAX + 1)
@@ -41,25 +42,44 @@ class Config:
     """GRPO steps with L1-Max and L1-Exact prompts mixed 50/50, from the Exact checkpoint"""
     eval_n: int = 100
     """greedy test problems per k, at every budget and prompt kind"""
+    prompts_per_step: int = 16
+    """problems per GRPO step (each with its own budget and prompt kind)"""
+    num_generations: int = 8
+    """samples per problem (the group)"""
+    learning_rate: float = 1e-4
+    """GRPO's Adam learning rate"""
+    beta: float = 0.04
+    """KL weight to the model each GRPO stage starts from"""
+    alpha: float = 0.25
+    """L1's length weight per chain step (both rewards)"""
+    delta: float = 0.5
+    """L1-Max's offset: a chain exactly at the budget earns half the reward"""
+    sft_lr: float = 3e-3
+    """peak learning rate of the warm start"""
+
+    def validate(self) -> None:
+        check_training(self, "l1_recipe")
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     base = env.base(seed)
-    bc = budget.BudgetConfig(steps=cfg.exact_steps, sft_steps=cfg.sft_steps)
-    tr = budget.train_recipe(base, bc, seed, max_steps=cfg.max_steps)
+    tr = budget.train_recipe(base, seed, exact_steps=cfg.exact_steps, max_steps=cfg.max_steps,
+                             prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
+                             learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=cfg.alpha, delta=cfg.delta,
+                             sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr)
     probs = problems_per_k(cfg.eval_n, seed=f"l1-recipe-{seed}", split="test")
     fixed = budget.eval_fixed(base, probs)             # forced A, S, T on the base: per k, accuracy and steps
     fixed_opts = [[(fixed[f][k]["acc"], fixed[f][k]["steps"]) for f in "AST"] for k in KS]
-    ev = lambda m, kind: budget.eval_recipe(m, probs, kind, bc.alpha, bc.delta)  # noqa: E731
+    ev = lambda m, kind: budget.eval_recipe(m, probs, kind, cfg.alpha, cfg.delta)  # noqa: E731
     res = {"start": ev(tr["start"], "exact"), "exact": ev(tr["exact"], "exact"),
            "max_exact": ev(tr["max"], "exact"), "max_max": ev(tr["max"], "max"), "fixed": fixed_opts,
-           "alpha": bc.alpha, "delta": bc.delta, "seconds": round(tr["seconds"], 1)}
+           "alpha": cfg.alpha, "delta": cfg.delta, "seconds": round(tr["seconds"], 1)}
     exact_opts = [[(res["exact"][b][i]["acc"], res["exact"][b][i]["steps"]) for b in range(k + 1)]
                   for i, k in enumerate(KS)]
     res["precheck"] = {
-        "exact_from_base": budget.best_policies(fixed_opts, "exact", bc.alpha, bc.delta),
-        "max_from_base_0to8": budget.best_policies(fixed_opts, "max", bc.alpha, bc.delta, reachable=False),
-        "max_from_exact": budget.best_policies(exact_opts, "max", bc.alpha, bc.delta)}
+        "exact_from_base": budget.best_policies(fixed_opts, "exact", cfg.alpha, cfg.delta),
+        "max_from_base_0to8": budget.best_policies(fixed_opts, "max", cfg.alpha, cfg.delta, reachable=False),
+        "max_from_exact": budget.best_policies(exact_opts, "max", cfg.alpha, cfg.delta)}
     return res
 
 
@@ -81,7 +101,7 @@ def gap(r: dict, name: str) -> float:
 def claims(rs: list[dict]) -> list[dict]:
     """Primary: L1-Exact beats the best budget-blind policy over the formats it starts from. Each RL stage's claims
     are untestable where its pre-check finds under the design bound to learn."""
-    sec = "17 l1_recipe"
+    sec = "l1_recipe"
     bound = TH["l1.aware_gap"].value
 
     def flat(name, stage):
@@ -140,18 +160,16 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
         ax.set_xlabel("budget b (chain steps)")
     axes[0].legend(fontsize=8)
     save(fig, os.path.join(out, "l1_recipe", "budgets.png"))
-    rows = ["| before | reward | best budget-blind | best budget-aware | aware - blind |", "|---|---|---|---|---|"]
-    for name, label, rw in (("max_from_base_0to8", "L1-Max from the base (the `l1` experiment: b in 0..8)", "Max"),
-                            ("exact_from_base", "L1-Exact from the warm start (A / S / T), reachable b", "Exact"),
-                            ("max_from_exact", "L1-Max from the Exact checkpoint, reachable b", "Max")):
-        rows.append(f"| {label} | {rw} | {pm([r['precheck'][name]['blind'] for r in rs])} | "
-                    f"{pm([r['precheck'][name]['aware'] for r in rs])} | {pm([gap(r, name) for r in rs])} |")
-    trows = ["| model, prompt | steps(b = k) - steps(b = 0) | accuracy | L1-Exact reward | L1-Max reward |",
-             "|---|---|---|---|---|"]
-    for name, label in CURVES.items():
-        trows.append(f"| {label} | {pm([spread(r, name) for r in rs])} | {pm([reachable(r, name, 'acc') for r in rs])}"
-                     f" | {pm([reachable(r, name, 'exact_r') for r in rs])} | "
-                     f"{pm([reachable(r, name, 'max_r') for r in rs])} |")
+    prices = md_table(["before", "reward", "best budget-blind", "best budget-aware", "aware - blind"], [
+        [label, rw, pm([r["precheck"][name]["blind"] for r in rs]), pm([r["precheck"][name]["aware"] for r in rs]),
+         pm([gap(r, name) for r in rs])]
+        for name, label, rw in (("max_from_base_0to8", "L1-Max from the base (the `l1` experiment: b in 0..8)", "Max"),
+                                ("exact_from_base", "L1-Exact from the warm start (A / S / T), reachable b", "Exact"),
+                                ("max_from_exact", "L1-Max from the Exact checkpoint, reachable b", "Max"))])
+    trained = md_table(["model, prompt", "steps(b = k) - steps(b = 0)", "accuracy", "L1-Exact reward", "L1-Max reward"], [
+        [label, pm([spread(r, name) for r in rs]), pm([reachable(r, name, "acc") for r in rs]),
+         pm([reachable(r, name, "exact_r") for r in rs]), pm([reachable(r, name, "max_r") for r in rs])]
+        for name, label in CURVES.items()])
     fs = claims(rs)
     head = (f"reading the budget pays {pm([gap(r, 'exact_from_base') for r in rs])} before L1-Exact, "
             f"{pm([gap(r, 'max_from_exact') for r in rs])} before L1-Max")
@@ -165,18 +183,18 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 What a perfect policy could earn before each RL stage, from the lengths and accuracies it starts with (expected
 reward, budgets uniform; an option's reward at its mean steps):
 
-{chr(10).join(rows)}
+{prices}
 
 After training, greedy on the test problems, reachable cells (b <= k):
 
-{chr(10).join(trows)}
+{trained}
 
 α = {rs[0]['alpha']:g} per step, δ = {rs[0]['delta']:g}; {pm([r['seconds'] for r in rs], '{:.0f}')} s of training
 per seed; mean ± std over seeds. {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Aggarwal & Welleck 2025, arXiv 2503.04697 (cmu-l3/l1).
-*Explore:* `reasonlab lab --only l1_recipe`; `budget.train_recipe(base, BudgetConfig(), seed)` returns the three
-models; `budget.best_policies` prices any set of lengths before training.
+*Explore:* `reasonlab l1_recipe`; `budget.train_recipe(base, seed)` returns the three models;
+`budget.best_policies` prices any set of lengths before training.
 """
     return [(md, head)]
 

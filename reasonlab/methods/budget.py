@@ -22,16 +22,15 @@ Against it: s1 forcing (Muennighoff et al. 2025, arXiv 2501.19393) on the base m
 longest fixed format that fits the budget) measures whether RL needs one. `classify_chain` names what a chain does
 (its stride: digits summed per step), so the report can say what the model does with fewer steps than S needs.
 
-Protocol: `run(config, seed) -> result` (JSON-able; written to <out>/seed<s>.json when config.out is set) and
-`render(results_over_seeds, out) -> (markdown, headline)`.
+The experiments that train and evaluate these models are `experiments/l1.py` (L1-Exact and L1-Max against s1
+forcing) and `experiments/l1_recipe.py` (L1's own recipe); this module holds the algorithm: the budget model, L1's
+rewards and draws, training, the evaluation passes that generate, and the stride of a chain.
 """
 from __future__ import annotations
 
 import copy
-import os
 import random
 import time
-from dataclasses import asdict
 from typing import Callable
 
 import numpy as np
@@ -59,12 +58,8 @@ from ..core.task import (
     prompt_ids,
     solution,
 )
-from ..io.checkpoint import save_model, write_json
 from ..train.rl import RLConfig, every_n_steps, train
 from ..train.sft import train_on_batches
-from ..train.zoo import base_model
-from .config import BUDGET_QUICK as QUICK  # noqa: F401  (this method's public names)
-from .config import BudgetConfig
 from .tts import budget_hook
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -180,28 +175,38 @@ def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64
     return train_on_batches(model, get_batch, steps, lr=lr, warmup=max(1, steps // 10), log=None)
 
 
-def train_variant(base: GPT, variant: str, cfg: BudgetConfig, seed: int, progress: bool = False) -> dict:
-    """One budget model: (SFT warm start,) GRPO with an L1 reward; returns the model, per-budget training logs and
-    the seconds spent (SFT and RL, without evaluation)."""
+def grpo_config(steps: int, seed: int, prompts_per_step: int, num_generations: int, learning_rate: float,
+                beta: float) -> RLConfig:
+    """GRPO's settings for a budget model's RL stage (rl.train logs nothing: the budget log is kept here)."""
+    return RLConfig.preset("grpo", steps=steps, prompts_per_step=prompts_per_step, num_generations=num_generations,
+                           learning_rate=learning_rate, beta=beta, seed=seed, log_every=0)
+
+
+def train_variant(base: GPT, variant: str, seed: int, *, steps: int = 100, prompts_per_step: int = 16,
+                  num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
+                  delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, log_every: int = 10,
+                  progress: bool = False) -> dict:
+    """One budget model: (SFT warm start of sft_steps when the variant ends in "+sft",) GRPO for `steps` with the
+    variant's L1 reward ("exact" or "max"), a budget drawn per prompt; returns the model, the per-budget training
+    log (step 0: greedy before RL, then one record per log_every GRPO steps), the GRPO rewards and the seconds
+    spent (SFT and RL, without evaluation)."""
     kind = variant.split("+")[0]
     t0 = time.perf_counter()
     policy = budget_model(base)
     sft = []
-    if variant.endswith("+sft") and cfg.sft_steps:
-        sft = sft_warm_start(policy, cfg.sft_steps, cfg.sft_lr, seed)
+    if variant.endswith("+sft") and sft_steps:
+        sft = sft_warm_start(policy, sft_steps, sft_lr, seed)
     t_sft = time.perf_counter() - t0
-    ref = copy.deepcopy(policy) if cfg.beta > 0 else None
+    ref = copy.deepcopy(policy) if beta > 0 else None
     window: dict[int, np.ndarray] = {}
     logs: list[dict] = [{"step": 0, "by_budget": quick_adherence(policy, seed)}]
 
     def flush(rec, model):                # every log_every steps: the window's per-budget logs
         logs.append({"step": rec["step"], "by_budget": {b: cell(s) for b, s in sorted(window.items())}})
         window.clear()
-    rcfg = RLConfig.preset("grpo", steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
-                           num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
-                           seed=seed, log_every=0)
-    hist = train(policy, ref, rcfg, reward_fn=reward_fn(kind, cfg.alpha, cfg.delta, window), log=None,
-                 progress=progress, callback=every_n_steps(cfg.log_every, flush), problem_fn=draw_problem,
+    rcfg = grpo_config(steps, seed, prompts_per_step, num_generations, learning_rate, beta)
+    hist = train(policy, ref, rcfg, reward_fn=reward_fn(kind, alpha, delta, window), log=None,
+                 progress=progress, callback=every_n_steps(log_every, flush), problem_fn=draw_problem,
                  prompt_fn=lambda d: budget_prompt_ids(d, d.budget))
     return {"model": policy, "logs": logs, "seconds": time.perf_counter() - t0, "sft_seconds": t_sft,
             "sft_loss": sft[-1]["loss"] if sft else None, "reward": [h.get("reward") for h in hist]}
@@ -263,26 +268,24 @@ def recipe_prompt(d: BudgetProblem) -> list[int]:
     return PROMPTS[d.kind](d, d.budget)
 
 
-def train_recipe(base: GPT, cfg: BudgetConfig, seed: int, max_steps: int | None = None, progress: bool = False
-                 ) -> dict:
-    """SFT warm start (reachable budgets), L1-Exact GRPO for cfg.steps, then L1-Max GRPO from the Exact
-    checkpoint on mixed prompts for max_steps (default cfg.steps). Returns the three models and the seconds."""
+def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int = 100, prompts_per_step: int = 16,
+                 num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
+                 delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, progress: bool = False) -> dict:
+    """SFT warm start (reachable budgets), L1-Exact GRPO for exact_steps, then L1-Max GRPO from the Exact
+    checkpoint on mixed prompts for max_steps. Returns the three models and the seconds."""
     t0 = time.perf_counter()
     policy = budget_model(base)
-    sft_warm_start(policy, cfg.sft_steps, cfg.sft_lr, seed, draw=draw_reachable())
+    sft_warm_start(policy, sft_steps, sft_lr, seed, draw=draw_reachable())
     start = copy.deepcopy(policy)
 
     def grpo(model, steps, kinds, reward, run_seed):
-        rcfg = RLConfig.preset("grpo", steps=steps, prompts_per_step=cfg.prompts_per_step,
-                               num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
-                               seed=run_seed, log_every=0)
-        train(model, copy.deepcopy(model) if cfg.beta > 0 else None, rcfg, log=None, progress=progress,
-              reward_fn=reward_fn(reward, cfg.alpha, cfg.delta), problem_fn=draw_reachable(kinds),
-              prompt_fn=recipe_prompt)
-    grpo(policy, cfg.steps, ("exact",), "exact", seed)
+        rcfg = grpo_config(steps, run_seed, prompts_per_step, num_generations, learning_rate, beta)
+        train(model, copy.deepcopy(model) if beta > 0 else None, rcfg, log=None, progress=progress,
+              reward_fn=reward_fn(reward, alpha, delta), problem_fn=draw_reachable(kinds), prompt_fn=recipe_prompt)
+    grpo(policy, exact_steps, ("exact",), "exact", seed)
     exact = copy.deepcopy(policy)
     mixed = l1_model(policy)
-    grpo(mixed, cfg.steps if max_steps is None else max_steps, ("exact", "max"), "mixed", seed + 1)
+    grpo(mixed, max_steps, ("exact", "max"), "mixed", seed + 1)
     return {"start": start, "exact": exact, "max": mixed, "seconds": time.perf_counter() - t0}
 
 
@@ -404,11 +407,6 @@ def score(problems: list[list[int]], outs: list[list[int]], b: int | None, keep_
     return res
 
 
-def needs(k: int) -> int:
-    """ceil(k / 2): the steps S needs, the fewest of any chain the base model knows."""
-    return len(chain_steps(k, "short"))
-
-
 def eval_budget_model(model: GPT, problems: list[list[int]], n_examples: int = 0) -> dict:
     """{b: {k: cell}}: greedy, with each budget token."""
     out = {}
@@ -439,96 +437,3 @@ def eval_baselines(base: GPT, problems: list[list[int]]) -> dict:
     return {"forcing": eval_forcing(base, problems), "forcing_S": eval_forcing(base, problems, "S"),
             "fixed": eval_fixed(base, problems),
             "base_free": {b: score(problems, free, b) for b in BUDGETS}}
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The experiment.
-
-def run(cfg: BudgetConfig, seed: int, base: GPT | None = None, cache: str | None = None, log: Callable | None = print,
-        progress: bool = False) -> dict:
-    """Train every variant from the base model of `seed`, evaluate it with forcing and the fixed formats."""
-    cfg.validate()
-    if base is None:
-        base = base_model(seed, cache=cache, log=log)
-    base.eval()
-    probs = problems_per_k(cfg.eval_n, seed=cfg.eval_seed)
-    res: dict = {"seed": seed, "config": asdict(cfg), "variants": {}}
-    for v in cfg.variants:
-        t = time.perf_counter()
-        tr = train_variant(base, v, cfg, seed, progress)
-        if cfg.out:
-            save_model(os.path.join(cfg.out, f"model-{v.replace('+', '-')}-seed{seed}"), tr["model"],
-                       {"variant": v, "seed": seed, "config": asdict(cfg)})
-        res["variants"][v] = {"train_seconds": round(tr["seconds"], 1), "sft_seconds": round(tr["sft_seconds"], 1),
-                              "sft_loss": tr["sft_loss"], "logs": tr["logs"], "reward": tr["reward"],
-                              "eval": eval_budget_model(tr["model"], probs, cfg.n_examples)}
-        if log:
-            log(f"  budget {v}, seed {seed}: trained in {tr['seconds']:.1f}s, evaluated in "
-                f"{time.perf_counter() - t - tr['seconds']:.1f}s")
-    res.update(eval_baselines(base, probs))
-    if cfg.out:
-        write_json(os.path.join(cfg.out, f"seed{seed}.json"), res)
-    return res
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Statistics over seeds, s1's metrics, the equal-token comparison and the findings.
-
-def methods_of(r: dict) -> dict:
-    """{method name: {b: {k: cell}}} for one seed: the variants, s1 forcing and the fixed formats (same cell at
-    every budget)."""
-    out = {f"L1-{v}": r["variants"][v]["eval"] for v in variants_of(r)}
-    out["s1 forcing (T cut at b)"] = r["forcing"]
-    out["s1 forcing (S cut at b)"] = r["forcing_S"]
-    for f in "AST":
-        out[f"always {f}"] = {b: r["fixed"][f] for b in BUDGETS}
-    return out
-
-
-def variants_of(r: dict) -> list[str]:
-    """The variants in the order the run was asked for (a result read back from JSON has its keys sorted)."""
-    return list(r["config"]["variants"])
-
-
-def ks_of(r: dict) -> list[int]:
-    return sorted(int(k) for k in r["fixed"]["A"])
-
-
-def mean_cells(m: dict, key: str, cells) -> float:
-    """Mean of `key` over (b, k) cells of one method and seed."""
-    return float(np.mean([m[b][k][key] for b, k in cells]))
-
-
-def cells_where(r: dict, low: bool | None) -> list[tuple[int, int]]:
-    """(b, k) cells with b < ceil(k/2) (low=True), b >= ceil(k/2) (low=False), or all (None)."""
-    return [(b, k) for b in BUDGETS for k in ks_of(r) if low is None or (b < needs(k)) == low]
-
-
-def s1_metrics(m: dict, ks: list[int]) -> dict:
-    """s1's metrics for one method and seed (Muennighoff et al. 2025, section 3.2): Control = share of outputs
-    within budget (steps <= b); Scaling = the mean slope of accuracy against compute over pairs of budgets (per-budget
-    means over k), over the pairs whose compute differs (None when compute does not vary: undefined);
-    Performance = best per-budget accuracy."""
-    acc = [np.mean([m[b][k]["acc"] for k in ks]) for b in BUDGETS]
-    tok = [np.mean([m[b][k]["tokens"] for k in ks]) for b in BUDGETS]
-    within = [m[b][k].get("within", float(m[b][k]["steps"] <= b)) for b in BUDGETS for k in ks]
-    slopes = [(acc[j] - acc[i]) / (tok[j] - tok[i]) for i in range(len(tok)) for j in range(i + 1, len(tok))
-              if abs(tok[j] - tok[i]) > 1e-6]
-    return {"control": float(np.mean(within)), "scaling": float(np.mean(slopes)) if slopes else None,
-            "performance": float(max(acc))}
-
-
-def equal_token_gain(m: dict, ref: dict, cells) -> float:
-    """Mean over cells of (accuracy of m) - (accuracy of ref interpolated at m's mean tokens on ref's accuracy-
-    against-tokens curve for that k, clamped at its ends): more accurate at equal tokens when > 0."""
-    gains = []
-    for b, k in cells:
-        c = m[b][k]
-        pts = sorted((ref[bb][k]["tokens"], ref[bb][k]["acc"]) for bb in BUDGETS)
-        t, a = zip(*pts)
-        gains.append(c["acc"] - float(np.interp(c["tokens"], t, a)))
-    return float(np.mean(gains))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The section: plots, tables, findings.

@@ -1,8 +1,6 @@
-"""Thinking on a budget (budget.py): budget vocabulary and prompts, L1's rewards, the stride classifier, the CLI's
-refusals, and a short learning run in which adherence rises."""
-import importlib.util
-import json
-import os
+"""Thinking on a budget (methods/budget.py): budget vocabulary and prompts, L1's rewards, the stride classifier, the
+sample command's refusals, and a short learning run in which adherence rises (the l1 experiment: tests/experiments/
+test_l1.py)."""
 import random
 
 import numpy as np
@@ -10,6 +8,7 @@ import pytest
 import torch
 
 from reasonlab.cli import main
+from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate
 from reasonlab.core.task import (
     BUDGET0,
@@ -28,6 +27,7 @@ from reasonlab.core.task import (
 )
 from reasonlab.io.checkpoint import save_model
 from reasonlab.methods import budget as B
+from reasonlab.stats import findings
 from reasonlab.train.sft import build_model
 from reasonlab.train.zoo import base_model
 
@@ -131,7 +131,6 @@ def test_annotated_outputs_are_the_longest_format_within_budget():
 
 
 def test_findings_verdicts_follow_the_interval():
-    from reasonlab.stats import findings
     assert findings.greater((0.1, 0.3), 0.0) == "holds"
     assert findings.greater((-0.3, -0.1), 0.0) == "does not hold"
     assert findings.greater((-0.1, 0.3), 0.0) == "inconclusive"
@@ -140,53 +139,15 @@ def test_findings_verdicts_follow_the_interval():
     assert findings.seed_interval([1.0])[1][0] == -np.inf
 
 
-def l1_result(reads: bool, seed: int):
-    """One seed of the l1 experiment, by hand: the base model's fixed formats (A right at k = 2 only, S and T right
-    everywhere), s1 forcing (a T or S chain cut at b: right only once the chain is whole), and one budget model that
-    either reads its budget (an S chain when b allows one, else a direct answer) or ignores it (always an S chain)."""
-    ks, jitter = range(2, 9), 0.002 * seed
-
-    def cell(acc, steps, b):
-        return {"acc": acc, "tokens": steps + (3 if steps == 0 else 4), "steps": steps,
-                "within": float(b is None or steps <= b), "abs_err": 0.0 if b is None else abs(steps - b),
-                "acc_within": acc * float(b is None or steps <= b), "strides": {}}
-    fixed = {"A": {k: cell(1.0 if k == 2 else 0.1, 0, None) for k in ks},
-             "S": {k: cell(1.0, (k + 1) // 2, None) for k in ks}, "T": {k: cell(1.0, k, None) for k in ks}}
-    forcing = {f: {b: {k: cell(1.0 if b >= n else 0.1, min(b, n), b) for k in ks for n in [k if f == "T" else (k + 1) // 2]}
-                   for b in B.BUDGETS} for f in "TS"}
-    model = {b: {k: (cell(1.0 - jitter, (k + 1) // 2, b) if (b >= (k + 1) // 2 or not reads)
-                     else cell(1.0 if k == 2 else 0.1 + jitter, 0, b)) for k in ks} for b in B.BUDGETS}
-    return {"config": {"variants": ["max"]}, "fixed": fixed, "forcing": forcing["T"], "forcing_S": forcing["S"],
-            "base_free": {b: fixed["A"] for b in B.BUDGETS}, "variants": {"max": {"eval": model}}}
-
-
-def test_l1_claims_need_the_budget_blind_control_and_s_forcing():
-    """A budget model that ignores b and always writes S chains beats s1's truncated T chain at equal tokens, but
-    not the budget-blind control, the fixed formats (it *is* always-S): the equal-token claim does not hold for it,
-    and its primary claim (reads its budget) does not hold. Forcing an S chain is a control of its own."""
-    from reasonlab.experiments import l1
-    from reasonlab.stats import findings
-    blind = l1.claims([l1_result(False, s) for s in range(5)])
-    assert blind[0]["claim"].startswith("L1-max reads its budget") and blind[0]["verdict"] == findings.FAILS
-    eq = next(f for f in blind if f["claim"].startswith("at equal tokens"))
-    assert all(g > 0 for g in eq["s1 forcing (T cut at b)"])            # it beats the T forcing ...
-    assert all(g <= 0 for g in eq["fixed formats"]) and eq["verdict"] == findings.FAILS   # ... but not the control
-    reads = l1.claims([l1_result(True, s) for s in range(5)])
-    assert reads[0]["verdict"] == findings.HOLDS
-
-
 def test_cli_budget_without_a_budget_model_is_one_line_exit_2(capsys):
     assert main(["sample", "3 5 9 2 7", "--budget", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "budget model" in err[0]
-    for argv in (["sample", "3 5 9 2 7", "--budget", "9"], ["budget", "--variants", "nope"],
-                 ["budget", "--seeds", "0", "--replot", "--out", "/nonexistent/dir"]):
-        assert main(argv) == 2
-        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert main(["sample", "3 5 9 2 7", "--budget", "9"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
 def test_cli_sample_with_a_plain_checkpoint_and_budget_is_rejected(tmp_path, capsys):
-    from reasonlab.io.checkpoint import save_model
     save_model(str(tmp_path / "plain"), build_model(0), {})
     assert main(["sample", "3 5 9 2 7", "--budget", "1", "--checkpoint", str(tmp_path / "plain")]) == 2
     assert "no budget tokens" in capsys.readouterr().err
@@ -200,43 +161,13 @@ def test_training_brings_steps_to_the_budget(quick_cache):
     """Warm start + L1-Exact GRPO (the pipeline that learns to read the budget; RL alone from the base model stays
     budget-blind, see the README): greedy mean |steps - b| over budgets and k falls from the base model's (it answers
     directly: |0 - b|, about 4) by more than 1.5 steps, and steps written grow with the budget."""
-    from reasonlab.train.sft import base_cfg, base_name
-    from reasonlab.train.zoo import get_model
-    base = get_model(base_name(0, True), base_cfg(0, quick=True), log=None, cache=quick_cache)
+    base = base_model(0, quick=True, cache=quick_cache, log=None)
     before = B.quick_adherence(B.budget_model(base), seed=0)
-    tr = B.train_variant(base, "exact+sft", B.BudgetConfig(steps=10, sft_steps=200, log_every=10), seed=0)
+    tr = B.train_variant(base, "exact+sft", 0, steps=10, sft_steps=200, log_every=10)
     after = B.quick_adherence(tr["model"], seed=0)
     err = lambda a: np.mean([c["abs_err"] for c in a.values()])
     assert err(after) < err(before) - 1.5
-    probs = B.problems_per_k(8, seed=3)
+    probs = problems_per_k(8, seed=3)
     ev = B.eval_budget_model(tr["model"], probs)
     steps = [np.mean([c["steps"] for c in ev[b].values()]) for b in BUDGETS]
     assert steps[8] > steps[0] + 2
-
-
-def test_methods_keep_the_runs_variant_order_after_a_json_round_trip():
-    """--replot reads results whose keys JSON sorted: the report's rows still follow the order the run asked for."""
-    r = {"config": {"variants": ["max", "exact+sft"]}, "forcing": {}, "forcing_S": {}, "fixed": {f: {} for f in "AST"},
-         "variants": {"exact+sft": {"eval": {}}, "max": {"eval": {}}}}
-    assert list(B.methods_of(r))[:3] == ["L1-max", "L1-exact+sft", "s1 forcing (T cut at b)"]
-
-
-def test_the_independent_evaluation_script_reads_saved_budget_models(tmp_path, quick_cache, capsys):
-    """scripts/eval_budget_models.py evaluates every model-<variant>-seed<s> in a directory at every budget on fresh
-    problems and writes independent_eval.json; a directory without models is one line and exit code 2."""
-    spec = importlib.util.spec_from_file_location(
-        "eval_budget_models", os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "eval_budget_models.py"))
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.main([str(tmp_path), "--n", "2"]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
-    model = B.budget_model(base_model(0, quick=True, cache=quick_cache, log=None))
-    for s in (0, 1):
-        save_model(str(tmp_path / f"model-max-sft-seed{s}"), model, {"variant": "max+sft", "seed": s})
-    assert script.main([str(tmp_path), "--n", "2"]) == 0
-    got = json.load(open(tmp_path / "independent_eval.json"))
-    assert got["n_per_k"] == 2 and set(got["variants"]["max-sft"]) == {"0", "1"}
-    cells = got["variants"]["max-sft"]["0"]
-    assert sorted(map(int, cells)) == list(BUDGETS) and all(0 <= c["acc"] <= 1 for c in cells.values())
-    assert cells == got["variants"]["max-sft"]["1"]          # the same weights on the same fresh problems
-    assert "reads its budget" in capsys.readouterr().out
