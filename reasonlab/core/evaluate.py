@@ -75,5 +75,8 @@ def format_table(table: dict) -> str:
     sh = table["free"]["share"]
     lines.append("all    " + "".join(f"{table[c]['acc']:7.3f}" for c in ("free", "A", "S", "T"))
                  + f"   {sh['direct']:.2f}/{sh['short']:.2f}/{sh['full']:.2f}")
-    lines.append(f"mean length (free) {table['free']['length']:.2f}; chain correct (free S/T answers) {table['free']['chain_ok']:.3f}")
+    ok = table["free"]["chain_ok"]
+    chains = (f"chain correct (free S/T answers) {ok:.3f}" if ok == ok
+              else "no chain written when free (every free answer is direct), so no chain to check")
+    lines.append(f"mean length (free) {table['free']['length']:.2f}; {chains}")
     return "\n".join(lines)

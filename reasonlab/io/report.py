@@ -40,8 +40,8 @@ def md_table(header: list[str], rows: list[list]) -> str:
 
 def save(fig, path: str) -> str:
     """Write a figure atomically (temp file + rename) and close it. A figure with a layout engine (constrained) is
-    saved as laid out: bbox_inches="tight" would measure every artist once more (the budget section's two
-    many-panel figures: 5.0 -> 3.0-3.3 s)."""
+    saved as laid out: bbox_inches="tight" would measure every artist once more, a large share of a many-panel
+    figure's drawing time."""
     tight = {} if fig.get_layout_engine() is not None else {"bbox_inches": "tight"}
     try:
         atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", pil_kwargs={"optimize": True}, **tight))

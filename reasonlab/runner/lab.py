@@ -156,7 +156,7 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     """({experiment: its sections} for every experiment in results, also()): the sections rendered by `workers`
     forked processes (None: one per CPU, at most one per experiment; 1: here), longest first, while this process
     runs also(). The sections are independent, so two processes halve the rendering. Fork, not spawn: a spawned
-    process imports torch and matplotlib again (~2 s). Forking a process whose torch has started OpenMP threads is
+    process imports torch and matplotlib again. Forking a process whose torch has started OpenMP threads is
     safe only while the child runs no torch op (libgomp's pool does not survive fork: pytorch/pytorch#17199), and
     rendering runs none (tests/runner/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
     rendering process dies, it renders here."""

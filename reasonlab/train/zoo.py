@@ -44,10 +44,14 @@ def shipped(name: str, key: dict) -> GPT | None:
     return model if meta.get("key") == key else None
 
 
+STEP_S = 0.033
+"""seconds per training step of batch 64 on 2 cores, for the estimate (measured: docs/performance.md)"""
+
+
 def train_estimate(cfg: dict, quick: bool = False) -> str:
-    """A rough duration for the recipe, said before training starts (about 33 ms per step of batch 64 on 2 cores)."""
+    """A rough duration for the recipe, said before training starts."""
     steps = sum(30 if quick else ph[1] for ph in cfg.get("phases", []))
-    s = steps * 0.033 * max(1.0, cfg.get("batch", 64) / 64) + 0.3 * cfg.get("misread", {}).get("iters", 0)
+    s = steps * STEP_S * max(1.0, cfg.get("batch", 64) / 64) + 0.3 * cfg.get("misread", {}).get("iters", 0)
     return f"about {max(1, round(s / 60))} min" if s >= 90 else f"about {max(1, round(s))} s"
 
 

@@ -230,3 +230,14 @@ def test_derived_flags_reject_bad_values(argv, msg, capsys, tmp_path):
 def test_python_dash_m_reasonlab_is_the_cli():
     r = subprocess.run([sys.executable, "-m", "reasonlab", "sample", "1 2", "--force", "X"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("reasonlab: error:") and r.stderr.count("\n") == 1
+
+
+def test_eval_says_in_words_when_the_model_wrote_no_chain():
+    from reasonlab.core.evaluate import format_table
+    cell = {"acc": 0.5, "share": {"direct": 1.0, "short": 0.0, "full": 0.0}}
+    table = {c: {"acc": 0.5, "length": 3.0, "chain_ok": float("nan"), "share": cell["share"], "per_k": {2: cell}}
+             for c in ("free", "A", "S", "T")}
+    text = format_table(table)
+    assert "nan" not in text and "no chain written when free" in text
+    table["free"]["chain_ok"] = 0.25
+    assert "chain correct (free S/T answers) 0.250" in format_table(table)
