@@ -61,6 +61,13 @@ class Attention(nn.Module):
         return self.proj(y)
 
 
+class MLP(nn.Sequential):
+    """Position-wise feed-forward: widen to 4C, GELU, back to C (a Sequential: its weights are mlp.0 and mlp.2)."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
+
+
 class Block(nn.Module):
     """A transformer block: attention, then a position-wise MLP, each added to the residual stream x."""
 
@@ -69,7 +76,7 @@ class Block(nn.Module):
         self.ln1 = nn.LayerNorm(cfg.d_model)
         self.attn = Attention(cfg)
         self.ln2 = nn.LayerNorm(cfg.d_model)
-        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
+        self.mlp = MLP(cfg)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))     # (B, T, C)
