@@ -3,7 +3,7 @@ linear a baddbmm over the model axis, against E training steps of our single-mod
 
 The ensemble holds each parameter stacked over the E models (E, ...), runs a padded (E, 64, 23) batch (one base-recipe
 batch per model) through bmm-shaped layers, and sums the models' mean losses, so each model's gradient is its own;
-clipping is per model. Its loss at the start equals the sum of the single models' GPT.loss (checked before timing).
+clipping is per model. Its loss at the start equals the sum of the single models' fast.loss (checked before timing).
 A measurement, not a trainer: the lab trains each seed's model alone (docs/history.md: it does not pay).
 
     python benchmarks/ensemble_step.py [--models 3] [--steps 30] [--repeats 3] [--threads N]
@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from common import best_times, load_note
 
+from reasonlab.core import fast
 from reasonlab.core.task import K_MAX, K_MIN
 from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.train.sft import AdamW, build_model, make_sequences, split_targets, train_on_batches
@@ -95,7 +96,7 @@ def main():
     with torch.no_grad():
         ms, first = fresh(), batches[0]
         ens = Ensemble(ms).loss(torch.stack([b[0] for b in first]), torch.stack([b[1] for b in first]))
-        single = sum(m.loss(*b) for m, b in zip(ms, first))
+        single = sum(fast.loss(m, *b) for m, b in zip(ms, first))
         assert torch.allclose(ens, single, rtol=1e-5), (float(ens), float(single))
     te, ts = (t / args.steps for t in best_times([lambda: ensemble_steps(fresh(), batches),
                                                   lambda: single_steps(fresh(), batches)], args.repeats))

@@ -1,7 +1,7 @@
 """Speed of one supervised training step at batch 64 (the base recipe's), against the step as it was before.
 
 The baseline is the plain step: forward over the whole padded (64, 23) batch with its loss, SDPA attention,
-AdamW over foreach kernels, foreach clipping. Ours is `train_on_batches` itself (GPT.loss: only what the counted
+AdamW over foreach kernels, foreach clipping. Ours is `train_on_batches` itself (fast.loss: only what the counted
 targets need; bmm attention; fused AdamW), bookkeeping included. Both train fresh seed-0 models on the same
 pre-built batches of the base recipe's phase 2 (S and T, k = 2..8); each side runs `--steps` steps, best of
 `--repeats` runs, the two taking turns. Writes runs/bench/train_step.txt.

@@ -12,6 +12,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import reasonlab.core.sampling as S
+from reasonlab.core import fast
 from reasonlab.core.task import ID, make_digits, prompt_ids
 from reasonlab.runner.executor import keep_freed_memory
 from reasonlab.train.sft import base_cfg
@@ -26,7 +27,7 @@ rng = random.Random(0)
 prompts = [prompt_ids(make_digits(rng, rng.randint(2, 8))) for _ in range(4096)]
 force = ["T"] if mode == "T" else None
 record = []
-prefill, forward = S._prefill, model.forward
+prefill, forward = S._prefill, fast.forward
 
 
 def timed_prefill(*args, **kwargs):
@@ -36,16 +37,16 @@ def timed_prefill(*args, **kwargs):
     return out
 
 
-def timed_forward(ids, *args, **kwargs):
+def timed_forward(model, ids, *args, **kwargs):
     t = time.perf_counter()
-    out = forward(ids, *args, **kwargs)
+    out = forward(model, ids, *args, **kwargs)
     cache = kwargs.get("cache")
     if cache is not None and ids.shape[1] == 1:   # a decode step
         record.append(("step", time.perf_counter() - t, ids.shape[0], cache.pos))
     return out
 
 
-S._prefill, model.forward = timed_prefill, timed_forward
+S._prefill, fast.forward = timed_prefill, timed_forward
 
 
 def run():
@@ -69,7 +70,7 @@ print(f"{mode}, {torch.get_num_threads()} threads: generate {total * 1e3:.0f} ms
       f"{sum(r[1] for r in steps) * 1e3:.0f} ms")
 for _, s, rows, pos in steps:
     print(f"  {rows} rows, {pos} positions: {s * 1e3:.1f} ms")
-S._prefill, model.forward = prefill, forward
+S._prefill, fast.forward = prefill, forward
 seq = torch.tensor([p + [ID[w] for w in force or []] for p in prompts])
 with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU]) as prof:
     S._prefill(model, seq, lambda u: min(len(seq), 2 * u))

@@ -1,5 +1,5 @@
 """Where a training step's time goes against what its linears must take: the machine's
-sgemm rate (2048^2 and the step's own (1100, 64) x (64, 256)), the GEMM FLOPs of GPT.loss's step on batches of 64
+sgemm rate (2048^2 and the step's own (1100, 64) x (64, 256)), the GEMM FLOPs of fast.loss's step on batches of 64
 (positions run and counted), ms a step, and the profiler's table over 40 steps.
 
     python scripts/train_step_profile.py [threads] [mix A,S,T]
@@ -10,6 +10,7 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from reasonlab.core import fast
 from reasonlab.runner.executor import keep_freed_memory
 from reasonlab.train.sft import AdamW, batch_fn, build_model
 
@@ -44,7 +45,7 @@ opt = AdamW(params, lr=1e-3)
 
 
 def step(b):
-    loss = model.loss(*b)
+    loss = fast.loss(model, *b)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)

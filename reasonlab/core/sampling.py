@@ -7,7 +7,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .model import GPT, KVCache, additive
+from . import fast
+from .fast import KVCache, additive
+from .model import GPT
 from .task import BUDGET_VOCAB, ID, MAX_LEN, with_budget
 
 PAD, EOS = ID["<pad>"], ID["</s>"]
@@ -156,7 +158,7 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
         cache_row = rows
         if paths is not None:
             paths = torch.cat([paths[parent], tok[:, None]], 1)
-        logits = model(full[:, None], cache=cache)[0][:, -1]
+        logits = fast.forward(model, full[:, None], cache=cache)[:, -1]
         if at is not None:            # the cache's rows in another order than the prefixes'
             logits = logits[at]
     return torch.cat(steps, 1), logp
@@ -204,7 +206,7 @@ def _prefill(model: GPT, seq: torch.Tensor, room=None):
     hfirst = torch.empty(int(hinv.max()) + 1, dtype=torch.long, device=device)
     hfirst.scatter_(0, hinv, torch.arange(U, device=device))
     cache = KVCache(model.cfg, len(hfirst), device=device, dtype=dtype)
-    model.fill(rows[hfirst, :m], cache)
+    fast.fill(model, rows[hfirst, :m], cache)
     cache = cache.select(hinv, capacity)
     return cache, last_logits(model, rows[:, m:], cache), first, inv
 
@@ -217,14 +219,14 @@ about a fifth faster with the same outputs."""
 
 
 def last_logits(model: GPT, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-    """model(ids, cache=cache)[0][:, -1] (the last block past its keys and values at the last position alone), on
+    """fast.forward(model, ids, cache=cache)[:, -1] (the last block past its keys and values at the last position alone), on
     CPU PREFILL_ROWS rows at a time (rows are independent)."""
     if len(ids) <= PREFILL_ROWS or ids.device.type != "cpu":
-        return model(ids, cache=cache, last=True)[0][:, -1]
+        return fast.forward(model, ids, cache=cache, last=True)[:, -1]
     out = []
     for a in range(0, len(ids), PREFILL_ROWS):
         part = cache.rows(a, a + PREFILL_ROWS)
-        out.append(model(ids[a:a + PREFILL_ROWS], cache=part, last=True)[0][:, -1])
+        out.append(fast.forward(model, ids[a:a + PREFILL_ROWS], cache=part, last=True)[:, -1])
     cache.start, cache.pos = part.start, part.pos
     return torch.cat(out)
 
@@ -261,7 +263,7 @@ class Layout(NamedTuple):
     """Model inputs for scoring completions, and where each completion token's logits land.
 
     ids, pos (R, T), mask (R, 1, T, T) (additive; None: positions 0..T-1, causal), keep (N,) (the real
-    positions; None: all) and want (M,) (those of them whose logits are read; None: all) feed GPT.forward; col (B, L)
+    positions; None: all) and want (M,) (those of them whose logits are read; None: all) feed fast.forward; col (B, L)
     indexes the model's logits, flattened, at the position that predicts each output token; tok (B, L) and
     out_mask (B, L) are the output ids and which of them are real.
     """
@@ -341,7 +343,7 @@ def _packed(prompts, outputs, group: int):
 
 def logits_at(model: GPT, lay: Layout):
     """(B, L, V) logits that predict each output token, the output ids (B, L) and mask (B, L)."""
-    logits, _ = model(lay.ids, pos=lay.pos, mask=lay.mask, keep=lay.keep, want=lay.want)
+    logits = fast.forward(model, lay.ids, pos=lay.pos, mask=lay.mask, keep=lay.keep, want=lay.want)
     return logits.reshape(-1, logits.shape[-1])[lay.col], lay.tok, lay.out_mask
 
 

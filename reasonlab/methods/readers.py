@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from ..core import fast
 from ..core.model import GPT
 from ..core.sampling import EOS, pick
 from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
@@ -31,7 +32,7 @@ class Readers:
         """(B, T) ids, row b read through direction z[b] -> the logits (B, V) of the next token."""
         digit = (ids >= DIGIT0) & (ids < DIGIT0 + 10)
         shift = z[torch.arange(len(ids), device=ids.device)[:, None], (ids - DIGIT0).clamp(0, 9)]
-        return self.model(ids, shift=shift * digit[..., None])[0][:, -1].float()
+        return fast.forward(self.model, ids, shift=shift * digit[..., None])[:, -1].float()
 
     def tree(self, problems, force: str, gen: torch.Generator | None, temperature: float) -> "ReadTree":
         if gen is None:

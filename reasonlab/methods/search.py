@@ -38,7 +38,9 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from ..core.model import GPT, KVCache
+from ..core import fast
+from ..core.fast import KVCache
+from ..core.model import GPT
 from ..core.pool import Pool, sample_pool
 from ..core.problems import problems_per_k
 from ..core.sampling import EOS, last_logits, pick
@@ -120,7 +122,7 @@ def _advance(model: GPT, cache: KVCache, node: torch.Tensor, tok: torch.Tensor):
     V = model.cfg.vocab_size
     uniq, new_node = torch.unique(node * V + tok, return_inverse=True)
     cache = cache.select(uniq // V)
-    logits = model((uniq % V)[:, None], cache=cache)[0][:, -1].float()
+    logits = fast.forward(model, (uniq % V)[:, None], cache=cache)[:, -1].float()
     return cache, logits, new_node
 
 

@@ -46,6 +46,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..core import fast
 from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
 from ..core.pool import sample_pool
@@ -318,13 +319,13 @@ def _targets(digits_list, outputs, labels) -> tuple[torch.Tensor, torch.Tensor, 
 
 
 def logits_at(net: GPT, ids: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    """position_logits(net, ids)[m] ((N,), row-major), computed with GPT.logits_at's saving: only the positions
+    """position_logits(net, ids)[m] ((N,), row-major), computed with fast.logits_at's saving: only the positions
     the marked steps need run (the training path)."""
     if net.head.out_features == 1:
-        return net.logits_at(ids, m)[:, 0]
+        return fast.logits_at(net, ids, m)[:, 0]
     before = torch.zeros_like(m)
     before[:, :-1] = m[:, 1:]                     # the state before each marked token (position 0 is never a step)
-    return net.logits_at(ids, before).gather(1, ids[m][:, None])[:, 0]
+    return fast.logits_at(net, ids, before).gather(1, ids[m][:, None])[:, 0]
 
 
 def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:

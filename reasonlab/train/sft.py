@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..core import fast
 from ..core.config import check_choices
 from ..core.evaluate import evaluate, meets_bar
 from ..core.model import GPT
@@ -141,7 +142,7 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr, warmup, min_lr_frac, schedule)
         inp, tgt = get_batch(step)
-        loss = model.loss(inp.to(device), tgt.to(device))   # forward's loss, skipping what no target needs
+        loss = fast.loss(model, inp.to(device), tgt.to(device))   # forward's loss, skipping what no target needs
         loss_value = loss.item()
         if not math.isfinite(loss_value):
             raise FloatingPointError(f"non-finite training loss {loss_value} at step {step}")

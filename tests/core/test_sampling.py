@@ -10,9 +10,9 @@ from reasonlab.core.task import ID, MAX_LEN
 
 @pytest.fixture(params=[256, 1], ids=["decode-sdpa-below-256-rows", "decode-elementwise"])
 def decode_rows(request, monkeypatch):
-    """Both decode attentions: SDPA below model.DECODE_ROWS rows (200 prompts), the elementwise one from it."""
-    from reasonlab.core import model
-    monkeypatch.setattr(model, "DECODE_ROWS", request.param)
+    """Both decode attentions: SDPA below fast.DECODE_ROWS rows (200 prompts), the elementwise one from it."""
+    from reasonlab.core import fast
+    monkeypatch.setattr(fast, "DECODE_ROWS", request.param)
     return request.param
 
 
@@ -91,16 +91,16 @@ def test_generate_n_shares_the_prompt_and_matches_repeated_prompts(noisy_model, 
 def test_shared_prompt_logits_equal_the_plain_ones_with_gradients(noisy_model, prompts, bmm_t, monkeypatch):
     """The packed path (each problem's prompt and distinct completions in one row) gives the plain path's logits
     and gradients row for row, repeated, empty and one-token completions included, through either attention."""
-    from reasonlab.core import model
+    from reasonlab.core import fast
     from reasonlab.core.sampling import generate_n, output_logits
-    monkeypatch.setattr(model, "PACKED_BMM_T", bmm_t)
+    monkeypatch.setattr(fast, "PACKED_BMM_T", bmm_t)
     ps = [p for p in prompts[:6] for _ in range(4)]
     outs = generate_n(noisy_model, prompts[:6], 4, torch.Generator().manual_seed(2), 1.0)
     outs[1], outs[2], outs[9] = outs[0], list(outs[0]), outs[8]   # repeats within a group run once
     outs[5], outs[13] = [], [ID["</s>"]]                          # nothing written; only </s>
     a, ta, ma = output_logits(noisy_model, ps, outs)
-    sdpa, calls = model.F.scaled_dot_product_attention, []
-    monkeypatch.setattr(model.F, "scaled_dot_product_attention", lambda *x, **k: calls.append(1) or sdpa(*x, **k))
+    sdpa, calls = fast.F.scaled_dot_product_attention, []
+    monkeypatch.setattr(fast.F, "scaled_dot_product_attention", lambda *x, **k: calls.append(1) or sdpa(*x, **k))
     b, tb, mb = output_logits(noisy_model, ps, outs, group=4)
     assert (len(calls) > 0) == (bmm_t == 0)       # the path named ran
     assert torch.equal(ta[ma], tb[mb]) and torch.equal(ma, mb)
@@ -182,8 +182,8 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monk
     """194 prompts share their first tokens: the prefill runs the distinct heads once, then the rest of each
     prompt (in forwards of at most PREFILL_ROWS rows: 64 -> four, the last one short), and gives the plain
     prefill's cache and logits."""
-    from reasonlab.core import sampling
-    from reasonlab.core.model import KVCache
+    from reasonlab.core import fast, sampling
+    from reasonlab.core.fast import KVCache
     from reasonlab.core.sampling import _prefill
     monkeypatch.setattr(sampling, "PREFILL_ROWS", chunk)
     prompts = [list(p) for p in dict.fromkeys(map(tuple, prompts))]   # 194 distinct (the next test has equal ones)
@@ -200,7 +200,7 @@ def test_prefill_runs_shared_prompt_heads_once(noisy_model, prompts, chunk, monk
     assert torch.equal(first, torch.arange(len(prompts))) and torch.equal(inv, first) and cache.capacity == 300
     with torch.inference_mode():
         plain = KVCache(noisy_model.cfg, len(prompts))
-        want = noisy_model(seq, cache=plain)[0][:, -1]
+        want = fast.forward(noisy_model, seq, cache=plain)[:, -1]
     assert cache.pos == plain.pos and torch.allclose(logits, want, atol=1e-5)
     assert torch.allclose(cache.kv[:, :, :cache.pos], plain.kv[:, :, :plain.pos], atol=1e-5)
     g = [torch.Generator().manual_seed(1) for _ in range(2)]
@@ -240,20 +240,3 @@ def test_equal_prompts_run_once(noisy_model, prompts):
     alone = sample_tree(noisy_model, distinct, 1, None, 0.0, logit_hook=ban_next)[0]
     assert torch.equal(merged, alone[which])
     assert not torch.equal(alone, sample_tree(noisy_model, distinct, 1, None, 0.0)[0])   # the hook bit
-
-
-def test_cache_grows_rows_in_place(noisy_model):
-    """grow appends copies of rows in the spare capacity and leaves the others where they are; past the capacity
-    it refuses."""
-    from reasonlab.core.model import KVCache
-    cache = KVCache(noisy_model.cfg, 3, capacity=5)
-    with torch.inference_mode():
-        noisy_model(torch.tensor([[1, 10, 11], [1, 12, 13], [1, 14, 15]]), cache=cache)
-        before, store = cache.kv.clone(), cache.store.data_ptr()
-        cache.grow(torch.tensor([2, 0]))
-    assert cache.batch == 5 and cache.store.data_ptr() == store == cache.kv.data_ptr()   # a view of the same store
-    assert torch.equal(cache.kv[:, :, :3, :3], before[:, :, :3])
-    assert torch.equal(cache.kv[:, :, :3, 3], before[:, :, :3, 2])
-    assert torch.equal(cache.kv[:, :, :3, 4], before[:, :, :3, 0])
-    with pytest.raises(ValueError, match="capacity"):
-        cache.grow(torch.tensor([1]))
