@@ -51,10 +51,10 @@ def bench_lab(args) -> dict:
 
 def bench_sweep(args) -> dict:
     import ray
-    grid = {"algo": ["grpo", "rloo"]}
-    fixed = {"steps": args.steps, "prompts_per_step": 8, "num_generations": 4, "learning_rate": 3e-4}
+    grid = {"algos": [("grpo",), ("rloo",)]}
+    fixed = {"steps": args.steps, "eval_n": 50}
     for s in (0, 1):
-        cached_model(f"sweep-tiny-seed{s}", sweep.tiny_base_cfg(s), cache=args.cache, log=None)
+        cached_model(base_name(s, True), base_cfg(s, True), cache=args.cache, log=None)
     out = {}
     t = time.perf_counter()
     ray.init(num_cpus=args.workers, include_dashboard=False, object_store_memory=200 * 2 ** 20, log_to_driver=False)
@@ -63,14 +63,15 @@ def bench_sweep(args) -> dict:
         for name, ex in (("local x1", ExecConfig()), (f"local x{args.workers}", ExecConfig(workers=args.workers, threads=1)),
                          (f"ray x{args.workers}", ExecConfig("ray", args.workers)),
                          (f"ray x{args.workers} (warm workers)", ExecConfig("ray", args.workers))):
-            cfg = sweep.SweepConfig(grid=grid, fixed=fixed, seeds=(0, 1), base="tiny", eval_n=50, cache_dir=args.cache,
+            cfg = sweep.SweepConfig(exp="rl", grid=grid, fixed=fixed, seeds=(0, 1), quick=True, cache_dir=args.cache,
                                     out=os.path.join(args.scratch, "sweep-" + name.replace(" ", "")), fresh=True,
                                     execution=ex)
             t = time.perf_counter()
             s = sweep.run(cfg, log=None)
             out[name] = round(time.perf_counter() - t, 1)
-            out[name + " unit seconds"] = [r["train_s"][0] for r in s["cells"]]
-            print(f"tiny sweep (2 cells x 2 seeds, {args.steps} RL steps each) on {name}: {out[name]:.1f}s", flush=True)
+            out[name + " unit seconds"] = [r["seconds"] for r in s["cells"]]
+            print(f"quick rl sweep (2 cells x 2 seeds, {args.steps} RL steps each) on {name}: {out[name]:.1f}s",
+                  flush=True)
     finally:
         t = time.perf_counter()
         ray.shutdown()

@@ -14,12 +14,14 @@ from reasonlab.stats.findings import seed_check, verdict_line
 class Config:
     offset: float = 0.5
     """added to every seed's value"""
+    sleep: float = 0.0
+    """seconds each run sleeps first (a unit that is still running when a test stops the driver)"""
     die: str | None = None
     """a directory: each (offset, seed) kills its own process the first time it runs, leaving a mark there"""
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    time.sleep(float(os.environ.get("TOY_SLEEP", 0)))
+    time.sleep(cfg.sleep or float(os.environ.get("TOY_SLEEP", 0)))
     if os.environ.get("TOY_FAIL") and float(os.environ["TOY_FAIL"]) == cfg.offset:
         raise RuntimeError(f"toy boom at offset {cfg.offset}")
     if cfg.die:

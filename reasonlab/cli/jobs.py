@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import asdict
 
+from .. import experiments as X
 from ..core.config import make
 from ..core.evaluate import evaluate
 from ..core.problems import PROBE_SEED, problems_per_k
@@ -83,6 +84,7 @@ def run_or_exit_1(fn):
 
 
 def sweep_config(args) -> SweepConfig:
+    X.load_plugins(args.experiment)          # a sweep of an idea in a file: its Config types the grid
     spec = load_toml(args.config, args.name) if args.config else {"grid": {}, "fixed": {}}
     spec["grid"].update(parse_assignments(args.name, args.grid, many=True))
     spec["fixed"].update(parse_assignments(args.name, args.set, many=False))

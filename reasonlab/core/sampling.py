@@ -58,7 +58,7 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
     if budget is not None:
         if model.cfg.vocab_size < len(BUDGET_VOCAB):
             raise ValueError(f"budget={budget}: this model has no budget tokens (vocabulary {model.cfg.vocab_size} < "
-                             f"{len(BUDGET_VOCAB)}); train one with `reasonlab budget`")
+                             f"{len(BUDGET_VOCAB)}); train one with `reasonlab l1` (it keeps its models in the cache)")
         prompts = [with_budget(p, budget) for p in prompts]
     return generate_n(model, prompts, 1, gen, temperature, force, max_new)
 

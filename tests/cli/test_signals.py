@@ -73,12 +73,14 @@ def test_the_lab_and_its_workers_stop_cleanly(tmp_path, sig, code, word):
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_sweep_and_its_workers_stop_cleanly_and_a_rerun_reuses_what_finished(tmp_path, sig, code, word):
     out = tmp_path / "sweep"
-    argv = ["sweep", "--grid", "steps=1,400", "--set", "prompts_per_step=4", "num_generations=4", "--seeds", "0",
-            "--base", "tiny", "--eval-n", "5", "--workers", "2", "--out", str(out), "--cache-dir", str(tmp_path / "c")]
-    cells = out / "cells"                                   # the 1-step cell has finished, the 400-step one runs
-    rc, err, took = stop(argv, lambda: cells.is_dir() and any("steps=1-" in d for d in os.listdir(cells)), sig)
+    argv = ["sweep", "toy", "--experiment", TOY, "--grid", "sleep=0,60", "--seeds", "0", "--workers", "2",
+            "--out", str(out), "--cache-dir", str(tmp_path / "c")]
+    cells = out / "cells"                                   # the sleep=0 cell has finished, the other one sleeps
+    done = lambda: cells.is_dir() and any(d.startswith("sleep=0.0-") and os.path.exists(cells / d / "seed0.json")  # noqa: E731
+                                          for d in os.listdir(cells))
+    rc, err, took = stop(argv, done, sig)
     assert rc == code and err.strip().splitlines()[-1] == f"reasonlab: {word}", err
     assert "Traceback" not in err and took < 5.0
-    rerun = subprocess.run([sys.executable, "-m", "reasonlab", *argv[:2], "steps=1", *argv[3:]], capture_output=True,
+    rerun = subprocess.run([sys.executable, "-m", "reasonlab", *argv[:5], "sleep=0", *argv[6:]], capture_output=True,
                            text=True)
-    assert rerun.returncode == 0 and "1 finished earlier, 0 to run" in rerun.stdout, rerun.stdout + rerun.stderr
+    assert rerun.returncode == 0 and "finished earlier, reused" in rerun.stdout, rerun.stdout + rerun.stderr
