@@ -29,7 +29,6 @@ from ..core.sampling import generate
 from ..core.task import ID, chain_steps, parse, prompt_ids
 from ..io.report import plt, save
 from ..methods import star as star_method
-from ..methods.config import StarConfig
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
@@ -73,9 +72,9 @@ def trained(cfg: Config, which: str, seed: int, env):
         return policy
     if which == "star":
         models: list = []
-        recipe = StarConfig(rounds=cfg.star_rounds, problems=star_lab.Config.problems, steps=star_lab.Config.steps,
-                            seed=seed, eval_n=30)          # the star experiment's recipe (evaluated on fewer problems)
-        star_method.run(base, base_name(seed, env.quick), recipe, log=None, cache=env.cache, models=models)
+        recipe = star_lab.star_config(star_lab.Config(rounds=cfg.star_rounds), "main", seed)   # its main variant
+        star_method.train(base, recipe, star_lab.cached_fine_tune(base_name(seed, env.quick), env.cache),
+                          callback=lambda rec, model: models.append(model))
         return models[-1] if models else base
     return base
 

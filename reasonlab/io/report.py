@@ -312,56 +312,6 @@ def adaptive_table(summary: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# STaR.
-
-def star_table(runs: dict[str, list[list[dict]]]) -> str:
-    """STaR per round, one row per (variant, round), mean ± std over the seeds of each variant."""
-    fmts = FMT_NAMES
-    rows = ["| variant | round | free acc | forced A / S / T | free share A / S / T | used | kept A / S / T | right answer, wrong chain | kept via hint | round s |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for vname, hists in runs.items():
-        for i in range(len(hists[0])):
-            hs = [h[i] for h in hists]
-
-            def ms(key, sub=None, f="{:.3f}"):
-                return pm([h[key] if sub is None else h[key][sub] for h in hs], f)
-            head = (f"| {vname} | {i if i else '0 (base)'} | {ms('free')} | {ms('A', f='{:.2f}')} / {ms('S', f='{:.2f}')} / "
-                    f"{ms('T', f='{:.2f}')} | " + " / ".join(ms('share', f, '{:.2f}') for f in fmts))
-            if i == 0:
-                rows.append(head + " | | | | | |")
-                continue
-            rows.append(head + f" | {ms('used', f='{:.2f}')} | " + " / ".join(ms('fmt_mix', f, '{:.2f}') for f in fmts)
-                        + f" | {ms('false_positive_rate')} | {ms('rationalized', f='{:.2f}')} | {ms('round_s', f='{:.1f}')} |")
-    return "\n".join(rows)
-
-
-def plot_star(runs: dict[str, list[list[dict]]], path: str) -> str:
-    """Per variant: free accuracy per k over rounds (mean over seeds), share of problems used, kept format mix."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
-    for name, hists in runs.items():
-        rounds = [h["round"] for h in hists[0]]
-        acc = np.array([[h["free"] for h in hist] for hist in hists])
-        line = band(axes[0], rounds, acc, marker="o", label=name)
-        used = np.array([[h.get("used", np.nan) for h in hist[1:]] for hist in hists])
-        axes[1].plot(rounds[1:], used.mean(0), marker="o", color=line.get_color(), label=name)
-    first = next(iter(runs.values()))
-    ks = list(first[0][-1]["free_by_k"])
-    for k in ks:
-        axes[2].plot([h["round"] for h in first[0]], [np.mean([hist[i]["free_by_k"][k] for hist in first])
-                                                      for i in range(len(first[0]))], marker=".", label=f"k={k}")
-    axes[0].axhline(0.1, color="grey", ls=":", lw=1, label="chance")
-    axes[0].set_title("free-format greedy accuracy (k = 2..8)")
-    axes[1].set_title("share of problems that yield data")
-    axes[2].set_title(f"free accuracy per k, {next(iter(runs))}")
-    axes[2].axhline(0.1, color="grey", ls=":", lw=1)
-    for ax in axes:
-        ax.set_xlabel("round")
-    axes[0].legend(fontsize=7)
-    axes[2].legend(fontsize=6, ncol=2)
-    return save(fig, path)
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # The lab's pictures and report.
 
 def plot_lab_base(runs: list[dict], path: str) -> str:
