@@ -8,17 +8,6 @@ from typing import Literal
 
 from ..core.config import NS, STEPS_MAX, check_choices, check_numbers
 
-ADAPTIVE_RL = {"thinkless_fmt": dict(force_direct=0.5, forced_trains="format"), "adaptthink": dict(force_direct=0.5)}
-"""The RL fields an adaptive method sets; the others force a quarter of each group to answer directly, so that A
-keeps being tried."""
-
-
-def adaptive_fields(method: str) -> dict:
-    return dict(ADAPTIVE_RL.get(method, dict(force_direct=0.25)))
-
-
-ADAPTIVE_METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "thinkless_fmt", "arm", "adaptthink")
-
 
 @dataclass
 class StarConfig:

@@ -428,7 +428,7 @@ def stubbed(monkeypatch, tmp_path):
         raise Reached()
     for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
                       ("methods.tts", "run"), ("methods.star", "train"), ("runner.lab", "run"),
-                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("methods.adaptive", "fixed_points"),
+                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("experiments.adaptive", "fixed_points"),
                       ("cli.run", "load_or_train"), ("cli.pages", "load_or_train"), ("train.zoo", "get_model")]:
         monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
     monkeypatch.chdir(tmp_path)
