@@ -12,7 +12,7 @@ import markdown
 import numpy as np
 
 from ..core.task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR
-from ..stats.summary import chance, pareto, pm
+from ..stats.summary import chance, pareto
 from .checkpoint import atomic_write, write_text
 from .files import writable_config_home
 
@@ -113,27 +113,6 @@ def plot_format_share(hist: list[dict], path: str, title: str = "") -> str:
     if title:
         fig.suptitle(title, y=1.03)
     return save(fig, path)
-
-
-def rl_table(runs: list[dict]) -> str:
-    """GRPO / REINFORCE / ... results: one row per algorithm, mean ± std over the seeds in `runs`."""
-    rows = ["| algo | greedy acc (k = 2..8) | min over k | greedy share A / S / T | greedy length | solved (acc ≥ 0.99) "
-            "| steps to solve | seconds to solve | sampled acc, last 10 steps | sampled share A | KL to base (exact) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for algo in dict.fromkeys(r["algo"] for r in runs):
-        rs = [r for r in runs if r["algo"] == algo]
-        solved = [r for r in rs if r["solved"]]
-        steps = pm([r["solved"]["step"] for r in solved], "{:.0f}") if solved else "—"
-        secs = pm([r["solved"]["seconds"] for r in solved], "{:.1f}") if solved else "—"
-        share = " / ".join(pm([r["share"][f] for r in rs], "{:.2f}") for f in FMT_NAMES)
-        rows.append(f"| {algo} | {pm([r['acc'] for r in rs])} | {pm([min(r['acc_by_k'].values()) for r in rs])} | {share} "
-                    f"| {pm([r['length'] for r in rs], '{:.2f}')} | {len(solved)}/{len(rs)} | {steps} | {secs} "
-                    f"| {pm([r['sampled_last10']['acc'] for r in rs])} | {pm([r['sampled_last10']['direct'] for r in rs], '{:.2f}')} "
-                    f"| {pm([r['sampled_last10']['kl_exact'] for r in rs], '{:.3f}')} |")
-    base = [r["base_acc"] for r in runs if r["algo"] == runs[0]["algo"]]
-    rows.append(f"\nBase model (free, greedy): accuracy {pm(base)}. Chance: 0.1. Mean ± std over seeds "
-                f"{sorted({r['seed'] for r in runs})}.")
-    return "\n".join(rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------
