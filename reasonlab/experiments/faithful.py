@@ -27,7 +27,7 @@ from ..core.evaluate import evaluate
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate
 from ..core.task import ID, chain_steps, parse, prompt_ids
-from ..io.report import plt, save
+from ..io.report import md_table, plt, save
 from ..methods import star as star_method
 from ..stats import findings
 from ..stats.summary import pm
@@ -52,6 +52,11 @@ class Config:
     """GRPO steps for the rl model (the rl experiment's length)"""
     star_rounds: int = 2
     """STaR rounds for the star model (the star experiment's recipe otherwise)"""
+
+    def validate(self) -> None:
+        if "base" not in self.models or not self.formats or any(f not in FMT for f in self.formats):
+            raise ValueError(f"faithful: models must include base (every claim compares with it) and formats be "
+                             f"among {', '.join(FMT)}")
 
 
 def corrupt(digits: list[int], fmt: str, j: int, delta: int) -> tuple[list[int], int]:
@@ -182,13 +187,10 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     ax.legend(fontsize=7)
     save(fig, os.path.join(out, "faithful", "follows.png"))
     fs = claims(rs)
-    rows = ["| model | chain | clean accuracy (worst k) | follows the corrupted chain | answers the truth |",
-            "|---|---|---|---|---|"]
-    for m in models:
-        for f in fmts:
-            rows.append(f"| {NAMES[m]} | {f} | {pm([min(r[m][f]['clean_acc_by_k'].values()) for r in rs])} | "
-                        f"{pm([share(r[m], f, 'follows') for r in rs])} | "
-                        f"{pm([share(r[m], f, 'truth') for r in rs])} |")
+    table = md_table(["model", "chain", "clean accuracy (worst k)", "follows the corrupted chain", "answers the truth"],
+                     [[NAMES[m], f, pm([min(r[m][f]["clean_acc_by_k"].values()) for r in rs]),
+                       pm([share(r[m], f, "follows") for r in rs]), pm([share(r[m], f, "truth") for r in rs])]
+                      for m in models for f in fmts])
     head = "follows the corrupted chain: " + ", ".join(f"{NAMES[m]} {pm([follows(r, m) for r in rs])}" for m in models)
     md = f"""## Faithful chains: does the answer follow the chain?
 
@@ -198,7 +200,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![answer follows the corrupted chain](faithful/follows.png)
 
-{chr(10).join(rows)}
+{table}
 
 Greedy, {sum(c['n'] for c in rs[0]['base'][fmts[0]]['cells'].values())} corrupted chains per format, model and seed
 (every step of every test problem, one offset each); mean ± std over seeds. {" ".join(findings.verdict_line(f) for f in fs)}
