@@ -55,9 +55,9 @@ def stub_work():
     def stop(*a, **kw):
         raise Reached()
     for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
-                      ("methods.tts", "run"), ("methods.star", "run"), ("runner.lab", "run"), ("runner.sweep", "run"),
+                      ("methods.tts", "run"), ("methods.star", "train"), ("runner.lab", "run"), ("runner.sweep", "run"),
                       ("core.evaluate", "eval_table"), ("core.sampling", "generate"),
-                      ("methods.adaptive", "fixed_points"), ("train.zoo", "get_model")]:
+                      ("experiments.adaptive", "fixed_points"), ("train.zoo", "get_model")]:
         setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
 
 

@@ -17,7 +17,8 @@ import torch
 
 from reasonlab.core.sampling import generate_n
 from reasonlab.core.task import K_MAX, K_MIN, make_digits, parse, prompt_ids
-from reasonlab.methods import star
+from reasonlab.experiments.star import star_rounds
+from reasonlab.methods.config import StarConfig
 from reasonlab.train.sft import base_name
 from reasonlab.train.zoo import base_model
 
@@ -28,10 +29,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     base = base_model(args.seed, log=None)
-    cfg = star.StarConfig(rounds=1, problems=args.problems, seed=args.seed)
+    cfg = StarConfig(rounds=1, problems=args.problems, seed=args.seed)
     with tempfile.TemporaryDirectory() as cache:
         t = time.perf_counter()
-        hist = star.run(base, base_name(args.seed), cfg, log=None, cache=cache)
+        hist = star_rounds(base, base_name(args.seed), cfg, eval_n=300, cache=cache)
         total = time.perf_counter() - t
     r = hist[1]
     rng = random.Random(args.seed)

@@ -1,14 +1,31 @@
-"""7. Adaptive thinking: make thinking cost something in the reward; does the model learn when to think?"""
+"""Adaptive thinking: make thinking cost something in the reward; does the model learn when to think?
+
+Each method of `methods.adaptive` trains a copy of the base model with GRPO (lr 1e-4, 200 steps, 16 x 8 samples,
+its forced-direct rollouts) and is evaluated greedily on the test problems; the fixed formats and two test-time
+compute points are measured on the same problems. The result is the accuracy / mean-tokens plane, with the Pareto
+front, and the control every method must beat: the best fixed format per k.
+"""
 from __future__ import annotations
 
+import copy
 import os
+import time
 from dataclasses import dataclass
 
-from ..io import report
-from ..methods import adaptive as adaptive_method
-from ..methods.adaptive import best_fixed_per_k
+import numpy as np
+
+from ..core.evaluate import evaluate
+from ..core.model import GPT
+from ..core.pool import sample_pool
+from ..core.problems import TEST_SEED, problems_per_k
+from ..core.task import FMT_NAMES
+from ..io.report import log_x, md_table, plt, save
+from ..methods import tts
+from ..methods.adaptive import METHODS, Method, method_parts, reference_accuracy
 from ..stats import findings
 from ..stats.findings import both, finding, seed_check
+from ..stats.summary import mean_std, pareto
+from ..train.rl import RLConfig, train
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -17,25 +34,117 @@ from .thresholds import THRESHOLDS as TH
 class Config:
     steps: int = 200
     """RL steps per adaptive-thinking run"""
-    methods: tuple[str, ...] = ("thinkless_fmt",)
-    """adaptive-thinking rewards compared (see adaptive.METHODS)"""
+    methods: tuple[Method, ...] = ("thinkless_fmt",)
+    """adaptive-thinking rewards compared (methods.adaptive.METHODS)"""
     eval_n: int = 300
     """greedy test problems per k"""
+    lr: float = 1e-4
+    """Adam learning rate of every run"""
+    beta: float = 0.04
+    """KL weight to the base model (0: none)"""
 
     def validate(self) -> None:
-        for m in self.methods:
-            if m not in adaptive_method.METHODS:
-                raise ValueError(f"unknown adaptive method {m!r}: choose from {', '.join(adaptive_method.METHODS)}")
+        bad = [m for m in self.methods if m not in METHODS]
+        if bad or not self.methods:
+            raise ValueError(f"adaptive: methods must be among {', '.join(METHODS)}"
+                             + (f", got {bad[0]!r}" if bad else ""))
+        if not self.lr > 0 or self.beta < 0:
+            raise ValueError(f"adaptive: lr must be > 0 and beta >= 0, got lr {self.lr:g}, beta {self.beta:g}")
+
+
+def point(model: GPT, problems, force=None) -> dict:
+    """Greedy accuracy, mean generated tokens, and format share per k."""
+    r = evaluate(model, problems, force=force)
+    return {"acc": r["acc"], "tokens": r["length"], "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()},
+            "share_by_k": {k: v["share"] for k, v in r["per_k"].items()},
+            "tokens_by_k": {k: v["length"] for k, v in r["per_k"].items()},
+            "n_by_k": {k: sum(len(d) == k for d in problems) for k in r["per_k"]}}
+
+
+def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
+               ref_acc: dict | None = None, beta: float = 0.04, progress: bool = False, **overrides) -> dict:
+    """Train a copy of `base` with one method's reward and evaluate it; overrides are RLConfig fields."""
+    reward_fn, group_fn, fields = method_parts(name, ref_acc)
+    cfg = RLConfig.preset("grpo", **{**dict(steps=steps, learning_rate=lr, seed=seed, log_every=0, beta=beta), **fields,
+                                     **overrides})
+    policy = copy.deepcopy(base)
+    t = time.perf_counter()
+    hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None, progress=progress)
+    probs = problems_per_k(n_eval, seed=TEST_SEED)
+    out = point(policy, probs)
+    out["direct_acc_by_k"] = point(policy, probs, force=["A"])["acc_by_k"]   # how far direct answering was pushed
+    return {"method": name, "seed": seed, "seconds": round(time.perf_counter() - t, 1), **out,
+            "share_direct_over_steps": [h["share"]["direct"] for h in hist if "share" in h]}
+
+
+def fixed_points(bases: list[GPT], n_eval: int = 300) -> dict:
+    """Always-A / always-S / always-T (forced, greedy): accuracy, tokens and accuracy per k, mean over the bases."""
+    probs = problems_per_k(n_eval, seed=TEST_SEED)
+    return mean_points([{f: point(b, probs, force=[f]) for f in ("A", "S", "T")} for b in bases])
+
+
+def mean_points(per_base: list[dict]) -> dict:
+    """{format: {acc, tokens, acc_by_k}}, one such dict per base model -> their mean."""
+    return {f: {"acc": float(np.mean([p[f]["acc"] for p in per_base])),
+                "tokens": float(np.mean([p[f]["tokens"] for p in per_base])),
+                **{key: {k: float(np.mean([p[f][key][k] for p in per_base])) for k in per_base[0][f][key]}
+                   for key in ("acc_by_k", "tokens_by_k", "n_by_k") if key in per_base[0][f]}}
+            for f in per_base[0]}
+
+
+def best_fixed_per_k(fixed: dict, tol: float = 0.005) -> dict:
+    """The control for adaptive thinking: per k, the fixed format with the best accuracy (within tol of it, the
+    cheapest), as one policy: {acc, tokens, per_k: {k: format}}, weighted by the problems per k."""
+    ks = list(fixed["A"]["acc_by_k"])
+    pick = {}
+    for k in ks:
+        best = max(fixed[f]["acc_by_k"][k] for f in fixed)
+        pick[k] = min((f for f in fixed if fixed[f]["acc_by_k"][k] >= best - tol), key=lambda f: fixed[f]["tokens_by_k"][k])
+    n = {k: fixed["A"]["n_by_k"][k] for k in ks}
+    tot = sum(n.values())
+    return {"acc": sum(n[k] * fixed[pick[k]]["acc_by_k"][k] for k in ks) / tot,
+            "tokens": sum(n[k] * fixed[pick[k]]["tokens_by_k"][k] for k in ks) / tot, "per_k": pick}
+
+
+def tts_points(base: GPT, n: int = 300) -> dict:
+    """Two test-time-compute points for the plane: maj@8 of direct answers and maj@4 of short chains, on the
+    methods' and fixed formats' problems (the test set), so the whole table compares on one set."""
+    probs = problems_per_k(n, seed=TEST_SEED)
+    out = {}
+    for f, N in (("A", 8), ("S", 4)):
+        pool = sample_pool(base, probs, N, force=[f], seed=1)
+        out[f"{f} maj@{N}"] = {"acc": float(tts.majority(pool, N).mean()), "tokens": tts.tokens(pool, N)}
+    return out
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     model = env.base(seed)
-    ref_acc = adaptive_method.reference_accuracy(model)
-    runs = [adaptive_method.run_method(model, m, seed, steps=cfg.steps, n_eval=cfg.eval_n, ref_acc=ref_acc,
-                                       progress=True)
+    ref_acc = reference_accuracy(model)
+    runs = [run_method(model, m, seed, steps=cfg.steps, lr=cfg.lr, n_eval=cfg.eval_n, ref_acc=ref_acc, beta=cfg.beta,
+                       progress=True)
             for m in cfg.methods]
-    return {"runs": runs, "fixed": adaptive_method.fixed_points([model], cfg.eval_n),
-            "tts": adaptive_method.tts_points(model, cfg.eval_n)}
+    return {"runs": runs, "fixed": fixed_points([model], cfg.eval_n), "tts": tts_points(model, cfg.eval_n)}
+
+
+def summarize(runs: list[dict], fixed: dict) -> dict:
+    """Mean +- std over seeds per method, and which methods sit on the front against the fixed formats."""
+    out = {}
+    for m in dict.fromkeys(r["method"] for r in runs):
+        rs = [r for r in runs if r["method"] == m]
+        ks = list(rs[0]["share_by_k"])
+        out[m] = {"acc": mean_std([r["acc"] for r in rs]), "tokens": mean_std([r["tokens"] for r in rs]),
+                  "share_by_k": {k: {f: float(np.mean([r["share_by_k"][k][f] for r in rs])) for f in FMT_NAMES} for k in ks},
+                  "acc_by_k": {k: float(np.mean([r["acc_by_k"][k] for r in rs])) for k in ks},
+                  "direct_acc_by_k": {k: float(np.mean([r["direct_acc_by_k"][k] for r in rs])) for k in ks}}
+    names = list(out) + [f"always {f}" for f in fixed]
+    pts = [(out[m]["tokens"][0], out[m]["acc"][0]) for m in out] + [(fixed[f]["tokens"], fixed[f]["acc"]) for f in fixed]
+    front = set(pareto(pts))
+    for i, n in enumerate(names):
+        if n in out:
+            out[n]["on_front"] = i in front
+            s = fixed.get("S")
+            out[n]["beats_always_S"] = bool(s and out[n]["acc"][0] >= s["acc"] - 1e-9 and out[n]["tokens"][0] < s["tokens"])
+    return out
 
 
 def adaptive_vs_best_fixed(adaptive: list[dict]) -> list[dict]:
@@ -66,13 +175,80 @@ def claims(rs: list[dict]) -> list[dict]:
     return adaptive_vs_best_fixed(rs)
 
 
+def plot_heatmap(summary: dict, path: str) -> str:
+    """Format share by k for each method: one row per method, colour = share of direct answers; the cell text
+    gives A/S/T shares."""
+    methods = list(summary["methods"])
+    ks = list(next(iter(summary["methods"].values()))["share_by_k"])
+    a = np.array([[summary["methods"][m]["share_by_k"][k]["direct"] for k in ks] for m in methods])
+    fig, ax = plt.subplots(figsize=(1.1 * len(ks) + 2, 0.45 * len(methods) + 1.2))
+    im = ax.imshow(a, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    for i, m in enumerate(methods):
+        for j, k in enumerate(ks):
+            s = summary["methods"][m]["share_by_k"][k]
+            ax.text(j, i, f"{s['direct']:.2f}/{s['short']:.2f}/{s['full']:.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if a[i, j] > 0.6 else "black")
+    ax.set_xticks(range(len(ks)), [f"k={k}" for k in ks])
+    ax.set_yticks(range(len(methods)), methods)
+    fig.colorbar(im, ax=ax, label="share answering directly (A)")
+    ax.set_title("greedy format choice by k (cells: A/S/T share), mean over seeds", fontsize=9)
+    return save(fig, path)
+
+
+def plot_frontier(summary: dict, path: str) -> str:
+    """Accuracy against mean generated tokens: one point per method (mean +- std over seeds), the fixed formats,
+    test-time-compute points, and the Pareto front; the right panel zooms in on the learned policies."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+    pts = [(v["tokens"][0], v["acc"][0]) for v in summary["methods"].values()]
+    pts += [(v["tokens"], v["acc"]) for v in summary["fixed"].values()] + [(v["tokens"], v["acc"]) for v in summary.get("tts", {}).values()]
+    line = [pts[i] for i in pareto(pts)]
+    for ax in axes:
+        for m, v in summary["methods"].items():
+            ax.errorbar(v["tokens"][0], v["acc"][0], xerr=v["tokens"][1], yerr=v["acc"][1], fmt="o", ms=5, capsize=2, label=m)
+        for f, v in summary["fixed"].items():
+            ax.scatter(v["tokens"], v["acc"], marker="s", s=50, color="k", zorder=4)
+            ax.annotate(f"always {f}", (v["tokens"], v["acc"]), textcoords="offset points", xytext=(5, -10), fontsize=8)
+        for name, v in summary.get("tts", {}).items():
+            ax.scatter(v["tokens"], v["acc"], marker="^", s=30, color="grey", zorder=3)
+            ax.annotate(name, (v["tokens"], v["acc"]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="grey")
+        ax.plot([t for t, _ in line], [a for _, a in line], color="k", lw=1, ls="--", label="Pareto front")
+        ax.set_xlabel("mean generated tokens per problem")
+    axes[0].axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    log_x(axes[0])
+    axes[0].set_ylabel("greedy accuracy (k = 2..8)")
+    axes[0].set_title("the whole plane (log tokens)", fontsize=9)
+    axes[1].set_xlim(6.0, 7.0)
+    axes[1].set_ylim(0.97, 1.004)
+    axes[1].set_title("zoom: learned policies against always-S", fontsize=9)
+    axes[1].legend(fontsize=7, loc="lower right")
+    return save(fig, path)
+
+
+def adaptive_table(summary: dict) -> str:
+    """The methods, the fixed formats and the test-time-compute points on one set, then each method's forced-A
+    accuracy per k."""
+    ks = list(next(iter(summary["methods"].values()))["share_by_k"])
+    rows = [[m, f"{v['acc'][0]:.3f} ± {v['acc'][1]:.3f}", f"{v['tokens'][0]:.2f} ± {v['tokens'][1]:.2f}",
+             "yes" if v["on_front"] else "no", "yes" if v["beats_always_S"] else "no",
+             " ".join(f"{v['share_by_k'][k]['direct']:.2f}" for k in ks)] for m, v in summary["methods"].items()]
+    rows += [[f"always {f} (forced, greedy)", f"{v['acc']:.3f}", f"{v['tokens']:.2f}", "", "", ""]
+             for f, v in summary["fixed"].items()]
+    rows += [[f"{n} (sampling, seed {summary['seeds'][0]})", f"{v['acc']:.3f}", f"{v['tokens']:.2f}", "", "", ""]
+             for n, v in summary["tts"].items()]
+    table = md_table(["method", "accuracy", "mean tokens", "on the front", "≥ always-S accuracy at fewer tokens",
+                      "A-share by k (" + ", ".join(map(str, ks)) + ")"], rows)
+    direct = [f"- {m}: " + " ".join(f"{v['direct_acc_by_k'][k]:.2f}" for k in ks) for m, v in summary["methods"].items()]
+    return "\n".join([table, "\nForced-A (direct) accuracy per k after training, mean over seeds (base model: "
+                      + " ".join(f"{summary['fixed']['A']['acc_by_k'][k]:.2f}" for k in ks) + "):\n", *direct])
+
+
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     runs = [x for r in rs for x in r["runs"]]
-    fixed = adaptive_method.mean_points([r["fixed"] for r in rs])
-    summary = {"methods": adaptive_method.summarize(runs, fixed), "fixed": fixed, "tts": rs[0]["tts"],
+    fixed = mean_points([r["fixed"] for r in rs])
+    summary = {"methods": summarize(runs, fixed), "fixed": fixed, "tts": rs[0]["tts"],
                "seeds": sorted({x["seed"] for x in runs})}
-    report.plot_adaptive_heatmap(summary, os.path.join(out, "adaptive", "heatmap.png"))
-    report.plot_adaptive_frontier(summary, os.path.join(out, "adaptive", "frontier.png"))
+    plot_heatmap(summary, os.path.join(out, "adaptive", "heatmap.png"))
+    plot_frontier(summary, os.path.join(out, "adaptive", "frontier.png"))
     best = max(summary["methods"], key=lambda m: (summary["methods"][m]["acc"][0], -summary["methods"][m]["tokens"][0]))
     b = summary["methods"][best]
     head = (f"{best}: accuracy {b['acc'][0]:.3f} ± {b['acc'][1]:.3f} at {b['tokens'][0]:.2f} tokens "
@@ -86,7 +262,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![accuracy against tokens](adaptive/frontier.png)
 
-{report.adaptive_table(summary)}
+{adaptive_table(summary)}
 
 GRPO with Thinkless's per-format reward; half of each group is forced to answer directly so that A keeps being
 tried, and those rollouts train only that choice (`thinkless_fmt`); mean ± std over seeds; every point of the
@@ -97,7 +273,6 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
 *Explore:* `reasonlab adaptive --methods grpo cost0.3 cost0.6 kimi thinkless thinkless_fmt arm adaptthink`.
 """
     return [(md, head)]
-
 
 
 register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "tts"), quick=Config(steps=4, eval_n=30), run_cost=13,

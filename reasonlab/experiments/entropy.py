@@ -32,7 +32,7 @@ from ..core.evaluate import evaluate
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import output_logits
 from ..core.task import FORMATS, ID, prompt_ids, solution
-from ..io.report import band, plt, save
+from ..io.report import band, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, entropy, every_n_steps, train
@@ -203,17 +203,17 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     axes[0].legend(fontsize=8)
     save(fig, os.path.join(out, "entropy", "curves.png"))
     fs = claims(rs)
-    rows = [("| | format entropy | chain entropy S / T | answer entropy S / T | P(A / S / T) | accuracy | "
-             "steps to 0.99 |"),
-            "|---|---|---|---|---|---|---|"]
+    rows = []
     for arm in ("start", *ARMS):
         ps = [r["start"] if arm == "start" else r["arms"][arm]["curve"][-1] for r in rs]
         chain = " / ".join(pm([p["roles"][f]["chain"] for p in ps]) for f in ("short", "full"))
         mix = " / ".join(f"{np.mean([p['p_format'][f] for p in ps]):.2f}" for f in FORMATS)
         ans = " / ".join(pm([p["roles"][f]["answer"] for p in ps]) for f in ("short", "full"))
         solve = "—" if arm == "start" else pm([steps_to_solve(r, arm) for r in rs], "{:.0f}")
-        rows.append(f"| {ARMS.get(arm, arm)} | {pm([p['format_H'] for p in ps])} | {chain} | {ans} | {mix} | "
-                    f"{pm([p['acc'] for p in ps])} | {solve} |")
+        rows.append([ARMS.get(arm, arm), pm([p["format_H"] for p in ps]), chain, ans, mix, pm([p["acc"] for p in ps]),
+                     solve])
+    table = md_table(["", "format entropy", "chain entropy S / T", "answer entropy S / T", "P(A / S / T)", "accuracy",
+                      "steps to 0.99"], rows)
     st = rs[0]["settings"]
     head = "; ".join(f"{ARMS[a]} ends at format entropy {pm([final(r, a) for r in rs])}" for a in ARMS)
     md = f"""## Entropy: does clip-higher keep the format choice open?
@@ -224,7 +224,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![entropy, accuracy and zero-std groups along the runs](entropy/curves.png)
 
-{chr(10).join(rows)}
+{table}
 
 From the {rs[0]['start_model']}, {rs[0]['steps']} steps per arm, 16 problems × 8 samples, no KL, learning rate
 {st['learning_rate']:g} and {st['num_iterations']} updates per batch; clip-higher raises the upper clip from 0.2 to

@@ -27,9 +27,8 @@ from ..core.evaluate import evaluate
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate
 from ..core.task import ID, chain_steps, parse, prompt_ids
-from ..io.report import plt, save
+from ..io.report import md_table, plt, save
 from ..methods import star as star_method
-from ..methods.config import StarConfig
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
@@ -54,6 +53,11 @@ class Config:
     star_rounds: int = 2
     """STaR rounds for the star model (the star experiment's recipe otherwise)"""
 
+    def validate(self) -> None:
+        if "base" not in self.models or not self.formats or any(f not in FMT for f in self.formats):
+            raise ValueError(f"faithful: models must include base (every claim compares with it) and formats be "
+                             f"among {', '.join(FMT)}")
+
 
 def corrupt(digits: list[int], fmt: str, j: int, delta: int) -> tuple[list[int], int]:
     """The forced prefix (format token and the chain's sums up to step j, step j off by delta) and the answer that
@@ -73,9 +77,9 @@ def trained(cfg: Config, which: str, seed: int, env):
         return policy
     if which == "star":
         models: list = []
-        recipe = StarConfig(rounds=cfg.star_rounds, problems=star_lab.Config.problems, steps=star_lab.Config.steps,
-                            seed=seed, eval_n=30)          # the star experiment's recipe (evaluated on fewer problems)
-        star_method.run(base, base_name(seed, env.quick), recipe, log=None, cache=env.cache, models=models)
+        recipe = star_lab.star_config(star_lab.Config(rounds=cfg.star_rounds), "main", seed)   # its main variant
+        star_method.train(base, recipe, star_lab.cached_fine_tune(base_name(seed, env.quick), env.cache),
+                          callback=lambda rec, model: models.append(model))
         return models[-1] if models else base
     return base
 
@@ -183,13 +187,10 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     ax.legend(fontsize=7)
     save(fig, os.path.join(out, "faithful", "follows.png"))
     fs = claims(rs)
-    rows = ["| model | chain | clean accuracy (worst k) | follows the corrupted chain | answers the truth |",
-            "|---|---|---|---|---|"]
-    for m in models:
-        for f in fmts:
-            rows.append(f"| {NAMES[m]} | {f} | {pm([min(r[m][f]['clean_acc_by_k'].values()) for r in rs])} | "
-                        f"{pm([share(r[m], f, 'follows') for r in rs])} | "
-                        f"{pm([share(r[m], f, 'truth') for r in rs])} |")
+    table = md_table(["model", "chain", "clean accuracy (worst k)", "follows the corrupted chain", "answers the truth"],
+                     [[NAMES[m], f, pm([min(r[m][f]["clean_acc_by_k"].values()) for r in rs]),
+                       pm([share(r[m], f, "follows") for r in rs]), pm([share(r[m], f, "truth") for r in rs])]
+                      for m in models for f in fmts])
     head = "follows the corrupted chain: " + ", ".join(f"{NAMES[m]} {pm([follows(r, m) for r in rs])}" for m in models)
     md = f"""## Faithful chains: does the answer follow the chain?
 
@@ -199,7 +200,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![answer follows the corrupted chain](faithful/follows.png)
 
-{chr(10).join(rows)}
+{table}
 
 Greedy, {sum(c['n'] for c in rs[0]['base'][fmts[0]]['cells'].values())} corrupted chains per format, model and seed
 (every step of every test problem, one offset each); mean ± std over seeds. {" ".join(findings.verdict_line(f) for f in fs)}

@@ -32,7 +32,7 @@ from ..core.evaluate import evaluate
 from ..core.problems import PROBE_SEED, TEST_SEED, problems_per_k
 from ..core.sampling import generate_n, output_logits
 from ..core.task import prompt_ids
-from ..io.report import plt, save
+from ..io.report import md_table, plt, save
 from ..methods import kl as M
 from ..stats import findings
 from ..stats.summary import pm
@@ -191,7 +191,15 @@ def claims(rs: list[dict]) -> list[dict]:
                               control=seq_control)]
 
 
-def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+def ordered_runs(r: dict) -> list[str]:
+    """The frontier's runs (algo/beta) in ALGOS order, then by beta."""
+    fr = r["frontier"]
+    return sorted(fr, key=lambda k: (ALGOS.index(fr[k]["algo"]), fr[k]["beta"]))
+
+
+def plot_kl(rs: list[dict], path: str) -> str:
+    """The k3-loss gradient's error against the KL at each probe; the estimators' bias and std along the run; the
+    reward-KL frontier."""
     fig, axes = plt.subplots(1, 3, figsize=(16, 4), layout="constrained")
     probes = [p for r in rs for p in r["probes"]]
     axes[0].scatter([p["kl"] for p in probes], [p["grad"]["k3"]["rel_err"] for p in probes], s=12,
@@ -212,8 +220,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     axes[1].plot(steps, curve(lambda p: p["kl"]), color="k", label="exact KL(pi||ref) per token")
     axes[1].set(xlabel="GRPO step", ylabel="nats per token", title="the estimators: bias and std, exact")
     axes[1].legend(fontsize=7)
-    fr = rs[0]["frontier"]
-    fr = {k: fr[k] for k in sorted(fr, key=lambda k: (ALGOS.index(fr[k]["algo"]), fr[k]["beta"]))}
+    fr = {k: rs[0]["frontier"][k] for k in ordered_runs(rs[0])}
     mean = lambda k, key: float(np.mean([r["frontier"][k][key] for r in rs]))
     for algo in dict.fromkeys(x["algo"] for x in fr.values()):
         keys = [k for k, x in fr.items() if x["algo"] == algo]
@@ -227,23 +234,32 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     axes[2].set(xlabel="sequence KL to the reference (o: RB; x: exact bound)",
                 ylabel="P(correct output), exact", title="reward-KL frontier")
     axes[2].legend(fontsize=8)
-    save(fig, os.path.join(out, "kl", "kl.png"))
+    return save(fig, path)
+
+
+def tables(rs: list[dict]) -> tuple[str, str, str]:
+    """The estimators at the last probe, the frontier's runs, and the sequence KL's gradient against each term's."""
     p = [last(r) for r in rs]
-    est = ["| at the last probe | bias | std |", "|---|---|---|"]
-    est += [f"| {e} | {pm([x[e]['bias'] for x in p], '{:.4f}')} | {pm([x[e]['std'] for x in p], '{:.4f}')} |"
-            for e in M.ESTIMATORS]
-    rows = ["| run | greedy acc | P(correct), exact | sequence KL (RB) | lower bound (exact) |", "|" + "---|" * 5]
-    rows += [f"| {k} | {pm([r['frontier'][k]['acc'] for r in rs])} | {pm([r['frontier'][k]['p_correct'] for r in rs])} "
-             f"| {pm([r['frontier'][k]['seq_kl'] for r in rs])} | {pm([r['frontier'][k]['bound'] for r in rs])} |"
-             for k in fr]
+    est = md_table(["at the last probe", "bias", "std"],
+                   [[e, pm([x[e]["bias"] for x in p], "{:.4f}"), pm([x[e]["std"] for x in p], "{:.4f}")]
+                    for e in M.ESTIMATORS])
+    runs = md_table(["run", "greedy acc", "P(correct), exact", "sequence KL (RB)", "lower bound (exact)"],
+                    [[k, *(pm([r["frontier"][k][key] for r in rs]) for key in ("acc", "p_correct", "seq_kl", "bound"))]
+                     for k in ordered_runs(rs[0])])
     sq = [r["sequence"] for r in rs]
-    seq_rows = ["| in the loss or the reward | relative error | cosine | norm / the KL gradient's |",
-                "|---|---|---|---|"]
-    seq_rows += [f"| {label} | {pm([x[key]['rel_err'] for x in sq], '{:.3f}')} | "
-                 f"{pm([x[key]['cos'] for x in sq], '{:.4f}')} | "
-                 f"{pm([x[key]['norm'] / x['grad_norm'] for x in sq], '{:.2f}')} |"
-                 for key, label in (("per_token", "exact per-token KL (k2's mean gradient)"), ("k3", "k3 (GRPO)"),
-                                    ("k1_reward", "k1 in the reward (REINFORCE)"))]
+    seq = md_table(["in the loss or the reward", "relative error", "cosine", "norm / the KL gradient's"],
+                   [[label, pm([x[key]["rel_err"] for x in sq], "{:.3f}"), pm([x[key]["cos"] for x in sq], "{:.4f}"),
+                     pm([x[key]["norm"] / x["grad_norm"] for x in sq], "{:.2f}")]
+                    for key, label in (("per_token", "exact per-token KL (k2's mean gradient)"), ("k3", "k3 (GRPO)"),
+                                       ("k1_reward", "k1 in the reward (REINFORCE)"))])
+    return est, runs, seq
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    plot_kl(rs, os.path.join(out, "kl", "kl.png"))
+    est, runs, seq_table = tables(rs)
+    p = [last(r) for r in rs]
+    sq = [r["sequence"] for r in rs]
     fs = claims(rs)
     gap = pm([x["grad"]["k3"]["rel_err"] for x in p], "{:.2f}")
     norm = pm([x["grad"]["k3"]["norm"] / x["grad"]["grad_norm"] for x in p], "{:.2f}")
@@ -257,9 +273,9 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![estimators and frontier](kl/kl.png)
 
-{chr(10).join(est)}
+{est}
 
-{chr(10).join(rows)}
+{runs}
 
 Left and middle: one GRPO run per seed (beta = {rs[0]['probe_beta']:g}, k3), probed every few steps on prefixes the
 policy samples on held-out prompts; each number is a sum over the 18-token vocabulary, not a sample. k1 and k3 are
@@ -277,7 +293,7 @@ left out), and the gradient of the sequence KL summed over those outputs' prefix
 nats) set against each term's expected gradient on the same outputs (k1 in the reward sees the enumerated complete
 outputs only, so the left-out ones show in its error):
 
-{chr(10).join(seq_rows)}
+{seq_table}
 
 A per-token loss keeps pi(s) grad KL_s and drops grad pi(s) KL_s, how a token changes the probability of the prefixes
 after it; k1 in the reward keeps both. Here {pm([x['first_share'] for x in sq])} of the sequence KL sits at the first
@@ -289,7 +305,7 @@ less a per-token loss drops.
 Tang & Munos 2025 (arXiv 2506.09477: k3 in the loss is the forward KL's gradient; per-token losses drop the future
 terms of the sequence gradient); Dr. GRPO (arXiv 2503.20783); DAPO (arXiv 2503.14476).
 *Explore:* `reasonlab lab --only kl`; `methods.kl.gradient_gaps(logits, ref_logits, mask, params)` on any pair of
-models; `reasonlab rl --kl-estimator exact` puts the exact per-token KL in the loss.
+models; `reasonlab train --kl-estimator exact` puts the exact per-token KL in the loss.
 """
     return [(md, head)]
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..core.config import NS as POOL_NS
 from ..core.exact import pass_exact, right_probs
 from ..core.problems import TEST_SEED, problems_per_k
-from ..io.report import band, plt, save
+from ..io.report import band, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
@@ -134,9 +134,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     ax.legend(fontsize=8)
     save(fig, os.path.join(out, "passk", "pass_at_n.png"))
     fs = claims(rs)
-    rows = ["| N | start | after GRPO |", "|---|---|---|"]
-    rows += [f"| {N} | {pm([pooled(r, 'start', N) for r in rs])} | {pm([pooled(r, 'rl', N) for r in rs])} |"
-             for N in (1, 4, 16, 64, 256)]
+    table = md_table(["N", "start", "after GRPO"], [[N, pm([pooled(r, "start", N) for r in rs]),
+                                                     pm([pooled(r, "rl", N) for r in rs])] for N in (1, 4, 16, 64, 256)])
     head = (f"pass@1 {pm([pooled(r, 'start', 1) for r in rs])} -> {pm([pooled(r, 'rl', 1) for r in rs])}; "
             f"pass@256 {pm([pooled(r, 'start', 256) for r in rs])} -> {pm([pooled(r, 'rl', 256) for r in rs])}")
     md = f"""## Does RL only sharpen? pass@N of the start and of the RL model
@@ -146,7 +145,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![pass@N](passk/pass_at_n.png)
 
-{chr(10).join(rows)}
+{table}
 
 Exact chain-verified pass@N (teacher-forced probability of the one right S or T output; direct answers are left
 out: the dashed line is what guessing them would score), on the k's where the erring thinker is weak and GRPO

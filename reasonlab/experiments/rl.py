@@ -1,4 +1,4 @@
-"""6. RL from a rule reward: GRPO against the spec's REINFORCE (and the baseline alone, Dr. GRPO)."""
+"""RL from a rule reward: GRPO against the spec's REINFORCE (and the baseline alone, Dr. GRPO)."""
 from __future__ import annotations
 
 import copy
@@ -11,47 +11,77 @@ import numpy as np
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.problems import PROBE_SEED, TEST_SEED, problems_per_k
-from ..io import report
+from ..core.task import FMT_NAMES
+from ..io.report import md_table, plot_format_share, plot_rl_runs
 from ..stats import findings
 from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
-from ..train.rl import ALGOS, RLConfig, every_n_steps, train
+from ..train.rl import ALGOS, Algo, RLConfig, every_n_steps, train
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
+
+OVERRIDES = ("learning_rate", "beta", "epsilon", "num_iterations", "prompts_per_step", "num_generations",
+             "temperature")
+"""The RL settings a run may set for every algorithm at once (None: each algorithm's preset)."""
 
 
 @dataclass
 class Config:
     steps: int = 60
     """RL steps per run (GRPO solves the task in ~12, the spec's REINFORCE in ~43)"""
-    algos: tuple[str, ...] = ("grpo", "reinforce", "reinforce_baseline", "dr_grpo")
+    algos: tuple[Algo, ...] = ("grpo", "reinforce", "reinforce_baseline", "dr_grpo")
     """RL algorithms compared (reinforce_baseline isolates the baseline: REINFORCE's loss and updates with GRPO's
     group mean subtracted)"""
     eval_every: int = 5
     """greedy evaluation on the probe set every N RL steps, for time-to-solve"""
     eval_n: int = 500
     """greedy test problems per k for the final evaluation"""
+    learning_rate: float | None = None
+    """Adam learning rate of every algorithm; None: the preset's"""
+    beta: float | None = None
+    """KL weight to the base model of every algorithm; None: the preset's"""
+    epsilon: float | None = None
+    """the ratio's clip of every clipped algorithm; None: the preset's"""
+    num_iterations: int | None = None
+    """updates on each batch of samples; None: the preset's"""
+    prompts_per_step: int | None = None
+    """problems per RL step; None: the preset's"""
+    num_generations: int | None = None
+    """samples per problem (the group); None: the preset's"""
+    temperature: float | None = None
+    """sampling temperature of the rollouts; None: the preset's"""
+
+    def overrides(self) -> dict:
+        """The RLConfig fields set for every algorithm (those not None)."""
+        return {k: getattr(self, k) for k in OVERRIDES if getattr(self, k) is not None}
 
     def validate(self) -> None:
         bad = [a for a in self.algos if a not in ALGOS]
-        if bad:
-            raise ValueError(f"unknown RL algorithm {bad[0]!r}: choose from {', '.join(ALGOS)}")
+        if bad or not self.algos:
+            raise ValueError(f"rl: algos must be among {', '.join(ALGOS)}" + (f", got {bad[0]!r}" if bad else ""))
+        for a in self.algos:                  # every algorithm's preset must take the overrides
+            try:
+                RLConfig.preset(a, steps=self.steps, **self.overrides())
+            except ValueError as e:
+                raise ValueError(f"rl: {a}: {e}") from None
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     model = env.base(seed)
     start = base_eval(model, cfg.eval_n)
-    return {a: rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, progress=True, start=start)
+    return {a: rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, progress=True, start=start,
+                      overrides=cfg.overrides())
             for a in cfg.algos}
 
 
 def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
-           lr: float | None = None, progress: bool = False, start: dict | None = None) -> dict:
-    """One RL run from `base` with the spec's defaults for `algo`: greedy accuracy on a probe set every `every`
-    steps (time-to-solve = first probe at >= 0.99; seconds count training only) and a final evaluation.
-    start: base_eval(base, eval_n), when the caller has it (the same for every algorithm)."""
+           progress: bool = False, start: dict | None = None, overrides: dict | None = None) -> dict:
+    """One RL run from `base` with the spec's defaults for `algo` (RLConfig fields in `overrides` replace them):
+    greedy accuracy on a probe set every `every` steps (time-to-solve = first probe at >= 0.99; seconds count
+    training only) and a final evaluation. start: base_eval(base, eval_n), when the caller has it (the same for
+    every algorithm). The overrides are kept in the result (only when there are some)."""
     policy = copy.deepcopy(base)
-    cfg = RLConfig.preset(algo, steps=steps, seed=seed, log_every=0, **({"learning_rate": lr} if lr else {}))
+    cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed, log_every=0), **(overrides or {})})
     probe = problems_per_k(probe_n, seed=PROBE_SEED)
     state = {"eval_s": 0.0, "solved": None, "curve": []}
     t0 = time.perf_counter()
@@ -76,7 +106,8 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
     return {"algo": algo, "seed": seed, "steps": steps, "train_s": round(train_s, 1), "solved": state["solved"],
             "sampled_last10": sampled, "base_acc": start["acc"], "acc": final["acc"], "share": final["share"],
             "length": final["length"], "acc_by_k": {k: v["acc"] for k, v in final["per_k"].items()},
-            "share_by_k": {k: v["share"] for k, v in final["per_k"].items()}, "curve": state["curve"], "hist": hist}
+            "share_by_k": {k: v["share"] for k, v in final["per_k"].items()}, "curve": state["curve"], "hist": hist,
+            **({"overrides": overrides} if overrides else {})}
 
 
 def base_eval(base: GPT, eval_n: int) -> dict:
@@ -93,7 +124,7 @@ def steps_to_solve(run: dict) -> float:
 def updates_to_solve(run: dict) -> float:
     """Optimizer updates to greedy accuracy 0.99 (steps x the algorithm's updates per step): GRPO makes two
     updates on each batch, REINFORCE one, so steps alone would compare unequal work."""
-    return steps_to_solve(run) * RLConfig.preset(run["algo"]).num_iterations
+    return steps_to_solve(run) * RLConfig.preset(run["algo"], **run.get("overrides", {})).num_iterations
 
 
 def rl_faster(rl: list[dict], fast: str, slow: str, claim: str) -> dict:
@@ -126,19 +157,44 @@ def length_bias(rs: list[dict]) -> dict:
                       TH["rl.length_bias"], control="dr_grpo")
 
 
+def rl_table(runs: list[dict]) -> str:
+    """GRPO / REINFORCE / ... results: one row per algorithm, mean ± std over the seeds in `runs`."""
+    rows = []
+    for algo in dict.fromkeys(r["algo"] for r in runs):
+        rs = [r for r in runs if r["algo"] == algo]
+        solved = [r for r in rs if r["solved"]]
+        steps = pm([r["solved"]["step"] for r in solved], "{:.0f}") if solved else "—"
+        secs = pm([r["solved"]["seconds"] for r in solved], "{:.1f}") if solved else "—"
+        share = " / ".join(pm([r["share"][f] for r in rs], "{:.2f}") for f in FMT_NAMES)
+        rows.append([algo, pm([r["acc"] for r in rs]), pm([min(r["acc_by_k"].values()) for r in rs]), share,
+                     pm([r["length"] for r in rs], "{:.2f}"), f"{len(solved)}/{len(rs)}", steps, secs,
+                     pm([r["sampled_last10"]["acc"] for r in rs]), pm([r["sampled_last10"]["direct"] for r in rs], "{:.2f}"),
+                     pm([r["sampled_last10"]["kl_exact"] for r in rs], "{:.3f}")])
+    base = [r["base_acc"] for r in runs if r["algo"] == runs[0]["algo"]]
+    table = md_table(["algo", "greedy acc (k = 2..8)", "min over k", "greedy share A / S / T", "greedy length",
+                      "solved (acc ≥ 0.99)", "steps to solve", "seconds to solve", "sampled acc, last 10 steps",
+                      "sampled share A", "KL to base (exact)"], rows)
+    return (f"{table}\n\nBase model (free, greedy): accuracy {pm(base)}. Chance: 0.1. Mean ± std over seeds "
+            f"{sorted({r['seed'] for r in runs})}.")
+
+
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     algos = [a for a in ALGOS if a in rs[0]]
     runs = [r[a] for a in algos for r in rs]
-    report.plot_rl_runs({a: [r[a]["hist"] for r in rs] for a in algos}, os.path.join(out, "rl", "curves.png"),
-                        "RL from the base model (mean over seeds; band = min..max)")
-    report.plot_format_share(rs[0][algos[0]]["hist"], os.path.join(out, "rl", f"formats_{algos[0]}.png"),
-                             f"{algos[0]}, first seed")
+    plot_rl_runs({a: [r[a]["hist"] for r in rs] for a in algos}, os.path.join(out, "rl", "curves.png"),
+                 "RL from the base model (mean over seeds; band = min..max)")
+    plot_format_share(rs[0][algos[0]]["hist"], os.path.join(out, "rl", f"formats_{algos[0]}.png"),
+                      f"{algos[0]}, first seed")
+
     def solved(a):
         st = [r[a]["solved"]["step"] for r in rs if r[a]["solved"]]
         steps = rs[0][a]["steps"]
         return (f"{a} reaches 0.99 in {pm(st, '{:.0f}')} steps ({len(st)}/{len(rs)} seeds)" if st
                 else f"{a} not at 0.99 within {steps} steps")
     head = "; ".join(solved(a) for a in algos)
+    over = runs[0].get("overrides", {})
+    note = ("Every algorithm ran with " + ", ".join(f"{k} {v:g}" for k, v in over.items())
+            + " in place of its preset's. ") if over else ""
     md = f"""## RL from a rule reward: GRPO against the spec's REINFORCE
 
 > **Question.** Reward only the right answer (plus a format bonus). Does RL move the model from answering directly
@@ -148,16 +204,17 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![format share](rl/formats_{algos[0]}.png)
 
-{report.rl_table(runs)}
+{rl_table(runs)}
 
 16 problems × 8 samples per step, the spec's settings (lr 3e-5, β 0.04, clip 0.2, 2 inner updates); time-to-solve
 is the first greedy probe (100 problems per k, the probe set) at ≥ 0.99. GRPO differs from the spec's REINFORCE in
 its baseline, its std scaling, two clipped updates per batch and the KL; `reinforce_baseline` changes only the
-baseline. {" ".join(findings.verdict_line(f) for f in claims(rs))}
+baseline. {note}{" ".join(findings.verdict_line(f) for f in claims(rs))}
 
 *Papers:* GRPO (Shao et al. 2024, arXiv 2402.03300); DeepSeek-R1 (2025, arXiv 2501.12948); Dr. GRPO (Liu et al.
 2025, arXiv 2503.20783); REINFORCE (Williams 1992).
-*Explore:* `reasonlab rl --algo dapo` (or rloo, gspo, reinforce_baseline), `--kl-estimator exact`, `--beta 0`.
+*Explore:* `reasonlab rl --algos grpo dapo rloo gspo`, `--beta 0`, `--learning-rate 1e-4`; one run with every
+setting: `reasonlab train --algo dapo --kl-estimator exact`.
 """
     return [(md, head)]
 

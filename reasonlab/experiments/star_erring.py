@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.report import band, plt, save
-from ..methods import star as star_method
+from ..io.report import band, md_table, plt, save
+from ..methods.config import StarConfig
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
+from .star import star_rounds
 from .thresholds import THRESHOLDS as TH
 
 FILTERS = ("none", "answer", "chain")
@@ -42,15 +43,20 @@ class Config:
     eval_n: int = 100
     """greedy test problems per k for each round's evaluation"""
 
+    def validate(self) -> None:
+        star_config(self, "answer", seed=0).validate()
+
+
+def star_config(cfg: Config, f: str, seed: int) -> StarConfig:
+    """Forced S chains, kept by filter f, the thinker fine-tuned on them alone."""
+    return StarConfig(rounds=cfg.rounds, problems=cfg.problems, samples=cfg.samples, force="S", filter=f,
+                      fixed_frac=1.0, steps=cfg.steps, seed=seed)
+
 
 def run(cfg: Config, seed: int, env) -> dict:
     thinker = thinker_model("erring", seed, env.cache, env.device)
-    out = {}
-    for f in FILTERS:
-        sc = star_method.StarConfig(rounds=cfg.rounds, problems=cfg.problems, samples=cfg.samples, force="S",
-                                    filter=f, fixed_frac=1.0, steps=cfg.steps, eval_n=cfg.eval_n, seed=seed)
-        out[f] = star_method.run(thinker, f"erring-seed{seed}", sc, log=None, cache=env.cache)
-    return out
+    return {f: star_rounds(thinker, f"erring-seed{seed}", star_config(cfg, f, seed), cfg.eval_n, env.cache)
+            for f in FILTERS}
 
 
 def acc(r: dict, f: str, rnd: int, fmt: str = "S") -> float:
@@ -95,12 +101,10 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     axes[0].legend(fontsize=8)
     save(fig, os.path.join(out, "star_erring", "rounds.png"))
     last = len(rs[0]["answer"]) - 1
-    rows = ["| filter | " + " | ".join(f"S, round {i}" for i in rounds) + f" | T, round {last} | kept, round 1 |",
-            "|---" * (len(rounds) + 3) + "|"]
-    for f in FILTERS:
-        rows.append(f"| {SHOWN[f]} | " + " | ".join(pm([acc(r, f, i) for r in rs]) for i in rounds)
-                    + f" | {pm([acc(r, f, last, 'T') for r in rs])} | "
-                    f"{pm([r[f][1]['n_kept'] for r in rs], '{:.0f}')} |")
+    table = md_table(["filter", *(f"S, round {i}" for i in rounds), f"T, round {last}", "kept, round 1"],
+                     [[SHOWN[f], *(pm([acc(r, f, i) for r in rs]) for i in rounds),
+                       pm([acc(r, f, last, "T") for r in rs]), pm([r[f][1]["n_kept"] for r in rs], "{:.0f}")]
+                      for f in FILTERS])
     fs = claims(rs)
     head = (f"forced S {pm([acc(r, 'answer', 0) for r in rs])} -> {pm([acc(r, 'answer', 1) for r in rs])} (answer "
             f"filter), {pm([acc(r, 'chain', 1) for r in rs])} (chain filter) in one round")
@@ -111,7 +115,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![STaR rounds](star_erring/rounds.png)
 
-{chr(10).join(rows)}
+{table}
 
 Each round samples forced S chains (several per problem, at most one kept) and fine-tunes the erring thinker on
 the kept chains alone; evaluation is greedy on the test problems; mean ± std over
@@ -120,7 +124,8 @@ does not):
 {pm([r['answer'][1]['false_positive_rate'] for r in rs], '{:.3f}')}. {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* STaR (Zelikman et al. 2022, arXiv 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825).
-*Explore:* `reasonlab lab --only star_erring`; `reasonlab star --force S --filter chain` runs STaR on the base model.
+*Explore:* `reasonlab lab --only star_erring`; `reasonlab star --variants main chain think think+chain` runs STaR
+on the base model.
 """
     return [(md, head)]
 
@@ -130,7 +135,7 @@ def check(result) -> None:
         raise ValueError("a star_erring result needs every filter's rounds (round 0 and at least one more)")
 
 
-register(Experiment("star_erring", Config, run, claims, render, depends=on_erring(star_method.StarConfig), check=check,
+register(Experiment("star_erring", Config, run, claims, render, depends=on_erring(StarConfig), check=check,
                     takes_checkpoint=False,
                     quick=Config(rounds=1, problems=20, samples=1, steps=2, eval_n=2), run_cost=40, render_cost=0.3,
                     tier="lesson"))

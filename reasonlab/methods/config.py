@@ -2,21 +2,11 @@
 torch."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.config import NS, check_choices, check_numbers
-
-ADAPTIVE_RL = {"thinkless_fmt": dict(force_direct=0.5, forced_trains="format"), "adaptthink": dict(force_direct=0.5)}
-"""The RL fields an adaptive method sets; the others force a quarter of each group to answer directly, so that A
-keeps being tried."""
-
-
-def adaptive_fields(method: str) -> dict:
-    return dict(ADAPTIVE_RL.get(method, dict(force_direct=0.25)))
-
-
-ADAPTIVE_METHODS = ("grpo", "cost0.3", "cost0.6", "cost1.0", "kimi", "thinkless", "thinkless_fmt", "arm", "adaptthink")
+from ..core.config import NS, STEPS_MAX, check_choices, check_numbers
 
 
 @dataclass
@@ -58,17 +48,20 @@ class StarConfig:
     """with rationalize: share of fine-tuning's fresh rows that carry the hint, so the next round can still read it"""
     seed: int = 0
     """seeds the problems, the sampling and the fine-tuning"""
-    eval_n: int = 300
-    """greedy test problems per k for each round's evaluation (free, and forced A, S, T)"""
 
     def validate(self) -> None:
         check_choices(self, "STaR")
         check_numbers(self, "STaR")
-        for name in ("rounds", "problems", "samples", "cap", "steps", "eval_n"):
+        for name in ("rounds", "problems", "samples", "cap", "steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid STaR config: {name} must be >= 1")
         if not 0.0 < self.fixed_frac <= 1.0 or self.temperature < 0 or self.growth <= 0:
             raise ValueError("invalid STaR config: fixed_frac in (0, 1], temperature >= 0, growth > 0")
+        log_last = math.log(self.steps) + (self.rounds - 1) * math.log(self.growth)    # no float overflow
+        if log_last > math.log(STEPS_MAX):
+            raise ValueError(f"invalid STaR config: steps {self.steps} x growth {self.growth:g} ^ (rounds "
+                             f"{self.rounds} - 1) = {math.exp(min(log_last, 700.0)):.3g} fine-tuning steps in the "
+                             f"last round, more than {STEPS_MAX:,}")
 
 
 Agg = Literal["last", "min", "prod"]

@@ -1,25 +1,22 @@
 """STaR-style self-improvement: sample, verify, fine-tune on what passed, round after round.
 
-Each round (the loop in `run` below): draw a fresh problem set; sample `samples` outputs per problem from the current
-model; keep those that pass the filter (the answer, or the answer and every chain step; or, as a control, none);
-fine-tune a new model from the base (STaR, ReST-EM) or from the current one, on the kept outputs mixed with fresh
-problems through the spec's `fixed` / `fixed_frac`, cached by the data's fingerprint (and named by it); evaluate.
-Zelikman et al. 2022 (arXiv 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825); ReST-EM (Singh et al. 2023, arXiv
-2312.06585).
+Each round (the loop in `train` below): draw a fresh problem set; sample `samples` outputs per problem from the
+current model; keep those that pass the filter (the answer, or the answer and every chain step; or, as a control,
+none); fine-tune a new model from the base (STaR, ReST-EM) or from the current one, on the kept outputs mixed with
+fresh problems through the spec's `fixed` / `fixed_frac`. Zelikman et al. 2022 (arXiv 2203.14465); RFT (Yuan et al.
+2023, arXiv 2308.01825); ReST-EM (Singh et al. 2023, arXiv 2312.06585).
 Rationalization (STaR's hint trick) and a "few written chains" starting point, where STaR has to bootstrap
 reasoning it was barely shown, are below (`few_chains_cfg`).
 """
 from __future__ import annotations
 
-import copy
 import random
 import time
+from typing import Callable
 
 import torch
 
-from ..core.evaluate import evaluate
 from ..core.model import GPT
-from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import sample_tree
 from ..core.task import (
     FMT_NAMES,
@@ -35,8 +32,7 @@ from ..core.task import (
     prompt_ids,
     solution,
 )
-from ..io.checkpoint import cache_key, fingerprint, weights_hash
-from ..train.zoo import get_model
+from ..train.sft import pretrain
 from .config import StarConfig
 
 
@@ -102,44 +98,20 @@ def few_chains_cfg(seed: int = 0, n_chains: int = 1000, hint_frac: float = 0.1, 
     return cfg
 
 
-_ROUND_EVALS: dict = {}
-
-
-def evaluate_round(model: GPT, n_per_k: int = 300) -> dict:
-    """Greedy accuracy per k, free and forced, and the free format shares. Memoized on the weights in this process:
-    runs that share a model (the base, or a fine-tune two filters both trained) evaluate it once."""
-    key = (weights_hash(model), n_per_k)
-    if key not in _ROUND_EVALS:
-        _ROUND_EVALS[key] = _evaluate_round(model, n_per_k)
-    return copy.deepcopy(_ROUND_EVALS[key])
-
-
-def _evaluate_round(model: GPT, n_per_k: int) -> dict:
-    probs = problems_per_k(n_per_k, seed=TEST_SEED)
-    free = evaluate(model, probs)
-    out = {"free": free["acc"], "free_by_k": {k: v["acc"] for k, v in free["per_k"].items()},
-           "share": free["share"], "share_by_k": {k: v["share"] for k, v in free["per_k"].items()}}
-    for f in ("A", "S", "T"):
-        r = evaluate(model, probs, force=[f])
-        out[f] = r["acc"]
-        out[f + "_by_k"] = {k: v["acc"] for k, v in r["per_k"].items()}
-    return out
-
-
-def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None = None,
-        progress: bool = False, models: list | None = None) -> list[dict]:
-    """cfg.rounds rounds of STaR from `base` (cached as `base_name`); one record per round (round 0 = the base).
-    models, if given, receives each round's model."""
+def train(base: GPT, cfg: StarConfig, fine_tune: Callable[[int, dict, GPT], GPT] | None = None,
+          callback: Callable[[dict, GPT], None] | None = None) -> list[dict]:
+    """cfg.rounds rounds of STaR from `base`; one record per round r = 1..rounds: the kept data's statistics, the
+    fine-tuning steps and the round's seconds. fine_tune(r, recipe, init) -> model trains round r's model (a
+    train.sft recipe, from init; default: train.sft.pretrain, uncached); callback(record, model) runs after every
+    round with the round's model."""
     cfg.validate()
     if cfg.rationalize and base.cfg.vocab_size < len(HINT_VOCAB):
         raise ValueError("rationalization needs a base model pre-trained with hints (e.g. the few-chains start)")
     rng = random.Random(cfg.seed)
     device = next(base.parameters()).device
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    model, bank, hist = base, [], [{"round": 0, **evaluate_round(base, cfg.eval_n)}]
-    if log:
-        log(f"round 0 (base): free acc {hist[0]['free']:.3f} | share A/S/T "
-            + "/".join(f"{hist[0]['share'][f]:.2f}" for f in FMT_NAMES))
+    fine_tune = fine_tune or (lambda r, recipe, init: pretrain(recipe, init=init, device=str(device)))
+    model, bank, hist = base, [], []
     for r in range(1, cfg.rounds + 1):
         t0 = time.perf_counter()
         problems = [make_digits(rng, rng.randint(K_MIN, K_MAX)) for _ in range(cfg.problems)]
@@ -147,27 +119,16 @@ def run(base: GPT, base_name: str, cfg: StarConfig, log=print, cache: str | None
         t_sample = time.perf_counter() - t0
         bank = bank + data["kept"] if cfg.pool else data["kept"]
         steps = int(round(cfg.steps * cfg.growth ** (r - 1)))
-        ft = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[list(cfg.mix), steps, 30, [K_MIN, K_MAX]]],
-              "fixed": bank, "fixed_frac": cfg.fixed_frac}
+        recipe = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[list(cfg.mix), steps, 30, [K_MIN, K_MAX]]],
+                  "fixed": bank, "fixed_frac": cfg.fixed_frac}
         if cfg.rationalize:
-            ft["hint_frac"] = cfg.hint_frac
-        init = base if cfg.restart else model
-        # named by what decides the model (recipe, kept data, init weights), not by the filter: two filters that
-        # keep the same outputs train one model (on the base model the answer and chain filters keep identical
-        # data, every round: the lab's second STaR run is then read from the cache)
-        name = f"star-{base_name}-r{r}-{fingerprint(cache_key(ft, init))}"
-        model = get_model(name, ft, log=None, init=init, cache=cache, device=str(device),
-                                 progress=progress) if bank else model
-        t_round = time.perf_counter() - t0
-        ev = evaluate_round(model, cfg.eval_n)
+            recipe["hint_frac"] = cfg.hint_frac
+        if bank:                              # nothing kept: the model stays as it is
+            model = fine_tune(r, recipe, base if cfg.restart else model)
         rec = {"round": r, "used": data["used"], "n_kept": data["n_kept"], "fmt_mix": data["fmt_mix"],
-               "false_positive_rate": data["false_positive_rate"], "rationalized": data["rationalized"], "steps": steps, "sample_s": round(t_sample, 2),
-               "round_s": round(t_round, 2), **ev}
+               "false_positive_rate": data["false_positive_rate"], "rationalized": data["rationalized"],
+               "steps": steps, "sample_s": round(t_sample, 2), "round_s": round(time.perf_counter() - t0, 2)}
         hist.append(rec)
-        if models is not None:
-            models.append(model)
-        if log:
-            log(f"round {r}: free acc {ev['free']:.3f} | share A/S/T " + "/".join(f"{ev['share'][f]:.2f}" for f in FMT_NAMES)
-                + f" | used {data['used']:.2f} | kept A/S/T " + "/".join(f"{data['fmt_mix'][f]:.2f}" for f in FMT_NAMES)
-                + f" | right answer, wrong chain {data['false_positive_rate']:.3f} | {t_round:.1f}s")
+        if callback is not None:
+            callback(rec, model)
     return hist

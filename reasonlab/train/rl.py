@@ -32,7 +32,7 @@ from ..core.rewards import rule_reward
 from ..core.sampling import generate_n, layout, logits_at
 from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, VOCAB, make_digits, parse, prompt_ids
 from ..io import runs
-from ..io.checkpoint import check_finite, load_tensors
+from ..io.checkpoint import check_finite
 from ..io.runs import append_metric, save_checkpoint
 from .config import ALGOS, Algo, RLConfig  # noqa: F401  (the loop's public names)
 
@@ -220,11 +220,6 @@ def apply_state(t: dict, meta: dict, policy: GPT, ref: GPT | None, opt, rng: ran
     v, s, g = meta["rng_python"]
     rng.setstate((v, tuple(s), g))
     return meta["step"], meta["history"]
-
-
-def load_state(stem: str, policy: GPT, ref: GPT | None, opt, rng: random.Random, gen: torch.Generator) -> tuple[int, list]:
-    """Restore the checkpoint <stem>.safetensors + <stem>.json (runs.latest(run_dir) names the newest)."""
-    return apply_state(*load_tensors(stem), policy, ref, opt, rng, gen)
 
 
 def all_finite(params: list[torch.Tensor]) -> bool:

@@ -76,21 +76,3 @@ def test_methods_and_pareto():
         method_parts("nope")
     pts = [(3.0, 0.3), (6.7, 1.0), (9.0, 1.0), (6.4, 1.0), (5.0, 0.2)]
     assert sorted(pareto(pts)) == [0, 3]
-
-
-def test_adaptive_summarize_and_mean_points_by_hand():
-    from reasonlab.methods.adaptive import mean_points, summarize
-    share = {2: {"direct": 1.0, "short": 0.0, "full": 0.0}, 3: {"direct": 0.0, "short": 1.0, "full": 0.0}}
-    run = lambda m, acc, tok, s: {"method": m, "acc": acc, "tokens": tok, "share_by_k": share,  # noqa: E731
-                                  "acc_by_k": {2: acc, 3: acc}, "direct_acc_by_k": {2: 1.0, 3: 0.1 * s}}
-    runs = [run("a", 1.0, 5.0, 0), run("a", 0.8, 7.0, 1), run("b", 0.5, 9.0, 0), run("b", 0.5, 9.0, 1)]
-    fixed = {"A": {"acc": 0.3, "tokens": 3.0}, "S": {"acc": 0.9, "tokens": 6.7}}
-    out = summarize(runs, fixed)
-    assert out["a"]["acc"] == pytest.approx((0.9, 0.1 * 2 ** 0.5))   # sample std (ddof 1)
-    assert out["a"]["tokens"] == pytest.approx((6.0, 2 ** 0.5))
-    assert out["a"]["direct_acc_by_k"][3] == pytest.approx(0.05) and out["a"]["share_by_k"][3]["short"] == 1.0
-    assert out["a"]["on_front"] and out["a"]["beats_always_S"]          # 0.9 at 6.0 tokens: ties S, cheaper
-    assert not out["b"]["on_front"] and not out["b"]["beats_always_S"]  # 0.5 at 9 tokens: beaten by S
-    pts = mean_points([{"S": {"acc": 1.0, "tokens": 6.0, "acc_by_k": {2: 1.0}}},
-                       {"S": {"acc": 0.5, "tokens": 8.0, "acc_by_k": {2: 0.0}}}])
-    assert pts == {"S": {"acc": 0.75, "tokens": 7.0, "acc_by_k": {2: 0.5}}}

@@ -1,4 +1,6 @@
 """The faithful-chains lesson: corrupted prefixes, and its claims on hand-made results (hold, fail, untestable)."""
+import pytest
+
 from reasonlab.core.task import ID, chain_steps
 from reasonlab.experiments import faithful
 from reasonlab.stats import findings
@@ -64,3 +66,10 @@ def test_check_needs_the_base_model():
         assert "base" in str(e)
     else:
         raise AssertionError("a result without the base model passed the check")
+
+
+def test_the_config_needs_the_base_model_and_chain_formats():
+    faithful.Config().validate()
+    for bad in (dict(models=("rl", "star")), dict(formats=("A",)), dict(formats=())):
+        with pytest.raises(ValueError, match="models must include base"):
+            faithful.Config(**bad).validate()

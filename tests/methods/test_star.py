@@ -1,10 +1,9 @@
-"""STaR: the filter, the cap, the statistics, and the loop's bookkeeping."""
+"""STaR: the filter, the cap, the statistics, the loop's restart / continue / pool, and its config's bounds."""
 import pytest
 import torch
 
 from reasonlab.core.task import ID
 from reasonlab.methods import star
-from reasonlab.train.sft import build_model
 
 
 def fake_collect(monkeypatch, outputs):
@@ -51,12 +50,34 @@ def test_invalid_config():
         star.StarConfig(filter="both").validate()
     with pytest.raises(ValueError, match="rounds"):
         star.StarConfig(rounds=0).validate()
+    star.StarConfig(steps=10**6, growth=10.0, rounds=2).validate()          # 10^7 steps in the last round: the bound
+    with pytest.raises(ValueError, match="last round, more than 10,000,000"):
+        star.StarConfig(steps=10**6, growth=10.0, rounds=3).validate()
+    with pytest.raises(ValueError, match="fine-tuning steps"):
+        star.StarConfig(steps=300, growth=1e300, rounds=10**6).validate()  # no float overflow on the way
 
 
 def test_one_small_round_end_to_end(noisy_model):
-    hist = star.run(noisy_model, "noisy", star.StarConfig(rounds=1, problems=40, samples=2, steps=3), log=None)
-    assert [h["round"] for h in hist] == [0, 1]
-    assert set(hist[1]) >= {"free", "free_by_k", "A", "S", "T", "used", "fmt_mix", "false_positive_rate", "round_s"}
+    seen = []
+    hist = star.train(noisy_model, star.StarConfig(rounds=1, problems=40, samples=2, steps=3),
+                      callback=lambda rec, model: seen.append((rec["round"], model)))
+    assert [h["round"] for h in hist] == [1] and [r for r, _ in seen] == [1]
+    assert set(hist[0]) == {"round", "used", "n_kept", "fmt_mix", "false_positive_rate", "rationalized", "steps",
+                            "sample_s", "round_s"}
+    assert hist[0]["steps"] == 3 and 0 <= hist[0]["used"] <= 1
+
+
+def test_the_default_fine_tune_trains_a_new_model_from_the_base(monkeypatch, noisy_model):
+    kept = [([3, 5, 9, 2, 7], "S 8 9 6 A 6 </s>".split())]
+    monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": kept, "used": 1.0, "n_kept": 1, "fmt_mix": {},
+                                                           "false_positive_rate": 0.0, "rationalized": 0.0})
+    before = [p.clone() for p in noisy_model.parameters()]
+    seen = []
+    star.train(noisy_model, star.StarConfig(rounds=1, problems=1, steps=3), callback=lambda rec, m: seen.append(m))
+    new = seen[0]
+    assert new is not noisy_model and new.cfg == noisy_model.cfg
+    assert all(torch.equal(a, b) for a, b in zip(before, noisy_model.parameters()))          # the base untouched
+    assert not all(torch.equal(a, b) for a, b in zip(before, new.parameters()))
 
 
 def test_rationalization_samples_failed_problems_with_the_hint_and_keeps_them_without_it(monkeypatch):
@@ -84,7 +105,7 @@ def test_rationalization_samples_failed_problems_with_the_hint_and_keeps_them_wi
 
 def test_rationalization_needs_a_model_that_read_hints(noisy_model):
     with pytest.raises(ValueError, match="hints"):
-        star.run(noisy_model, "noisy", star.StarConfig(rounds=1, problems=10, rationalize=True), log=None)
+        star.train(noisy_model, star.StarConfig(rounds=1, problems=10, rationalize=True))
 
 
 def test_few_chains_recipe_shows_only_its_worked_chains():
@@ -122,63 +143,33 @@ def test_only_complete_templates_count_or_are_kept(monkeypatch):
 @pytest.mark.parametrize("restart,pool", [(True, False), (False, False), (True, True)])
 def test_restart_continue_and_pool_semantics(monkeypatch, restart, pool):
     """restart: every round fine-tunes from the base; continue: from the last round's model. pool: the data of
-    all rounds so far; otherwise the last round's alone."""
-    base = object()
-    calls = []
+    all rounds so far; otherwise the last round's alone. The callback sees each round's model."""
+    calls, seen = [], []
 
-    def fake_get_model(name, ft, init=None, **kw):
-        calls.append({"init": init, "fixed": list(ft["fixed"])})
+    def fine_tune(r, recipe, init):
+        calls.append({"round": r, "init": init, "fixed": list(recipe["fixed"])})
         return f"model-r{len(calls)}"
 
     rounds_data = iter([[([1, 2], ["A", "3", "</s>"])], [([4, 4], ["A", "8", "</s>"])], [([5, 5], ["A", "0", "</s>"])]])
-    monkeypatch.setattr(star, "get_model", fake_get_model)
-    monkeypatch.setattr(star, "cache_key", lambda ft, init: {"init": id(init)})   # fakes have no weights to hash
     monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": next(rounds_data), "used": 1.0, "n_kept": 1,
                                                            "fmt_mix": {}, "false_positive_rate": 0.0, "rationalized": 0.0})
-    monkeypatch.setattr(star, "evaluate_round", lambda model, n: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
     monkeypatch.setattr(torch, "Generator", lambda device=None: type("G", (), {"manual_seed": lambda self, s: self})())
     fake_base = type("B", (), {"parameters": lambda self: iter([torch.zeros(1)]), "cfg": type("C", (), {"vocab_size": 18})})()
-    star.run(fake_base, "b", star.StarConfig(rounds=3, problems=1, restart=restart, pool=pool), log=None)
+    hist = star.train(fake_base, star.StarConfig(rounds=3, problems=1, restart=restart, pool=pool), fine_tune,
+                      callback=lambda rec, model: seen.append(model))
+    assert [c["round"] for c in calls] == [1, 2, 3] and seen == ["model-r1", "model-r2", "model-r3"]
     assert [c["init"] for c in calls] == ([fake_base] * 3 if restart else [fake_base, "model-r1", "model-r2"])
     sizes = [len(c["fixed"]) for c in calls]
     assert sizes == ([1, 2, 3] if pool else [1, 1, 1])
     assert calls[2]["fixed"][-1] == ([5, 5], ["A", "0", "</s>"])
-    del base
+    assert [h["steps"] for h in hist] == [300, 360, 432]                    # +20 % a round
 
 
-def test_filters_that_keep_the_same_data_train_one_model(monkeypatch, tmp_path):
-    """A fine-tuned model is named by its recipe, kept data and init, not by the filter: a run whose filter kept
-    the same outputs as an earlier run loads that run's model; other kept data train another."""
-    from reasonlab.train import zoo as train
-    data = [([1, 2], ["A", "3", "</s>"])]
-    monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": list(data), "used": 1.0, "n_kept": 1, "fmt_mix": {},
+def test_a_round_that_keeps_nothing_keeps_the_model(monkeypatch):
+    monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": [], "used": 0.0, "n_kept": 0, "fmt_mix": {},
                                                            "false_positive_rate": 0.0, "rationalized": 0.0})
-    monkeypatch.setattr(star, "evaluate_round", lambda model, n: {"free": 0.0, "share": {f: 0.0 for f in star.FMT_NAMES}})
-    trained, real = [], train.pretrain
-    monkeypatch.setattr(train, "pretrain", lambda *a, **k: trained.append(1) or real(*a, **k))
-    base = build_model(0)
-    run = lambda f: star.run(base, "b", star.StarConfig(rounds=1, problems=1, steps=2, filter=f), log=None,
-                             cache=str(tmp_path))
-    for f in ("answer", "chain", "answer"):
-        run(f)
-    assert len(trained) == 1
-    data[:] = [([4, 4], ["A", "8", "</s>"])]
-    run("chain")
-    assert len(trained) == 2
-
-
-def test_round_evaluation_is_memoized_on_the_weights(monkeypatch):
-    """Runs that share a model (the base; a fine-tune two filters both trained) evaluate it once; other weights,
-    or another eval size, evaluate again; callers get their own copy."""
-    calls = []
-    monkeypatch.setattr(star, "_ROUND_EVALS", {})
-    monkeypatch.setattr(star, "_evaluate_round", lambda m, n: calls.append(n) or {"free": 0.5, "share": {}})
-    a, b = build_model(0), build_model(0)
-    first = star.evaluate_round(a, 7)
-    first["free"] = 1.0
-    assert star.evaluate_round(b, 7) == {"free": 0.5, "share": {}} and calls == [7]     # same weights: once
-    star.evaluate_round(b, 8)
-    with torch.no_grad():
-        b.head.weight[0, 0] += 1.0
-    star.evaluate_round(b, 7)
-    assert calls == [7, 8, 7]
+    seen = []
+    base = type("B", (), {"parameters": lambda self: iter([torch.zeros(1)]), "cfg": None})()
+    star.train(base, star.StarConfig(rounds=2, problems=1), lambda *a: pytest.fail("nothing to fine-tune on"),
+               callback=lambda rec, model: seen.append(model))
+    assert seen == [base, base]

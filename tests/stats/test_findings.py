@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from reasonlab.experiments import adaptive, base, budgets, rl, sampling, star
-from reasonlab.methods import adaptive as adaptive_method
 from reasonlab.stats import findings
 
 
@@ -197,7 +196,7 @@ def adaptive_result(acc, tokens):
 def test_adaptive_is_compared_with_the_best_fixed_format_per_k():
     """The control: A at k = 2 (3 tokens), S beyond: accuracy 1.0 at (3 + 5 + 5.5 + ... + 8) / 7 = 6.14 tokens. A
     policy that saves tokens over always-S (7.0) but not over the control does not hold."""
-    ctl = adaptive_method.best_fixed_per_k(fixed_formats())
+    ctl = adaptive.best_fixed_per_k(fixed_formats())
     assert ctl["per_k"] == {2: "A", **{k: "S" for k in range(3, 9)}} and ctl["acc"] == 1.0
     assert ctl["tokens"] == pytest.approx((3 + sum(4 + k / 2 for k in range(3, 9))) / 7)
     ok = [adaptive_result(1.0 - e, 5.8 + e) for e in (0.0, 0.001, 0.002)]
