@@ -4,7 +4,6 @@ from its dataclass; `args.given` holds what the user set)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
@@ -49,8 +48,8 @@ def cmd_pretrain(args):
     name = args.name or (base_name(args.seed) if args.recipe == "base" and not (args.steps or args.lr or args.batch)
                          else f"{args.recipe}-seed{args.seed}-{fingerprint(cfg)[:8]}")
     t0 = time.perf_counter()
-    os.environ["REASONLAB_RETRAIN"] = "1"     # pretrain trains: it never copies a shipped model (train.zoo.shipped)
-    model = get_model(name, cfg, quick=args.quick, cache=args.cache_dir, device=check_device(args.device), progress=True)
+    model = get_model(name, cfg, quick=args.quick, cache=args.cache_dir, device=check_device(args.device), progress=True,
+                      retrain=True)     # pretrain trains: it never copies a shipped model
     print(f"model ready in {time.perf_counter() - t0:.1f}s ({sum(p.numel() for p in model.parameters()):,} parameters)")
     table = eval_table(model, args.n)
     print(format_table(table))

@@ -42,10 +42,17 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     {experiment: {"results": [per seed], "seconds": [...]}}. The run directory is locked: a second lab on it stops
     (or, with cfg.wait, waits)."""
     cfg.validate()
+    before = os.environ.get("REASONLAB_RETRAIN")
     if cfg.retrain:
         os.environ["REASONLAB_RETRAIN"] = "1"        # the workers inherit it (train.zoo.shipped)
-    with locked(cfg.out, "--out", cfg.wait, log):
-        return _run(cfg, log)
+    try:
+        with locked(cfg.out, "--out", cfg.wait, log):
+            return _run(cfg, log)
+    finally:                                        # this process's later work copies shipped models again
+        if before is None:
+            os.environ.pop("REASONLAB_RETRAIN", None)
+        else:
+            os.environ["REASONLAB_RETRAIN"] = before
 
 
 def _run(cfg: LabConfig, log: Callable) -> dict:

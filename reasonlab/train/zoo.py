@@ -32,10 +32,11 @@ SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 """the starting models that come with the package"""
 
 
-def shipped(name: str, key: dict) -> GPT | None:
-    """The package's copy of `name` if it was trained with this key (and retraining was not asked for), else None."""
+def shipped(name: str, key: dict, retrain: bool = False) -> GPT | None:
+    """The package's copy of `name` if it was trained with this key (and retraining was not asked for, here or by
+    REASONLAB_RETRAIN), else None."""
     stem = os.path.join(SHIPPED, name)
-    if os.environ.get("REASONLAB_RETRAIN", "") not in ("", "0") or not os.path.exists(stem + ".json"):
+    if retrain or os.environ.get("REASONLAB_RETRAIN", "") not in ("", "0") or not os.path.exists(stem + ".json"):
         return None
     try:
         model, meta = load_model(stem)
@@ -95,8 +96,10 @@ def clean_orphans(directory: str, name: str, older_than: float = STALE_TMP_S) ->
 
 
 def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = print, init: GPT | None = None,
-              cache: str | None = None, device: str | None = None, progress: bool = False) -> GPT:
-    """Load <cache>/<name> if it was trained with this cfg (and fixed data, and init); else train and save it.
+              cache: str | None = None, device: str | None = None, progress: bool = False, retrain: bool = False
+              ) -> GPT:
+    """Load <cache>/<name> if it was trained with this cfg (and fixed data, and init); else train and save it
+    (retrain: never copy the package's shipped model).
 
     quick=True trains 30 steps per phase and neither reads nor writes the cache. A corrupt or stale cached file
     is reported and retrained. An unusable cache directory is an error at once (PathError), before any training;
@@ -120,7 +123,7 @@ def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = 
                 why = f"cached {name} was trained with another config"
             except CheckpointError as e:
                 why = str(e)
-        ship = shipped(name, key)
+        ship = shipped(name, key, retrain)
         if ship is not None:
             store(name, cfg, ship, init=init, cache=cache, shipped=True)
             if log:

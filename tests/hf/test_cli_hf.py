@@ -6,11 +6,12 @@ import subprocess
 import sys
 
 import pytest
-from hfkit import need
 
 from reasonlab.cli import main
 from reasonlab.io.checkpoint import load_model, save_model
 from reasonlab.methods.budget import budget_model
+
+from .hfkit import need
 
 
 def one_line_error(capsys, code, argv, msg):

@@ -2,12 +2,13 @@
 import os
 
 import pytest
-from hfkit import need
 
 from reasonlab.core.problems import part_of
 from reasonlab.core.task import FMT_NAMES, K_MAX, K_MIN, solution
 from reasonlab.hf.data import DATA_SOURCE, SPLITS, rows
 from reasonlab.hf.rewards import read_prompt
+
+from .hfkit import need
 
 
 def test_the_splits_are_the_labs_disjoint_parts():

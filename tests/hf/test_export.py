@@ -6,7 +6,6 @@ import shutil
 
 import pytest
 import torch
-from hfkit import need
 from safetensors.torch import load_file, save_file
 
 from reasonlab.core.task import BUDGET_VOCAB, HINT_VOCAB, L1_VOCAB, VOCAB
@@ -22,6 +21,8 @@ from reasonlab.hf.export import (
     vocab_words,
 )
 from reasonlab.methods.budget import budget_model, grow_vocab, l1_model
+
+from .hfkit import need
 
 
 def same_weights(a, b) -> bool:

@@ -4,10 +4,11 @@ import json
 import os
 
 import torch
-from hfkit import need
 
 import reasonlab as R
 from reasonlab.core.evaluate import eval_table
+
+from .hfkit import need
 
 NOTEBOOK = os.path.join(os.path.dirname(__file__), "..", "..", "notebooks", "lecture.ipynb")
 HEADING = "## 18. Train with TRL, study with reasonlab"

@@ -4,7 +4,6 @@ import random
 
 import pytest
 import torch
-from hfkit import need
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,8 @@ from reasonlab.core.task import (
 from reasonlab.hf import rewards as R
 from reasonlab.hf.data import rows
 from reasonlab.methods.budget import l1_reward, steps_of
+
+from .hfkit import need
 
 EOS = ID["</s>"]
 

@@ -4,7 +4,6 @@ import random
 
 import pytest
 import torch
-from hfkit import need
 
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate
@@ -22,6 +21,8 @@ from reasonlab.core.task import (
 )
 from reasonlab.hf.export import export_hf
 from reasonlab.methods.budget import budget_model, l1_model
+
+from .hfkit import need
 
 transformers = need("transformers")
 EOS = ID["</s>"]
@@ -84,7 +85,7 @@ def ours_bmm_gap(model, ids) -> float:
     """The largest difference between our forward's logits (SDPA) and GPT.logits_at's (the training path's batched
     matmuls), every position."""
     every = torch.ones_like(ids, dtype=torch.bool)
-    return float((model.logits_at(ids, every) - model(ids)[0].reshape(-1, model.cfg.vocab_size)).abs().max())
+    return float((fast.logits_at(model, ids, every) - model(ids)[0].reshape(-1, model.cfg.vocab_size)).abs().max())
 
 
 def test_greedy_generate_equals_ours_on_1000_prompts(shipped, hf_model):

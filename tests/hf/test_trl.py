@@ -5,7 +5,6 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-from hfkit import need
 
 from reasonlab.core.model import GPT
 from reasonlab.core.rewards import rule_reward
@@ -17,6 +16,8 @@ from reasonlab.hf.export import export_hf, from_hf_state, import_hf, to_hf_state
 from reasonlab.hf.trl import grpo_kwargs
 from reasonlab.train.config import RLConfig
 from reasonlab.train.rl import advantages, aggregate, kl_terms, policy_loss_terms, tempered
+
+from .hfkit import need
 
 # ---------------------------------------------------------------------------------------------------------------
 # The mapping (no TRL needed).
