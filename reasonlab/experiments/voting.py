@@ -46,7 +46,7 @@ from ..methods.tts import majority
 from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
 from ..stats import findings
 from ..stats.summary import pm
-from ..train.sft import ERR_CFG, misread
+from ..train.sft import ERR_CFG, calibrate_misread, misread
 from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
@@ -94,17 +94,8 @@ def reader(base: GPT, sigma: float, draw: int) -> GPT:
 
 def calibrate(base: GPT, seed: int, draws: int) -> float:
     """The noise scale at which greedy forced S at k = 8 is right on ERR_CFG's share of its probe, on average over
-    `draws` draws (bisection, as the erring thinker's calibration)."""
-    m = ERR_CFG["misread"]
-    probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]])
-    lo, hi = 0.0, 1.0
-    for _ in range(m["iters"]):
-        mid = (lo + hi) / 2
-        acc = np.mean([evaluate(reader(base, mid, DRAW0 * (seed + 1) + CALIB_DRAW + j), probe,
-                                force=[m["format"]])["acc"]
-                       for j in range(draws)])
-        lo, hi = (mid, hi) if acc >= m["acc"] else (lo, mid)
-    return lo
+    `draws` draws (the erring thinker's calibration, train.sft.calibrate_misread, over these draws' directions)."""
+    return calibrate_misread(base, ERR_CFG["misread"], [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)])
 
 
 def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=None) -> dict[str, Verifier]:

@@ -214,6 +214,11 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
     sigma = calibrate_misread(base, mr, 7)
     assert 0.55 - 2 ** -12 <= sigma <= 0.55 + 1e-6
     assert torch.equal(base.tok.weight, clean["tok.weight"])      # the model is left as it was
+    # several directions (the per-sample thinker's draws, experiments.voting): their accuracies averaged
+    unit8 = (misread(copy.deepcopy(base), 1.0, 8).tok.weight - base.tok.weight).detach().abs().sum()
+    assert abs(calibrate_misread(base, mr, [7, 8]) - 0.55 * 2 * unit / (unit + unit8)) <= 2 ** -12 + 1e-6
+    assert calibrate_misread(base, mr, [7, 7]) == sigma
+    assert torch.equal(base.tok.weight, clean["tok.weight"])
     with pytest.raises(ValueError, match="cannot reach"):          # a target the noise cannot reach is an error
         calibrate_misread(base, dict(mr, acc=-0.5), 7)
     err = pretrain({"seed": 7, "phases": [], "misread": mr}, init=base)
