@@ -41,7 +41,7 @@ from ..core.sampling import generate, generate_n
 from ..core.task import parse, prompt_ids
 from ..io.report import band, plt, save
 from ..methods.readers import Readers
-from ..methods.search import Scorer, SearchConfig, best_of_n, chunked
+from ..methods.search import Scorer, best_of_n, chunked
 from ..methods.tts import majority
 from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
 from ..stats import findings
@@ -137,14 +137,14 @@ def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed:
     """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
     each N in SEARCH_NS up to n_max, forced S at temperature 1: {"beam": {N: acc}, "dvts": {N: acc}}."""
     device = next((model.model if isinstance(model, Readers) else model).parameters()).device
-    sc = SearchConfig(force="S", temperature=1.0, agg=AGG["prm"], width=WIDTH)
     truth = [sum(d) % 10 for d in probs]
     out = {}
     for name in ("beam", "dvts"):
         out[name] = {}
         for N in (n for n in SEARCH_NS if n <= n_max):
             gen = torch.Generator(device=device).manual_seed(seed * 1000 + N + 100 * (name == "dvts"))
-            picks = chunked(name, model, scorer, probs, N, sc, gen)["pick"]
+            picks = chunked(name, model, scorer, probs, N, WIDTH, gen, force="S", temperature=1.0,
+                            agg=AGG["prm"])["pick"]
             out[name][N] = float(np.mean([parse(o)["answer"] == t for o, t in zip(picks, truth)]))
     return out
 

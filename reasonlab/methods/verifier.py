@@ -52,10 +52,10 @@ from ..core.pool import sample_pool
 from ..core.problems import problems_per_k
 from ..core.sampling import generate_n
 from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps, prompt_ids
-from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash, write_json
+from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash
 from ..io.files import cache_dir, check_name
-from ..train.zoo import base_model, thinker_model
-from .config import KINDS, Agg, VerifierConfig, VerifierExpConfig  # noqa: F401  (this method's public names)
+from ..train.zoo import base_model
+from .config import KINDS, Agg, VerifierConfig  # noqa: F401  (this method's public names)
 
 _A, _S, _T, EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
 
@@ -471,26 +471,4 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
            "step_auroc_by_k": {int(k): auroc(np.array([x for r, kk in zip(sc, ks) if kk == k for x in r]),
                                              np.array([x for r, kk in zip(lab, ks) if kk == k for x in r]))
                                for k in sorted(set(ks.tolist()))}}
-    return res
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The experiment: train each kind on the erring thinker, measure it against the oracle (run), tabulate (render).
-
-
-def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
-    """Train every kind in config.kinds on the thinker's samples and measure it on held-out problems; writes
-    <out>/seed<seed>.json and returns the same dict."""
-    thinker = thinker_model(config.thinker, seed, config.cache, log=log)
-    res = {"seed": seed, "thinker": config.thinker, "config": asdict(config), "kinds": {}}
-    for kind in config.kinds:
-        t0 = time.perf_counter()
-        v = train_verifier(kind, thinker, seed, config.verifier, cache=config.cache, log=log)
-        q = verifier_quality(v, thinker, seed, config.n_test_per_k, config.verifier)
-        res["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in ("seconds", "n_outputs", "n_steps",
-                                                                   "positive_share", "loss_first", "loss_last")},
-                              "wall_s": round(time.perf_counter() - t0, 2)}
-        if log:
-            log(f"  {kind}: step AUROC {q['step_auroc']:.3f}, ECE {q['step_ece']:.3f}")
-    write_json(os.path.join(config.out, f"seed{seed}.json"), res)
     return res

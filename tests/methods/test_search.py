@@ -10,7 +10,6 @@ from reasonlab.core.model import GPT
 from reasonlab.core.pool import Pool, pool_of, sample_pool
 from reasonlab.core.sampling import sample_tree, strip_row
 from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids, solution
-from reasonlab.experiments import search as search_exp
 from reasonlab.methods import search, tts
 from reasonlab.methods.verifier import OracleVerifier
 
@@ -338,64 +337,6 @@ def test_scorer_memo_gives_the_unmemoised_scores_for_lists_and_tuples():
         want = np.where(silent, 0.0, aggregate(v.score_steps(digs, outs), agg))
         assert np.array_equal(sc.values(digs, outs, agg), want)
     assert sc.calls == distinct                # nothing was read twice
-
-
-def test_findings_are_computed_from_results():
-    """Hand-made results where weighted/prm is right everywhere and greedy nowhere: the checks say so; swapping
-    them flips the verdict (nothing is a fixed string)."""
-    def res(good: str, bad: str, seed: int, other: float = 0.5):
-        P = 70
-        k = [2 + i % 7 for i in range(P)]
-        rng = np.random.default_rng(seed)
-        strat = {}
-        for name in ("greedy", "majority", "weighted/orm", "weighted/prm", "bon/prm", "bon/oracle", "bon/prm-mc",
-                     "beam/prm", "dvts/prm"):
-            for split in ("val", "test"):
-                for N in ((1,) if name == "greedy" else (1, 4, 16, 64)):
-                    p = 1.0 if name == good else 0.0 if name == bad else other
-                    c = rng.random(P) < p
-                    strat.setdefault(name, {}).setdefault(split, {})[str(N)] = {
-                        "correct": search._bits(c), "gen": [5.0 * N] * P, "ver": [0.0] * P}
-        return {"strategies": strat, "k": {"val": k, "test": k}, "n_params": 1000,
-                "ver_params": dict.fromkeys(("orm", "prm", "prm-mc", "oracle"), 1000),
-                "config": {"search_verifiers": ["prm", "oracle"], "thinker": "test"}}
-    f = search_exp.search_claims([res("weighted/prm", "greedy", s) for s in range(3)])
-    first = f[0]
-    assert first["verdict"] == "holds" and first["value"] > 0.3 and first["ci95"][0] > 0
-    f2 = search_exp.search_claims([res("weighted/orm", "weighted/prm", s) for s in range(3)])
-    assert f2[0]["verdict"] == "does not hold" and f2[0]["ci95"][1] < 0
-    for x in f + f2:
-        assert x["verdict"] in ("holds", "does not hold", "inconclusive", "untestable") and "claim" in x and "threshold" in x
-    assert any(x.get("untestable") for x in f2)      # weighted/prm at 0 cannot beat weighted/orm at 1: untestable
-    # nothing ever right: no accuracy target is reached, and the compute-optimal claim is reported as missing
-    f3 = search_exp.search_claims([res("none", "none", s, other=0.0) for s in range(3)])
-    assert f3[-1]["value"] is None and f3[-1]["verdict"] == "inconclusive"
-    from reasonlab.stats.findings import table  # every one is a row of the lab's findings table
-    assert table(f + f2 + f3).count("\n") == len(f + f2 + f3) + 1
-
-
-def test_config_rejects_bad_values():
-    for bad in (dict(force="A"), dict(n_max=48), dict(width=3), dict(verifiers=("xyz",)), dict(methods=("bfs",)),
-                dict(search_verifiers=("orm",), verifiers=("prm",))):
-        with pytest.raises(ValueError):
-            search.SearchConfig(**bad).validate()
-
-
-@pytest.mark.parametrize("argv, msg", [
-    (["search", "--method", "bfs"], "invalid choice"),
-    (["search", "--width", "3"], "power of two"),
-    (["search", "--n-max", "48"], "n_max"),
-    (["search", "--search-verifiers", "orm", "--verifiers", "prm"], "search verifier"),
-    (["search", "--force", "A"], "invalid choice"),
-    (["search", "--replot", "--out", "/nonexistent/search"], "--replot"),
-    (["verifier", "train", "--kind", "xyz"], "invalid choice"),
-    (["verifier"], "required"),
-])
-def test_cli_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
-    from reasonlab.cli import main
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("reasonlab: error:") and msg in err
 
 
 def test_prefix_memo_gives_what_the_verifier_gives_on_the_prefix(noisy_model):

@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, prompt_ids
-from reasonlab.experiments import verifiers
 from reasonlab.methods import verifier as V
 from reasonlab.train.sft import build_model
 
@@ -223,32 +222,6 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
         calibrate_misread(base, dict(mr, acc=-0.5), 7)
     err = pretrain({"seed": 7, "phases": [], "misread": mr}, init=base)
     assert torch.equal(err.tok.weight, misread(copy.deepcopy(base), sigma, 7).tok.weight)
-
-
-def _fake_result(seed, prm_auroc, mc_auroc):
-    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "step_ece": 0.02, "n_outputs": 70,
-                   "outcome_auroc": {"last": a, "min": a, "prod": a}, "step_auroc_by_k": {str(k): a for k in range(2, 9)},
-                   "step_bins": [{"lo": 0.9, "hi": 1.0, "score": 0.95, "positive": 0.9, "n": 10}],
-                   "train": {"seconds": {"total": 1.0}}}
-    return {"seed": seed, "thinker": "erring", "kinds": {"orm": q(0.8), "prm": q(prm_auroc), "prm-mc": q(mc_auroc)}}
-
-
-def test_render_states_the_math_shepherd_margin_as_a_computed_check(tmp_path):
-    close = [_fake_result(s, 0.93, 0.92 + 0.002 * s) for s in range(3)]
-    def line(md, start):
-        return next(x for x in md.splitlines() if x.startswith(start))
-    md = verifiers.page(close, str(tmp_path), margin=0.05)
-    assert line(md, "Math-Shepherd labels within 0.05").endswith("**holds**.")
-    assert (tmp_path / "verifier_quality.png").exists()
-    far = [_fake_result(s, 0.93, 0.70 + 0.01 * s) for s in range(3)]
-    md = verifiers.page(far, str(tmp_path), margin=0.05, time_budget=0.5)
-    assert line(md, "Math-Shepherd labels within 0.05").endswith("**does not hold**.")
-    assert line(md, "The PRM separates steps better").endswith("**holds**.")        # 0.93 vs the ORM's 0.8
-    assert line(md, "Each verifier trains in ≤ 0.5 s").endswith("**does not hold**.")  # 1.0 s each
-    m, lo, hi, verdict = verifiers._seed_check([0.1, float("nan"), 0.2, 0.3], verifiers.greater, 0.0)   # NaN seeds left out
-    assert m == pytest.approx(0.2) and lo < 0.2 < hi and hi - lo == pytest.approx(2 * 4.303 * 0.1 / 3 ** 0.5, rel=1e-4)
-    assert verdict == "inconclusive" and verifiers._seed_check([0.30, 0.31, 0.32], verifiers.greater, 0.0)[3] == "holds"
-    assert verifiers._seed_check([0.1], verifiers.greater, 0.0)[3] == "inconclusive (fewer than 2 seeds)"
 
 
 @pytest.mark.slow
