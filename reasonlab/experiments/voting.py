@@ -39,7 +39,7 @@ from ..core.pool import pool_of, sample_pool
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate, generate_n
 from ..core.task import parse, prompt_ids
-from ..io.report import band, plt, save
+from ..io.report import band, md_table, plt, save
 from ..methods.readers import Readers
 from ..methods.search import Scorer, best_of_n, chunked
 from ..methods.tts import majority
@@ -300,16 +300,13 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fs = claims(rs)
     top = max(rs[0]["fixed"]["majority"])
     small, large = searched_ns(rs)
-    rows = [f"| thinker | greedy | majority@{top} | gain | best-of-{top}, ORM | best-of-{top}, PRM | best-of-{small}, "
-            f"PRM | beam@{small} | beam@{large} | DVTS@{large} |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample")):
-        rows.append(f"| {label} | {pm([r[arm]['greedy'] for r in rs])} | "
-                    f"{pm([r[arm]['majority'][top] for r in rs])} | {pm([gain(r, arm) for r in rs])} | "
-                    f"{pm([r[arm]['bon']['orm'][top] for r in rs])} | {pm([r[arm]['bon']['prm'][top] for r in rs])} | "
-                    f"{pm([r[arm]['bon']['prm'][small] for r in rs])} | "
-                    + " | ".join(pm([r[arm]["search"][m][N] for r in rs]) for m, N in (("beam", small),
-                                                                                      ("beam", large),
-                                                                                      ("dvts", large))) + " |")
+    header = ["thinker", "greedy", f"majority@{top}", "gain", f"best-of-{top}, ORM", f"best-of-{top}, PRM",
+              f"best-of-{small}, PRM", f"beam@{small}", f"beam@{large}", f"DVTS@{large}"]
+    rows = [[label, pm([r[arm]["greedy"] for r in rs]), pm([r[arm]["majority"][top] for r in rs]),
+             pm([gain(r, arm) for r in rs]), pm([r[arm]["bon"]["orm"][top] for r in rs]),
+             pm([r[arm]["bon"]["prm"][top] for r in rs]), pm([r[arm]["bon"]["prm"][small] for r in rs]),
+             *(pm([r[arm]["search"][m][N] for r in rs]) for m, N in (("beam", small), ("beam", large), ("dvts", large)))]
+            for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample"))]
     head = (f"majority@{top} - greedy: fixed errors {pm([gain(r, 'fixed') for r in rs])}, per-sample errors "
             f"{pm([gain(r, 'per_sample') for r in rs])}; best-of-{top} PRM - ORM: fixed "
             f"{pm([margin(r, 'fixed', 'prm', 'orm') for r in rs])}, per-sample "
@@ -324,7 +321,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![best-of-N with verifiers and majority voting](voting/best_of_n.png)
 
-{chr(10).join(rows)}
+{md_table(header, rows)}
 
 Forced S chains on the test problems; the per-sample thinker's noise scale is
 calibrated to the erring thinker's accuracy (σ = {pm([r['per_sample']['sigma'] for r in rs], '{:.3f}')}); mean ±
