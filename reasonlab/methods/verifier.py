@@ -10,21 +10,15 @@ Interface (what search.py programs against):
     v.score_steps(digits_list, outputs) -> list[list[float]]
         one score in [0, 1] per step written (len == len(steps(output))), for each (prompt digits, output ids);
         a learned verifier reads each sequence once (batched) and returns the sigmoid of its logit for each step
-        token (`position_logits`).
-    v.score(digits_list, outputs, agg="last"|"min"|"prod") -> np.ndarray (B,)
-        the step scores aggregated (search-and-learn's utils/score.py `aggregate_scores`; Lightman et al. 2023
-        use prod, Snell et al. 2024 and the HF blog use last); an output without steps scores 0.0.
-    v.tokens(digits_list, outputs) -> int
-        the verifier tokens a scoring call reads: sum over rows of min(PROMPT_LEN + len(output), MAX_LEN) (prompt
-        and output, each row read once from its start, no KV cache kept between calls). The same count for every verifier,
-        the oracle included (what a learned verifier would read), so budgets compare across verifiers.
+        token (`position_logits`). `aggregate` makes them one score per output (search-and-learn's utils/score.py
+        `aggregate_scores`; Lightman et al. 2023 use prod, Snell et al. 2024 and the HF blog use last).
     v.flops_per_token -> float
         2 * parameters for a learned verifier (Kaplan et al. 2020's forward cost), 0 for the oracle.
     v.kind -> "oracle" | "orm" | "prm" | "prm-mc"
 
 OracleVerifier: the rule (task.check_chain's arithmetic): a step scores 1.0 when it equals the true running sum at
-its place (the answer step: the true answer), else 0.0. With agg="min" an output scores 1.0 exactly when every step
-it wrote is right.
+its place (the answer step: the true answer), else 0.0. Aggregated with "min", an output scores 1.0 exactly when
+every step it wrote is right.
 
 Labels (what the learned verifiers train on, per step):
 - "orm" (Cobbe et al. 2021, arXiv 2110.14168): every step gets the outcome, the final answer right or not;
@@ -118,12 +112,6 @@ def aggregate(step_scores: list[list[float]], agg: Agg = "last") -> np.ndarray:
     return np.array([float(f(s)) if len(s) else 0.0 for s in step_scores], dtype=np.float64)
 
 
-def verifier_tokens(digits_list: list[list[int]], outputs: list[list[int]]) -> int:
-    """Tokens a verifier reads to score these outputs: each row's prompt and output, once (cut at MAX_LEN, the
-    longest sequence the GPT reads)."""
-    return sum(min(PROMPT_LEN + len(o), MAX_LEN) for o in outputs)
-
-
 class OracleVerifier:
     """The rule as a verifier: 1.0 for a right step, 0.0 for a wrong one (the upper bound of any learned one)."""
 
@@ -132,12 +120,6 @@ class OracleVerifier:
 
     def score_steps(self, digits_list: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
         return [oracle_labels(d, o) for d, o in zip(digits_list, outputs)]
-
-    def score(self, digits_list: list[list[int]], outputs: list[list[int]], agg: Agg = "last") -> np.ndarray:
-        return aggregate(self.score_steps(digits_list, outputs), agg)
-
-    def tokens(self, digits_list: list[list[int]], outputs: list[list[int]]) -> int:
-        return verifier_tokens(digits_list, outputs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -212,12 +194,6 @@ class Verifier:
 
     def score_steps(self, digits_list, outputs) -> list[list[float]]:
         return [(1 / (1 + np.exp(-z))).tolist() for z in self.step_logits(digits_list, outputs)]
-
-    def score(self, digits_list, outputs, agg: Agg = "last") -> np.ndarray:
-        return aggregate(self.score_steps(digits_list, outputs), agg)
-
-    def tokens(self, digits_list, outputs) -> int:
-        return verifier_tokens(digits_list, outputs)
 
 
 # ---------------------------------------------------------------------------------------------------------------

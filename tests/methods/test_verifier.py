@@ -1,11 +1,15 @@
-"""Verifiers: step reading, labels, aggregation, AUROC / calibration, token accounting, and (slow) learning."""
+"""Verifiers: step reading, labels, aggregation, AUROC / calibration, what the network reads, and (slow) learning."""
+import copy
+import importlib
+
 import numpy as np
 import pytest
 import torch
 
-from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, prompt_ids
+from reasonlab.core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
 from reasonlab.methods import verifier as V
-from reasonlab.train.sft import build_model
+from reasonlab.train.sft import ERR_CFG, build_model, calibrate_misread, misread, pretrain
+from reasonlab.train.zoo import get_erring_model
 
 
 def w(s: str) -> list[int]:
@@ -41,8 +45,8 @@ def test_oracle_labels_mark_each_step_by_the_rule():
 def test_oracle_verifier_min_is_the_process_check():
     o = V.OracleVerifier()
     outs = [w("S 8 9 6 A 6 </s>"), w("S 8 1 6 A 6 </s>"), w("A 6 </s>"), w("</s>")]
-    assert o.score([D] * 4, outs, "min").tolist() == [1, 0, 1, 0]
-    assert o.score([D] * 4, outs, "last").tolist() == [1, 1, 1, 0]
+    assert V.aggregate(o.score_steps([D] * 4, outs), "min").tolist() == [1, 0, 1, 0]
+    assert V.aggregate(o.score_steps([D] * 4, outs), "last").tolist() == [1, 1, 1, 0]
     assert [len(s) for s in o.score_steps([D] * 4, outs)] == [4, 4, 1, 0]
 
 
@@ -84,18 +88,15 @@ def test_auroc_and_calibration_on_hand_made_examples():
     assert [(b["n"], b["positive"]) for b in cal["bins"]] == [(4, 0.25), (2, 1.0)]
 
 
-def test_verifier_token_accounting_is_exact():
+def test_the_network_reads_the_prompt_and_the_output_once():
+    """What search charges a verifier (prompt + output per scored sequence) is what its network is fed."""
     outs = [w("S 8 9 6 A 6 </s>"), w("A 6 </s>"), w("T 3")]
     want = (PROMPT_LEN + 7) + (PROMPT_LEN + 3) + (PROMPT_LEN + 2)
-    assert V.verifier_tokens([D] * 3, outs) == want == V.OracleVerifier().tokens([D] * 3, outs)
-    net = V.build_net(build_model(0))
-    v = V.Verifier(net, "prm")
-    assert v.tokens([D] * 3, outs) == want
-    # what the learned verifier's network is fed: exactly that many real (non-pad) tokens
     assert int((V._batch([D] * 3, outs) != ID["<pad>"]).sum()) == want
-    assert v.flops_per_token == 2 * sum(p.numel() for p in net.parameters())
+    net = V.build_net(build_model(0))
+    assert V.Verifier(net, "prm").flops_per_token == 2 * sum(p.numel() for p in net.parameters())
     long = [list(range(4, 7)) + [ID["1"]] * 20]                      # cut at MAX_LEN
-    assert v.tokens([D], long) == MAX_LEN
+    assert int((V._batch([D], long) != ID["<pad>"]).sum()) == MAX_LEN
 
 
 def test_learned_verifier_scores_one_per_step_in_unit_interval():
@@ -106,7 +107,7 @@ def test_learned_verifier_scores_one_per_step_in_unit_interval():
     assert all(0 < x < 1 for s in sc for x in s)
     # scoring a prefix alone gives the same step scores as inside the whole output (causal: a step sees its past)
     assert np.allclose(v.score_steps([D], [w("S 8 9")])[0], sc[0][:2], atol=1e-5)
-    assert v.score([D] * 4, outs, "last")[3] == 0.0
+    assert V.aggregate(sc, "last")[3] == 0.0
 
 
 def test_token_head_starts_from_the_thinkers_logit_for_the_written_token():
@@ -147,7 +148,7 @@ def test_verifier_cache_round_trip(tmp_path):
     v2 = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None)
     assert list(tmp_path.glob("verifier-prm-*-seed0.safetensors"))
     outs = [w("S 8 9 6 A 6 </s>"), w("T 3 8")]
-    assert np.allclose(v1.score([D] * 2, outs), v2.score([D] * 2, outs))
+    assert all(np.allclose(a, b) for a, b in zip(v1.score_steps([D] * 2, outs), v2.score_steps([D] * 2, outs)))
     assert v2.meta["kind"] == "prm" and v2.meta["n_outputs"] == 7 * 3
 
 
@@ -178,7 +179,6 @@ def test_repeated_sampling_is_memoised_and_leaves_the_generator_where_sampling_w
 
 
 def test_pretrain_callback_stops_at_its_check_and_is_deterministic():
-    from reasonlab.train.sft import pretrain
     cfg = {"seed": 3, "lr": 3e-3, "phases": [[[0.0, 0.5, 0.5], 12, 2, [2, 8]]]}
     calls = []
     a = pretrain(cfg, callback=lambda s, m: calls.append(s) or s >= 8, every=4)
@@ -190,11 +190,6 @@ def test_pretrain_callback_stops_at_its_check_and_is_deterministic():
 
 
 def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monkeypatch):
-    import copy
-    import importlib
-
-    from reasonlab.core.task import DIGIT0
-    from reasonlab.train.sft import ERR_CFG, calibrate_misread, misread, pretrain
     base = build_model(0)
     clean = {k: v.clone() for k, v in base.state_dict().items()}
     m = misread(copy.deepcopy(base), 0.5, seed=3)
@@ -226,7 +221,6 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
 
 @pytest.mark.slow
 def test_verifier_on_oracle_labels_separates_held_out_steps():
-    from reasonlab.train.zoo import get_erring_model
     thinker = get_erring_model(0, log=None)
     v = V.train_verifier("prm", thinker, 0, cache="", log=None)
     q = V.verifier_quality(v, thinker, seed=0, n_per_k=100)
