@@ -50,6 +50,10 @@ class Config:
     best_of: int = 16
     """S samples per test problem that each PRM scores (step AUROC, best-of-N) and majority voting reads"""
 
+    def validate(self) -> None:
+        if self.best_of < 1:
+            raise ValueError(f"best_of must be >= 1, got {self.best_of}")
+
 
 def run(cfg: Config, seed: int, env) -> dict:
     thinker = thinker_model("erring", seed, env.cache, env.device)
@@ -193,7 +197,8 @@ on fresh S samples of the test problems (best-of-{rs[0]['best_of']} with the min
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
-*Explore:* `reasonlab lab --only labels`; `reasonlab verifier train --kind prm-mc --rollouts 2` trains a PRM on them.
+*Explore:* `reasonlab labels --best-of 64`; `methods.verifier.train_verifier` with `VerifierConfig(kind="prm-mc",
+rollouts=2)` trains a PRM on them.
 """
     return [(md, head)]
 

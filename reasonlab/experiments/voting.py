@@ -85,6 +85,9 @@ class Config:
     def validate(self) -> None:
         if self.samples < SEARCH_NS[0]:
             raise ValueError(f"samples must be >= {SEARCH_NS[0]}: best-of-N is read beside the smallest search")
+        for name in ("calib_draws", "verifier_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 def reader(base: GPT, sigma: float, draw: int) -> GPT:
