@@ -1,8 +1,9 @@
 """Verifier quality: ORM, PRM (oracle step labels) and PRM (Math-Shepherd rollout labels) trained on the erring
 thinker's samples, measured against the oracle on held-out problems, seeds 0-2.
 
-Writes runs/bench/verifiers/seed<s>.json (verifier.run), runs/bench/verifiers/verifier_quality.png and
-runs/bench/verifiers.md (experiments.verifiers.page), and prints the per-kind training times.
+Writes runs/bench/verifiers/seed<s>.json (the search experiment's quality record), runs/bench/verifiers/
+verifier_quality.png and runs/bench/verifiers.md (the search experiment's verifiers section), and prints the
+per-kind training times.
 
     python benchmarks/verifiers.py --seeds 0 1 2 [--thinker erring|base]
 """
@@ -15,9 +16,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reasonlab.experiments.verifiers import page as render  # noqa: E402
-from reasonlab.io.checkpoint import write_text  # noqa: E402
-from reasonlab.methods.verifier import VerifierExpConfig, run  # noqa: E402
+from reasonlab.experiments import search as search_exp  # noqa: E402
+from reasonlab.io.checkpoint import write_json, write_text  # noqa: E402
+from reasonlab.train.zoo import thinker_model  # noqa: E402
 
 
 def main():
@@ -27,19 +28,20 @@ def main():
     ap.add_argument("--out", default="runs/bench/verifiers")
     ap.add_argument("--render-only", action="store_true", help="rebuild the .md and plot from <out>/seed<s>.json")
     a = ap.parse_args()
-    cfg = VerifierExpConfig(thinker=a.thinker, out=a.out)
+    cfg = search_exp.Config(thinker=a.thinker)
     results = []
     for s in a.seeds if a.render_only else []:
         with open(os.path.join(a.out, f"seed{s}.json")) as f:
             results.append(json.load(f))
     for s in [] if a.render_only else a.seeds:
-        r = run(cfg, s)
+        _, r, _ = search_exp.verifiers(cfg, s, thinker_model(cfg.thinker, s), None)
+        write_json(os.path.join(a.out, f"seed{s}.json"), r)
         results.append(r)
         print(f"seed {s}: " + "; ".join(f"{k} train {v['train']['seconds']['total']:.1f}s "
                                         f"(sample {v['train']['seconds']['sample']:.1f}, label "
                                         f"{v['train']['seconds']['label']:.1f}, fit {v['train']['seconds']['fit']:.1f})"
                                         for k, v in r["kinds"].items()), flush=True)
-    md = render(results, a.out)
+    md = search_exp.verifiers_page(results, a.out)
     write_text(a.out + ".md", md)
     print(md)
 

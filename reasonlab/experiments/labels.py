@@ -25,7 +25,7 @@ from ..core.pool import sample_pool
 from ..core.problems import problems_per_k
 from ..core.sampling import generate_n
 from ..core.task import PROMPT_LEN, parse, prompt_ids
-from ..io.report import plt, save
+from ..io.report import md_table, plt, save
 from ..methods.config import VerifierConfig
 from ..methods.search import best_of_n
 from ..methods.tts import majority
@@ -49,6 +49,10 @@ class Config:
     """training problems per k for each PRM (two S chains each, from the verifiers' training part of the space)"""
     best_of: int = 16
     """S samples per test problem that each PRM scores (step AUROC, best-of-N) and majority voting reads"""
+
+    def validate(self) -> None:
+        if self.best_of < 1:
+            raise ValueError(f"best_of must be >= 1, got {self.best_of}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -164,14 +168,13 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     ax.set_ylabel("rate")
     ax.legend(fontsize=8)
     save(fig, os.path.join(out, "labels", "rates.png"))
-    rows = ["| rollouts | false positives | false negatives |", "|---|---|---|"]
-    rows += [f"| {R} | {pm([rate(r, 0, R) for r in rs])} | {pm([1 - rate(r, 1, R) for r in rs])} |" for R in ROLLOUTS]
-    prow = ["| PRM trained on | chain-step AUROC | best-of-N |", "|---|---|---|"]
-    prow += [f"| {SHOWN[name]} | {pm([r['prm'][name]['auroc'] for r in rs])} | "
-             f"{pm([r['prm'][name]['bon'] for r in rs])} |"
-             for name in PRMS]
-    prow += [f"| (none: majority voting) | – | {pm([r['majority'] for r in rs])} |",
-             f"| (none: one sample) | – | {pm([r['single'] for r in rs])} |"]
+    rates = md_table(["rollouts", "false positives", "false negatives"],
+                     [[R, pm([rate(r, 0, R) for r in rs]), pm([1 - rate(r, 1, R) for r in rs])] for R in ROLLOUTS])
+    prms = md_table(["PRM trained on", "chain-step AUROC", "best-of-N"],
+                    [[SHOWN[name], pm([r["prm"][name]["auroc"] for r in rs]), pm([r["prm"][name]["bon"] for r in rs])]
+                     for name in PRMS]
+                    + [["(none: majority voting)", "–", pm([r["majority"] for r in rs])],
+                       ["(none: one sample)", "–", pm([r["single"] for r in rs])]])
     fs = claims(rs)
     head = f"FP {pm([rate(r, 0, 8) for r in rs])}, FN {pm([1 - rate(r, 1, 8) for r in rs])} at 8 rollouts"
     md = f"""## Process labels, measured: Math-Shepherd's rollouts against the exact labels
@@ -181,7 +184,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![label error rates](labels/rates.png)
 
-{chr(10).join(rows)}
+{rates}
 
 The erring thinker's sampled S chains ({rs[0]['steps']} steps before the answer per seed), 16 rollouts per step at
 temperature 1; mean ± std over seeds.
@@ -189,12 +192,13 @@ temperature 1; mean ± std over seeds.
 What the noise costs a PRM: each trained on two S chains per problem ({rs[0]['prm_n']} problems per k), read
 on fresh S samples of the test problems (best-of-{rs[0]['best_of']} with the min over step scores):
 
-{chr(10).join(prow)}
+{prms}
 
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
-*Explore:* `reasonlab lab --only labels`; `reasonlab verifier train --kind prm-mc --rollouts 2` trains a PRM on them.
+*Explore:* `reasonlab labels --best-of 64`; `methods.verifier.train_verifier` with `VerifierConfig(kind="prm-mc",
+rollouts=2)` trains a PRM on them.
 """
     return [(md, head)]
 

@@ -1,76 +1,303 @@
-"""Learned verifiers' quality, then search with them (best-of-N, weighted vote, beam search, DVTS), on the erring
-thinker (the quick lab: on the quick base model)."""
+"""The search experiment: learned verifiers on a thinker whose chains err, their quality against the rule, and
+search with them (best-of-N, weighted majority, beam search, DVTS: methods.search) against voting without one.
+
+One seed: each learned verifier (ORM, PRM, Math-Shepherd PRM) is trained on the thinker's own samples and measured
+against the oracle on held-out problems (`verifier.verifier_quality`); then every method x verifier x N runs on
+validation and test problems, the oracle (`verifier.OracleVerifier`) among the verifiers. Baselines: greedy
+decoding and plain majority (tts.majority). Best-of-N, weighted and majority are read from one pool of n_max
+samples per problem, subsampled to N = 1, 2, 4, ... (the first N; search-and-learn's score.py draws its curves
+so); beam search and DVTS are re-run for every N. Per strategy and split the result keeps each problem's
+correctness and token counts (io.pack strings), so the claims can go over problems and seeds.
+
+Compute, per problem: generated and verifier tokens as methods.search counts them (best-of-N: the N samples'
+lengths, each sample read once by the verifier; majority and greedy read none), and
+FLOPs = 2 * P_gen * (PROMPT_LEN + generated tokens) + 2 * P_ver * verifier tokens (Kaplan et al. 2020's forward
+cost, 2 FLOPs per parameter per token; attention's share is negligible at length 24; the generator reads its
+prompt once per problem). The oracle's FLOPs use P_ver = a learned verifier's size (the thinker's).
+
+The report has two sections: the search, then the verifiers' quality.
+"""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
+import warnings
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
+import torch
 
-from ..io.checkpoint import write_json, write_text
-from ..methods import search as search_method
-from ..methods import verifier
-from ..methods.search import cell, compute_optimal, per_problem, unints
+from ..core.config import NS
+from ..core.pool import sample_pool
+from ..core.problems import problems_per_k
+from ..core.task import PROMPT_LEN, parse
+from ..io.pack import pack_bits, pack_ints, unpack_bits, unpack_ints
+from ..io.report import log_x, md_table, plt, save
+from ..methods.config import KINDS, VerifierConfig
+from ..methods.search import Scorer, best_of_n, chunked, weighted
+from ..methods.tts import majority
+from ..methods.verifier import OracleVerifier, train_verifier, verifier_quality
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, register, verifiers
-from .plots import plot_curves, plot_tokens
+from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
+
+SEARCH_METHODS = ("bon", "weighted", "beam", "beam_dedup", "dvts")
+SEARCHES = ("beam", "beam_dedup", "dvts")
+"""the methods that search over steps: each N is a search of its own"""
 
 
 @dataclass
 class Config:
-    n_test: int = 100
-    """test problems per k"""
-    n_val: int = 50
-    """validation problems per k (compute-optimal selection)"""
-    n_max: int = 64
-    """largest N"""
-    quick_verifiers: bool = False
-    """tiny verifiers (quick mode)"""
     thinker: Literal["erring", "base", "quick"] = "erring"
-    """the model searched over: the erring thinker, the base model, or the quick lab's base model"""
+    """the generator: the erring thinker (train.get_erring_model), the standard base model (the contrast), or the
+    lab's quick base model (train.QUICK_CFG: its S chains err; for tests and quick runs)"""
+    force: Literal["S", "T"] = "S"
+    """the chain format every method writes (forced as the first token)"""
+    n_val: int = 50
+    """validation problems per k (the compute-optimal selection)"""
+    n_test: int = 100
+    """test problems per k (every reported number, and the verifiers' quality check); disjoint from validation and
+    from every verifier's training"""
+    n_max: int = 64
+    """largest N (a power of two up to 64); N runs over 1, 2, 4, ... up to it"""
+    width: int = 4
+    """M, the beam width (expansions per beam per step) of beam search and DVTS (min(M, N) where N < M)"""
+    temperature: float = 1.0
+    """sampling temperature of every method"""
+    agg: Literal["last", "min", "prod"] = "min"
+    """how an output's step scores become one score, in every method (search-and-learn's agg_strategy; its default
+    is "last": "min" makes the oracle's score the process check, task.check_chain)"""
+    verifiers: tuple[Literal["orm", "prm", "prm-mc"], ...] = KINDS
+    """learned verifiers to train, measure and search with; the oracle always runs too"""
+    search_verifiers: tuple[Literal["orm", "prm", "prm-mc", "oracle"], ...] = ("prm", "oracle")
+    """verifiers that guide beam search and DVTS (each costs a search per N)"""
+    methods: tuple[Literal["bon", "weighted", "beam", "beam_dedup", "dvts"], ...] = SEARCH_METHODS
+    """search methods to run; greedy and majority always run"""
+    quick_verifiers: bool = False
+    """train the verifiers small (tests and quick runs: the numbers mean little)"""
+
+    def validate(self) -> None:
+        if self.n_max not in NS:
+            raise ValueError(f"invalid n_max {self.n_max}: use one of {', '.join(map(str, NS))}")
+        if self.width < 1 or self.width & (self.width - 1):
+            raise ValueError(f"invalid width {self.width}: a power of two >= 1")
+        if self.temperature <= 0:
+            raise ValueError("temperature must be > 0 (search samples)")
+        for v in self.verifiers:
+            if v not in KINDS:
+                raise ValueError(f"unknown verifier {v!r}: use {', '.join(KINDS)}")
+        for v in self.search_verifiers:
+            if v not in (*self.verifiers, "oracle"):
+                raise ValueError(f"search verifier {v!r} must be oracle or one of --verifiers")
+        for m in self.methods:
+            if m not in SEARCH_METHODS:
+                raise ValueError(f"unknown search method {m!r}: use {', '.join(SEARCH_METHODS)}")
+
+    @property
+    def Ns(self) -> tuple[int, ...]:
+        return tuple(n for n in NS if n <= self.n_max)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One seed: the verifiers and their quality, then the grid.
+
+def verifier_config(cfg: Config) -> VerifierConfig:
+    """The verifiers' training settings: VerifierConfig's defaults, or tiny ones (quick runs, tests)."""
+    return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if cfg.quick_verifiers else VerifierConfig()
+
+
+TRAIN_KEYS = ("seconds", "n_outputs", "n_steps", "positive_share", "loss_first", "loss_last")
+"""what the quality record keeps of a verifier's training metadata"""
+
+
+def verifiers(cfg: Config, seed: int, thinker, cache: str | None) -> tuple[dict, dict, float]:
+    """Each learned verifier of cfg.verifiers trained on the thinker's samples (or read from the cache) and measured
+    on held-out problems: (the verifiers by kind, their quality record, seconds spent getting them)."""
+    vcfg = verifier_config(cfg)
+    learned, quality, seconds = {}, {"seed": seed, "thinker": cfg.thinker, "kinds": {}}, 0.0
+    for kind in cfg.verifiers:
+        t = time.perf_counter()
+        v = learned[kind] = train_verifier(kind, thinker, seed, vcfg, cache=cache, log=None)
+        seconds += time.perf_counter() - t
+        q = verifier_quality(v, thinker, seed, cfg.n_test, vcfg)
+        quality["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in TRAIN_KEYS}}
+    return learned, quality, seconds
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    sc = search_method.SearchConfig(thinker=cfg.thinker, n_test=cfg.n_test, n_val=cfg.n_val, n_max=cfg.n_max,
-                                    quick_verifiers=cfg.quick_verifiers)
-    thinker = thinker_model(sc.thinker, seed, env.cache, env.device)
-    vcfg = search_method.verifier_config(sc)
-    quality = {"seed": seed, "thinker": sc.thinker, "kinds": {}}
-    for kind in sc.verifiers:          # verifier.run's measurement, on this thinker (quick mode has its own)
-        v = verifier.train_verifier(kind, thinker, seed, vcfg, cache=env.cache, log=None)
-        q = verifier.verifier_quality(v, thinker, seed, cfg.n_test, vcfg)
-        quality["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in ("seconds", "n_outputs", "n_steps",
-                                                                        "positive_share", "loss_first", "loss_last")}}
-    return {"verifiers": quality, "search": search_method.run(sc, seed, cache=env.cache, device=env.device, log=None)}
+    """The verifiers' quality ("verifiers"), then every method x verifier x N on the validation and test problems
+    ("search")."""
+    thinker = thinker_model(cfg.thinker, seed, env.cache, env.device)
+    learned, quality, seconds = verifiers(cfg, seed, thinker, env.cache)
+    return {"verifiers": quality, "search": grid(cfg, seed, thinker, learned, {"verifiers": round(seconds, 1)})}
 
 
-def claims(rs: list[dict]) -> list[dict]:
-    return search_claims([r["search"] for r in rs])
+def grid(cfg: Config, seed: int, model, learned: dict, timing: dict) -> dict:
+    """Every method x verifier (the learned ones by kind, and the oracle) x N on the validation and test problems
+    of one seed: per strategy and split, each problem's correctness and token counts. timing: stage seconds so far
+    (it gets the grid's)."""
+    t_all = time.perf_counter()
+    verifiers = {"oracle": OracleVerifier(), **learned}
+    n_params = sum(p.numel() for p in model.parameters())
+    scorers = {k: Scorer(v) for k, v in verifiers.items()}
+    problems = {part: problems_per_k(n, f"search-{seed}", split=part) for part, n in (("val", cfg.n_val),
+                                                                                     ("test", cfg.n_test))}
+    res = {"config": asdict(cfg), "seed": seed, "n_params": n_params,
+           "ver_params": {k: (v.flops_per_token / 2 or n_params + model.cfg.d_model + 1) for k, v in verifiers.items()},
+           "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
+    for split, probs in problems.items():
+        sampled(res, cfg, seed, model, scorers, split, probs)
+        searched(res, cfg, seed, model, scorers, split, probs)
+    timing["verifier_sequences_read"] = {k: s.calls for k, s in scorers.items()}
+    timing["total"] = round(time.perf_counter() - t_all + timing.get("verifiers", 0.0), 1)
+    return res
 
 
-def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
-    q = [r["verifiers"] for r in rs]
-    md = verifiers.page(q, out)        # writes out/verifier_quality.png, linked from report.md beside it
-    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k]['step_auroc'] for x in q])}" for k in q[0]["kinds"])
-    return md, head
+def put(res: dict, name: str, split: str, N: int, correct, gen, ver, ver_inc=None) -> None:
+    """Store one strategy's per-problem correctness and token counts at one N (io.pack strings)."""
+    res["strategies"].setdefault(name, {}).setdefault(split, {})[N] = {
+        "correct": pack_bits(correct), "gen": pack_ints(gen), "ver": pack_ints(ver),
+        "ver_inc": pack_ints(ver if ver_inc is None else ver_inc)}
 
 
-def render_search(rs: list[dict], out: str) -> tuple[str, str]:
-    res = [r["search"] for r in rs]
-    fs = search_claims(res)    # computed once for the page and the line
-    md = page(res, os.path.join(out, "search"), prefix="search/", fs=fs)
-    return md, headline(res, fs)
+def sampled(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str, probs: list) -> None:
+    """Greedy decoding, then majority, best-of-N and weighted majority at every N from one pool of n_max samples per
+    problem (each distinct output scored once per verifier)."""
+    timing, t = res["timing"], time.perf_counter()
+    gp = sample_pool(model, probs, 1, [cfg.force], temperature=0.0, seed=seed)
+    put(res, "greedy", split, 1, gp.correct[:, 0], gp.length[:, 0], np.zeros(len(probs)))
+    pool = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature, seed=seed + 1000 * (split == "test"),
+                       keep_outputs=True)
+    timing[f"sample_{split}"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    flat_d, flat_o = pool.flat()
+    scores = {k: sc.values(flat_d, flat_o, cfg.agg).reshape(len(probs), cfg.n_max) for k, sc in scorers.items()}
+    for sc in scorers.values():
+        sc.add_prefixes(flat_d, flat_o)
+    timing[f"score_{split}"] = round(time.perf_counter() - t, 1)
+    vt = PROMPT_LEN + pool.length                                   # verifier tokens per sample
+    for N in cfg.Ns:
+        gen = pool.length[:, :N].sum(1)
+        put(res, "majority", split, N, majority(pool, N), gen, np.zeros(len(probs)))
+        for k in scorers:
+            if "bon" in cfg.methods:
+                put(res, f"bon/{k}", split, N, best_of_n(pool, scores[k], N), gen, vt[:, :N].sum(1))
+            if "weighted" in cfg.methods:
+                put(res, f"weighted/{k}", split, N, weighted(pool, scores[k], N), gen, vt[:, :N].sum(1))
 
 
-def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
-    return [render_search(rs, out), render_verifiers(rs, out)]
+def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str, probs: list) -> None:
+    """Beam search (with and without filter_duplicates) and DVTS with each search verifier at every N, each from
+    its own generator."""
+    t = time.perf_counter()
+    truth = np.array([sum(d) % 10 for d in probs])
+    device = next(model.parameters()).device
+    for m in (m for m in SEARCHES if m in cfg.methods):
+        for k in cfg.search_verifiers:
+            for N in cfg.Ns:
+                gen = torch.Generator(device=device).manual_seed(
+                    seed * 1000 + N + 100 * (m == "dvts") + 50 * (split == "test"))
+                r = chunked(m, model, scorers[k], probs, N, cfg.width, gen, force=cfg.force,
+                            temperature=cfg.temperature, agg=cfg.agg)
+                ans = np.array([-1 if (a := parse(o)["answer"]) is None else a for o in r["pick"]])
+                put(res, f"{m}/{k}", split, N, ans == truth, r["gen_tokens"], r["ver_tokens"], r["ver_tokens_inc"])
+    res["timing"][f"search_{split}"] = round(time.perf_counter() - t, 1)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Reading results: accuracy and compute per strategy, the compute-optimal choice per k.
 
+def cell(res: dict, name: str, N, split: str = "test") -> dict | None:
+    """One strategy's stored per-problem strings at one N and split (None where it did not run)."""
+    d = res["strategies"].get(name, {}).get(split, {})
+    return d.get(int(N), d.get(str(N)))      # int keys once read back by report.load_json, str when fresh
+
+
+def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = None):
+    """(correct (P,), generated tokens (P,), verifier tokens (P,), FLOPs (P,)) of one strategy, k = one k or all."""
+    c = cell(res, name, N, split)
+    ks = np.array(res["k"][split])
+    m = np.ones(len(ks), bool) if k is None else ks == k
+    gen, ver = unpack_ints(c["gen"])[m], unpack_ints(c["ver"])[m]
+    vk = name.split("/")[1] if "/" in name else None
+    flops = 2 * res["n_params"] * (PROMPT_LEN + gen) + (2 * res["ver_params"][vk] * ver if vk else 0.0)
+    return unpack_bits(c["correct"])[m].astype(float), gen, ver, flops
+
+
+def strategies(res: dict) -> list[tuple[str, int]]:
+    """Every (strategy, N) of a result, as its test split has them."""
+    return [(name, int(N)) for name, d in res["strategies"].items() for N in d["test"]]
+
+
+def compute_optimal(res: dict, targets=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), oracle: bool = False) -> list[dict]:
+    """Snell et al.'s compute-optimal strategy per k against the best single strategy, at matched accuracy.
+
+    Candidates: every method x learned verifier x N, greedy and majority included (the oracle's strategies only with
+    oracle=True: no deployed system has the rule); cost = generated + verifier tokens. A per-k choice maximises
+    accuracy - lambda * cost at each k (a Lagrangian sweep over lambda traces the per-k frontier). Choosing one of
+    ~60 candidates per k on a few validation problems overfits, so each lambda's accuracy is cross-fitted: chosen on
+    one half of the validation problems, scored on the other, both ways. For each target overall accuracy: the
+    cheapest lambda whose cross-fitted accuracy reaches it (its choice then made on all validation problems), and
+    the cheapest single strategy whose validation accuracy reaches it; both are read on the test problems, where
+    the report puts their accuracies beside the token ratio. Overall accuracy and cost are means over k."""
+    ks = sorted(set(res["k"]["test"]))
+    pts = []
+    for name, N in strategies(res):
+        if cell(res, name, N, "val") is None or (name.endswith("/oracle") and not oracle):
+            continue
+        row = {"name": name, "N": N}
+        for split in ("val", "test"):
+            row[split] = {k: per_problem(res, name, N, split, k) for k in ks}
+        pts.append(row)
+
+    def means(split, rows=None):                # (acc, cost) per k: arrays over the candidates
+        out = {}
+        for k in ks:
+            r = slice(None) if rows is None else rows[k]
+            out[k] = (np.array([p[split][k][0][r].mean() for p in pts]),
+                      np.array([(p[split][k][1] + p[split][k][2])[r].mean() for p in pts]))
+        return out
+
+    n_val = {k: len(pts[0]["val"][k][0]) for k in ks}
+    halves = [{k: np.arange(n_val[k]) % 2 == h for k in ks} for h in (0, 1)]
+    val, test, half = means("val"), means("test"), [means("val", h) for h in halves]
+
+    def choose(lam, tab) -> dict[int, int]:     # per k, the candidate maximising acc - lam * cost (ties: cheaper)
+        return {k: int(np.lexsort((tab[k][1], -(tab[k][0] - lam * tab[k][1])))[0]) for k in ks}
+
+    def overall(choice, tab):
+        return float(np.mean([tab[k][0][choice[k]] for k in ks])), float(np.mean([tab[k][1][choice[k]] for k in ks]))
+
+    sweep = []
+    for lam in [0.0, *np.logspace(-6, 0, 61)]:
+        cross = [overall(choose(lam, half[h]), half[1 - h]) for h in (0, 1)]
+        sweep.append((lam, float(np.mean([a for a, _ in cross])), float(np.mean([c for _, c in cross]))))
+    single = [overall({k: i for k in ks}, val) for i in range(len(pts))]
+    out = []
+    for t in targets:
+        ad = [s for s in sweep if s[1] >= t]
+        fixed = [i for i, (a, _) in enumerate(single) if a >= t]
+        if not ad or not fixed:
+            out.append({"target": t, "reachable": False})
+            continue
+        chosen = choose(min(ad, key=lambda s: s[2])[0], val)
+        best = min(fixed, key=lambda i: single[i][1])
+        (a_test, c_test), (f_test, fc_test) = overall(chosen, test), overall({k: best for k in ks}, test)
+        name = lambda i: f"{pts[i]['name']}@{pts[i]['N']}"      # noqa: E731
+        out.append({"target": t, "reachable": True, "chosen": {k: name(i) for k, i in chosen.items()},
+                    "fixed": name(best), "test_acc": a_test, "test_cost": c_test, "fixed_test_acc": f_test,
+                    "fixed_test_cost": fc_test})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Claims, tables and the search section.
+
+SEC = "9 search"
+"""the findings' section tag (the findings table's first column)"""
 
 
 def _acc(r, name, N, k=None) -> float | None:
@@ -84,8 +311,8 @@ def _compare(results, a, b, N, claim, threshold, k=None, test=findings.greater, 
     base = [_acc(r, b, N, k) for r in results]
     diff = [_acc(r, a, N, k) - x for r, x in zip(results, base)]
     acc_b = float(np.mean(base))                                       # a - b lies in [-acc_b, 1 - acc_b]
-    return findings.seed_check("9 search", claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), diff,
-                        threshold, test=test, room=(-acc_b, 1 - acc_b), **detail)
+    return findings.seed_check(SEC, claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), diff,
+                               threshold, test=test, room=(-acc_b, 1 - acc_b), **detail)
 
 
 def search_claims(results: list[dict]) -> list[dict]:
@@ -102,9 +329,9 @@ def search_claims(results: list[dict]) -> list[dict]:
                     control="majority"),
            _compare(results, f"weighted/{prm}", "weighted/orm", Nmax, f"at N = {Nmax}, weighted/{prm} beats "
                     f"weighted/orm {who}", TH["search.beats"]),
-           findings.seed_check("9 search", f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - "
-                        "acc(greedy)", [_acc(r, "majority", Nmax) - _acc(r, "greedy", 1) for r in results],
-                        TH["search.beats"], control="greedy")]
+           findings.seed_check(SEC, f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - "
+                               "acc(greedy)", [_acc(r, "majority", Nmax) - _acc(r, "greedy", 1) for r in results],
+                               TH["search.beats"], control="greedy")]
     small = min(4, Nmax)
     for v in dict.fromkeys((prm, "oracle")):          # the learned PRM (the claim), then the oracle (its upper bound)
         out += [_compare(results, f"beam/{v}", f"bon/{v}", small, f"beam search beats best-of-N at a small budget "
@@ -120,14 +347,14 @@ def search_claims(results: list[dict]) -> list[dict]:
         lo = max(1, Nmax // 4)
         rise = [_acc(r, f"bon/{prm}", Nmax) - _acc(r, f"bon/{prm}", lo) for r in results]
         orise = [_acc(r, "bon/oracle", Nmax) - _acc(r, "bon/oracle", lo) for r in results]
-        a = findings.seed_check("9 search", "", "", rise, TH["search.overopt"], test=findings.at_most)
-        o = findings.seed_check("9 search", "", "", orise, 0.0)
-        out.append(findings.finding("9 search", f"best-of-N with the learned {prm} is over-optimised: its true accuracy stops "
-                             f"rising over the last 4x of N (N = {lo} to {Nmax}) while the oracle's still rises",
-                             f"acc(bon/{prm}@{Nmax}) - acc(bon/{prm}@{lo})", a["value"], a["ci95"], a["per_seed"],
-                             "<= 0 (and the oracle's rise > 0)", findings.both(a["verdict"], o["verdict"]),
-                             p=max(a["p"], o["p"]), source=TH["search.overopt"].source,
-                             oracle_rise={"value": o["value"], "ci95": o["ci95"], "per_seed": o["per_seed"]}))
+        a = findings.seed_check(SEC, "", "", rise, TH["search.overopt"], test=findings.at_most)
+        o = findings.seed_check(SEC, "", "", orise, 0.0)
+        out.append(findings.finding(
+            SEC, f"best-of-N with the learned {prm} is over-optimised: its true accuracy stops rising over the last "
+            f"4x of N (N = {lo} to {Nmax}) while the oracle's still rises", f"acc(bon/{prm}@{Nmax}) - "
+            f"acc(bon/{prm}@{lo})", a["value"], a["ci95"], a["per_seed"], "<= 0 (and the oracle's rise > 0)",
+            findings.both(a["verdict"], o["verdict"]), p=max(a["p"], o["p"]), source=TH["search.overopt"].source,
+            oracle_rise={"value": o["value"], "ci95": o["ci95"], "per_seed": o["per_seed"]}))
     if cell(r0, "bon/prm-mc", Nmax) and cell(r0, "bon/prm", Nmax):
         out.append(_compare(results, "bon/prm", "bon/prm-mc", Nmax, f"Math-Shepherd labels get within 0.05 of the "
                             f"oracle-label PRM trained on the same outputs (best-of-{Nmax})", TH["search.label_margin"],
@@ -140,19 +367,19 @@ def search_claims(results: list[dict]) -> list[dict]:
         i = common[-1]
         ratio = [c[i]["fixed_test_cost"] / c[i]["test_cost"] for c in co]
         gap = [c[i]["test_acc"] - c[i]["fixed_test_acc"] for c in co]
-        rt = findings.seed_check("9 search", "", "", ratio, TH["search.saving"])
-        g = findings.seed_check("9 search", "", "", gap, TH["search.acc_gap"])
-        out.append(findings.finding("9 search", f"{claim}, target {co[0][i]['target']}", "tokens(best single) / "
-                             "tokens(per-k choice) on test, tokens = generated + verifier", rt["value"], rt["ci95"],
-                             rt["per_seed"], "> 1 (and test accuracy gap > -0.02)", findings.both(rt["verdict"], g["verdict"]),
-                             p=max(rt["p"], g["p"]), source=TH["search.saving"].source,
-                             accuracy_gap={"value": g["value"], "ci95": g["ci95"], "per_seed": g["per_seed"]},
-                             frontier=[{k: (round(x, 4) if isinstance(x, float) else x) for k, x in t.items()}
-                                       for t in co[0]],
-                             strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
+        rt = findings.seed_check(SEC, "", "", ratio, TH["search.saving"])
+        g = findings.seed_check(SEC, "", "", gap, TH["search.acc_gap"])
+        out.append(findings.finding(
+            SEC, f"{claim}, target {co[0][i]['target']}", "tokens(best single) / tokens(per-k choice) on test, "
+            "tokens = generated + verifier", rt["value"], rt["ci95"], rt["per_seed"],
+            "> 1 (and test accuracy gap > -0.02)", findings.both(rt["verdict"], g["verdict"]), p=max(rt["p"], g["p"]),
+            source=TH["search.saving"].source,
+            accuracy_gap={"value": g["value"], "ci95": g["ci95"], "per_seed": g["per_seed"]},
+            frontier=[{k: (round(x, 4) if isinstance(x, float) else x) for k, x in t.items()} for t in co[0]],
+            strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
     else:
-        out.append(findings.missing("9 search", claim, "no accuracy target reached at every k by a single strategy in every "
-                             "seed", threshold="> 1"))
+        out.append(findings.missing(SEC, claim, "no accuracy target reached at every k by a single strategy in "
+                                    "every seed", threshold="> 1"))
     return [f for f in out if f is not None]
 
 
@@ -160,8 +387,9 @@ def table(results: list[dict], Ns=(1, 4, 16, 64)) -> str:
     """Test accuracy (mean ± std over seeds) per strategy at a few N, with compute at the largest."""
     nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
     Ns = [n for n in Ns if n <= nmax]
-    rows = ["| strategy | " + " | ".join(f"acc @{n}" for n in Ns) + f" | generated tokens @{Ns[-1]} | verifier tokens "
-            f"@{Ns[-1]} | GFLOPs @{Ns[-1]} |", "|---" * (4 + len(Ns)) + "|"]
+    header = ["strategy", *(f"acc @{n}" for n in Ns), f"generated tokens @{Ns[-1]}", f"verifier tokens @{Ns[-1]}",
+              f"GFLOPs @{Ns[-1]}"]
+    rows = []
     for name in results[0]["strategies"]:
         cells, last = [], None
         for N in Ns:
@@ -171,62 +399,55 @@ def table(results: list[dict], Ns=(1, 4, 16, 64)) -> str:
             per = [per_problem(r, name, N) for r in results]
             cells.append(pm([p[0].mean() for p in per]))
             last = per
-        rows.append(f"| {name} | " + " | ".join(cells) + f" | {np.mean([p[1].mean() for p in last]):.1f} | "
-                    f"{np.mean([p[2].mean() for p in last]):.1f} | {np.mean([p[3].mean() for p in last]) / 1e9:.3f} |")
-    return "\n".join(rows)
+        gen, ver, flops = (np.mean([p[i].mean() for p in last]) for i in (1, 2, 3))
+        rows.append([name, *cells, f"{gen:.1f}", f"{ver:.1f}", f"{flops / 1e9:.3f}"])
+    return md_table(header, rows)
 
 
 def frontier_table(results: list[dict]) -> str:
     """Compute-optimal against the best single strategy at every target: test accuracy and tokens of each, first
     seed (the claim reads one target over all seeds)."""
-    rows = ["| target | per-k choice: test acc / tokens | best single: test acc / tokens | single strategy |",
-            "|---|---|---|---|"]
-    for t in compute_optimal(results[0]):
-        if t["reachable"]:
-            rows.append(f"| {t['target']} | {t['test_acc']:.3f} / {t['test_cost']:.0f} | {t['fixed_test_acc']:.3f} / "
-                        f"{t['fixed_test_cost']:.0f} | {t['fixed']} |")
-        else:
-            rows.append(f"| {t['target']} | not reached | | |")
-    return "\n".join(rows)
+    rows = [[t["target"], f"{t['test_acc']:.3f} / {t['test_cost']:.0f}",
+             f"{t['fixed_test_acc']:.3f} / {t['fixed_test_cost']:.0f}", t["fixed"]] if t["reachable"]
+            else [t["target"], "not reached", "", ""] for t in compute_optimal(results[0])]
+    return md_table(["target", "per-k choice: test acc / tokens", "best single: test acc / tokens", "single strategy"],
+                    rows)
 
 
 def verifier_cost_table(results: list[dict]) -> str:
     """Verifier tokens per problem at the largest N: read from the start (the comparisons) against a causal
     verifier that keeps its cache (the sensitivity row)."""
     nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
-    rows = ["| strategy | verifier tokens, re-read | verifier tokens, incremental |", "|---|---|---|"]
+    rows = []
     for name in results[0]["strategies"]:
         c = [cell(r, name, nmax) for r in results]
         if "/" not in name or any(x is None or "ver_inc" not in x for x in c):
             continue
-        full = np.mean([unints(x["ver"]).mean() for x in c])
-        inc = np.mean([unints(x["ver_inc"]).mean() for x in c])
-        rows.append(f"| {name}@{nmax} | {full:.0f} | {inc:.0f} |")
-    return "\n".join(rows)
+        full = np.mean([unpack_ints(x["ver"]).mean() for x in c])
+        inc = np.mean([unpack_ints(x["ver_inc"]).mean() for x in c])
+        rows.append([f"{name}@{nmax}", f"{full:.0f}", f"{inc:.0f}"])
+    return md_table(["strategy", "verifier tokens, re-read", "verifier tokens, incremental"], rows)
 
 
-def page(results: list[dict], out: str, prefix: str = "", fs: list[dict] | None = None) -> str:
-    """Plots (acc_vs_n.png, acc_vs_compute.png, tokens.png), the tables and the findings, as a markdown section
-    whose pictures are linked as prefix + file name (the lab: "search/"); also writes out/findings.json and
-    out/section.md."""
-    plot_curves(results, os.path.join(out, "acc_vs_n.png"), "N")
-    plot_curves(results, os.path.join(out, "acc_vs_compute.png"), "flops")
-    plot_tokens(results, os.path.join(out, "tokens.png"))
-    fs = search_claims(results) if fs is None else fs
-    write_json(os.path.join(out, "findings.json"), fs)
+def search_page(results: list[dict], out: str, fs: list[dict]) -> str:
+    """The search section: plots (out/search/: acc_vs_n.png, acc_vs_compute.png, tokens.png), the tables and the
+    findings `fs` (search_claims(results))."""
+    plot_curves(results, os.path.join(out, "search", "acc_vs_n.png"), "N")
+    plot_curves(results, os.path.join(out, "search", "acc_vs_compute.png"), "flops")
+    plot_tokens(results, os.path.join(out, "search", "tokens.png"))
     c = results[0]["config"]
     P = len(results[0]["k"]["test"])
-    md = f"""## Verifiers and search
+    return f"""## Verifiers and search
 
 > **Question.** With a thinker whose chains err and verifiers learned from its own samples, which search turns
 > more test-time compute into accuracy: best-of-N, weighted majority, PRM-guided beam search or DVTS? Where is a
 > learned verifier fooled, and what does the compute-optimal strategy per k save?
 
-![accuracy against N]({prefix}acc_vs_n.png)
+![accuracy against N](search/acc_vs_n.png)
 
-![accuracy against compute]({prefix}acc_vs_compute.png)
+![accuracy against compute](search/acc_vs_compute.png)
 
-![accuracy against generated and verifier tokens]({prefix}tokens.png)
+![accuracy against generated and verifier tokens](search/tokens.png)
 
 {table(results)}
 
@@ -255,10 +476,8 @@ validation problems, both are read on test):
 
 *Papers:* Lightman et al. 2023 (arXiv 2305.20050); Snell et al. 2024 (arXiv 2408.03314); Math-Shepherd (Wang et
 al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-learn (beam search, DVTS).
-*Explore:* `reasonlab search --method beam dvts --width 2`, `--agg prod`, `--thinker base` (the contrast).
+*Explore:* `reasonlab search --methods beam dvts --width 2`, `--agg prod`, `--thinker base` (the contrast).
 """
-    write_text(os.path.join(out, "section.md"), md)
-    return md
 
 
 def headline(results: list[dict], fs: list[dict] | None = None) -> str:
@@ -271,6 +490,209 @@ def headline(results: list[dict], fs: list[dict] | None = None) -> str:
     return (", ".join(f"{n} {v:.3f}" for n, v in acc.items()) + f" (N = {nmax}); {held}/{len(fs)} findings hold")
 
 
-register(Experiment("search", Config, run, claims, render, depends=on_erring(verifier.VerifierConfig),
+# ---------------------------------------------------------------------------------------------------------------
+# The search section's plots.
+
+METHOD_COLOR = {"greedy": "k", "majority": "#555555", "bon": "#4C72B0", "weighted": "#DD8452", "beam": "#55A868",
+                "beam_dedup": "#8172B2", "dvts": "#C44E52"}
+VER_STYLE = {"prm": "-", "oracle": ":", "orm": "--", "prm-mc": "-.", None: "-"}
+
+
+def curve(results: list[dict], name: str, x: str = "N", k: int | None = None):
+    """Per N: x (N, mean FLOPs or tokens over seeds) and test accuracy mean and std over seeds."""
+    Ns = sorted(int(n) for n in results[0]["strategies"][name]["test"])
+    xs, m, s = [], [], []
+    for N in Ns:
+        per = [per_problem(r, name, N, k=k) for r in results]
+        acc = [p[0].mean() for p in per]
+        xv = {"N": N, "flops": np.mean([p[3].mean() for p in per]), "gen": np.mean([p[1].mean() for p in per]),
+              "ver": np.mean([p[2].mean() for p in per])}[x]
+        xs.append(xv)
+        m.append(float(np.mean(acc)))
+        s.append(float(np.std(acc, ddof=1)) if len(acc) > 1 else 0.0)
+    return np.array(xs), np.array(m), np.array(s)
+
+
+def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
+    """Test accuracy against N (or FLOPs) for every strategy; one panel for all k, then one per k; band = ± std
+    over seeds; grey: chance (0.1)."""
+    ks = sorted(set(results[0]["k"]["test"]))
+    panels = [None] + ks
+    cols = 4
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), sharey=True, squeeze=False)
+    fig.subplots_adjust(hspace=0.4)
+    names = list(results[0]["strategies"])
+    for ax, k in zip(axes.flat, panels):
+        for name in names:
+            meth, _, ver = name.partition("/")
+            xs, m, s = curve(results, name, x, k)
+            if name == "greedy":
+                ax.axhline(m[0], color="k", lw=1, label="greedy")
+                continue
+            line, = ax.plot(xs, m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o", ms=2,
+                            label=name)
+            ax.fill_between(xs, m - s, m + s, color=line.get_color(), alpha=0.12)
+        ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+        log_x(ax, 2 if x == "N" else 10)
+        ax.set_title("all k" if k is None else f"k = {k}", fontsize=9)
+        ax.set_xlabel({"N": "N (samples / beams)", "flops": "FLOPs per problem (generator + verifier)"}[x], fontsize=8)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    axes[0, 0].set_ylabel("test accuracy")
+    axes[0, 0].legend(fontsize=5.5, ncol=2, loc="lower right")
+    r0 = results[0]["config"]
+    fig.suptitle(f"{r0['thinker']} thinker, forced {r0['force']}, M = {r0['width']}, {len(results)} seed(s); "
+                 f"solid: learned PRM, dotted: oracle, dashed: ORM, dash-dot: Math-Shepherd PRM", fontsize=9)
+    return save(fig, path)
+
+
+def plot_tokens(results: list[dict], path: str) -> str:
+    """All k: test accuracy against generated tokens and against verifier tokens per problem."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, x in zip(axes, ("gen", "ver")):
+        for name in results[0]["strategies"]:
+            meth, _, ver = name.partition("/")
+            if x == "ver" and not ver:
+                continue
+            xs, m, _ = curve(results, name, x)
+            ax.plot(np.maximum(xs, 1), m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o",
+                    ms=2, label=name)
+        ax.axhline(0.1, color="grey", ls=":", lw=1)
+        log_x(ax)
+        ax.set_xlabel({"gen": "generated tokens per problem", "ver": "verifier tokens per problem"}[x])
+    axes[0].set_ylabel("test accuracy (all k)")
+    axes[1].legend(fontsize=6, ncol=2)
+    return save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The verifiers' section: their quality (step and outcome AUROC, calibration, training cost) over seeds.
+
+def _seed_check(per_seed, test, thr) -> tuple[float, float, float, str]:
+    """findings.seed_interval over the seeds that have a value (an AUROC is NaN when a class is missing), judged by
+    test (findings.greater / at_most): mean, CI, verdict."""
+    xs = [x for x in per_seed if x == x]
+    if len(xs) < 2:
+        return float(np.mean(xs)) if xs else float("nan"), float("nan"), float("nan"), \
+            "inconclusive (fewer than 2 seeds)"
+    m, ci = findings.seed_interval(xs)
+    return m, ci[0], ci[1], test(ci, thr)
+
+
+def plot_quality(results: list[dict], path: str) -> str:
+    """Reliability diagram (bins pooled over seeds; diagonal = calibrated) and step AUROC per k (mean, min..max
+    over seeds; 0.5 = chance)."""
+    kinds = list(results[0]["kinds"])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    a1.plot([0, 1], [0, 1], color="grey", ls=":", lw=1, label="calibrated")
+    for kind in kinds:
+        pooled: dict[float, list] = {}
+        for r in results:
+            for b in r["kinds"][kind]["step_bins"]:
+                pooled.setdefault(b["lo"], []).append(b)
+        xs = sorted(pooled)
+        n = [sum(b["n"] for b in pooled[x]) for x in xs]
+        sc = [sum(b["score"] * b["n"] for b in pooled[x]) / m for x, m in zip(xs, n)]
+        pos = [sum(b["positive"] * b["n"] for b in pooled[x]) / m for x, m in zip(xs, n)]
+        a1.plot(sc, pos, marker="o", ms=3, label=kind)
+        ks = sorted(int(k) for k in results[0]["kinds"][kind]["step_auroc_by_k"])
+        y = np.array([[r["kinds"][kind]["step_auroc_by_k"][str(k) if str(k) in r["kinds"][kind]["step_auroc_by_k"]
+                                                           else k] for k in ks] for r in results], dtype=float)
+        with warnings.catch_warnings():   # a k where every seed lacks a class has no AUROC: a gap in the line
+            warnings.simplefilter("ignore", RuntimeWarning)
+            line, = a2.plot(ks, np.nanmean(y, 0), marker="o", ms=3, label=kind)
+            a2.fill_between(ks, np.nanmin(y, 0), np.nanmax(y, 0), color=line.get_color(), alpha=0.15)
+    a2.axhline(0.5, color="grey", ls=":", lw=1, label="chance (0.5)")
+    a1.set_xlabel("verifier score (step)")
+    a1.set_ylabel("share of steps right (oracle)")
+    a1.set_title("calibration, held-out steps")
+    a2.set_xlabel("k (digits)")
+    a2.set_ylabel("step AUROC vs oracle")
+    a2.set_title("step AUROC per k")
+    a1.legend(fontsize=8)
+    a2.legend(fontsize=8)
+    return save(fig, path)
+
+
+def verifiers_page(results: list[dict], out: str, margin: float = 0.05, time_budget: float = 30.0) -> str:
+    """The verifiers' section: quality table (mean ± std over seeds), the Math-Shepherd margin as a check, the plot."""
+    kinds = list(results[0]["kinds"])
+    plot_quality(results, os.path.join(out, "verifier_quality.png"))
+    header = ["verifier", "step AUROC", "chain-step AUROC", "step ECE", "outcome AUROC last / min / prod", "train s"]
+    rows = []
+    for kind in kinds:
+        q = [r["kinds"][kind] for r in results]
+        rows.append([kind, pm([x["step_auroc"] for x in q]), pm([x["chain_step_auroc"] for x in q]),
+                     pm([x["step_ece"] for x in q]),
+                     " / ".join(pm([x["outcome_auroc"][a] for x in q]) for a in ("last", "min", "prod")),
+                     pm([x["train"]["seconds"]["total"] for x in q], "{:.1f}")])
+    lines = []
+    if "prm" in kinds and "prm-mc" in kinds:
+        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["prm-mc"]["step_auroc"] for r in results]
+        m, lo, hi, verdict = _seed_check(gap, findings.at_most, margin)
+        lines.append(f"Math-Shepherd labels within {margin} step AUROC of the oracle-label PRM: gap (prm − prm-mc) "
+                     f"{m:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] over {len(gap)} seeds (per seed "
+                     + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
+    if "prm" in kinds and "orm" in kinds:
+        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["orm"]["step_auroc"] for r in results]
+        m, lo, hi, verdict = _seed_check(gap, findings.greater, 0.0)
+        lines.append(f"The PRM separates steps better than the ORM (step AUROC gap prm − orm > 0): {m:.3f}, 95 % CI "
+                     f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
+    secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
+    lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
+                 f"(sampling, labels and fitting; the kinds of a seed share one draw of samples, whose time the first "
+                 f"kind carries; wall time of the run that made the results): "
+                 f"**{'holds' if max(secs) <= time_budget else 'does not hold'}**.")
+    n_out = results[0]["kinds"][kinds[0]]["n_outputs"]
+    seeds = ", ".join(str(r["seed"]) for r in results)
+    return f"""## Verifiers: learned ORM and PRMs against the oracle
+
+> **Question.** A verifier learned from the thinker's own samples scores each chain step. How well do its
+> scores separate right steps from wrong ones, and are they calibrated?
+
+![verifier quality](verifier_quality.png)
+
+{md_table(header, rows)}
+
+{chr(10).join(l + chr(10) for l in lines)}
+The {results[0]['thinker']} thinker's samples (temperature 1, formats forced S / T / A) of held-out problems
+({n_out} outputs per seed, problems from a quarter of problem space no verifier trains on); seeds {seeds};
+mean ± std over seeds. Step AUROC: all steps (chain sums and the answer) scored against the rule's step labels
+(0.5 = chance); outcome AUROC: the aggregated score against the final answer being right. ECE over 10 equal-width
+bins. The ORM learns from the outcome only, the PRM from the rule's step labels, prm-mc from rollout shares.
+
+*Papers:* ORM (Cobbe et al. 2021, arXiv 2110.14168); PRM (Lightman et al. 2023, arXiv 2305.20050);
+Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
+*Explore:* `VerifierConfig(rollouts=..., steps=..., init="scratch")`, `verifier_quality(v, thinker)`.
+"""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The experiment.
+
+def claims(rs: list[dict]) -> list[dict]:
+    return search_claims([r["search"] for r in rs])
+
+
+def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
+    q = [r["verifiers"] for r in rs]
+    md = verifiers_page(q, out)        # writes out/verifier_quality.png, linked from report.md beside it
+    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k]['step_auroc'] for x in q])}" for k in q[0]["kinds"])
+    return md, head
+
+
+def render_search(rs: list[dict], out: str) -> tuple[str, str]:
+    res = [r["search"] for r in rs]
+    fs = search_claims(res)    # computed once for the page and the line
+    md = search_page(res, out, fs)
+    return md, headline(res, fs)
+
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    return [render_search(rs, out), render_verifiers(rs, out)]
+
+
+register(Experiment("search", Config, run, claims, render, depends=on_erring(VerifierConfig),
                     keys=("verifiers", "search"), run_cost=52, render_cost=6.1, takes_checkpoint=False,
                     quick=Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick")))

@@ -39,14 +39,14 @@ from ..core.pool import pool_of, sample_pool
 from ..core.problems import TEST_SEED, problems_per_k
 from ..core.sampling import generate, generate_n
 from ..core.task import parse, prompt_ids
-from ..io.report import band, plt, save
+from ..io.report import band, md_table, plt, save
 from ..methods.readers import Readers
-from ..methods.search import Scorer, SearchConfig, best_of_n, chunked
+from ..methods.search import Scorer, best_of_n, chunked
 from ..methods.tts import majority
 from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
 from ..stats import findings
 from ..stats.summary import pm
-from ..train.sft import ERR_CFG, misread
+from ..train.sft import ERR_CFG, calibrate_misread, misread
 from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
@@ -85,6 +85,9 @@ class Config:
     def validate(self) -> None:
         if self.samples < SEARCH_NS[0]:
             raise ValueError(f"samples must be >= {SEARCH_NS[0]}: best-of-N is read beside the smallest search")
+        for name in ("calib_draws", "verifier_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 def reader(base: GPT, sigma: float, draw: int) -> GPT:
@@ -94,17 +97,8 @@ def reader(base: GPT, sigma: float, draw: int) -> GPT:
 
 def calibrate(base: GPT, seed: int, draws: int) -> float:
     """The noise scale at which greedy forced S at k = 8 is right on ERR_CFG's share of its probe, on average over
-    `draws` draws (bisection, as the erring thinker's calibration)."""
-    m = ERR_CFG["misread"]
-    probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]])
-    lo, hi = 0.0, 1.0
-    for _ in range(m["iters"]):
-        mid = (lo + hi) / 2
-        acc = np.mean([evaluate(reader(base, mid, DRAW0 * (seed + 1) + CALIB_DRAW + j), probe,
-                                force=[m["format"]])["acc"]
-                       for j in range(draws)])
-        lo, hi = (mid, hi) if acc >= m["acc"] else (lo, mid)
-    return lo
+    `draws` draws (the erring thinker's calibration, train.sft.calibrate_misread, over these draws' directions)."""
+    return calibrate_misread(base, ERR_CFG["misread"], [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)])
 
 
 def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=None) -> dict[str, Verifier]:
@@ -146,14 +140,14 @@ def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed:
     """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
     each N in SEARCH_NS up to n_max, forced S at temperature 1: {"beam": {N: acc}, "dvts": {N: acc}}."""
     device = next((model.model if isinstance(model, Readers) else model).parameters()).device
-    sc = SearchConfig(force="S", temperature=1.0, agg=AGG["prm"], width=WIDTH)
     truth = [sum(d) % 10 for d in probs]
     out = {}
     for name in ("beam", "dvts"):
         out[name] = {}
         for N in (n for n in SEARCH_NS if n <= n_max):
             gen = torch.Generator(device=device).manual_seed(seed * 1000 + N + 100 * (name == "dvts"))
-            picks = chunked(name, model, scorer, probs, N, sc, gen)["pick"]
+            picks = chunked(name, model, scorer, probs, N, WIDTH, gen, force="S", temperature=1.0,
+                            agg=AGG["prm"])["pick"]
             out[name][N] = float(np.mean([parse(o)["answer"] == t for o, t in zip(picks, truth)]))
     return out
 
@@ -309,16 +303,13 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fs = claims(rs)
     top = max(rs[0]["fixed"]["majority"])
     small, large = searched_ns(rs)
-    rows = [f"| thinker | greedy | majority@{top} | gain | best-of-{top}, ORM | best-of-{top}, PRM | best-of-{small}, "
-            f"PRM | beam@{small} | beam@{large} | DVTS@{large} |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample")):
-        rows.append(f"| {label} | {pm([r[arm]['greedy'] for r in rs])} | "
-                    f"{pm([r[arm]['majority'][top] for r in rs])} | {pm([gain(r, arm) for r in rs])} | "
-                    f"{pm([r[arm]['bon']['orm'][top] for r in rs])} | {pm([r[arm]['bon']['prm'][top] for r in rs])} | "
-                    f"{pm([r[arm]['bon']['prm'][small] for r in rs])} | "
-                    + " | ".join(pm([r[arm]["search"][m][N] for r in rs]) for m, N in (("beam", small),
-                                                                                      ("beam", large),
-                                                                                      ("dvts", large))) + " |")
+    header = ["thinker", "greedy", f"majority@{top}", "gain", f"best-of-{top}, ORM", f"best-of-{top}, PRM",
+              f"best-of-{small}, PRM", f"beam@{small}", f"beam@{large}", f"DVTS@{large}"]
+    rows = [[label, pm([r[arm]["greedy"] for r in rs]), pm([r[arm]["majority"][top] for r in rs]),
+             pm([gain(r, arm) for r in rs]), pm([r[arm]["bon"]["orm"][top] for r in rs]),
+             pm([r[arm]["bon"]["prm"][top] for r in rs]), pm([r[arm]["bon"]["prm"][small] for r in rs]),
+             *(pm([r[arm]["search"][m][N] for r in rs]) for m, N in (("beam", small), ("beam", large), ("dvts", large)))]
+            for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample"))]
     head = (f"majority@{top} - greedy: fixed errors {pm([gain(r, 'fixed') for r in rs])}, per-sample errors "
             f"{pm([gain(r, 'per_sample') for r in rs])}; best-of-{top} PRM - ORM: fixed "
             f"{pm([margin(r, 'fixed', 'prm', 'orm') for r in rs])}, per-sample "
@@ -333,7 +324,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![best-of-N with verifiers and majority voting](voting/best_of_n.png)
 
-{chr(10).join(rows)}
+{md_table(header, rows)}
 
 Forced S chains on the test problems; the per-sample thinker's noise scale is
 calibrated to the erring thinker's accuracy (σ = {pm([r['per_sample']['sigma'] for r in rs], '{:.3f}')}); mean ±

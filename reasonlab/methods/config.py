@@ -3,10 +3,10 @@ torch."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
-from ..core.config import NS, STEPS_MAX, check_choices, check_numbers
+from ..core.config import STEPS_MAX, check_choices, check_numbers
 
 
 @dataclass
@@ -122,79 +122,3 @@ class VerifierConfig:
             raise ValueError("invalid verifier config: lr > 0, temperature > 0, mc_share in (0, 1]")
 
 
-@dataclass
-class VerifierExpConfig:
-    kinds: tuple[str, ...] = KINDS
-    """verifiers to train and measure"""
-    thinker: Literal["erring", "base"] = "erring"
-    """whose samples the verifiers learn from and are tested on"""
-    n_test_per_k: int = 100
-    """held-out problems per k for the quality check (the held-out quarter of problem space)"""
-    verifier: VerifierConfig = field(default_factory=VerifierConfig)
-    """training settings shared by the kinds (its `kind` field is overridden per kind)"""
-    out: str = "runs/verifier"
-    """where run() writes seed<s>.json and render() its plots"""
-    cache: str | None = None
-    """model cache (None: $REASONLAB_CACHE or ~/.cache/reasonlab)"""
-
-
-SEARCH_METHODS = ("bon", "weighted", "beam", "beam_dedup", "dvts")
-
-
-@dataclass
-class SearchConfig:
-    thinker: Literal["erring", "base", "quick"] = "erring"
-    """the generator: the erring thinker (train.get_erring_model), the standard base model (the contrast), or the
-    lab's quick base model (train.QUICK_CFG: its S chains err; for tests and quick runs)"""
-    force: Literal["S", "T"] = "S"
-    """the chain format every method writes (forced as the first token)"""
-    n_val: int = 50
-    """validation problems per k (strategy selection)"""
-    n_test: int = 100
-    """test problems per k (every reported number); disjoint from validation and from every verifier's training"""
-    n_max: int = 64
-    """largest N; N runs over 1, 2, 4, ... up to it"""
-    width: int = 4
-    """M, the beam width (expansions per beam per step) of beam search and DVTS (min(M, N) where N < M)"""
-    temperature: float = 1.0
-    """sampling temperature of every method"""
-    agg: Literal["last", "min", "prod"] = "min"
-    """how an output's step scores become one score, in every method (search-and-learn's agg_strategy; its default
-    is "last": "min" makes the oracle's score the process check, task.check_chain)"""
-    verifiers: tuple[str, ...] = ("orm", "prm", "prm-mc")
-    """learned verifiers (verifier.KINDS); the oracle always runs too"""
-    search_verifiers: tuple[str, ...] = ("prm", "oracle")
-    """verifiers that guide beam search and DVTS (each costs a search per N)"""
-    methods: tuple[str, ...] = SEARCH_METHODS
-    """search methods to run (bon, weighted, beam, dvts); greedy and majority always run"""
-    quick_verifiers: bool = False
-    """train the verifiers small (tests and quick runs: the numbers mean little)"""
-
-    def validate(self) -> None:
-        if self.thinker not in ("erring", "base", "quick"):
-            raise ValueError(f"invalid thinker {self.thinker!r}: use erring, base or quick")
-        if self.force not in ("S", "T"):
-            raise ValueError(f"invalid search format {self.force!r}: use S or T (a chain to search over)")
-        if self.n_max not in NS:
-            raise ValueError(f"invalid n_max {self.n_max}: use one of {', '.join(map(str, NS))}")
-        if self.width < 1 or self.width & (self.width - 1):
-            raise ValueError(f"invalid width {self.width}: a power of two >= 1")
-        if self.n_val < 1 or self.n_test < 1:
-            raise ValueError("n_val and n_test must be >= 1")
-        if self.temperature <= 0:
-            raise ValueError("temperature must be > 0 (search samples)")
-        if self.agg not in ("last", "min", "prod"):
-            raise ValueError(f"invalid aggregation {self.agg!r}: use last, min or prod")
-        for v in self.verifiers:
-            if v not in KINDS:
-                raise ValueError(f"unknown verifier {v!r}: use {', '.join(KINDS)}")
-        for v in self.search_verifiers:
-            if v not in (*self.verifiers, "oracle"):
-                raise ValueError(f"search verifier {v!r} must be oracle or one of --verifiers")
-        for m in self.methods:
-            if m not in SEARCH_METHODS:
-                raise ValueError(f"unknown search method {m!r}: use {', '.join(SEARCH_METHODS)}")
-
-    @property
-    def Ns(self) -> tuple[int, ...]:
-        return tuple(n for n in NS if n <= self.n_max)

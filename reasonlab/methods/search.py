@@ -1,6 +1,6 @@
-"""Search with verifiers: best-of-N, weighted majority, step-level beam search and DVTS, with compute accounting.
+"""Search with verifiers: best-of-N, weighted majority, step-level beam search and DVTS, with their token counts.
 
-Methods (every one with a learned verifier and with the rule's oracle, `verifier.OracleVerifier`), as Hugging Face
+Methods (each with any verifier: a learned one, or the rule's oracle, `verifier.OracleVerifier`), as Hugging Face
 search-and-learn (`src/sal/`) defines them:
 - best-of-N (Cobbe et al. 2021, arXiv 2110.14168): N i.i.d. samples, the one the verifier scores highest (the
   first of a tie);
@@ -10,30 +10,24 @@ search-and-learn (`src/sal/`) defines them:
   `beam_dedup` is the same with its `filter_duplicates` on;
 - DVTS (`search/diverse_verifier_tree_search.py`): see `dvts`.
 A step is one chain digit, or the answer marker "A" with the answer and "</s>". Every method scores an output by
-its step scores aggregated with one `agg` (search-and-learn's agg_strategy). Baselines: greedy decoding and plain
-majority (tts.majority). Best-of-N, weighted and majority are read from one pool of n_max samples per problem,
-subsampled to N = 1, 2, 4, ... (the first N; search-and-learn's score.py draws its curves so); beam search and DVTS
-are re-run for every N. tests/methods/test_search.py replays both searches against a re-implementation of the reference.
+its step scores aggregated with one `agg` (search-and-learn's agg_strategy). Best-of-N and weighted majority read
+the first N samples of a pool (search-and-learn's score.py draws its curves so); beam search and DVTS run afresh
+for each N (`chunked`). tests/methods/test_search.py replays both searches against a re-implementation of the
+reference.
 
-Compute, per problem (stated once, used everywhere):
-- generated tokens: every token the generator samples, the forced format token included (as tts.tokens counts);
-  best-of-N: the N samples' lengths; beam search and DVTS: every candidate's new step, pruned ones too.
+Tokens a search counts, per problem:
+- generated tokens: every token the generator samples, every candidate's new step (pruned ones too) and the forced
+  format token (as tts.tokens counts it).
 - verifier tokens: each scored sequence read from its start, prompt included (PROMPT_LEN + output length), as
   search-and-learn calls its PRM on the full text. Beam search and DVTS score every candidate at every round, so
-  they read more verifier tokens than best-of-N at the same N. Majority and greedy read none. The oracle is charged
-  what a learned verifier would read. `ver_inc`: what a causal verifier that keeps its cache reads (the prompt once
-  per problem, then each candidate's new tokens): a sensitivity row.
-- FLOPs = 2 * P_gen * (PROMPT_LEN + generated tokens) + 2 * P_ver * verifier tokens (Kaplan et al. 2020's forward
-  cost, 2 FLOPs per parameter per token; attention's share is negligible at length 24; the generator reads its
-  prompt once per problem). The oracle's FLOPs use P_ver = a learned verifier's size (the thinker's).
-Memoisation (a verifier's step scores cached per (problem, prefix)) saves time, not counted tokens.
+  they read more verifier tokens than best-of-N at the same N. The oracle is charged what a learned verifier would
+  read. `ver_inc`: what a causal verifier that keeps its cache reads (the prompt once per problem, then each
+  candidate's new tokens).
+Memoisation (a verifier's step scores cached per (problem, prefix), `Scorer`) saves time, not counted tokens.
 """
 from __future__ import annotations
 
 import functools
-import os
-import time
-from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -41,16 +35,11 @@ import torch
 from ..core import fast
 from ..core.fast import KVCache
 from ..core.model import GPT
-from ..core.pool import Pool, sample_pool
-from ..core.problems import problems_per_k
+from ..core.pool import Pool
 from ..core.sampling import EOS, last_logits, pick
-from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, parse, prompt_ids
-from ..io.checkpoint import write_json
-from ..train.zoo import thinker_model
-from . import tts
-from .config import NS, SearchConfig  # noqa: F401  (this method's public names)
+from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
 from .readers import Readers
-from .verifier import OracleVerifier, VerifierConfig, aggregate, train_verifier
+from .verifier import aggregate
 from .verifier import steps as read_steps
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -59,7 +48,7 @@ from .verifier import steps as read_steps
 class Scorer:
     """A verifier's step scores, memoised per (problem, output): beam search at N = 64 re-scores the prefixes it
     scored at N = 32, and best-of-N's pool holds most of them. Keys are (digits, output) tuples; callers that hold
-    tuples already (tree_search) spare the copies, which were most of a search's Python time."""
+    tuples already (the searches) spare the copies, which were most of a search's Python time."""
 
     def __init__(self, verifier):
         self.v, self.memo = verifier, {}
@@ -354,197 +343,15 @@ def weighted(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
     return (first == truth).astype(float)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The experiment.
-
-
-def verifier_config(config: SearchConfig):
-    """The verifiers' training settings: verifier.VerifierConfig's defaults, or tiny ones (quick runs, tests)."""
-    return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if config.quick_verifiers else VerifierConfig()
-
-
-def _bits(x) -> str:
-    return "".join("1" if v else "0" for v in np.asarray(x).astype(bool))
-
-
-def _ints(x) -> str:
-    """Token counts (integers) as one comma-separated string: the JSON stays small with indent=1."""
-    return ",".join(str(int(round(v))) for v in np.asarray(x, float))
-
-
-def unints(s) -> np.ndarray:
-    return np.asarray(s, float) if isinstance(s, list) else np.array(s.split(","), float) if s else np.zeros(0)
-
-
-def unbits(s: str) -> np.ndarray:
-    return np.frombuffer(s.encode(), dtype=np.uint8) - ord("0")
-
-
-def run(config: SearchConfig, seed: int, out: str | None = None, cache: str | None = None, device: str = "cpu",
-        log=print) -> dict:
-    """Every method x verifier x N on the validation and test problems of one seed. Writes <out>/seed<seed>.json
-    when out is given. Per strategy and split: per-problem correctness (a 0/1 string) and token counts, so findings
-    can bootstrap over problems and seeds."""
-    config.validate()
-    t_all = time.perf_counter()
-    timing = {}
-    model = thinker_model(config.thinker, seed, cache, device, log)
-    t = time.perf_counter()
-    vcfg = verifier_config(config)
-    verifiers = {"oracle": OracleVerifier()}
-    for kind in config.verifiers:
-        verifiers[kind] = train_verifier(kind, model, seed=seed, config=vcfg, cache=cache, log=log)
-    timing["verifiers"] = round(time.perf_counter() - t, 1)
-    n_params = sum(p.numel() for p in model.parameters())
-    scorers = {k: Scorer(v) for k, v in verifiers.items()}
-    problems = {part: problems_per_k(n, f"search-{seed}", split=part) for part, n in (("val", config.n_val), ("test", config.n_test))}
-    res = {"config": asdict(config), "seed": seed, "n_params": n_params,
-           "ver_params": {k: (v.flops_per_token / 2 or n_params + model.cfg.d_model + 1) for k, v in verifiers.items()},
-           "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
-
-    def put(name, split, N, correct, gen, ver, ver_inc=None):
-        ver_inc = ver if ver_inc is None else ver_inc
-        res["strategies"].setdefault(name, {}).setdefault(split, {})[N] = {
-            "correct": _bits(correct), "gen": _ints(gen), "ver": _ints(ver), "ver_inc": _ints(ver_inc)}
-
-    for split, probs in problems.items():
-        t = time.perf_counter()
-        gp = sample_pool(model, probs, 1, [config.force], temperature=0.0, seed=seed)
-        put("greedy", split, 1, gp.correct[:, 0], gp.length[:, 0], np.zeros(len(probs)))
-        pool = sample_pool(model, probs, config.n_max, [config.force], config.temperature,
-                           seed=seed + 1000 * (split == "test"), keep_outputs=True)
-        timing[f"sample_{split}"] = round(time.perf_counter() - t, 1)
-        t = time.perf_counter()
-        flat_d, flat_o = pool.flat()
-        scores = {k: sc.values(flat_d, flat_o, config.agg).reshape(len(probs), config.n_max)
-                  for k, sc in scorers.items()}
-        for sc in scorers.values():
-            sc.add_prefixes(flat_d, flat_o)
-        timing[f"score_{split}"] = round(time.perf_counter() - t, 1)
-        vt = PROMPT_LEN + pool.length                                   # verifier tokens per sample
-        for N in config.Ns:
-            gen = pool.length[:, :N].sum(1)
-            put("majority", split, N, tts.majority(pool, N), gen, np.zeros(len(probs)))
-            for k in scorers:
-                if "bon" in config.methods:
-                    put(f"bon/{k}", split, N, best_of_n(pool, scores[k], N), gen, vt[:, :N].sum(1))
-                if "weighted" in config.methods:
-                    put(f"weighted/{k}", split, N, weighted(pool, scores[k], N), gen, vt[:, :N].sum(1))
-        t = time.perf_counter()
-        truth = np.array([sum(d) % 10 for d in probs])
-        for m in ("beam", "beam_dedup", "dvts"):
-            if m not in config.methods:
-                continue
-            for k in config.search_verifiers:
-                for N in config.Ns:
-                    gen_ = torch.Generator(device=next(model.parameters()).device).manual_seed(
-                        seed * 1000 + N + 100 * (m == "dvts") + 50 * (split == "test"))
-                    r = chunked(m, model, scorers[k], probs, N, config, gen_)
-                    ans = np.array([-1 if (a := parse(o)["answer"]) is None else a for o in r["pick"]])
-                    put(f"{m}/{k}", split, N, ans == truth, r["gen_tokens"], r["ver_tokens"], r["ver_tokens_inc"])
-        timing[f"search_{split}"] = round(time.perf_counter() - t, 1)
-    timing["verifier_sequences_read"] = {k: s.calls for k, s in scorers.items()}
-    timing["total"] = round(time.perf_counter() - t_all, 1)
-    if log:
-        log(f"  search grid, seed {seed}: {timing['total']:.0f}s ({timing})")
-    if out:
-        write_json(os.path.join(out, f"seed{seed}.json"), res)
-    return res
-
-
-def chunked(method: str, model, scorer, probs, N, config: SearchConfig, gen, rows: int = 4096) -> dict:
-    """Run a search over problems in chunks of about `rows` candidates (the KV cache holds a row per prefix)."""
+def chunked(method: str, model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int, M: int,
+            gen: torch.Generator | None, force: str = "S", temperature: float = 1.0, agg: str = "last",
+            rows: int = 4096) -> dict:
+    """Beam search ("beam"; "beam_dedup" with filter_duplicates) or DVTS ("dvts") over the problems in chunks of
+    about `rows` candidates (the KV cache holds a row per prefix). Returns {"pick": [answer output per problem],
+    "gen_tokens", "ver_tokens", "ver_tokens_inc": (P,) each}."""
     step = max(1, rows // N)
-    kw = dict(force=config.force, gen=gen, temperature=config.temperature, agg=config.agg)
+    kw = dict(force=force, gen=gen, temperature=temperature, agg=agg)
     f = dvts if method == "dvts" else functools.partial(beam_search, filter_duplicates=method == "beam_dedup")
-    parts = [f(model, scorer, probs[s:s + step], N, config.width, **kw) for s in range(0, len(probs), step)]
+    parts = [f(model, scorer, problems[s:s + step], N, M, **kw) for s in range(0, len(problems), step)]
     return {"pick": [p for r in parts for p in r["pick"]],
             **{k: np.concatenate([r[k] for r in parts]) for k in ("gen_tokens", "ver_tokens", "ver_tokens_inc")}}
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Reading results: accuracy and compute per strategy, bootstrap over problems and seeds, findings.
-
-def cell(res: dict, name: str, N, split: str = "test") -> dict | None:
-    d = res["strategies"].get(name, {}).get(split, {})
-    return d.get(int(N), d.get(str(N)))      # int keys once read back by report.load_json, str when fresh
-
-
-def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = None):
-    """(correct (P,), generated tokens (P,), verifier tokens (P,), FLOPs (P,)) of one strategy, k = one k or all."""
-    c = cell(res, name, N, split)
-    ks = np.array(res["k"][split])
-    m = np.ones(len(ks), bool) if k is None else ks == k
-    gen, ver = unints(c["gen"])[m], unints(c["ver"])[m]
-    vk = name.split("/")[1] if "/" in name else None
-    flops = 2 * res["n_params"] * (PROMPT_LEN + gen) + (2 * res["ver_params"][vk] * ver if vk else 0.0)
-    return unbits(c["correct"])[m].astype(float), gen, ver, flops
-
-
-def strategies(res: dict) -> list[tuple[str, int]]:
-    return [(name, int(N)) for name, d in res["strategies"].items() for N in d["test"]]
-
-
-def compute_optimal(res: dict, targets=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), oracle: bool = False) -> list[dict]:
-    """Snell et al.'s compute-optimal strategy per k against the best single strategy, at matched accuracy.
-
-    Candidates: every method x learned verifier x N, greedy and majority included (the oracle's strategies only with
-    oracle=True: no deployed system has the rule); cost = generated + verifier tokens. A per-k choice maximises
-    accuracy - lambda * cost at each k (a Lagrangian sweep over lambda traces the per-k frontier). Choosing one of
-    ~60 candidates per k on a few validation problems overfits, so each lambda's accuracy is cross-fitted: chosen on
-    one half of the validation problems, scored on the other, both ways. For each target overall accuracy: the
-    cheapest lambda whose cross-fitted accuracy reaches it (its choice then made on all validation problems), and
-    the cheapest single strategy whose validation accuracy reaches it; both are read on the test problems, where
-    the report puts their accuracies beside the token ratio. Overall accuracy and cost are means over k."""
-    ks = sorted(set(res["k"]["test"]))
-    pts = []
-    for name, N in strategies(res):
-        if cell(res, name, N, "val") is None or (name.endswith("/oracle") and not oracle):
-            continue
-        row = {"name": name, "N": N}
-        for split in ("val", "test"):
-            row[split] = {k: per_problem(res, name, N, split, k) for k in ks}
-        pts.append(row)
-
-    def table(split, rows=None):                # (acc, cost) per k: arrays over the candidates
-        out = {}
-        for k in ks:
-            r = slice(None) if rows is None else rows[k]
-            out[k] = (np.array([p[split][k][0][r].mean() for p in pts]),
-                      np.array([(p[split][k][1] + p[split][k][2])[r].mean() for p in pts]))
-        return out
-
-    n_val = {k: len(pts[0]["val"][k][0]) for k in ks}
-    halves = [{k: np.arange(n_val[k]) % 2 == h for k in ks} for h in (0, 1)]
-    val, test, half = table("val"), table("test"), [table("val", h) for h in halves]
-
-    def choose(lam, tab) -> dict[int, int]:     # per k, the candidate maximising acc - lam * cost (ties: cheaper)
-        return {k: int(np.lexsort((tab[k][1], -(tab[k][0] - lam * tab[k][1])))[0]) for k in ks}
-
-    def overall(choice, tab):
-        return float(np.mean([tab[k][0][choice[k]] for k in ks])), float(np.mean([tab[k][1][choice[k]] for k in ks]))
-
-    sweep = []
-    for lam in [0.0, *np.logspace(-6, 0, 61)]:
-        cross = [overall(choose(lam, half[h]), half[1 - h]) for h in (0, 1)]
-        sweep.append((lam, float(np.mean([a for a, _ in cross])), float(np.mean([c for _, c in cross]))))
-    single = [overall({k: i for k in ks}, val) for i in range(len(pts))]
-    out = []
-    for t in targets:
-        ad = [s for s in sweep if s[1] >= t]
-        fixed = [i for i, (a, _) in enumerate(single) if a >= t]
-        if not ad or not fixed:
-            out.append({"target": t, "reachable": False})
-            continue
-        chosen = choose(min(ad, key=lambda s: s[2])[0], val)
-        best = min(fixed, key=lambda i: single[i][1])
-        (a_test, c_test), (f_test, fc_test) = overall(chosen, test), overall({k: best for k in ks}, test)
-        name = lambda i: f"{pts[i]['name']}@{pts[i]['N']}"      # noqa: E731
-        out.append({"target": t, "reachable": True, "chosen": {k: name(i) for k, i in chosen.items()},
-                    "fixed": name(best), "test_acc": a_test, "test_cost": c_test, "fixed_test_acc": f_test,
-                    "fixed_test_cost": fc_test})
-    return out
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The report: plots, tables, findings.

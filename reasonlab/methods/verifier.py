@@ -10,21 +10,15 @@ Interface (what search.py programs against):
     v.score_steps(digits_list, outputs) -> list[list[float]]
         one score in [0, 1] per step written (len == len(steps(output))), for each (prompt digits, output ids);
         a learned verifier reads each sequence once (batched) and returns the sigmoid of its logit for each step
-        token (`position_logits`).
-    v.score(digits_list, outputs, agg="last"|"min"|"prod") -> np.ndarray (B,)
-        the step scores aggregated (search-and-learn's utils/score.py `aggregate_scores`; Lightman et al. 2023
-        use prod, Snell et al. 2024 and the HF blog use last); an output without steps scores 0.0.
-    v.tokens(digits_list, outputs) -> int
-        the verifier tokens a scoring call reads: sum over rows of min(PROMPT_LEN + len(output), MAX_LEN) (prompt
-        and output, each row read once from its start, no KV cache kept between calls). The same count for every verifier,
-        the oracle included (what a learned verifier would read), so budgets compare across verifiers.
+        token (`position_logits`). `aggregate` makes them one score per output (search-and-learn's utils/score.py
+        `aggregate_scores`; Lightman et al. 2023 use prod, Snell et al. 2024 and the HF blog use last).
     v.flops_per_token -> float
         2 * parameters for a learned verifier (Kaplan et al. 2020's forward cost), 0 for the oracle.
     v.kind -> "oracle" | "orm" | "prm" | "prm-mc"
 
 OracleVerifier: the rule (task.check_chain's arithmetic): a step scores 1.0 when it equals the true running sum at
-its place (the answer step: the true answer), else 0.0. With agg="min" an output scores 1.0 exactly when every step
-it wrote is right.
+its place (the answer step: the true answer), else 0.0. Aggregated with "min", an output scores 1.0 exactly when
+every step it wrote is right.
 
 Labels (what the learned verifiers train on, per step):
 - "orm" (Cobbe et al. 2021, arXiv 2110.14168): every step gets the outcome, the final answer right or not;
@@ -53,10 +47,10 @@ from ..core.pool import sample_pool
 from ..core.problems import problems_per_k
 from ..core.sampling import generate_n
 from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps, prompt_ids
-from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash, write_json
+from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash
 from ..io.files import cache_dir, check_name
-from ..train.zoo import base_model, thinker_model
-from .config import KINDS, Agg, VerifierConfig, VerifierExpConfig  # noqa: F401  (this method's public names)
+from ..train.zoo import base_model
+from .config import KINDS, Agg, VerifierConfig  # noqa: F401  (this method's public names)
 
 _A, _S, _T, EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
 
@@ -119,12 +113,6 @@ def aggregate(step_scores: list[list[float]], agg: Agg = "last") -> np.ndarray:
     return np.array([float(f(s)) if len(s) else 0.0 for s in step_scores], dtype=np.float64)
 
 
-def verifier_tokens(digits_list: list[list[int]], outputs: list[list[int]]) -> int:
-    """Tokens a verifier reads to score these outputs: each row's prompt and output, once (cut at MAX_LEN, the
-    longest sequence the GPT reads)."""
-    return sum(min(PROMPT_LEN + len(o), MAX_LEN) for o in outputs)
-
-
 class OracleVerifier:
     """The rule as a verifier: 1.0 for a right step, 0.0 for a wrong one (the upper bound of any learned one)."""
 
@@ -133,12 +121,6 @@ class OracleVerifier:
 
     def score_steps(self, digits_list: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
         return [oracle_labels(d, o) for d, o in zip(digits_list, outputs)]
-
-    def score(self, digits_list: list[list[int]], outputs: list[list[int]], agg: Agg = "last") -> np.ndarray:
-        return aggregate(self.score_steps(digits_list, outputs), agg)
-
-    def tokens(self, digits_list: list[list[int]], outputs: list[list[int]]) -> int:
-        return verifier_tokens(digits_list, outputs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -213,12 +195,6 @@ class Verifier:
 
     def score_steps(self, digits_list, outputs) -> list[list[float]]:
         return [(1 / (1 + np.exp(-z))).tolist() for z in self.step_logits(digits_list, outputs)]
-
-    def score(self, digits_list, outputs, agg: Agg = "last") -> np.ndarray:
-        return aggregate(self.score_steps(digits_list, outputs), agg)
-
-    def tokens(self, digits_list, outputs) -> int:
-        return verifier_tokens(digits_list, outputs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -472,26 +448,4 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
            "step_auroc_by_k": {int(k): auroc(np.array([x for r, kk in zip(sc, ks) if kk == k for x in r]),
                                              np.array([x for r, kk in zip(lab, ks) if kk == k for x in r]))
                                for k in sorted(set(ks.tolist()))}}
-    return res
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The experiment: train each kind on the erring thinker, measure it against the oracle (run), tabulate (render).
-
-
-def run(config: VerifierExpConfig, seed: int, log=print) -> dict:
-    """Train every kind in config.kinds on the thinker's samples and measure it on held-out problems; writes
-    <out>/seed<seed>.json and returns the same dict."""
-    thinker = thinker_model(config.thinker, seed, config.cache, log=log)
-    res = {"seed": seed, "thinker": config.thinker, "config": asdict(config), "kinds": {}}
-    for kind in config.kinds:
-        t0 = time.perf_counter()
-        v = train_verifier(kind, thinker, seed, config.verifier, cache=config.cache, log=log)
-        q = verifier_quality(v, thinker, seed, config.n_test_per_k, config.verifier)
-        res["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in ("seconds", "n_outputs", "n_steps",
-                                                                   "positive_share", "loss_first", "loss_last")},
-                              "wall_s": round(time.perf_counter() - t0, 2)}
-        if log:
-            log(f"  {kind}: step AUROC {q['step_auroc']:.3f}, ECE {q['step_ece']:.3f}")
-    write_json(os.path.join(config.out, f"seed{seed}.json"), res)
     return res

@@ -415,17 +415,22 @@ def misread(model: GPT, sigma: float, seed: int) -> GPT:
     return model
 
 
-def calibrate_misread(model: GPT, m: dict, seed: int) -> float:
-    """The sigma (in [0, 1]) at which misread(model) is right on m["acc"] of the probe: bisection, keeping the
-    larger sigma whose accuracy is still >= acc. Leaves `model` as it was."""
+def calibrate_misread(model: GPT, m: dict, seed: int | list[int]) -> float:
+    """The sigma (in [0, 1]) at which misread(model, sigma, seed) is right on m["acc"] of the probe, on average over
+    the directions when `seed` is several (the per-sample thinker's draws): bisection, keeping the larger sigma whose
+    accuracy is still >= acc. Leaves `model` as it was."""
     probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]])
     clean = model.tok.weight.data.clone()
+    seeds = [seed] if isinstance(seed, int) else list(seed)
 
     def acc_at(sigma: float) -> float:
-        try:
-            return evaluate(misread(model, sigma, seed), probe, force=[m["format"]])["acc"]
-        finally:
-            model.tok.weight.data.copy_(clean)
+        accs = []
+        for s in seeds:
+            try:
+                accs.append(evaluate(misread(model, sigma, s), probe, force=[m["format"]])["acc"])
+            finally:
+                model.tok.weight.data.copy_(clean)
+        return np.mean(accs)
     if acc_at(1.0) >= m["acc"]:
         raise ValueError(f"misread: even sigma = 1 leaves forced {m['format']} at k = {m['k']} right on "
                          f">= {m['acc']} of the probe; the noise cannot reach the target")

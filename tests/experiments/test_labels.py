@@ -1,6 +1,7 @@
 """The process-labels lesson: its rates and claims on hand-made results (hold, fail, untestable)."""
 import pytest
 
+from reasonlab import experiments as X
 from reasonlab.experiments import labels
 from reasonlab.stats import findings
 
@@ -61,3 +62,10 @@ def test_the_result_check_asks_for_the_prms():
     labels.check(result(RISE, TP))
     with pytest.raises(ValueError, match="each PRM"):
         labels.check({"cells": {}, "steps": 0})
+
+
+@pytest.mark.parametrize("bad", [dict(best_of=0), dict(prm_n=0), dict(n=0)])
+def test_config_rejects_what_cannot_run(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        X.get("labels").validate(labels.Config(**bad))
+    X.get("labels").validate(labels.Config())

@@ -5,6 +5,7 @@ import copy
 import pytest
 import torch
 
+from reasonlab import experiments as X
 from reasonlab.core.model import GPT
 from reasonlab.core.pool import pool_of
 from reasonlab.core.task import DIGIT0, ID, prompt_ids
@@ -154,3 +155,11 @@ def test_room_is_the_mean_of_each_seeds_bound():
     """One seed already right at greedy leaves the others' gains testable: the mean gain can still pass."""
     rs = [result(0.0, 0.3 + 0.01 * s) for s in range(4)] + [result(0.0, 0.0, greedy=1.0)]
     assert voting.claims(rs)[0]["verdict"] != findings.UNTESTABLE
+
+
+@pytest.mark.parametrize("bad, word", [(dict(samples=2), "samples"), (dict(calib_draws=0), "calib_draws"),
+                                       (dict(verifier_steps=0), "verifier_steps"), (dict(n=0), "n")])
+def test_config_rejects_what_cannot_run(bad, word):
+    with pytest.raises(ValueError, match=word):
+        X.get("voting").validate(voting.Config(**bad))
+    X.get("voting").validate(voting.Config())

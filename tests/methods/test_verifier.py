@@ -1,12 +1,15 @@
-"""Verifiers: step reading, labels, aggregation, AUROC / calibration, token accounting, and (slow) learning."""
+"""Verifiers: step reading, labels, aggregation, AUROC / calibration, what the network reads, and (slow) learning."""
+import copy
+import importlib
+
 import numpy as np
 import pytest
 import torch
 
-from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, prompt_ids
-from reasonlab.experiments import verifiers
+from reasonlab.core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
 from reasonlab.methods import verifier as V
-from reasonlab.train.sft import build_model
+from reasonlab.train.sft import ERR_CFG, build_model, calibrate_misread, misread, pretrain
+from reasonlab.train.zoo import get_erring_model
 
 
 def w(s: str) -> list[int]:
@@ -42,8 +45,8 @@ def test_oracle_labels_mark_each_step_by_the_rule():
 def test_oracle_verifier_min_is_the_process_check():
     o = V.OracleVerifier()
     outs = [w("S 8 9 6 A 6 </s>"), w("S 8 1 6 A 6 </s>"), w("A 6 </s>"), w("</s>")]
-    assert o.score([D] * 4, outs, "min").tolist() == [1, 0, 1, 0]
-    assert o.score([D] * 4, outs, "last").tolist() == [1, 1, 1, 0]
+    assert V.aggregate(o.score_steps([D] * 4, outs), "min").tolist() == [1, 0, 1, 0]
+    assert V.aggregate(o.score_steps([D] * 4, outs), "last").tolist() == [1, 1, 1, 0]
     assert [len(s) for s in o.score_steps([D] * 4, outs)] == [4, 4, 1, 0]
 
 
@@ -85,18 +88,15 @@ def test_auroc_and_calibration_on_hand_made_examples():
     assert [(b["n"], b["positive"]) for b in cal["bins"]] == [(4, 0.25), (2, 1.0)]
 
 
-def test_verifier_token_accounting_is_exact():
+def test_the_network_reads_the_prompt_and_the_output_once():
+    """What search charges a verifier (prompt + output per scored sequence) is what its network is fed."""
     outs = [w("S 8 9 6 A 6 </s>"), w("A 6 </s>"), w("T 3")]
     want = (PROMPT_LEN + 7) + (PROMPT_LEN + 3) + (PROMPT_LEN + 2)
-    assert V.verifier_tokens([D] * 3, outs) == want == V.OracleVerifier().tokens([D] * 3, outs)
-    net = V.build_net(build_model(0))
-    v = V.Verifier(net, "prm")
-    assert v.tokens([D] * 3, outs) == want
-    # what the learned verifier's network is fed: exactly that many real (non-pad) tokens
     assert int((V._batch([D] * 3, outs) != ID["<pad>"]).sum()) == want
-    assert v.flops_per_token == 2 * sum(p.numel() for p in net.parameters())
+    net = V.build_net(build_model(0))
+    assert V.Verifier(net, "prm").flops_per_token == 2 * sum(p.numel() for p in net.parameters())
     long = [list(range(4, 7)) + [ID["1"]] * 20]                      # cut at MAX_LEN
-    assert v.tokens([D], long) == MAX_LEN
+    assert int((V._batch([D], long) != ID["<pad>"]).sum()) == MAX_LEN
 
 
 def test_learned_verifier_scores_one_per_step_in_unit_interval():
@@ -107,7 +107,7 @@ def test_learned_verifier_scores_one_per_step_in_unit_interval():
     assert all(0 < x < 1 for s in sc for x in s)
     # scoring a prefix alone gives the same step scores as inside the whole output (causal: a step sees its past)
     assert np.allclose(v.score_steps([D], [w("S 8 9")])[0], sc[0][:2], atol=1e-5)
-    assert v.score([D] * 4, outs, "last")[3] == 0.0
+    assert V.aggregate(sc, "last")[3] == 0.0
 
 
 def test_token_head_starts_from_the_thinkers_logit_for_the_written_token():
@@ -148,7 +148,7 @@ def test_verifier_cache_round_trip(tmp_path):
     v2 = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None)
     assert list(tmp_path.glob("verifier-prm-*-seed0.safetensors"))
     outs = [w("S 8 9 6 A 6 </s>"), w("T 3 8")]
-    assert np.allclose(v1.score([D] * 2, outs), v2.score([D] * 2, outs))
+    assert all(np.allclose(a, b) for a, b in zip(v1.score_steps([D] * 2, outs), v2.score_steps([D] * 2, outs)))
     assert v2.meta["kind"] == "prm" and v2.meta["n_outputs"] == 7 * 3
 
 
@@ -179,7 +179,6 @@ def test_repeated_sampling_is_memoised_and_leaves_the_generator_where_sampling_w
 
 
 def test_pretrain_callback_stops_at_its_check_and_is_deterministic():
-    from reasonlab.train.sft import pretrain
     cfg = {"seed": 3, "lr": 3e-3, "phases": [[[0.0, 0.5, 0.5], 12, 2, [2, 8]]]}
     calls = []
     a = pretrain(cfg, callback=lambda s, m: calls.append(s) or s >= 8, every=4)
@@ -191,11 +190,6 @@ def test_pretrain_callback_stops_at_its_check_and_is_deterministic():
 
 
 def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monkeypatch):
-    import copy
-    import importlib
-
-    from reasonlab.core.task import DIGIT0
-    from reasonlab.train.sft import ERR_CFG, calibrate_misread, misread, pretrain
     base = build_model(0)
     clean = {k: v.clone() for k, v in base.state_dict().items()}
     m = misread(copy.deepcopy(base), 0.5, seed=3)
@@ -214,41 +208,19 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
     sigma = calibrate_misread(base, mr, 7)
     assert 0.55 - 2 ** -12 <= sigma <= 0.55 + 1e-6
     assert torch.equal(base.tok.weight, clean["tok.weight"])      # the model is left as it was
+    # several directions (the per-sample thinker's draws, experiments.voting): their accuracies averaged
+    unit8 = (misread(copy.deepcopy(base), 1.0, 8).tok.weight - base.tok.weight).detach().abs().sum()
+    assert abs(calibrate_misread(base, mr, [7, 8]) - 0.55 * 2 * unit / (unit + unit8)) <= 2 ** -12 + 1e-6
+    assert calibrate_misread(base, mr, [7, 7]) == sigma
+    assert torch.equal(base.tok.weight, clean["tok.weight"])
     with pytest.raises(ValueError, match="cannot reach"):          # a target the noise cannot reach is an error
         calibrate_misread(base, dict(mr, acc=-0.5), 7)
     err = pretrain({"seed": 7, "phases": [], "misread": mr}, init=base)
     assert torch.equal(err.tok.weight, misread(copy.deepcopy(base), sigma, 7).tok.weight)
 
 
-def _fake_result(seed, prm_auroc, mc_auroc):
-    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "step_ece": 0.02, "n_outputs": 70,
-                   "outcome_auroc": {"last": a, "min": a, "prod": a}, "step_auroc_by_k": {str(k): a for k in range(2, 9)},
-                   "step_bins": [{"lo": 0.9, "hi": 1.0, "score": 0.95, "positive": 0.9, "n": 10}],
-                   "train": {"seconds": {"total": 1.0}}}
-    return {"seed": seed, "thinker": "erring", "kinds": {"orm": q(0.8), "prm": q(prm_auroc), "prm-mc": q(mc_auroc)}}
-
-
-def test_render_states_the_math_shepherd_margin_as_a_computed_check(tmp_path):
-    close = [_fake_result(s, 0.93, 0.92 + 0.002 * s) for s in range(3)]
-    def line(md, start):
-        return next(x for x in md.splitlines() if x.startswith(start))
-    md = verifiers.page(close, str(tmp_path), margin=0.05)
-    assert line(md, "Math-Shepherd labels within 0.05").endswith("**holds**.")
-    assert (tmp_path / "verifier_quality.png").exists()
-    far = [_fake_result(s, 0.93, 0.70 + 0.01 * s) for s in range(3)]
-    md = verifiers.page(far, str(tmp_path), margin=0.05, time_budget=0.5)
-    assert line(md, "Math-Shepherd labels within 0.05").endswith("**does not hold**.")
-    assert line(md, "The PRM separates steps better").endswith("**holds**.")        # 0.93 vs the ORM's 0.8
-    assert line(md, "Each verifier trains in ≤ 0.5 s").endswith("**does not hold**.")  # 1.0 s each
-    m, lo, hi, verdict = verifiers._seed_check([0.1, float("nan"), 0.2, 0.3], verifiers.greater, 0.0)   # NaN seeds left out
-    assert m == pytest.approx(0.2) and lo < 0.2 < hi and hi - lo == pytest.approx(2 * 4.303 * 0.1 / 3 ** 0.5, rel=1e-4)
-    assert verdict == "inconclusive" and verifiers._seed_check([0.30, 0.31, 0.32], verifiers.greater, 0.0)[3] == "holds"
-    assert verifiers._seed_check([0.1], verifiers.greater, 0.0)[3] == "inconclusive (fewer than 2 seeds)"
-
-
 @pytest.mark.slow
 def test_verifier_on_oracle_labels_separates_held_out_steps():
-    from reasonlab.train.zoo import get_erring_model
     thinker = get_erring_model(0, log=None)
     v = V.train_verifier("prm", thinker, 0, cache="", log=None)
     q = V.verifier_quality(v, thinker, seed=0, n_per_k=100)

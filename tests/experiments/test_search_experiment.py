@@ -1,0 +1,119 @@
+"""The search experiment: its config, its claims from hand-made results, and its two sections (search, and the
+verifiers' quality)."""
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from reasonlab import experiments as X
+from reasonlab.cli import main
+from reasonlab.experiments import search as search_exp
+from reasonlab.io.pack import pack_bits
+from reasonlab.stats import findings
+
+
+def res(good: str, bad: str, seed: int, other: float = 0.5) -> dict:
+    """A hand-made grid result: `good` right on every problem, `bad` on none, the others on a share `other`."""
+    P = 70
+    k = [2 + i % 7 for i in range(P)]
+    rng = np.random.default_rng(seed)
+    strat = {}
+    for name in ("greedy", "majority", "weighted/orm", "weighted/prm", "bon/prm", "bon/oracle", "bon/prm-mc",
+                 "beam/prm", "dvts/prm"):
+        for split in ("val", "test"):
+            for N in ((1,) if name == "greedy" else (1, 4, 16, 64)):
+                p = 1.0 if name == good else 0.0 if name == bad else other
+                c = rng.random(P) < p
+                strat.setdefault(name, {}).setdefault(split, {})[str(N)] = {
+                    "correct": pack_bits(c), "gen": [5.0 * N] * P, "ver": [0.0] * P}
+    return {"strategies": strat, "k": {"val": k, "test": k}, "n_params": 1000, "seed": seed,
+            "ver_params": dict.fromkeys(("orm", "prm", "prm-mc", "oracle"), 1000),
+            "config": {**asdict(search_exp.Config()), "thinker": "test"}}
+
+
+def test_findings_are_computed_from_results():
+    """Hand-made results where weighted/prm is right everywhere and greedy nowhere: the checks say so; swapping
+    them flips the verdict (nothing is a fixed string)."""
+    f = search_exp.search_claims([res("weighted/prm", "greedy", s) for s in range(3)])
+    first = f[0]
+    assert first["verdict"] == "holds" and first["value"] > 0.3 and first["ci95"][0] > 0
+    f2 = search_exp.search_claims([res("weighted/orm", "weighted/prm", s) for s in range(3)])
+    assert f2[0]["verdict"] == "does not hold" and f2[0]["ci95"][1] < 0
+    for x in f + f2:
+        assert x["verdict"] in ("holds", "does not hold", "inconclusive", "untestable") and "claim" in x and "threshold" in x
+    assert any(x.get("untestable") for x in f2)      # weighted/prm at 0 cannot beat weighted/orm at 1: untestable
+    # nothing ever right: no accuracy target is reached, and the compute-optimal claim is reported as missing
+    f3 = search_exp.search_claims([res("none", "none", s, other=0.0) for s in range(3)])
+    assert f3[-1]["value"] is None and f3[-1]["verdict"] == "inconclusive"
+    assert findings.table(f + f2 + f3).count("\n") == len(f + f2 + f3) + 1   # each a row of the findings table
+
+
+def test_config_rejects_bad_values():
+    """Through the registry's check (Literal choices, counts, then Config.validate), as the command line and the lab
+    check a config."""
+    exp = X.get("search")
+    exp.validate(search_exp.Config())
+    for bad in (dict(force="A"), dict(n_max=48), dict(width=3), dict(verifiers=("xyz",)), dict(methods=("bfs",)),
+                dict(search_verifiers=("orm",), verifiers=("prm",)), dict(temperature=0.0)):
+        with pytest.raises(ValueError):
+            exp.validate(search_exp.Config(**bad))
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["search", "--methods", "bfs"], "invalid choice"),
+    (["search", "--width", "3"], "power of two"),
+    (["search", "--n-max", "48"], "n_max"),
+    (["search", "--search-verifiers", "orm", "--verifiers", "prm"], "search verifier"),
+    (["search", "--force", "A"], "invalid choice"),
+    (["search", "--agg", "mean"], "invalid choice"),
+    (["search", "--verifiers", "xyz"], "invalid choice"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("reasonlab: error:") and msg in err
+
+
+def _fake_result(seed, prm_auroc, mc_auroc):
+    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "step_ece": 0.02, "n_outputs": 70,
+                   "outcome_auroc": {"last": a, "min": a, "prod": a}, "step_auroc_by_k": {str(k): a for k in range(2, 9)},
+                   "step_bins": [{"lo": 0.9, "hi": 1.0, "score": 0.95, "positive": 0.9, "n": 10}],
+                   "train": {"seconds": {"total": 1.0}}}
+    return {"seed": seed, "thinker": "erring", "kinds": {"orm": q(0.8), "prm": q(prm_auroc), "prm-mc": q(mc_auroc)}}
+
+
+def test_render_states_the_math_shepherd_margin_as_a_computed_check(tmp_path):
+    close = [_fake_result(s, 0.93, 0.92 + 0.002 * s) for s in range(3)]
+
+    def line(md, start):
+        return next(x for x in md.splitlines() if x.startswith(start))
+    md = search_exp.verifiers_page(close, str(tmp_path), margin=0.05)
+    assert line(md, "Math-Shepherd labels within 0.05").endswith("**holds**.")
+    assert (tmp_path / "verifier_quality.png").exists()
+    far = [_fake_result(s, 0.93, 0.70 + 0.01 * s) for s in range(3)]
+    md = search_exp.verifiers_page(far, str(tmp_path), margin=0.05, time_budget=0.5)
+    assert line(md, "Math-Shepherd labels within 0.05").endswith("**does not hold**.")
+    assert line(md, "The PRM separates steps better").endswith("**holds**.")        # 0.93 vs the ORM's 0.8
+    assert line(md, "Each verifier trains in ≤ 0.5 s").endswith("**does not hold**.")  # 1.0 s each
+    nan_left_out = search_exp._seed_check([0.1, float("nan"), 0.2, 0.3], findings.greater, 0.0)
+    m, lo, hi, verdict = nan_left_out
+    assert m == pytest.approx(0.2) and lo < 0.2 < hi and hi - lo == pytest.approx(2 * 4.303 * 0.1 / 3 ** 0.5, rel=1e-4)
+    assert verdict == "inconclusive" and search_exp._seed_check([0.30, 0.31, 0.32], findings.greater, 0.0)[3] == "holds"
+    assert search_exp._seed_check([0.1], findings.greater, 0.0)[3] == "inconclusive (fewer than 2 seeds)"
+
+
+def test_search_page_tabulates_every_strategy_and_the_unreached_targets(tmp_path):
+    """The section from hand-made results: its plots, one table row per strategy, and every accuracy target of
+    the compute-optimal table reported as not reached where nothing is ever right."""
+    rs = [res("weighted/prm", "greedy", s) for s in range(2)]
+    md = search_exp.search_page(rs, str(tmp_path), search_exp.search_claims(rs))
+    assert md.startswith("## Verifiers and search\n")
+    for png in ("acc_vs_n.png", "acc_vs_compute.png", "tokens.png"):
+        assert (tmp_path / "search" / png).exists() and f"(search/{png})" in md
+    rows = [x for x in md.splitlines() if x.startswith("| ")]
+    for name in rs[0]["strategies"]:
+        assert sum(x.startswith(f"| {name} | ") for x in rows) == 1
+    assert next(x for x in rows if x.startswith("| weighted/prm | ")).startswith("| weighted/prm | 1.000 ± 0.000 |")
+    none = [res("none", "none", s, other=0.0) for s in range(2)]
+    frontier = search_exp.frontier_table(none).splitlines()
+    assert len(frontier) == 2 + 7 and all(" | not reached | " in x for x in frontier[2:])
