@@ -5,6 +5,7 @@ import random
 import pytest
 import torch
 
+from reasonlab.core import fast
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate
 from reasonlab.core.task import (
