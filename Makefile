@@ -21,9 +21,11 @@ run: setup
 quick: setup
 	$(VENV)/bin/reasonlab lab --quick
 
-# The committed run: results/lab (report.md, plots, findings.json, per-seed results gzipped; finished units whose
-# key is unchanged are reused, FRESH=--fresh reruns them), then the README's findings block.
+# The committed run: first each primary's placebo at quick size (results/lab/placebo: the primaries must not hold),
+# then results/lab (report.md, plots, findings.json, per-seed results gzipped; finished units whose key is unchanged
+# are reused, FRESH=--fresh reruns them), then the README's findings block.
 results: setup
+	$(VENV)/bin/reasonlab lab --all --quick --placebo --seeds 0 1 --out results/lab/placebo --pack $(FRESH)
 	$(VENV)/bin/reasonlab lab --all --out results/lab --pack $(FRESH)
 	$(VENV)/bin/reasonlab findings readme
 

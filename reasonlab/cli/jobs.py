@@ -62,7 +62,7 @@ def cmd_experiment(args):
     lab's (<out>/<experiment>/seed<s>.json) and the report is the lab's, rebuilt."""
     cfg = lab_config(args.given.get("lab", {}), args.device, only=(args.exp,), configs={args.exp: args.config})
     run_lab(cfg, args.report_only)
-    fs = [f for f in lab.lab_findings(lab.load_results(cfg.out, cfg.seeds)) if f["experiment"] == args.exp]
+    fs = [f for f in lab.lab_findings(lab.load_results(cfg.out, cfg.seeds), cfg.config_of) if f["experiment"] == args.exp]
     print("\n".join(verdict_line(f) for f in fs))
 
 

@@ -4,8 +4,13 @@ An experiment is a name, a `Config` dataclass (every setting: a docstring per fi
 functions:
 
     run(config, seed, env) -> result      one seed's numbers, a JSON-able dict (env: cache, device, base model)
-    claims(results) -> findings           the checked claims over the per-seed results (findings.finding dicts)
+    claims(results) -> findings           the checked claims over the per-seed results (findings.finding dicts):
+                                          its premises, at most one primary, its secondaries (stats.findings)
     render(results, out) -> sections      the report's sections [(markdown, headline)], plots written under out
+
+An experiment with a primary claim also says, before any run, how that claim could fail: `room(config)`, the range
+its statistic can reach by the design, and `placebo(config)`, the config whose treatment arm is the control arm
+(under which the primary must not hold). One with no primary is a demonstration: its premises only.
 
 The lab, sweeps and the command line iterate the registry (`names()`, `get()`) and read results through one
 store (`reasonlab.runner.store`); nothing else lists experiments. Each built-in experiment is a command whose flags
@@ -76,6 +81,12 @@ class Experiment:
     """whether run() asks env for the base model (the lab then trains the seed's model first, as a unit of its own)"""
     tier: str = "core"
     """"core": `reasonlab lab` runs it; any other tier ("lesson"): only `reasonlab lab --all` or `--only` does"""
+    room: Callable[[Any], tuple[float, float]] | None = None
+    """the primary's statistic's range by the design, from the config alone (findings.out_of_room judges it against
+    the claim's threshold); None: the experiment has no primary (a demonstration)"""
+    placebo: Callable[[Any], Any] | None = None
+    """the config with the primary's treatment arm replaced by its control arm: run through the same run and claims,
+    the primary must not hold (`reasonlab lab --placebo`; the tests run it)"""
     takes_checkpoint: bool = True
     """whether run() starts from env.base(seed), which `--checkpoint` replaces (False: it starts elsewhere, e.g. from
     the erring thinker, so a checkpoint would be ignored: the lab refuses it)"""

@@ -22,7 +22,7 @@ from safetensors.torch import save as save_bytes
 
 from ..core.model import GPT
 
-CACHE_VERSION = 2  # bump when a change to training makes old cached models stale
+CACHE_VERSION = 3  # bump when a change to training makes old cached models stale
 
 
 # Bounds on a model config read from a file, checked before anything is allocated: a crafted JSON must not make

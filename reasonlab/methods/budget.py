@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..core.model import GPT
-from ..core.problems import problems_per_k
+from ..core.problems import problems_per_k, train_digits
 from ..core.sampling import generate, sample_tree
 from ..core.task import (
     BUDGET0,
@@ -52,7 +52,6 @@ from ..core.task import (
     VOCAB,
     budget_prompt_ids,
     chain_steps,
-    make_digits,
     max_budget_prompt_ids,
     parse,
     prompt_ids,
@@ -131,7 +130,7 @@ class BudgetProblem(list):
 
 def draw_problem(rng: random.Random, k: int) -> BudgetProblem:
     """k digits and a budget drawn uniformly from BUDGETS, per prompt as in L1."""
-    p = BudgetProblem(make_digits(rng, k))
+    p = BudgetProblem(train_digits(rng, k))
     p.budget = rng.choice(BUDGETS)
     return p
 
@@ -254,7 +253,7 @@ def draw_reachable(kinds: tuple[str, ...] = ("exact",)) -> Callable:
     """draw(rng, k): k digits, a budget uniform in 0..k (a chain writes at most k running sums) and a prompt kind
     uniform over `kinds`."""
     def draw(rng: random.Random, k: int) -> BudgetProblem:
-        p = BudgetProblem(make_digits(rng, k))
+        p = BudgetProblem(train_digits(rng, k))
         p.budget, p.kind = rng.randint(0, k), rng.choice(kinds)
         return p
     return draw

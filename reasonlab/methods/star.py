@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 
 from ..core.model import GPT
+from ..core.problems import train_digits
 from ..core.sampling import sample_tree
 from ..core.task import (
     FMT_NAMES,
@@ -27,7 +28,6 @@ from ..core.task import (
     VOCAB,
     check_chain,
     hint_prompt_ids,
-    make_digits,
     parse,
     prompt_ids,
     solution,
@@ -89,7 +89,7 @@ def few_chains_cfg(seed: int = 0, n_chains: int = 1000, hint_frac: float = 0.1, 
     rng = random.Random(777 + seed)
     chains = []
     for _ in range(n_chains):
-        d = make_digits(rng, rng.randint(K_MIN, K_MAX))
+        d = train_digits(rng, rng.randint(K_MIN, K_MAX))
         chains.append((d, solution(d, rng.choice(["short", "full"]))))
     cfg = {"seed": seed, "lr": 3e-3, "phases": [[[1.0, 0.0, 0.0], steps, 30, [K_MIN, K_MAX]]], "fixed": chains,
            "fixed_frac": 0.1}
@@ -114,7 +114,7 @@ def train(base: GPT, cfg: StarConfig, fine_tune: Callable[[int, dict, GPT], GPT]
     model, bank, hist = base, [], []
     for r in range(1, cfg.rounds + 1):
         t0 = time.perf_counter()
-        problems = [make_digits(rng, rng.randint(K_MIN, K_MAX)) for _ in range(cfg.problems)]
+        problems = [train_digits(rng, rng.randint(K_MIN, K_MAX)) for _ in range(cfg.problems)]
         data = collect(model, problems, cfg, gen)
         t_sample = time.perf_counter() - t0
         bank = bank + data["kept"] if cfg.pool else data["kept"]

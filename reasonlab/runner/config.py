@@ -53,12 +53,17 @@ class LabConfig:
     """store the per-seed results gzipped and write report.md without report.html (the committed results/)"""
     wait: bool = False
     """if another process is running a lab on --out, wait for it instead of stopping"""
+    placebo: bool = False
+    """run each experiment's placebo: its primary's treatment arm replaced by its control arm (experiments with no
+    primary are left out); the primaries must not hold"""
 
     def selected(self) -> tuple[str, ...]:
-        return self.only or tuple(n for n in X.names() if self.all or X.get(n).tier == "core")
+        names = self.only or tuple(n for n in X.names() if self.all or X.get(n).tier == "core")
+        return tuple(n for n in names if X.get(n).placebo is not None) if self.placebo else names
 
     def config_of(self, name: str):
-        return self.configs.get(name) or X.get(name).config(self.quick)
+        cfg = self.configs.get(name) or X.get(name).config(self.quick)
+        return X.get(name).placebo(cfg) if self.placebo else cfg
 
     def env(self) -> X.Env:
         return X.Env(cache=self.cache_dir, device=self.device, quick=self.quick, checkpoint=self.checkpoint)

@@ -72,7 +72,7 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
     meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
             "executor": asdict(cfg.execution), **({"failed": failed} if failed else {})}
     write_json(os.path.join(cfg.out, "timing.json"), meta)
-    paths = write_report(cfg.out, results, meta, html=not cfg.pack)
+    paths = write_report(cfg.out, results, meta, html=not cfg.pack, config_of=cfg.config_of)
     if cfg.report_to == "tensorboard":
         tblog.write_lab(cfg.out, results)
     log(f"lab finished in {wall:.0f}s; report: " + " and ".join(p for p in (paths["html"], paths["md"]) if p))
@@ -104,7 +104,8 @@ def _rebuild_report(cfg: LabConfig) -> dict:
         meta = {"wall_s": 0.0}
     if not isinstance(meta, dict) or not isinstance(meta.get("wall_s", 0.0), (int, float)):
         raise ValueError(f"--report-only: {timing} is not the lab's timing record")
-    return write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick}, html=not cfg.pack)
+    return write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick}, html=not cfg.pack,
+                        config_of=cfg.config_of)
 
 
 def load_results(out: str, seeds) -> dict:
@@ -118,19 +119,29 @@ def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
     return X.get(exp).render(results, out)
 
 
-def lab_findings(results: dict) -> list[dict]:
-    """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order,
-    each with its experiment's name and kind; an experiment's claims are untestable where one of its premises does
-    not hold (findings.gate), and the primaries of the lab are corrected for multiplicity together (findings.holm).
-    An experiment whose claims declare no kind has its first claim as its primary."""
+def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
+    """One experiment's claims over its per-seed results, each with its experiment's name and kind: the primary with
+    the design's room from `config` (findings.with_room), every claim gated by its premises (findings.gate). An
+    experiment whose claims declare no kind has its first claim as its primary."""
+    e = X.get(name)
+    fs = e.claims(rs)
+    if not any("kind" in f for f in fs):
+        fs = [{**f, "kind": findings.PRIMARY if i == 0 else findings.SECONDARY} for i, f in enumerate(fs)]
+    fs = [{**f, "experiment": name, "kind": findings.kind_of(f), "primary": findings.kind_of(f) == findings.PRIMARY}
+          for f in fs]
+    if e.room is not None and config is not None:
+        fs = [findings.with_room(f, e.room(config)) if f["primary"] else f for f in fs]
+    return findings.gate(fs)
+
+
+def lab_findings(results: dict, config_of: Callable | None = None) -> list[dict]:
+    """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order
+    (experiment_findings; config_of(name): its config, for the primary's room); the primaries of the lab are
+    corrected for multiplicity together (findings.holm)."""
     out = []
     for name in X.names():
         if name in results:
-            fs = X.get(name).claims(results[name]["results"])
-            if not any("kind" in f for f in fs):
-                fs = [{**f, "kind": findings.PRIMARY if i == 0 else findings.SECONDARY} for i, f in enumerate(fs)]
-            out += findings.gate([{**f, "experiment": name, "kind": findings.kind_of(f),
-                                   "primary": findings.kind_of(f) == findings.PRIMARY} for f in fs])
+            out += experiment_findings(name, results[name]["results"], config_of(name) if config_of else None)
     return findings.holm(out)
 
 
@@ -202,17 +213,51 @@ def numbered(secs: dict) -> dict:
     return out
 
 
-def write_report(out: str, results: dict, meta: dict, workers: int | None = None, html: bool = True) -> dict:
-    """Build every section with results (render_all: `workers` processes), the headline table on top; write
-    report.md and (html) report.html."""
+def placebo_verdicts(out: str) -> dict[str, dict]:
+    """{experiment: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
+    `reasonlab lab --placebo --quick`), if there is one."""
+    try:
+        with open(os.path.join(out, "placebo", "findings.json"), encoding="utf-8") as f:
+            return {p["experiment"]: p for p in json.load(f) if p.get("primary")}
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+
+
+def primaries_table(fs: list[dict], names, placebo: dict[str, dict]) -> str:
+    """One row per experiment: its primary claim with its control, the design's room, the placebo's verdict and this
+    run's value and verdict; "demonstration" for an experiment with no primary (its premises only)."""
+    rows = []
+    for exp in names:
+        prim = next((f for f in fs if f.get("experiment") == exp and f.get("primary")), None)
+        if prim is None:
+            rows.append([f"`{exp}`", "demonstration (premises only)", "", "", "", "", ""])
+            continue
+        room = prim.get("room")
+        p = placebo.get(exp)
+        rows.append([f"`{exp}`", prim["claim"], prim.get("control", "—"),
+                     f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
+                     f"{p['verdict']} ({findings._num(p['value'])})" if p else "not run",
+                     f"{findings._num(prim['value'])} [{findings._num(prim['ci95'][0])}, "
+                     f"{findings._num(prim['ci95'][1])}]", f"**{prim['verdict']}**"])
+    return report.md_table(["experiment", "primary claim", "control", "room (design)", "placebo (quick)",
+                            "value [95 % CI]", "verdict"], rows)
+
+
+def write_report(out: str, results: dict, meta: dict, workers: int | None = None, html: bool = True,
+                 config_of: Callable | None = None) -> dict:
+    """Build every section with results (render_all: `workers` processes), the tables of primaries, premises and
+    findings on top; write report.md, findings.json and (html) report.html. config_of(name): the experiment's
+    config (its primary's room)."""
     parts, heads = [], []
-    secs, fs = render_all(results, out, workers, also=lambda: lab_findings(results))
+    secs, fs = render_all(results, out, workers, also=lambda: lab_findings(results, config_of))
     secs = numbered(secs)
     for exp in X.names():
         for md, head in secs.get(exp, []):
             parts.append(md)
             heads.append(f"| {md.splitlines()[0][3:]} | {head} | {sum(results[exp]['seconds']):.0f} s |")
     write_json(os.path.join(out, "findings.json"), fs)
+    premises = [f for f in fs if f["kind"] == findings.PREMISE]
+    claims = [f for f in fs if f["kind"] != findings.PREMISE]
     seeds = ", ".join(map(str, meta["seeds"]))
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
              "results.\n" if meta["quick"] else "")
@@ -228,16 +273,32 @@ earlier run count their original time in the table).{quick}
 
 {glance(secs, fs)}
 
-Verdicts: {", ".join(f"{n} {v}" for v, n in findings.counts(fs).items())} (of {len(fs)} claims; primary claims
-corrected together with Holm's method).
+Verdicts: {", ".join(f"{n} {v}" for v, n in findings.counts(fs).items())} (of {len(claims)} claims, premises apart;
+primary claims corrected together with Holm's method).
+
+## Primary claims
+
+Each experiment asks one open question, its primary claim, or is a demonstration. Before any run its design fixes
+the control, the range its statistic can reach ("room": a claim that could only pass, or only fail, is untestable)
+and a placebo: the same experiment with the treatment arm replaced by the control arm, under which the claim must
+not hold (`reasonlab lab --placebo --quick`, run by `make results` and by the tests).
+
+{primaries_table(fs, [e for e in X.names() if e in results], placebo_verdicts(out))}
+
+## Premises
+
+What the lessons rest on and the task makes true by construction: checked on this run, never counted as findings;
+where one does not hold, the claims that rest on it are untestable.
+
+{findings.table(premises) if premises else "(none)"}
 
 ## Findings
 
 Each claim is checked on this run's results: the statistic (one value per seed), its 95 % t interval over seeds,
 the per-seed values, the threshold, and the verdict read off the interval; "untestable" says why the design cannot
-test it. Each experiment's first claim is its primary one; the others are secondary.
+test it.
 
-{findings.table(fs)}
+{findings.table(claims)}
 
 | experiment | headline | compute time |
 |---|---|---|

@@ -7,7 +7,7 @@ import json
 import os
 
 from ..io.checkpoint import write_text
-from ..stats.findings import FAILS, HOLDS, UNSURE, UNTESTABLE, counts
+from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, counts
 
 BEGIN = "<!-- findings: written by `make results` from results/lab/findings.json; do not edit by hand -->"
 END = "<!-- /findings -->"
@@ -29,17 +29,24 @@ def load(path: str) -> list[dict]:
 
 
 def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
-    """One row per experiment: its primary claim, the statistic's value and interval, the verdict; then the counts."""
-    rows = ["| experiment | primary claim | value [95 % CI] | verdict |", "|---|---|---|---|"]
-    for f in fs:
-        if f.get("primary"):
-            ci = f["ci95"]
-            val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
-            rows.append(f"| {f['experiment']} | {f['claim']} | {val} | {f['verdict']} |")
+    """One row per experiment: its primary claim (with its control), the statistic's value and interval, the
+    verdict, or "demonstration" for one with no primary; then the counts."""
+    rows = ["| experiment | primary claim (control) | value [95 % CI] | verdict |", "|---|---|---|---|"]
+    for exp in dict.fromkeys(f["experiment"] for f in fs):
+        f = next((f for f in fs if f["experiment"] == exp and f.get("primary")), None)
+        if f is None:
+            rows.append(f"| {exp} | demonstration: its premises only | | |")
+            continue
+        ci = f["ci95"]
+        val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
+        control = f" (control: {f['control']})" if f.get("control") else ""
+        rows.append(f"| {exp} | {f['claim']}{control} | {val} | {f['verdict']} |")
     n = counts(fs)
-    tail = (f"{len(fs)} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
-            f"{n[UNTESTABLE]} untestable; primary claims are corrected together (Holm). The full table, with per-seed "
-            f"values, thresholds and their sources, is in [the report]({report}).")
+    claims = sum(f.get("kind") != PREMISE for f in fs)
+    tail = (f"{claims} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
+            f"{n[UNTESTABLE]} untestable (premises apart); primary claims are corrected together (Holm). The full "
+            f"table, with per-seed values, thresholds and their sources, the premises, each primary's room and its "
+            f"placebo, is in [the report]({report}).")
     return "\n".join([BEGIN, *rows, "", tail, END])
 
 

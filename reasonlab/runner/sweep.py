@@ -25,7 +25,7 @@ from ..io.checkpoint import fingerprint, write_json, write_text
 from ..io.files import cache_dir
 from ..io.runs import locked
 from ..stats.findings import table as findings_table
-from . import units
+from . import lab, units
 from .config import SweepConfig
 from .store import Store
 
@@ -87,7 +87,7 @@ def judge(cfg: SweepConfig, arm: units.Arm, cid: str, params: dict, store: Store
            "n": len(rs), "findings": [], "seconds": [r["seconds"] for r in recs]}
     if rs:
         d = os.path.join(out, arm.group)
-        row["findings"] = [{**f, "experiment": cfg.exp} for f in exp.claims(rs)]
+        row["findings"] = lab.experiment_findings(cfg.exp, rs, arm.config)
         secs = exp.render(rs, d)
         report.write_report(d, "\n".join(md for md, _ in secs), f"{cfg.exp}, {cid}", html=False)
         row["headline"] = "; ".join(h for _, h in secs if h)

@@ -133,23 +133,18 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
                room: float | tuple[float, float] | None = None, untestable: str | None = None, **detail) -> dict:
     """A claim about one number per seed, judged on its t interval.
 
-    room: what the arms' ceilings and floors let the statistic reach, (least, most), or the one bound on the side
-    that passes (most for greater, least for at_most): a claim that cannot pass, or cannot fail, whatever the data is
-    untestable. untestable: a reason known before the run (the statistic has no variance by construction)."""
+    room: the range the statistic can reach by the design, computed from the config and the task before the run
+    (never from the run's data), (least, most), or the one bound on the side that passes (most for greater, least
+    for at_most): a claim that cannot pass, or cannot fail, whatever the data is untestable (`out_of_room`).
+    untestable: a reason known before the run (the statistic has no variance by construction)."""
     thr = threshold.value if isinstance(threshold, Threshold) else float(threshold)
     m, ci = seed_interval(per_seed)
     sign = ">" if test is greater else "<="
     verdict = test(ci, thr)
-    why = untestable
-    if why is None and room is not None:
-        lo, hi = room if isinstance(room, tuple) else ((-math.inf, room) if test is greater else (room, math.inf))
-        passes = (lambda v: v > thr + TOL) if test is greater else (lambda v: v <= thr + TOL)
-        if not passes(hi if test is greater else lo):
-            why = (f"the arms' ceilings or floors let the statistic reach {hi if test is greater else lo:.3f} at best: "
-                   "it cannot pass")
-        elif passes(lo if test is greater else hi):
-            why = (f"the arms' ceilings or floors bound the statistic by {lo if test is greater else hi:.3f}, on the "
-                   "claim's side of the threshold: it cannot fail")
+    why = untestable if untestable is not None else None if room is None else out_of_room(room, thr, sign)
+    if room is not None:
+        detail["room"] = [_r(v) for v in (room if isinstance(room, tuple) else
+                                          ((-math.inf, room) if sign == ">" else (room, math.inf)))]
     if why is not None:
         verdict = UNTESTABLE
         detail["untestable"] = why
@@ -159,9 +154,32 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
                    p=p_value(per_seed, thr, sign), **detail)
 
 
-def premise(f: dict) -> dict:
-    """Mark a check as a premise (what the task makes true; see the module docstring)."""
-    return {**f, "kind": PREMISE}
+def out_of_room(room, thr: float, sign: str = ">") -> str | None:
+    """Why a claim cannot be tested, or None: the design's range of the statistic (least, most) leaves it no way to
+    pass, or no way to fail, against its own threshold (sign ">" for greater, "<=" for at_most). One rule for all."""
+    lo, hi = room if isinstance(room, (tuple, list)) else ((-math.inf, room) if sign == ">" else (room, math.inf))
+    lo, hi = (-math.inf if lo is None else lo), (math.inf if hi is None else hi)
+    passes = (lambda v: v > thr + TOL) if sign == ">" else (lambda v: v <= thr + TOL)
+    best, worst = (hi, lo) if sign == ">" else (lo, hi)
+    if not passes(best):
+        return f"the design lets the statistic reach {best:.3f} at best: it cannot pass {sign} {thr:g}"
+    if passes(worst):
+        return f"the design bounds the statistic by {worst:.3f}, on the claim's side of {sign} {thr:g}: it cannot fail"
+    return None
+
+
+def with_room(f: dict, room: tuple[float, float]) -> dict:
+    """A finding with the design's room (from its experiment's config) attached, and untestable by `out_of_room`."""
+    sign, thr = f["threshold"].split()[0], float(f["threshold"].split()[1])
+    why = out_of_room(room, thr, sign)
+    out = {**f, "room": [_r(room[0]), _r(room[1])]}
+    return {**out, "verdict": UNTESTABLE, "untestable": why, "ungated": f["verdict"]} if why else out
+
+
+def premise(f: dict, name: str | None = None) -> dict:
+    """Mark a check as a premise (what the lesson rests on; see the module docstring). name: how the claims that
+    rest on it alone say so (`requires`); a claim that names none rests on every premise of its experiment."""
+    return {**f, "kind": PREMISE, **({"name": name} if name else {})}
 
 
 def primary(f: dict) -> dict:
@@ -174,13 +192,16 @@ def kind_of(f: dict) -> str:
 
 
 def gate(fs: list[dict]) -> list[dict]:
-    """One experiment's findings with its premises applied: if a premise does not hold, every other claim of the
-    experiment is untestable, naming the premise."""
-    failed = [f for f in fs if kind_of(f) == PREMISE and f["verdict"] != HOLDS]
-    if not failed:
-        return fs
-    why = "premise " + "; ".join(f"'{f['claim']}' {f['verdict']}" for f in failed)
-    return [f if kind_of(f) == PREMISE else {**f, "verdict": UNTESTABLE, "untestable": why} for f in fs]
+    """One experiment's findings with its premises applied: a claim whose premise does not hold is untestable,
+    naming it. A claim rests on the premises its `requires` names, or on every premise of its experiment."""
+    premises = {f.get("name") or f["claim"]: f for f in fs if kind_of(f) == PREMISE}
+    failed = {n for n, f in premises.items() if f["verdict"] != HOLDS}
+    out = []
+    for f in fs:
+        blocked = [n for n in f.get("requires", premises) if n in failed] if kind_of(f) != PREMISE else []
+        why = "; ".join(f"premise '{premises[n]['claim']}' {premises[n]['verdict']}" for n in blocked)
+        out.append({**f, "verdict": UNTESTABLE, "untestable": why, "ungated": f["verdict"]} if blocked else f)
+    return out
 
 
 def holm(fs: list[dict], alpha: float = ALPHA) -> list[dict]:

@@ -28,9 +28,10 @@ from tqdm import tqdm
 
 from ..core.model import GPT
 from ..core.optim import AdamW
+from ..core.problems import train_digits
 from ..core.rewards import rule_reward
 from ..core.sampling import generate_n, layout, logits_at
-from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, VOCAB, make_digits, parse, prompt_ids
+from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, VOCAB, parse, prompt_ids
 from ..io import runs
 from ..io.checkpoint import check_finite
 from ..io.runs import append_metric, save_checkpoint
@@ -118,7 +119,7 @@ class Rollouts(NamedTuple):
 
 
 def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable,
-                  group_fn: Callable | None = None, step: int = 0, problem_fn: Callable = make_digits,
+                  group_fn: Callable | None = None, step: int = 0, problem_fn: Callable = train_digits,
                   prompt_fn: Callable = prompt_ids) -> Rollouts:
     """prompts_per_step problems x num_generations completions, verified and rewarded.
 
@@ -237,7 +238,7 @@ class NonFiniteError(FloatingPointError):
 
 def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | None = None, run_dir: str | None = None,
           resume: bool = False, callback: Callable | None = None, log: Callable | None = print,
-          progress: bool = False, group_fn: Callable | None = None, problem_fn: Callable = make_digits,
+          progress: bool = False, group_fn: Callable | None = None, problem_fn: Callable = train_digits,
           prompt_fn: Callable = prompt_ids) -> list[dict]:
     """Run cfg.steps RL steps on `policy` (in place) against the frozen `ref`; returns one record per step.
 
@@ -245,7 +246,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     steps) -> rewards reshapes them with the whole group in view. With run_dir: config.json, metrics.jsonl and
     a resumable checkpoint `state` (every cfg.checkpoint_every steps and at the end); resume=True continues it.
     callback(record, policy) runs after every step, skipped ones included. problem_fn(rng, k) -> digits and
-    prompt_fn(digits) -> prompt ids replace make_digits and prompt_ids (budget.py: digits that carry a budget, and
+    prompt_fn(digits) -> prompt ids replace train_digits and prompt_ids (budget.py: digits that carry a budget, and
     its prompt).
     The same step without the bookkeeping, line by line after the spec: `naive_step` in benchmarks/rl_step.py.
     """

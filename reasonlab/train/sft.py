@@ -17,7 +17,7 @@ from ..core.config import check_choices
 from ..core.evaluate import evaluate, meets_bar
 from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
-from ..core.problems import GATE_SEED, problems_per_k
+from ..core.problems import GATE_SEED, in_train, problems_per_k
 from ..core.task import (
     DIGIT0,
     FMT_NAMES,
@@ -66,6 +66,12 @@ def make_sequences(rng: np.random.Generator, batch: int, mix=(0.5, 0.3, 0.2), k_
     fmt = rng.choice(3, size=batch, p=p / p.sum())
     digits = rng.integers(0, 10, size=(batch, K_MAX))
     digits[np.arange(K_MAX)[None, :] >= k[:, None]] = 0
+    redraw = ~in_train(digits, k)              # training never sees a selection or test problem
+    while redraw.any():
+        fresh = rng.integers(0, 10, size=(int(redraw.sum()), K_MAX))
+        fresh[np.arange(K_MAX)[None, :] >= k[redraw][:, None]] = 0
+        digits[redraw] = fresh
+        redraw[redraw] = ~in_train(fresh, k[redraw])
     csum = np.cumsum(digits, axis=1) % 10                       # running sums, (B, K_MAX)
     seq = np.full((batch, MAX_LEN), ID["<pad>"], dtype=np.int64)
     seq[:, 0] = ID["<s>"]
@@ -419,7 +425,7 @@ def calibrate_misread(model: GPT, m: dict, seed: int | list[int]) -> float:
     """The sigma (in [0, 1]) at which misread(model, sigma, seed) is right on m["acc"] of the probe, on average over
     the directions when `seed` is several (the per-sample thinker's draws): bisection, keeping the larger sigma whose
     accuracy is still >= acc. Leaves `model` as it was."""
-    probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]])
+    probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]], split="val")   # a selection: val
     clean = model.tok.weight.data.clone()
     seeds = [seed] if isinstance(seed, int) else list(seed)
 

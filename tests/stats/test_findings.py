@@ -222,3 +222,29 @@ def test_a_verdict_line_keeps_an_acronym_that_opens_the_claim():
     assert "on this run: L1-Max reads" in findings.verdict_line(f)
     f = findings.seed_check("x", "Chains beat direct answers", "gain", [0.1, 0.12, 0.11], 0.0)
     assert "on this run: chains beat" in findings.verdict_line(f)
+
+
+def test_a_claim_is_untestable_where_a_premise_it_rests_on_does_not_hold():
+    ok = findings.premise(findings.seed_check("x", "chains beat A", "gap", [0.5, 0.6, 0.7], 0.0), "chains")
+    bad = findings.premise(findings.seed_check("x", "the start leaves room", "room", [-0.30, -0.31, -0.29], 0.0), "room")
+    rests_on_room = {**findings.seed_check("x", "a", "s", [1.0, 1.1, 1.2], 0.0), "requires": ["room"]}
+    rests_on_chains = {**findings.seed_check("x", "b", "s", [1.0, 1.1, 1.2], 0.0), "requires": ["chains"]}
+    on_all = findings.primary(findings.seed_check("x", "c", "s", [1.0, 1.1, 1.2], 0.0))
+    out = findings.gate([ok, bad, rests_on_room, rests_on_chains, on_all])
+    assert [f["verdict"] for f in out] == [findings.HOLDS, findings.FAILS, findings.UNTESTABLE, findings.HOLDS,
+                                           findings.UNTESTABLE]
+    assert "the start leaves room" in out[2]["untestable"] and out[2]["ungated"] == findings.HOLDS
+    assert findings.counts(out)[findings.FAILS] == 0            # a premise is not a finding
+    assert findings.gate([ok, rests_on_chains]) == [ok, rests_on_chains]
+
+
+def test_the_room_rule_compares_the_designs_range_with_the_claims_own_threshold():
+    assert findings.out_of_room((-1.0, 1.0), 0.0) is None
+    assert "cannot pass" in findings.out_of_room((-1.0, 0.0), 0.0)          # the best it can do is the threshold
+    assert "cannot fail" in findings.out_of_room((0.2, 1.0), 0.1)
+    assert findings.out_of_room((0.0, 0.3), 0.05, "<=") is None
+    assert "cannot fail" in findings.out_of_room((0.0, 0.05), 0.05, "<=")
+    f = findings.primary(findings.seed_check("x", "c", "s", [0.5, 0.6, 0.7], 0.05))
+    assert findings.with_room(f, (-1.0, 1.0))["verdict"] == findings.HOLDS
+    g = findings.with_room(f, (-1.0, 0.05))
+    assert g["verdict"] == findings.UNTESTABLE and g["room"] == [-1.0, 0.05] and g["ungated"] == findings.HOLDS
