@@ -1,9 +1,12 @@
 """5. STaR: sample, keep the outputs with the right answer, fine-tune, repeat."""
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
+from typing import Literal
 
+from ..core.config import GEN_ROW, STEPS_MAX, fits
 from ..io import report
 from ..methods import star as star_method
 from ..stats import findings
@@ -24,8 +27,19 @@ class Config:
     """fine-tuning steps in round 1"""
     eval_n: int = 300
     """greedy test problems per k for each round's evaluation"""
-    filters: tuple[str, ...] = ("answer", "chain")
+    filters: tuple[Literal["answer", "chain", "none"], ...] = ("answer", "chain")
     """filters compared, each its own run ("main" is the answer filter)"""
+
+    def validate(self) -> None:
+        if len(set(self.filters)) < len(self.filters) or "answer" not in self.filters or \
+                not set(self.filters) <= {"answer", "chain", "none"}:
+            raise ValueError(f"filters must be distinct ones of answer, chain, none, answer among them (the claims "
+                             f"read its run), got {' '.join(map(str, self.filters)) or 'none'}")
+        growth, samples = star_method.StarConfig.growth, star_method.StarConfig.samples
+        if math.log(self.steps) + (self.rounds - 1) * math.log(growth) > math.log(STEPS_MAX):   # no float overflow
+            raise ValueError(f"rounds: {self.rounds} rounds of {self.steps} steps growing by {growth:g} a round "
+                             f"end past {STEPS_MAX:,} steps")
+        fits("problems", self.problems * samples, GEN_ROW, samples)     # each round samples every problem
 
 
 def run(cfg: Config, seed: int, env) -> dict:
