@@ -232,7 +232,7 @@ def test_a_second_process_on_a_run_directory_is_refused_naming_the_holder(tmp_pa
         assert ready.wait(30)
         rc = main(["train", "--checkpoint", "/nonexistent", "--out", run, "--steps", "1"])
         err = one_line_error(capsys, 2, rc)
-        assert f"in use by process {holder.pid}" in err
+        assert f"in use by process {holder.pid}" in err and "use another --out" in err
     finally:
         holder.kill()
         holder.join()
