@@ -8,6 +8,9 @@ import time
 
 import pytest
 
+from reasonlab.io.checkpoint import save_model
+from reasonlab.train.sft import build_model
+
 TOY = os.path.join(os.path.dirname(__file__), "..", "toy_experiment.py")
 
 
@@ -72,13 +75,15 @@ def test_the_lab_and_its_workers_stop_cleanly(tmp_path, sig, code, word):
 @pytest.mark.slow
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_sweep_and_its_workers_stop_cleanly_and_a_rerun_reuses_what_finished(tmp_path, sig, code, word):
-    out = tmp_path / "sweep"
-    argv = ["sweep", "--grid", "steps=1,400", "--set", "prompts_per_step=4", "num_generations=4", "--seeds", "0",
-            "--base", "tiny", "--eval-n", "5", "--workers", "2", "--out", str(out), "--cache-dir", str(tmp_path / "c")]
+    out, model = tmp_path / "sweep", str(tmp_path / "m")
+    save_model(model, build_model(0), {})                   # an untrained model: nothing is trained first
+    argv = ["sweep", "rl", "--grid", "steps=1,400", "--set", "algos=grpo", "eval_n=5", "--seeds", "0",
+            "--checkpoint", model, "--workers", "2", "--out", str(out), "--cache-dir", str(tmp_path / "c")]
     cells = out / "cells"                                   # the 1-step cell has finished, the 400-step one runs
-    rc, err, took = stop(argv, lambda: cells.is_dir() and any("steps=1-" in d for d in os.listdir(cells)), sig)
+    rc, err, took = stop(argv, lambda: cells.is_dir() and any(
+        d.startswith("steps=1-") and (cells / d / "seed0.json").exists() for d in os.listdir(cells)), sig)
     assert rc == code and err.strip().splitlines()[-1] == f"reasonlab: {word}", err
     assert "Traceback" not in err and took < 5.0
-    rerun = subprocess.run([sys.executable, "-m", "reasonlab", *argv[:2], "steps=1", *argv[3:]], capture_output=True,
+    rerun = subprocess.run([sys.executable, "-m", "reasonlab", *argv[:3], "steps=1", *argv[4:]], capture_output=True,
                            text=True)
-    assert rerun.returncode == 0 and "1 finished earlier, 0 to run" in rerun.stdout, rerun.stdout + rerun.stderr
+    assert rerun.returncode == 0 and "seed 0: finished earlier, reused" in rerun.stdout, rerun.stdout + rerun.stderr
