@@ -144,12 +144,14 @@ def stubbed(monkeypatch, tmp_path, paths):
     """The work stubbed out as in tests/io/test_reliability.py, but for what is itself the check: loading a
     --checkpoint (`load_then_stop`), and --report-only's reading of the store (only its rendering, write_report,
     is stubbed)."""
-    for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
-                      ("runner.lab", "run"), ("runner.lab", "write_report"), ("runner.sweep", "run"),
-                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("train.zoo", "get_model")]:
-        monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
-    for mod in ("cli.run", "cli.jobs"):
-        monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), "load_or_train", load_then_stop)
+    stubs = [("train.sft", "pretrain", stop), ("train.zoo", "pretrain", stop), ("train.rl", "train", stop),
+             ("runner.lab", "run", stop), ("runner.lab", "write_report", stop), ("runner.sweep", "run", stop),
+             ("core.evaluate", "eval_table", stop), ("core.sampling", "generate", stop),
+             ("train.zoo", "get_model", stop), ("cli.run", "load_or_train", load_then_stop),
+             ("cli.jobs", "load_or_train", load_then_stop)]
+    modules = {mod: importlib.import_module(f"reasonlab.{mod}") for mod, _, _ in stubs}   # all imported first: a
+    for mod, name, fn in stubs:                # module imported after a patch would keep the stub as its own name
+        monkeypatch.setattr(modules[mod], name, fn)
     monkeypatch.chdir(tmp_path)                       # the default --out of a case that gets that far
     return paths
 

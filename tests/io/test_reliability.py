@@ -471,11 +471,13 @@ def stubbed(monkeypatch, tmp_path):
 
     def stop(*a, **kw):
         raise Reached()
-    for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
-                      ("runner.lab", "run"), ("runner.lab", "rebuild_report"), ("runner.sweep", "run"),
-                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("cli.run", "load_or_train"),
-                      ("cli.jobs", "load_or_train"), ("train.zoo", "get_model")]:
-        monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
+    stubs = [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"), ("runner.lab", "run"),
+             ("runner.lab", "rebuild_report"), ("runner.sweep", "run"), ("core.evaluate", "eval_table"),
+             ("core.sampling", "generate"), ("cli.run", "load_or_train"), ("cli.jobs", "load_or_train"),
+             ("train.zoo", "get_model")]
+    modules = {mod: importlib.import_module(f"reasonlab.{mod}") for mod, _ in stubs}   # all imported first: a
+    for mod, name in stubs:                    # module imported after a patch would keep the stub as its own name
+        monkeypatch.setattr(modules[mod], name, stop)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
