@@ -90,8 +90,17 @@ class Reached(BaseException):
     """Raised by the stubbed-out work: a bad input got past every check."""
 
 
+class Hung(BaseException):
+    """Raised by SIGALRM: a case that hangs (a read of a FIFO) fails instead of stalling the suite. (Not an OSError,
+    as TimeoutError is: main() would take that for a failed read and exit 2.)"""
+
+
 def stop(*a, **kw):
     raise Reached()
+
+
+def hung(signum, frame):
+    raise Hung()
 
 
 REAL_LOAD_OR_TRAIN = cli_run.load_or_train
@@ -159,14 +168,18 @@ def stubbed(monkeypatch, tmp_path, paths):
 @pytest.mark.parametrize("argv", CASES, ids=[shlex.join(a) or "(nothing)" for a in CASES])
 def test_every_bad_input_is_refused_on_one_line_before_any_work(stubbed, capsys, argv):
     argv = [stubbed.get(a, a) for a in argv]
-    signal.alarm(20)                                  # a read of a FIFO would hang: fail instead
+    before = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
     try:
         rc = main(argv)
     except Reached:
         rc = "work started"
+    except Hung:
+        rc = "hung"
     except SystemExit as e:
         rc = f"exit {e.code}"
     finally:
         signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and err.startswith("reasonlab: error:"), (rc, err)
