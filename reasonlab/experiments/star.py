@@ -14,6 +14,7 @@ from typing import Callable, Literal, get_args
 
 import numpy as np
 
+from ..core.config import GEN_ROW, fits
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.problems import TEST_SEED, problems_per_k
@@ -83,6 +84,7 @@ class Config:
             raise ValueError(f"star: {hinted[0]} needs start few-chains (a start pre-trained with the hint token)")
         for v in self.variants:
             star_config(self, v, seed=0).validate()
+        fits("problems", self.problems * self.samples, GEN_ROW, self.samples)     # each round samples every problem
 
 
 def star_config(cfg: Config, variant: str, seed: int) -> StarConfig:

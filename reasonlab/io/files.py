@@ -33,7 +33,7 @@ def regular_file(path: str, what: str = "file") -> str:
 
 def writable_dir(path: str, what: str = "directory") -> str:
     """Create `path` if needed and prove it writable by creating and removing a unique temp file in it, so a bad
-    --cache-dir / --out / --run-dir fails at once, not after minutes of work."""
+    --cache-dir / --out / --json fails at once, not after minutes of work."""
     path = os.path.abspath(os.path.expanduser(path))
     try:
         if os.path.exists(path) and not os.path.isdir(path):

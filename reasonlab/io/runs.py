@@ -1,4 +1,4 @@
-"""Run-directory bookkeeping for `reasonlab rl`: one writer per directory, a log that survives a torn line, and
+"""Run-directory bookkeeping for `reasonlab train`: one writer per directory, a log that survives a torn line, and
 checkpoints that are one atomic unit.
 
     <run_dir>/.lock               advisory fcntl lock, holding the writer's pid (a second process is refused)
@@ -43,7 +43,7 @@ class RunError(ValueError):
 _HELD: dict[str, int] = {}
 
 
-def lock(run_dir: str, flag: str = "--run-dir", wait: bool = False, log: Callable | None = None) -> bool:
+def lock(run_dir: str, flag: str = "--out", wait: bool = False, log: Callable | None = None) -> bool:
     """Take the run directory's lock; True if taken now, False if this process already held it. If another process
     holds it: RunError naming its pid, or (wait) wait for it. A pid left in the lock file by a process that died
     holding it is said (log) and taken over. PathError if the directory cannot be created or written."""
@@ -227,7 +227,7 @@ def precheck(run_dir: str, resume: bool) -> None:
     """Before any work: the directory is usable and ours (locked), and a fresh run would not clobber one."""
     lock(run_dir)
     if not resume and has_run(run_dir):
-        raise RunError(f"run directory {run_dir} already has a run: pass --resume to continue it or --run-dir elsewhere")
+        raise RunError(f"run directory {run_dir} already has a run: pass --resume to continue it or another --out")
 
 
 def open_run(run_dir: str, cfg: dict, resume: bool, apply: Callable[[dict, dict], tuple[int, list]],
@@ -237,7 +237,7 @@ def open_run(run_dir: str, cfg: dict, resume: bool, apply: Callable[[dict, dict]
     took = lock(run_dir)
     try:
         if not resume and has_run(run_dir):
-            raise RunError(f"run directory {run_dir} already has a run: pass --resume to continue it or --run-dir elsewhere")
+            raise RunError(f"run directory {run_dir} already has a run: pass --resume to continue it or another --out")
         clean_temps(run_dir)
         start, hist = 0, []
         if resume:
@@ -250,7 +250,7 @@ def open_run(run_dir: str, cfg: dict, resume: bool, apply: Callable[[dict, dict]
                 changed = config_changes(meta.get("config", {}), cfg)
                 if changed:
                     raise RunError(f"--resume with a changed run config ({'; '.join(changed)}): restore the old "
-                                   f"values or start a new --run-dir")
+                                   f"values or use another --out")
                 start, hist = apply(t, meta)
                 if log:
                     log(f"resumed {run_dir} at step {start} ({os.path.relpath(stem, run_dir)})")

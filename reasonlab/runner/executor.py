@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -240,8 +241,11 @@ def _threads(ex: ExecConfig) -> int:
 
 def _worker_main(conn, threads: int, path: list[str]) -> None:
     """A pool worker: runs the units it is sent, one at a time, until it is sent None. Ctrl-C reaches the whole
-    process group: the driver alone answers it (it stops the workers), so a worker ignores it."""
+    process group: the driver alone answers it (it stops the workers), so a worker ignores it. Its progress bars
+    take a thread lock, not tqdm's default multiprocessing one: a worker the driver terminates would leave that
+    semaphore behind, and the resource tracker's warning about it would follow the driver's last line."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tqdm.set_lock(threading.RLock())
     sys.path[:0] = [p for p in path if p not in sys.path]
     set_threads(threads)
     while True:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from reasonlab.cli import main
 from reasonlab.io import checkpoint, runs
 from reasonlab.io.checkpoint import CheckpointError, load_model, save_model
+from reasonlab.train import rl
 from reasonlab.train.rl import RLConfig, train
 from reasonlab.train.sft import build_model
 from reasonlab.train.zoo import get_model
@@ -36,8 +37,11 @@ def _one_thread():
 
 
 def rl_cfg(**kw):
+    """Four small steps. The model is untrained: every reward is 0 and so is every advantage; the entropy bonus
+    moves the weights at each step, so that a resumed run equal to the reference proves the optimizer and the RNG
+    restored (with weights that never move, any resume would be "bit-identical")."""
     return RLConfig.preset("grpo", **{**dict(steps=4, prompts_per_step=2, num_generations=4, log_every=0, seed=3,
-                                            checkpoint_every=2), **kw})
+                                            checkpoint_every=2, entropy_coef=0.01), **kw})
 
 
 def run_rl(run_dir, resume=False, steps=4, logs=None, **kw):
@@ -56,7 +60,9 @@ def same(a, b):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """An uninterrupted 4-step run: what every recovered run must equal, bit for bit."""
-    return run_rl(tmp_path_factory.mktemp("ref") / "run")[0]
+    policy = run_rl(tmp_path_factory.mktemp("ref") / "run")[0]
+    assert not same(policy, build_model(0))          # it moved: equal to it says something
+    return policy
 
 
 def one_line_error(capsys, code, rc):
@@ -68,44 +74,63 @@ def one_line_error(capsys, code, rc):
 
 # -- crash safety of RL run directories ---------------------------------------------------------------------------
 
-def _die_mid_checkpoint(run_dir, die_at_step):
-    """Child process: the writer of step die_at_step's checkpoint dies (os._exit, as kill -9 would) after the
-    tensor file and before the JSON."""
-    real = checkpoint.write_json
+def _die_in_checkpoint(run_dir, name, nth):
+    """Child process: the nth write of a checkpoint's file `name` dies halfway (os._exit, as kill -9 would): half
+    of its bytes in the temp file, nothing renamed into place."""
+    real, calls = checkpoint.atomic_write, []
 
-    def dying(path, obj):
-        if path.endswith("state.json") and obj.get("step") == die_at_step:
-            os._exit(9)
-        real(path, obj)
-    checkpoint.write_json = dying
+    def dying(path, write):
+        if path.endswith(name):
+            calls.append(path)
+            if len(calls) == nth:
+                def half(tmp):
+                    write(tmp)
+                    os.truncate(tmp, os.path.getsize(tmp) // 2)
+                    os._exit(9)
+                return real(path, half)
+        return real(path, write)
+    checkpoint.atomic_write = dying
     run_rl(run_dir)
 
 
-def test_kill_between_checkpoint_files_then_resume_is_bit_identical(tmp_path, reference):
+@pytest.mark.parametrize("name,nth,left", [
+    ("state.json", 2, [2]),               # step 4's tensor file written, its JSON not
+    ("state.safetensors", 2, [2]),        # halfway through step 4's tensor file
+    ("state.json", 1, []),                # before the first checkpoint is complete
+], ids=["between-step-4s-files", "inside-step-4s-tensor-file", "before-the-first-checkpoint"])
+def test_a_writer_killed_inside_a_checkpoint_resumes_bit_identical(tmp_path, reference, name, nth, left):
     run = tmp_path / "run"
-    p = FORK.Process(target=_die_mid_checkpoint, args=(run, 4))
+    p = FORK.Process(target=_die_in_checkpoint, args=(run, name, nth))
     p.start()
     p.join(120)
-    assert p.exitcode == 9                                        # it really died mid-pair
-    assert [s for s, _ in runs.checkpoints(str(run))] == [2]      # the step-2 checkpoint survived intact
+    assert p.exitcode == 9                                        # it really died mid-checkpoint
+    assert [s for s, _ in runs.checkpoints(str(run))] == left     # what was complete survived intact
     assert any(f.startswith(".tmp-ckpt-") for f in os.listdir(run))
     logs = []
     policy, hist = run_rl(run, resume=True, logs=logs)
-    assert any("resumed" in s and "step 2" in s for s in logs)
+    said = "resumed" if left else "starting at step 0"
+    assert any(said in s and f"step {left[0] if left else 0}" in s for s in logs), logs
     assert same(policy, reference) and [h["step"] for h in hist] == [1, 2, 3, 4]
     assert not any(f.startswith(".tmp-") for f in os.listdir(run))        # the dead writer's leftovers are gone
     assert [json.loads(s)["step"] for s in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
 
 
-def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, reference):
+@pytest.mark.parametrize("damage", ["truncated", "flipped-bytes"])
+def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, reference, damage):
     import shutil
     run = tmp_path / "run"
     run_rl(run, steps=2)
     shutil.copytree(run / "ckpt-000002", tmp_path / "kept")
     run_rl(run, resume=True)                                   # ckpt-000004 replaces ckpt-000002 ...
     shutil.copytree(tmp_path / "kept", run / "ckpt-000002")     # ... which we put back beside it
-    with open(run / "ckpt-000004" / "state.safetensors", "r+b") as f:
-        f.truncate(100)                                        # the newest is damaged
+    with open(run / "ckpt-000004" / "state.safetensors", "r+b") as f:    # the newest is damaged:
+        if damage == "truncated":
+            f.truncate(100)
+        else:                                                  # one low bit of a weight: only the hash can tell
+            f.seek(-8, 2)
+            b = f.read(1)
+            f.seek(-8, 2)
+            f.write(bytes([b[0] ^ 1]))
     logs = []
     policy, hist = run_rl(run, resume=True, logs=logs)
     assert any("falling back" in s for s in logs) and any("at step 2" in s for s in logs if "resumed" in s)
@@ -128,6 +153,27 @@ def test_a_bad_line_inside_the_log_is_an_error_naming_file_and_line(tmp_path):
     path.write_text('{"step": 1}\nnot json\n{"step": 2}\n')
     with pytest.raises(runs.RunError, match="metrics.jsonl, line 2"):
         runs.read_metrics(str(path))
+
+
+def test_full_disk_mid_line_in_the_log_stops_the_run_and_resume_is_bit_identical(tmp_path, monkeypatch, reference):
+    run = tmp_path / "run"
+    real = rl.append_metric
+
+    def full(run_dir, rec):                  # step 3's line meets a full disk after 17 bytes
+        if rec["step"] == 3:
+            with open(os.path.join(run_dir, "metrics.jsonl"), "a") as f:
+                f.write(json.dumps(rec)[:17])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(run_dir, rec)
+    monkeypatch.setattr(rl, "append_metric", full)
+    with pytest.raises(OSError, match="No space"):
+        run_rl(run)
+    monkeypatch.setattr(rl, "append_metric", real)
+    assert [s for s, _ in runs.checkpoints(str(run))] == [2]
+    logs = []
+    policy, hist = run_rl(run, resume=True, logs=logs)
+    assert any("torn" in s for s in logs) and same(policy, reference) and [h["step"] for h in hist] == [1, 2, 3, 4]
+    assert [json.loads(s)["step"] for s in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
 
 
 def test_resume_with_no_checkpoint_starts_at_step_0_and_says_so(tmp_path, reference):
@@ -186,7 +232,7 @@ def test_a_second_process_on_a_run_directory_is_refused_naming_the_holder(tmp_pa
         assert ready.wait(30)
         rc = main(["train", "--checkpoint", "/nonexistent", "--out", run, "--steps", "1"])
         err = one_line_error(capsys, 2, rc)
-        assert f"in use by process {holder.pid}" in err
+        assert f"in use by process {holder.pid}" in err and "use another --out" in err
     finally:
         holder.kill()
         holder.join()
@@ -425,11 +471,13 @@ def stubbed(monkeypatch, tmp_path):
 
     def stop(*a, **kw):
         raise Reached()
-    for mod, name in [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"),
-                      ("runner.lab", "run"), ("runner.lab", "rebuild_report"), ("runner.sweep", "run"),
-                      ("core.evaluate", "eval_table"), ("core.sampling", "generate"), ("cli.run", "load_or_train"),
-                      ("cli.jobs", "load_or_train"), ("train.zoo", "get_model")]:
-        monkeypatch.setattr(importlib.import_module(f"reasonlab.{mod}"), name, stop)
+    stubs = [("train.sft", "pretrain"), ("train.zoo", "pretrain"), ("train.rl", "train"), ("runner.lab", "run"),
+             ("runner.lab", "rebuild_report"), ("runner.sweep", "run"), ("core.evaluate", "eval_table"),
+             ("core.sampling", "generate"), ("cli.run", "load_or_train"), ("cli.jobs", "load_or_train"),
+             ("train.zoo", "get_model")]
+    modules = {mod: importlib.import_module(f"reasonlab.{mod}") for mod, _ in stubs}   # all imported first: a
+    for mod, name in stubs:                    # module imported after a patch would keep the stub as its own name
+        monkeypatch.setattr(modules[mod], name, stop)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()

@@ -1,5 +1,6 @@
 """The lab's and sweeps' run directories: one process at a time (a second stops naming the holder, or waits), a lock
 left by a killed holder is taken over and said; files keep the mode a plain open() gives them."""
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -52,6 +53,33 @@ def test_a_second_lab_on_one_out_stops_naming_the_holder(tmp_path, capsys):
     assert toy_lab(out) == 0                                    # the killed holder's lock is taken over, and said
     assert f"took over the lock of process {p.pid}" in capsys.readouterr().out
     assert toy_lab(out) == 0 and "took over" not in capsys.readouterr().out   # a clean end leaves no pid behind
+
+
+@pytest.mark.parametrize("bad", ["[1, 2]", '{"key": "k", "seconds": 1}', "{", "result [1, 2]"],
+                         ids=["a-list", "no-result", "not-json", "a-result-of-the-wrong-shape"])
+def test_a_stored_result_of_the_wrong_shape_is_rerun_and_said(tmp_path, capsys, bad):
+    out = tmp_path / "lab"
+    assert toy_lab(out, "--workers", "1") == 0
+    path = out / "toy" / "seed0.json"
+    if bad.startswith("result"):                 # the current key: only the result is wrong
+        rec = json.loads(path.read_text())
+        path.write_text(json.dumps({**rec, "result": [1, 2]}))
+    else:
+        path.write_text(bad)
+    capsys.readouterr()
+    assert toy_lab(out, "--workers", "1") == 0
+    assert "running it again" in capsys.readouterr().out
+    assert json.loads(path.read_text())["result"]["value"] == 0.5
+
+
+def test_report_only_over_a_timing_file_of_the_wrong_shape_is_one_line(tmp_path, capsys):
+    out = tmp_path / "lab"
+    assert toy_lab(out, "--workers", "1") == 0
+    (out / "timing.json").write_text("[]")
+    capsys.readouterr()
+    assert toy_lab(out, "--report-only") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("reasonlab: error:") and "timing.json" in err, err
 
 
 def test_wait_waits_for_the_holder(tmp_path, capsys):
@@ -110,6 +138,18 @@ def test_every_sweep_value_is_checked_before_any_work(tmp_path, capsys, toml, ar
     assert main(["sweep", "rl", *argv, "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and msg in err, err
+    assert not (tmp_path / "o" / "cells").exists()
+
+
+@pytest.mark.parametrize("toml,argv", [("[grid]\nbeta = [nan]\n", []), (None, ["--set", "beta=nan", "--grid", "steps=1,2"]),
+                                       (None, ["--grid", "beta=0,inf"])], ids=["toml", "set", "grid"])
+def test_a_non_finite_sweep_value_is_refused_before_any_work(tmp_path, capsys, toml, argv):
+    if toml is not None:
+        (tmp_path / "grid.toml").write_text(toml)
+        argv = ["--config", str(tmp_path / "grid.toml")]
+    assert main(["sweep", "l1", *argv, "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "beta must be a finite number" in err, err
     assert not (tmp_path / "o" / "cells").exists()
 
 
