@@ -1,0 +1,123 @@
+"""A null simulation of the lab's whole verdict pipeline: how often does a claim "hold" when its effect is exactly
+at its threshold (the worst case of a true null)?
+
+Each simulated lab scores every seed as the lab does: every (experiment, seed) draws its own test problems from the
+test part (core.problems.test_problems), a k whose test part is small is enumerated whole (k = 2: 25 problems,
+k = 3: 250) and the others sampled (n per k from a large population); a seed's statistic is the mean over k of the
+treatment-minus-control accuracy on its problems, answered greedily (one answer per model and problem). The effect
+differs from problem to problem (spread `tau`: the two arms answer some problems differently) and from seed to seed
+(each seed trains models of its own: spread `seed_sd`). Under the null the effect over the problem population is
+exactly the threshold. `shared=True` scores every seed on one draw, as the lab did
+before: the problems' sampling error is then common to all seeds, and the t interval over seeds misses it.
+
+The per-seed values then go through the verdict code the lab runs: `seed_check` (greater, at_most, margins),
+`both`, the room rule (`with_room`), the premise gate (`gate`) and Holm over every primary (`holm`, on unrounded
+p values). `python -m reasonlab.stats.null` prints each case's rate of false "holds" with its Monte-Carlo standard
+error; the bound is 2.5 % + 3 standard errors (tests/stats/test_null.py).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .findings import ALPHA, HOLDS, at_most, both, finding, gate, greater, holm, premise, primary, seed_check, with_room
+
+KS = {2: 25, 3: 250, 4: None, 5: None, 6: None, 7: None, 8: None}
+"""k -> the size of its test part where it is enumerated whole (None: sampled, n problems per seed)."""
+
+
+@dataclass(frozen=True)
+class Design:
+    seeds: int = 5
+    """seeds per lab"""
+    n: int = 500
+    """test problems per k and seed where k is sampled"""
+    tau: float = 0.3
+    """spread of the treatment-minus-control effect from problem to problem"""
+    seed_sd: float = 0.01
+    """spread of the effect from seed to seed (each seed a model of its own)"""
+    shared: bool = False
+    """every seed scored on one draw of problems (the lab's old design)"""
+
+
+def seed_values(rng: np.random.Generator, labs: int, effect: float, d: Design) -> np.ndarray:
+    """(labs, seeds) per-seed statistics: the mean over k of a seed's treatment-minus-control accuracy, under a
+    population effect of `effect` at every k."""
+    out = np.zeros((labs, d.seeds))
+    for size in KS.values():
+        n = size or d.n
+        # the mean effect over this seed's problems: the population mean where k is enumerated (size given); a
+        # sample of n from a large population else (drawn once per lab when the seeds share their problems)
+        draws = np.zeros((labs, d.seeds)) if size else rng.normal(0, d.tau / math.sqrt(n),
+                                                                     (labs, 1 if d.shared else d.seeds))
+        out += effect + draws
+    out /= len(KS)
+    return out + rng.normal(0, d.seed_sd, (labs, d.seeds))
+
+
+def claim(kind: str, values: list[np.ndarray], thr: float) -> dict:
+    """One claim of the given kind on per-seed values, through the verdict code."""
+    if kind == "at_most":
+        return seed_check("null", "at most the margin", "s", values[0], thr, test=at_most)
+    if kind == "both":
+        a, b = (seed_check("null", "", "", v, thr) for v in values)
+        return finding("null", "both parts", "s", a["value"], a["ci95"], a["per_seed"], f"> {thr:g}",
+                       both(a["verdict"], b["verdict"]), p=max(a["p"], b["p"]))
+    f = primary(seed_check("null", "beats the control", "s", values[0], thr, test=greater))
+    if kind == "room":
+        f = with_room(f, (-1.0, 1.0))
+    if kind == "gated":
+        f = gate([premise(seed_check("null", "the premise", "s", [1.0, 1.1, 0.9, 1.05, 0.95], 0.0)), f])[1]
+    return f
+
+
+CASES = {"greater": ("greater", 0.0), "margin": ("greater", 0.05), "at_most": ("at_most", 0.05),
+         "both": ("both", 0.0), "room": ("room", 0.0), "gated": ("gated", 0.0)}
+"""The claim kinds the lab's experiments state: name -> (kind, threshold); the null effect sits at the threshold."""
+
+
+def rate(case: str, labs: int, design: Design = Design(), seed: int = 0) -> tuple[float, float]:
+    """The share of `labs` simulated labs in which a claim of this case holds under its null, with its
+    Monte-Carlo standard error."""
+    kind, thr = CASES[case]
+    rng = np.random.default_rng(seed)
+    parts = [seed_values(rng, labs, thr, design) for _ in range(2 if kind == "both" else 1)]
+    held = sum(claim(kind, [v[i] for v in parts], thr)["verdict"] == HOLDS for i in range(labs))
+    r = held / labs
+    return r, math.sqrt(max(r * (1 - r), ALPHA * (1 - ALPHA)) / labs)
+
+
+def familywise(labs: int, primaries: int = 16, design: Design = Design(), seed: int = 0) -> tuple[float, float]:
+    """The share of labs in which at least one of `primaries` independent primaries holds after Holm's correction,
+    every one under its null: the family-wise error rate of the lab's primaries."""
+    rng = np.random.default_rng(seed)
+    values = seed_values(rng, labs * primaries, 0.0, design).reshape(labs, primaries, design.seeds)
+    hit = 0
+    for lab in values:
+        fs = [{**claim("greater", [v], 0.0), "experiment": str(i)} for i, v in enumerate(lab)]
+        hit += any(f["verdict"] == HOLDS for f in holm(fs))
+    r = hit / labs
+    return r, math.sqrt(max(r * (1 - r), ALPHA * (1 - ALPHA)) / labs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="False 'holds' of the lab's verdict pipeline under the null.")
+    ap.add_argument("--labs", type=int, default=20_000, help="simulated labs per case")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    for seed_sd in (0.005, 0.02):
+        for shared in (False, True):
+            d = Design(seed_sd=seed_sd, shared=shared)
+            print(f"seed spread {seed_sd}, {'one problem draw shared by the seeds' if shared else 'problems per seed'}:")
+            for case in CASES:
+                r, se = rate(case, args.labs, d, args.seed)
+                print(f"  {case:<8} false holds {r:.4f} (MC SE {se:.4f}; bound {ALPHA + 3 * se:.4f})")
+            r, se = familywise(args.labs, design=d, seed=args.seed)
+            print(f"  Holm over 16 primaries: family-wise {r:.4f} (MC SE {se:.4f}; bound {ALPHA + 3 * se:.4f})")
+
+
+if __name__ == "__main__":
+    main()
