@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+from .. import experiments as X
 from ..io.checkpoint import write_text
 from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, counts
 
@@ -31,16 +32,17 @@ def load(path: str) -> list[dict]:
 def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
     """One row per experiment: its primary claim (with its control), the statistic's value and interval, the
     verdict, or "demonstration" for one with no primary; then the counts."""
-    rows = ["| experiment | primary claim (control) | value [95 % CI] | verdict |", "|---|---|---|---|"]
+    rows = ["| experiment: its question | primary claim (control) | value [95 % CI] | verdict |", "|---|---|---|---|"]
     for exp in dict.fromkeys(f["experiment"] for f in fs):
+        name = f"`{exp}`: {X.BUILTIN[exp]}" if exp in X.BUILTIN else f"`{exp}`"
         f = next((f for f in fs if f["experiment"] == exp and f.get("primary")), None)
         if f is None:
-            rows.append(f"| {exp} | demonstration: its premises only | | |")
+            rows.append(f"| {name} | demonstration: its premises only | | |")
             continue
         ci = f["ci95"]
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
         control = f" (control: {f['control']})" if f.get("control") else ""
-        rows.append(f"| {exp} | {f['claim']}{control} | {val} | {f['verdict']} |")
+        rows.append(f"| {name} | {f['claim']}{control} | {val} | {f['verdict']} |")
     n = counts(fs)
     claims = sum(f.get("kind") != PREMISE for f in fs)
     tail = (f"{claims} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
