@@ -647,5 +647,5 @@ first and Max from Exact on budgets a chain can reach, is the `l1_recipe` lesson
 
 register(Experiment("l1", Config, run, claims, render,
                     keys=("variants", "control", "forcing", "forcing_S", "fixed", "config", "base_free"),
-                    quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=34, render_cost=3.0, room=room,
+                    quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=20, render_cost=3.0, room=room,
                     placebo=placebo))
