@@ -3,10 +3,10 @@ checkpoint on mixed prompts; budgets a chain can reach; and a check, before each
 pays (Aggarwal & Welleck 2025, "L1: Controlling How Long A Reasoning Model Thinks With Reinforcement Learning", arXiv
 2503.04697, section 3; cmu-l3/l1's training scripts).
 
-The lab's `l1` experiment trains L1-Max straight from the base model, which writes one format per k whatever the
-budget: RL cannot find what the policy never writes. Here (methods.budget.train_recipe): an SFT warm start
-on reachable budgets (the longest of A / S / T that fits), GRPO with L1-Exact, then GRPO with a 50/50 mix of Exact
-prompts (B<b>) and Max prompts (M<b>, their own tokens) from the Exact checkpoint.
+The lab's `l1` experiment trains L1 straight from the base model, on budgets 0..8 whatever k. Here
+(methods.budget.train_recipe): an SFT warm start on reachable budgets (the longest of A / S / T that fits), GRPO with
+L1-Exact, then GRPO with a 50/50 mix of Exact prompts (B<b>) and Max prompts (M<b>, their own tokens) from the Exact
+checkpoint.
 
 The primary asks whether GRPO with L1-Exact earns more L1-Exact reward than the SFT start it begins from: the start
 already reads the budget, so it is the trivial policy that would earn the reward without RL (the placebo: 0 Exact
