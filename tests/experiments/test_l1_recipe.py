@@ -111,7 +111,7 @@ H, F, U = findings.HOLDS, findings.FAILS, findings.UNTESTABLE
 def test_claims_hold_fail_and_are_untestable_where_their_premise_fails():
     """Premises first (reading pays before Exact, before Max), the primary (GRPO over its SFT start), the Max
     stage's three claims. A premise that does not hold makes the claims that rest on it untestable, and only them:
-    the Max claims on the Max premise (their ungated verdicts kept: L1-Max below the best budget-blind policy does
+    the Max claims on the Max premise (their ungated verdicts kept: L1-Max at the best budget-blind policy does
     not hold), the primary on the Exact premise."""
     fs = E.checked([result(s=s) for s in range(5)])
     assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 3
@@ -121,7 +121,7 @@ def test_claims_hold_fail_and_are_untestable_where_their_premise_fails():
     assert [f["verdict"] for f in fs] == [H, F, H, U, U, U]
     assert all("premise 'Before the L1-Max stage" in f["untestable"] for f in fs[3:])
     fs = E.checked([{**result(max_gap=0.01, s=s), "max_max": result(s=s)["start"]} for s in range(5)])
-    assert fs[4]["verdict"] == U and fs[4]["ungated"] == F          # below the blind policy: it does not hold
+    assert fs[4]["verdict"] == U and fs[4]["ungated"] == F          # no more than the blind policy: does not hold
     assert verdicts(exact_gap=0.01) == [F, H, U, H, H, H]
 
 
