@@ -1,13 +1,14 @@
 """Evaluate saved budget models on fresh problems at every budget b = 0..8, apart from the run that trained them.
 
-    reasonlab l1 --variants max max+sft --seeds 0 1 2 3 4
+    reasonlab l1 --seeds 0 1 2 3 4
     python scripts/eval_budget_models.py [--cache-dir DIR] [--n 200] [--seed 4242] [--out runs/independent_eval.json]
 
 Reads every budget model the `l1` experiment saved in the model cache (l1-<variant>-seed<s>, `experiments.l1.model_name`;
-quick runs' models are l1-quick-<variant>-seed<s> and count as variants of their own), draws n test problems per k
-with a seed the training run's evaluation did not use, decodes greedily with each budget token and prints, per
-variant, the chain steps written and the accuracy at each b (mean over k and seeds, and the spread over seeds of
-"reads its budget": steps at b = 8 minus steps at b = 0). Writes the numbers to --out.
+the control arm is the variant <first>-alpha0; quick runs' models are l1-quick-<variant>-seed<s> and count as
+variants of their own), draws n test problems per k with a seed of its own (one draw for every model: the run
+scored each seed on its own draw, `test_problems(eval_n, "l1", seed)`), decodes greedily with each budget token and
+prints, per variant, the chain steps written and the accuracy at each b (mean over k and seeds, and the spread over
+seeds of "reads its budget": steps at b = 8 minus steps at b = 0). Writes the numbers to --out.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ import numpy as np
 
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.task import BUDGETS
-from reasonlab.experiments.l1 import EVAL_SEED
 from reasonlab.io.checkpoint import load_model, write_json
 from reasonlab.io.files import cache_dir
 from reasonlab.methods.budget import eval_budget_model
@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cache-dir", default=None, help="the model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)")
     p.add_argument("--n", type=int, default=200, help="test problems per k")
-    p.add_argument("--seed", type=int, default=4242, help=f"the fresh problems' seed (the training run's is {EVAL_SEED})")
+    p.add_argument("--seed", type=int, default=4242, help="the fresh test problems' seed")
     p.add_argument("--out", default="runs/independent_eval.json", help="where the numbers go (JSON)")
     a = p.parse_args(argv)
     cache = cache_dir(a.cache_dir)

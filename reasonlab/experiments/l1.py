@@ -1,19 +1,24 @@
 """Thinking on a budget: L1-Exact and L1-Max trained by GRPO (methods.budget), with and without a supervised warm
 start, against s1 forcing and the budget-blind fixed formats, at equal tokens.
 
+The primary asks whether L1's budget term teaches RL from the base model to read its budget: the first variant
+against the same RL whose reward ignores the budget (alpha = 0: correctness alone; same seed, same problems and
+budgets drawn, so the two arms differ only in the reward's budget term). Whether reading the budget pays at all
+with the formats the base model can write is a premise (`budget.best_policies`), one per reward.
+
 Each trained budget model is also saved in the model cache (`model_name`), for `reasonlab sample --budget B
---checkpoint <cache>/l1-max-sft-seed0` and `scripts/eval_budget_models.py`.
+--checkpoint <cache>/l1-exact-seed0` and `scripts/eval_budget_models.py`.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal, get_args
 
 import numpy as np
 
-from ..core.problems import problems_per_k
-from ..core.task import BUDGETS, chain_steps
+from ..core.problems import test_problems
+from ..core.task import BUDGETS, MAX_OUT, chain_steps
 from ..io.report import md_table, plt, save
 from ..methods import budget
 from ..methods.budget import STRIDE_GROUPS
@@ -26,22 +31,23 @@ from .thresholds import THRESHOLDS as TH
 Variant = Literal["exact", "max", "exact+sft", "max+sft"]
 VARIANTS = get_args(Variant)
 
-EVAL_SEED = 777
-"""Seed of the test problems, the same for every seed and variant (training draws its own from the run's seed; no
-selection set is used: alpha and delta are fixed in advance, on L1's scale)."""
+MAX_STEPS = MAX_OUT - 1
+"""the most chain steps an output can hold (its format token, then a running sum in every other slot): steps
+written are in 0..MAX_STEPS whatever the model does, so a spread (steps at b = 8 minus at b = 0) is within
+±MAX_STEPS"""
 
 
 @dataclass
 class Config:
-    variants: tuple[Variant, ...] = ("max", "max+sft")
+    variants: tuple[Variant, ...] = ("exact",)
     """budget models trained: L1-Exact or L1-Max, each optionally (+sft) after an SFT warm start on budget-annotated
-    chains; the lab runs the pair that asks whether RL alone learns to read the budget"""
+    chains. The first is the primary's treatment; its control, always trained, is the same variant with alpha = 0"""
     steps: int = 100
     """GRPO steps per budget model"""
     sft_steps: int = 300
     """warm-start steps of the +sft budget models"""
     eval_n: int = 100
-    """greedy test problems per k (each evaluated at every budget)"""
+    """greedy test problems per k (each evaluated at every budget), drawn per seed"""
     prompts_per_step: int = 16
     """problems per GRPO step (each with its own budget)"""
     num_generations: int = 8
@@ -51,7 +57,8 @@ class Config:
     beta: float = 0.04
     """KL weight to the starting model"""
     alpha: float = 0.25
-    """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25"""
+    """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25; 0: the reward
+    ignores the budget (the control arm's value; the placebo gives it to the treatment too)"""
     delta: float = 0.5
     """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
     sft_lr: float = 3e-3
@@ -78,51 +85,81 @@ class Config:
 
 
 def check_training(cfg, what: str) -> None:
-    """The GRPO and warm-start settings that l1 and l1_recipe share."""
+    """The GRPO and warm-start settings that l1 and l1_recipe share (alpha = 0: a reward blind to the budget)."""
     if cfg.prompts_per_step < 1 or cfg.num_generations < 2:
         raise ValueError(f"{what}: prompts_per_step >= 1 and num_generations >= 2 (GRPO needs a group)")
-    if cfg.sft_steps < 0 or cfg.alpha <= 0 or cfg.beta < 0 or cfg.learning_rate <= 0 or cfg.sft_lr <= 0:
-        raise ValueError(f"{what}: sft_steps >= 0, alpha > 0, beta >= 0 and learning rates > 0")
+    if cfg.sft_steps < 0 or cfg.alpha < 0 or cfg.beta < 0 or cfg.learning_rate <= 0 or cfg.sft_lr <= 0:
+        raise ValueError(f"{what}: sft_steps >= 0, alpha >= 0, beta >= 0 and learning rates > 0")
+
+
+def placebo(cfg: Config) -> Config:
+    """The treatment arm replaced by the control arm: every variant trained with alpha = 0, as its control is."""
+    return replace(cfg, alpha=0.0)
+
+
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's statistic by the design: each arm's spread is within ±MAX_STEPS, their difference twice that."""
+    return (-2.0 * MAX_STEPS, 2.0 * MAX_STEPS)
 
 
 def model_name(variant: str, seed: int, quick: bool = False) -> str:
     """The model cache's name for a trained budget model: l1-<variant>-seed<s> ("+" as "-"; l1-quick-... in quick
-    mode). The last run of a variant and seed wins; its JSON holds the config it was trained with."""
+    mode; the control arm is the variant "<first>+alpha0"). The last run of a variant and seed wins; its JSON holds
+    the config it was trained with."""
     return f"l1-{'quick-' if quick else ''}{variant.replace('+', '-')}-seed{seed}"
 
 
 def stored_config(cfg: Config) -> dict:
-    """The config as a result records it: every field, the training log's interval resolved, the test seed."""
-    return {**asdict(cfg), "log_every": cfg.every, "eval_seed": EVAL_SEED}
+    """The config as a result records it: every field, the training log's interval resolved."""
+    return {**asdict(cfg), "log_every": cfg.every}
+
+
+def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, env, name: str) -> dict:
+    """One budget model trained with the reward weight `alpha`, saved in the model cache as `name`, evaluated at
+    every budget on the test problems."""
+    tr = budget.train_variant(base, variant, seed, steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
+                              num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
+                              alpha=alpha, delta=cfg.delta, sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr,
+                              log_every=cfg.every, progress=True)
+    store(name, {"experiment": "l1", "variant": variant, "seed": seed, **stored_config(cfg), "alpha": alpha},
+          tr["model"], cache=env.cache)
+    return {"variant": variant, "alpha": alpha, "train_seconds": round(tr["seconds"], 1),
+            "sft_seconds": round(tr["sft_seconds"], 1), "sft_loss": tr["sft_loss"], "logs": tr["logs"],
+            "reward": tr["reward"], "eval": budget.eval_budget_model(tr["model"], probs, cfg.n_examples)}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    """Train every variant from the seed's base model, save it in the model cache, evaluate it at every budget; then
-    s1 forcing, the fixed formats and the base model's free choice on the same test problems."""
+    """Train every variant from the seed's base model, and the first again with alpha = 0 (the control: same seed,
+    same draws); save each in the model cache and evaluate it at every budget on the seed's own test problems; then
+    s1 forcing, the fixed formats and the base model's free choice on the same problems."""
     base = env.base(seed).eval()
-    probs = problems_per_k(cfg.eval_n, seed=EVAL_SEED)
+    probs = test_problems(cfg.eval_n, "l1", seed)
     res: dict = {"seed": seed, "config": stored_config(cfg), "variants": {}}
     for v in cfg.variants:
-        tr = budget.train_variant(base, v, seed, steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
-                                  num_generations=cfg.num_generations, learning_rate=cfg.learning_rate,
-                                  beta=cfg.beta, alpha=cfg.alpha, delta=cfg.delta, sft_steps=cfg.sft_steps,
-                                  sft_lr=cfg.sft_lr, log_every=cfg.every, progress=True)
-        store(model_name(v, seed, env.quick), {"experiment": "l1", "variant": v, "seed": seed, **res["config"]},
-              tr["model"], cache=env.cache)
-        res["variants"][v] = {"train_seconds": round(tr["seconds"], 1), "sft_seconds": round(tr["sft_seconds"], 1),
-                              "sft_loss": tr["sft_loss"], "logs": tr["logs"], "reward": tr["reward"],
-                              "eval": budget.eval_budget_model(tr["model"], probs, cfg.n_examples)}
+        res["variants"][v] = train_arm(cfg, v, cfg.alpha, base, seed, probs, env, model_name(v, seed, env.quick))
+    first = cfg.variants[0]
+    res["control"] = train_arm(cfg, first, 0.0, base, seed, probs, env, model_name(f"{first}+alpha0", seed, env.quick))
     res.update(budget.eval_baselines(base, probs))
     return res
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Reading a result: the methods' cells, s1's metrics, the equal-token comparison.
+# Reading a result: the arms, the methods' cells, s1's metrics, the equal-token comparison.
+
+def control_name(r: dict) -> str:
+    """The control arm's method name: the first variant trained with alpha = 0."""
+    return f"L1-{r['control']['variant']}, α = 0"
+
+
+def arms(r: dict) -> dict:
+    """{method name: trained arm} for one seed: the variants in the run's order, then the control arm."""
+    return {**{f"L1-{v}": r["variants"][v] for v in variants_of(r)}, control_name(r): r["control"]}
+
 
 def methods_of(r: dict) -> dict:
-    """{method name: {b: {k: cell}}} for one seed: the variants, s1 forcing and the fixed formats (same cell at
+    """{method name: {b: {k: cell}}} for one seed: the trained arms, s1 forcing and the fixed formats (same cell at
     every budget)."""
-    out = {f"L1-{v}": r["variants"][v]["eval"] for v in variants_of(r)}
+    out = {name: a["eval"] for name, a in arms(r).items()}
     out["s1 forcing (T cut at b)"] = r["forcing"]
     out["s1 forcing (S cut at b)"] = r["forcing_S"]
     for f in "AST":
@@ -133,6 +170,16 @@ def methods_of(r: dict) -> dict:
 def variants_of(r: dict) -> list[str]:
     """The variants in the order the run was asked for (a result read back from JSON has its keys sorted)."""
     return list(r["config"]["variants"])
+
+
+def reward_of(variant: str) -> str:
+    """The L1 reward a variant trains with: "exact" or "max"."""
+    return variant.split("+")[0]
+
+
+def start_of(variant: str) -> str:
+    """Where a variant's RL starts, in words."""
+    return "from its SFT warm start" if variant.endswith("+sft") else "from the base model"
 
 
 def ks_of(r: dict) -> list[int]:
@@ -152,6 +199,20 @@ def mean_cells(m: dict, key: str, cells) -> float:
 def cells_where(r: dict, low: bool | None) -> list[tuple[int, int]]:
     """(b, k) cells with b < ceil(k/2) (low=True), b >= ceil(k/2) (low=False), or all (None)."""
     return [(b, k) for b in BUDGETS for k in ks_of(r) if low is None or (b < needs(k)) == low]
+
+
+def spread(m: dict, ks: list[int]) -> float:
+    """Chain steps at b = 8 minus at b = 0, mean over k, for one method's cells: 0 for a model that ignores b."""
+    return float(np.mean([m[8][k]["steps"] - m[0][k]["steps"] for k in ks]))
+
+
+def pays(r: dict, kind: str) -> float:
+    """What reading the budget is worth under L1-<kind>'s reward with the base model's formats (A, S, T forced, at
+    their accuracies and steps on this seed's problems): the best budget-aware policy's expected reward minus the
+    best budget-blind one's, budgets uniform over 0..8 (budget.best_policies)."""
+    opts = [[(r["fixed"][f][k]["acc"], r["fixed"][f][k]["steps"]) for f in "AST"] for k in ks_of(r)]
+    got = budget.best_policies(opts, kind, r["config"]["alpha"], r["config"]["delta"], reachable=False)
+    return got["aware"] - got["blind"]
 
 
 def s1_metrics(m: dict, ks: list[int]) -> dict:
@@ -186,53 +247,87 @@ def blind(m: dict, r: dict) -> dict:
     return {b: r["fixed"]["AST"[min(b, 2)]] for b in BUDGETS}
 
 
+PAYS = {"exact": "reading pays under L1-Exact", "max": "reading pays under L1-Max"}
+"""the premises' names: whether reading the budget pays under each reward, which the claims on the variants trained
+with that reward require"""
+
+
+def premises(results: list[dict], kinds: list[str]) -> list[dict]:
+    """Per reward trained with: reading the budget pays at least the design bound with the base model's formats."""
+    return [findings.premise(findings.seed_check(
+        "l1", f"reading the budget pays under L1-{kind.capitalize()}: with the base model's formats (A, S, T), the "
+        f"best budget-aware policy earns at least {TH['l1.aware_gap'].value:g} more L1-{kind.capitalize()} reward "
+        "than the best budget-blind one (b = 0..8)", f"aware - blind, expected L1-{kind.capitalize()} reward",
+        [pays(r, kind) for r in results], TH["l1.aware_gap"]), PAYS[kind]) for kind in kinds]
+
+
 def claims(results: list[dict]) -> list[dict]:
-    """The checked claims, primary first: whether RL from the base model (the first variant) learns to read its
-    budget. Every "beats s1 forcing" claim also beats the budget-blind control, the fixed formats A / S / T at equal
-    tokens (a model that ignores the budget and writes S chains would pass a comparison with a truncated T chain),
-    and forcing S as well as T."""
+    """The premises (reading the budget pays, per reward trained with), the primary (the first variant reads its
+    budget more than the same RL with alpha = 0), then per variant: it reads its budget, keeps it (Max), scales,
+    and beats s1 forcing and the budget-blind fixed formats at equal tokens (a model that ignores the budget and
+    writes S chains would pass a comparison with a truncated T chain alone); and whether RL needs a warm start."""
     ms = [methods_of(r) for r in results]
     vs = variants_of(results[0])
+    ks = [ks_of(r) for r in results]
     allc = [cells_where(r, None) for r in results]
-
-    def spread(m, r, n):                       # chain steps at b = 8 minus at b = 0, mean over k
-        return float(np.mean([m[n][8][k]["steps"] - m[n][0][k]["steps"] for k in ks_of(r)]))
-
-    out = []
+    first, ctl = f"L1-{vs[0]}", control_name(results[0])
+    treat = [spread(m[first], k) for m, k in zip(ms, ks)]
+    base = [spread(m[ctl], k) for m, k in zip(ms, ks)]
+    out = premises(results, [kind for kind in ("exact", "max") if kind in map(reward_of, vs)])
+    out.append(findings.primary(findings.seed_check(
+        "l1", f"{first} {start_of(vs[0])} reads its budget more than the same RL whose reward ignores it ({ctl}: "
+        "correctness alone; same seed and draws, the arms differ only in the reward's budget term): its spread "
+        "(chain steps at b = 8 minus at b = 0) is more than one step larger",
+        "spread(treatment) - spread(control), steps, mean over k", [t - c for t, c in zip(treat, base)],
+        TH["l1.reads_over_blind"], control=ctl, requires=[PAYS[reward_of(vs[0])]],
+        spread_treatment=[round(x, 4) for x in treat], spread_control=[round(x, 4) for x in base])))
     for v in vs:
-        name = f"L1-{v}"
-        out.append(findings.seed_check("l1", f"{name} reads its budget: it writes more than one chain step more at b = 8 "
-                                "than at b = 0", "steps(b = 8) - steps(b = 0), mean over k",
-                                [spread(m, r, name) for r, m in zip(results, ms)], TH["l1.reads"]))
-    for v in vs:
-        name = f"L1-{v}"
-        if not v.startswith("exact"):
-            out.append(findings.seed_check("l1", f"{name} keeps the budget (s1's Control): share of outputs with steps "
-                                    "<= b", "share within budget, all (b, k)",
-                                    [mean_cells(m[name], "within", c) for m, c in zip(ms, allc)], TH["l1.control"]))
-        scal = [s1_metrics(m[name], ks_of(r))["scaling"] for r, m in zip(results, ms)]
-        out.append(findings.seed_check("l1", f"{name} scales (s1's Scaling): accuracy rises with compute across budgets",
-                                "mean pairwise slope of accuracy against tokens",
-                                [x if x is not None else 0.0 for x in scal], TH["l1.scaling"],
-                                untestable=None if None not in scal else
-                                "no variance by construction: compute does not vary across budgets"))
-        gains = {ctl: [equal_token_gain(m[name], ref(m, r), c) for m, r, c in zip(ms, results, allc)]
-                 for ctl, ref in (("s1 forcing (T cut at b)", lambda m, r: m["s1 forcing (T cut at b)"]),
-                                  ("s1 forcing (S cut at b)", lambda m, r: m["s1 forcing (S cut at b)"]),
-                                  ("fixed formats", blind))}
-        worst = [min(g) for g in zip(*gains.values())]
+        name, req = f"L1-{v}", [PAYS[reward_of(v)]]
+        out.append(findings.seed_check("l1", f"{name} reads its budget: it writes more than one chain step more at "
+                                       "b = 8 than at b = 0", "steps(b = 8) - steps(b = 0), mean over k",
+                                       [spread(m[name], k) for m, k in zip(ms, ks)], TH["l1.reads"], requires=req))
+        if reward_of(v) == "max":
+            out.append(findings.seed_check("l1", f"{name} keeps the budget (s1's Control): share of outputs with "
+                                           "steps <= b", "share within budget, all (b, k)",
+                                           [mean_cells(m[name], "within", c) for m, c in zip(ms, allc)],
+                                           TH["l1.control"], requires=req))
+        scal = [s1_metrics(m[name], k)["scaling"] for m, k in zip(ms, ks)]
+        out.append(findings.seed_check("l1", f"{name} scales (s1's Scaling): accuracy rises with compute across "
+                                       "budgets", "mean pairwise slope of accuracy against tokens (0 on a seed whose "
+                                       "compute does not vary: accuracy does not rise with it)",
+                                       [x if x is not None else 0.0 for x in scal], TH["l1.scaling"], requires=req))
+        gains = {c: [equal_token_gain(m[name], ref(m, r), cc) for m, r, cc in zip(ms, results, allc)]
+                 for c, ref in (("s1 forcing (T cut at b)", lambda m, r: m["s1 forcing (T cut at b)"]),
+                                ("s1 forcing (S cut at b)", lambda m, r: m["s1 forcing (S cut at b)"]),
+                                ("fixed formats", blind))}
         out.append(findings.seed_check("l1", f"at equal tokens, {name} is more accurate than s1 forcing (T and S "
-                                "chains) and than the budget-blind fixed formats", "smallest of the three "
-                                "equal-token accuracy gains, all (b, k)", worst, TH["l1.equal_tokens"],
-                                control="fixed formats", **{k: [round(x, 4) for x in g] for k, g in gains.items()}))
+                                       "chains) and than the budget-blind fixed formats", "smallest of the three "
+                                       "equal-token accuracy gains, all (b, k)", [min(g) for g in zip(*gains.values())],
+                                       TH["l1.equal_tokens"], control="fixed formats", requires=req,
+                                       **{c: [round(x, 4) for x in g] for c, g in gains.items()}))
     for v in vs:
         if v.endswith("+sft") and v[:-4] in vs:
             cold, warm = f"L1-{v[:-4]}", f"L1-{v}"
-            out.append(findings.seed_check("l1", f"no SFT warm start needed: {cold} (RL from the base) reads its budget "
-                                    f"within one step as well as {warm}", f"spread({cold}) - spread({warm})",
-                                    [spread(m, r, cold) - spread(m, r, warm) for r, m in zip(results, ms)],
-                                    TH["l1.no_sft"]))
+            out.append(findings.seed_check("l1", f"no SFT warm start needed: {cold} (RL from the base) reads its "
+                                           f"budget within one step as well as {warm}", f"spread({cold}) - "
+                                           f"spread({warm})", [spread(m[cold], k) - spread(m[warm], k)
+                                                               for m, k in zip(ms, ks)],
+                                           TH["l1.no_sft"], requires=[PAYS[reward_of(v)]]))
     return out
+
+
+def config_of(r: dict) -> Config:
+    """The Config a result was run with, read back from what it stored."""
+    c = {f: r["config"][f] for f in Config.__dataclass_fields__ if f in r["config"]}
+    return Config(**{**c, "variants": tuple(c["variants"])})
+
+
+def checked(results: list[dict]) -> list[dict]:
+    """The claims as the lab judges them: the primary against the design's room, every claim gated by the premises
+    it requires (the section shows the verdicts the lab's report does)."""
+    rm = room(config_of(results[0]))
+    return findings.gate([findings.with_room(f, rm) if findings.kind_of(f) == findings.PRIMARY else f
+                          for f in claims(results)])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -263,20 +358,20 @@ def plot_accuracy(results: list[dict], path: str) -> str:
 
 def plot_strides(results: list[dict], path: str) -> str:
     """Stride mix of the trained models' chains, by budget (x) and k (panels), mean over seeds."""
-    vs, ks = variants_of(results[0]), ks_of(results[0])
+    names, ks = list(arms(results[0])), ks_of(results[0])
     colors = dict(zip(STRIDE_GROUPS, ["#4C72B0", "#55A868", "#DD8452", "#C44E52", "#8172B2", "#937860", "#999999"]))
-    fig, axes = plt.subplots(len(vs), len(ks), figsize=(2.3 * len(ks), 2.4 * len(vs) + 0.6), sharey=True, squeeze=False,
-                             layout="constrained")
-    for i, v in enumerate(vs):
+    fig, axes = plt.subplots(len(names), len(ks), figsize=(2.3 * len(ks), 2.4 * len(names) + 0.6), sharey=True,
+                             squeeze=False, layout="constrained")
+    for i, n in enumerate(names):
         for j, k in enumerate(ks):
             ax, bottom = axes[i][j], np.zeros(len(BUDGETS))
             for g in STRIDE_GROUPS:
-                y = np.array([np.mean([r["variants"][v]["eval"][b][k]["strides"].get(g, 0.0) for r in results])
+                y = np.array([np.mean([arms(r)[n]["eval"][b][k]["strides"].get(g, 0.0) for r in results])
                               for b in BUDGETS])
                 ax.bar(BUDGETS, y, bottom=bottom, color=colors[g], label=g, width=0.85)
                 bottom += y
             ax.axvline(needs(k) - 0.5, color="k", lw=0.8)
-            ax.set_title(f"L1-{v}, k = {k}", fontsize=8)
+            ax.set_title(f"{n}, k = {k}", fontsize=8)
             ax.tick_params(labelsize=7)
     axes[0][0].legend(fontsize=6, loc="lower left")
     fig.supxlabel("budget b (vertical line: b = ceil(k/2))")
@@ -286,7 +381,7 @@ def plot_strides(results: list[dict], path: str) -> str:
 
 def plot_adherence(results: list[dict], path: str) -> str:
     """Left: steps written against budget (mean over k and seeds) per method, diagonal = exact adherence.
-    Right: share within budget during training, per variant (mean over budgets and seeds)."""
+    Right: share within budget during training, per trained arm (mean over budgets and seeds)."""
     ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     for name in ms[0]:
@@ -298,11 +393,11 @@ def plot_adherence(results: list[dict], path: str) -> str:
     a1.set_xlabel("budget b")
     a1.set_ylabel("chain steps written (mean over k = 2..8)")
     a1.legend(fontsize=8)
-    for v in variants_of(results[0]):
-        logs = [r["variants"][v]["logs"] for r in results]
+    for n in arms(results[0]):
+        logs = [arms(r)[n]["logs"] for r in results]
         steps = [l["step"] for l in logs[0]]
         y = np.array([[np.mean([c["within"] for c in l["by_budget"].values()]) for l in lg] for lg in logs])
-        a2.plot(steps, y.mean(0), marker="o", ms=3, label=f"L1-{v}")
+        a2.plot(steps, y.mean(0), marker="o", ms=3, label=n)
     a2.set_xlabel("GRPO step (step 0: greedy, before RL)")
     a2.set_ylabel("share within budget (steps <= b)")
     a2.set_ylim(0, 1.02)
@@ -322,8 +417,8 @@ def by_budget(first: list[str], last: list[str] = ()) -> list[str]:
 
 
 def trained(results: list[dict]) -> list[str]:
-    """The trained models' method names, then s1's T forcing."""
-    return [f"L1-{v}" for v in variants_of(results[0])] + ["s1 forcing (T cut at b)"]
+    """The trained arms' method names (the control last), then s1's T forcing."""
+    return [*arms(results[0]), "s1 forcing (T cut at b)"]
 
 
 def table_accuracy(ms: list[dict], ks: list[int]) -> str:
@@ -386,31 +481,31 @@ def table_strides(results: list[dict], ms: list[dict], names: list[str]) -> str:
 
 
 def stride_labels(results: list[dict]) -> str:
-    """classify_chain's exact labels per variant over the cells with b < ceil(k/2), most frequent first."""
+    """classify_chain's exact labels per trained arm over the cells with b < ceil(k/2), most frequent first."""
     lines = []
-    for v in variants_of(results[0]):
+    for n in arms(results[0]):
         cnt: dict[str, float] = {}
         cells = [(r, b, k) for r in results for b, k in cells_where(r, True)]
         for r, b, k in cells:
-            for lab, x in r["variants"][v]["eval"][b][k]["stride_labels"].items():
+            for lab, x in arms(r)[n]["eval"][b][k]["stride_labels"].items():
                 cnt[lab] = cnt.get(lab, 0.0) + x / len(cells)
         ranked = sorted(cnt.items(), key=lambda kv: -kv[1])
-        lines.append(f"- L1-{v}: " + ", ".join(f"{lab} {x:.3f}" for lab, x in ranked))
+        lines.append(f"- {n}: " + ", ".join(f"{lab} {x:.3f}" for lab, x in ranked))
     return "\n".join(lines)
 
 
 def stride_examples(r: dict) -> str:
-    """Up to two example outputs per variant and stride group of one seed, with b < ceil(k/2)."""
+    """Up to two example outputs per trained arm and stride group of one seed, with b < ceil(k/2)."""
     lines = []
-    for v in variants_of(r):
+    for n, a in arms(r).items():
         seen: dict[str, list] = {}
         for b, k in cells_where(r, True):
-            for g, exs in r["variants"][v]["eval"][b][k].get("examples", {}).items():
+            for g, exs in a["eval"][b][k].get("examples", {}).items():
                 for e in exs:
                     if len(seen.setdefault(g, [])) < 2:
                         seen[g].append(f"B{b} {e}")
         for g, exs in seen.items():
-            lines += [f"    L1-{v:<9} {g:<18} {e}" for e in exs]
+            lines += [f"    {n:<16} {g:<18} {e}" for e in exs]
     return "\n".join(lines) or "    (none)"
 
 
@@ -418,28 +513,25 @@ def table_training_log(results: list[dict]) -> str:
     """The GRPO samples' within / |steps - b| / accuracy / tokens per budget at the first, middle and last log
     record, mean over seeds."""
     rows = []
-    for v in variants_of(results[0]):
-        for i in (0, len(results[0]["variants"][v]["logs"]) // 2, -1):
-            lg = [r["variants"][v]["logs"][i] for r in results]
+    for n in arms(results[0]):
+        for i in (0, len(arms(results[0])[n]["logs"]) // 2, -1):
+            lg = [arms(r)[n]["logs"][i] for r in results]
 
             def at(b, key):   # a short log window may have drawn no prompt with budget b: "–"
                 xs = [c[key] for c in (log["by_budget"].get(b) for log in lg) if c]
                 return f"{np.mean(xs):.2f}" if xs else "–"
-            rows.append([f"L1-{v}", lg[0]["step"]] + [
+            rows.append([n, lg[0]["step"]] + [
                 " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS])
-    return md_table(by_budget(["variant", "step"]), rows)
+    return md_table(by_budget(["arm", "step"]), rows)
 
 
 def headline(results: list[dict], ms: list[dict], fs: list[dict]) -> str:
-    """The main variant's Control and Performance, and its equal-token claim."""
-    ks, vs = ks_of(results[0]), variants_of(results[0])
-    main = "L1-" + next((v for v in ("max+sft", "max", "exact+sft") if v in vs), vs[0])
-    gain = next((f for f in fs if f["claim"].startswith(f"at equal tokens, {main} ")), None)
-    ctrl = [s1_metrics(m[main], ks)["control"] for m in ms]
-    return (f"{main}: within budget {_ms(ctrl)}, best accuracy "
-            f"{_ms([s1_metrics(m[main], ks)['performance'] for m in ms])}"
-            + (f"; vs s1 forcing and always-S at equal tokens: {gain['value']:+.3f} "
-               f"[{findings._num(gain['ci95'][0])}, {findings._num(gain['ci95'][1])}] ({gain['verdict']})" if gain else ""))
+    """The primary's arms: each one's spread (steps at b = 8 minus at b = 0), their difference and its verdict."""
+    prim = next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)
+    first, ctl = f"L1-{variants_of(results[0])[0]}", control_name(results[0])
+    return (f"spread (steps at b = 8 - b = 0): {first} {_ms(prim['spread_treatment'])}, {ctl} "
+            f"{_ms(prim['spread_control'])}; difference {prim['value']:+.2f} [{findings._num(prim['ci95'][0])}, "
+            f"{findings._num(prim['ci95'][1])}] ({prim['verdict']})")
 
 
 def render(results: list[dict], out: str) -> list[tuple[str, str]]:
@@ -450,15 +542,16 @@ def render(results: list[dict], out: str) -> list[tuple[str, str]]:
     plot_strides(results, os.path.join(d, "strides.png"))
     plot_adherence(results, os.path.join(d, "adherence.png"))
     ks, ms, names = ks_of(results[0]), [methods_of(r) for r in results], trained(results)
-    fs = claims(results)
+    fs = checked(results)
     cfg = results[0]["config"]
-    secs = "; ".join(f"L1-{v} {_ms([r['variants'][v]['train_seconds'] for r in results], '{:.0f}')} s"
-                     for v in variants_of(results[0]))
+    secs = "; ".join(f"{n} {_ms([arms(r)[n]['train_seconds'] for r in results], '{:.0f}')} s"
+                     for n in arms(results[0]))
     md = f"""## Thinking on a budget: L1 against s1 forcing
 
 > **Question.** Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..8) and train
-> the model to keep it with L1's rewards. Does that beat cutting the chain (s1) at equal tokens, and what does the
-> model do with fewer steps than its shortest chain (S needs ⌈k/2⌉)?
+> the model with L1's rewards. Does L1's budget term teach RL from the base model to read the budget, against the
+> same RL whose reward ignores it? Does that beat cutting the chain (s1) at equal tokens, and what does the model do
+> with fewer steps than its shortest chain (S needs ⌈k/2⌉)?
 
 ![accuracy against budget](l1/accuracy_vs_budget.png)
 
@@ -511,7 +604,7 @@ greedy before RL), mean over seeds:
 
 {table_training_log(results)}
 
-**Findings** (computed on this run; 95 % t-intervals over seeds; the first is this experiment's primary claim):
+**Findings** (computed on this run; 95 % t-intervals over seeds; the premises first, then the primary claim):
 
 {findings.table(fs)}
 
@@ -521,27 +614,38 @@ greedy before RL), mean over seeds:
 
 def method_note(cfg: dict, secs: str) -> str:
     """The section's closing paragraphs: the training settings, the controls, where L1 differs, the papers."""
+    first = cfg["variants"][0]
     return f"""GRPO ({cfg['steps']} steps, {cfg['prompts_per_step']} problems × {cfg['num_generations']} samples, lr
 {cfg['learning_rate']:g}, β {cfg['beta']:g}), one budget drawn uniformly per problem; α = {cfg['alpha']:g} per
 step, δ = {cfg['delta']:g}; `+sft` variants first fine-tune {cfg['sft_steps']} steps on budget-annotated outputs
-(the longest fixed format within the budget). Training time per seed: {secs}. s1 forcing forces a T (or S) chain
-on the base model and forces "A" after b steps (`tts.budget_hook`); equal tokens: each budget model's accuracy minus
-the control's curve (per k, interpolated at the same mean tokens; tokens up to the answer and </s>). The controls
-are both forcings and the budget-blind fixed formats (the A, S, T points per k): a model that writes S chains
-whatever b says would win a comparison with a truncated T chain alone. L1's paper and code differ from this port in
-where Max starts (the Exact checkpoint, there), in n (the whole response, there) and in the budget's form (a number
-in the prompt); Max's (clip(α(b − n), −1, 1) + 1)/2 is the paper's clip with δ = 0.5 (budget.py's docstring has the
-details). L1-Max from the base model is the lesson it is: RL cannot find what the policy never writes (the base
-model writes one format per k whatever b says, and with its accuracies a budget-aware policy would earn little more
-L1-Max reward than a budget-blind one: the `l1_recipe` lesson prices it). L1's own recipe, Exact first and Max from Exact on
-budgets a chain can reach, is the `l1_recipe` lesson (`reasonlab l1_recipe`).
+(the longest fixed format within the budget). Training time per seed: {secs}.
+
+**The primary's control** is L1-{first} trained again with α = 0: the same start, seed, problems, budgets and
+GRPO, a reward that pays correctness alone, so whatever budget reading it shows comes from the budget token and
+RL, not from L1's budget term; the placebo (`reasonlab lab --placebo`) trains the treatment with α = 0 too.
+Whether reading pays at all is a premise per reward: the best budget-aware policy over the base model's forced
+formats (A, S, T, at their accuracies and steps on the seed's test problems) must earn at least
+{TH['l1.aware_gap'].value:g} more expected reward than the best budget-blind one, b uniform over 0..8
+(`budget.best_policies`); the claims on the variants trained with that reward require it. The other controls:
+s1 forcing forces a T (or S) chain on the base model and forces "A" after b steps (`tts.budget_hook`); equal tokens:
+each budget model's accuracy minus the control's curve (per k, interpolated at the same mean tokens; tokens up to
+the answer and </s>), against both forcings and the budget-blind fixed formats (the A, S, T points per k): a model
+that writes S chains whatever b says would win a comparison with a truncated T chain alone. Every seed scores its
+own test problems (`test_problems(eval_n, "l1", seed)`); training draws from the train part.
+
+L1's paper and code differ from this port in where Max starts (the Exact checkpoint, there), in n (the whole
+response, there) and in the budget's form (a number in the prompt); Max's (clip(α(b − n), −1, 1) + 1)/2 is the
+paper's clip with δ = 0.5 (budget.py's docstring has the details). L1-Max from the base model has little to learn
+(its premise prices it; the `l1_recipe` lesson too), which is why the lab trains L1-Exact. L1's own recipe, Exact
+first and Max from Exact on budgets a chain can reach, is the `l1_recipe` lesson (`reasonlab l1_recipe`).
 
 *Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `reasonlab l1 --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
---budget 1 --checkpoint ~/.cache/reasonlab/l1-max-sft-seed0` (a model the run saved in the model cache).
+--budget 1 --checkpoint ~/.cache/reasonlab/l1-exact-seed0` (a model the run saved in the model cache).
 """
 
 
 register(Experiment("l1", Config, run, claims, render,
-                    keys=("variants", "forcing", "forcing_S", "fixed", "config", "base_free"),
-                    quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=21, render_cost=3.0))
+                    keys=("variants", "control", "forcing", "forcing_S", "fixed", "config", "base_free"),
+                    quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=20, render_cost=3.0, room=room,
+                    placebo=placebo))

@@ -3,28 +3,31 @@ checkpoint on mixed prompts; budgets a chain can reach; and a check, before each
 pays (Aggarwal & Welleck 2025, "L1: Controlling How Long A Reasoning Model Thinks With Reinforcement Learning", arXiv
 2503.04697, section 3; cmu-l3/l1's training scripts).
 
-The lab's `l1` experiment trains L1-Max straight from the base model, which writes one format per k whatever the
-budget: RL cannot find what the policy never writes. Here (methods.budget.train_recipe): an SFT warm start
-on reachable budgets (the longest of A / S / T that fits), GRPO with L1-Exact, then GRPO with a 50/50 mix of Exact
-prompts (B<b>) and Max prompts (M<b>, their own tokens) from the Exact checkpoint. `best_policies` computes the best
-budget-blind and budget-aware rewards over what each stage starts from; where the gap is under the design bound, the
-claims that need it are untestable.
+The lab's `l1` experiment trains L1 straight from the base model, on budgets 0..8 whatever k. Here
+(methods.budget.train_recipe): an SFT warm start on reachable budgets (the longest of A / S / T that fits), GRPO with
+L1-Exact, then GRPO with a 50/50 mix of Exact prompts (B<b>) and Max prompts (M<b>, their own tokens) from the Exact
+checkpoint.
+
+The primary asks whether GRPO with L1-Exact earns more L1-Exact reward than the SFT start it begins from: the start
+already reads the budget, so it is the trivial policy that would earn the reward without RL (the placebo: 0 Exact
+steps). `best_policies` prices what each RL stage could learn, from the lengths and accuracies it starts with:
+reading the budget must pay at least the design bound, a premise that the stage's claims require.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..core.problems import problems_per_k
+from ..core.problems import test_problems
 from ..core.task import BUDGETS, K_MAX, K_MIN
 from ..io.report import band, md_table, plt, save
 from ..methods import budget
 from ..stats import findings
 from ..stats.summary import pm
 from . import Experiment, register
-from .l1 import check_training
+from .l1 import MAX_STEPS, check_training
 from .thresholds import THRESHOLDS as TH
 
 KS = range(K_MIN, K_MAX + 1)
@@ -37,11 +40,11 @@ class Config:
     sft_steps: int = 300
     """supervised warm-start steps on reachable budgets (the longest fixed format that fits)"""
     exact_steps: int = 100
-    """GRPO steps with L1-Exact from the warm start"""
+    """GRPO steps with L1-Exact from the warm start (0: the Exact model is the warm start, the placebo)"""
     max_steps: int = 100
     """GRPO steps with L1-Max and L1-Exact prompts mixed 50/50, from the Exact checkpoint"""
     eval_n: int = 100
-    """greedy test problems per k, at every budget and prompt kind"""
+    """greedy test problems per k, at every budget and prompt kind, drawn per seed"""
     prompts_per_step: int = 16
     """problems per GRPO step (each with its own budget and prompt kind)"""
     num_generations: int = 8
@@ -59,6 +62,21 @@ class Config:
 
     def validate(self) -> None:
         check_training(self, "l1_recipe")
+        if self.exact_steps < 0 or self.max_steps < 0:
+            raise ValueError("l1_recipe: exact_steps and max_steps >= 0")
+
+
+def placebo(cfg: Config) -> Config:
+    """The treatment arm replaced by the control arm: no Exact GRPO, the Exact model is its SFT start."""
+    return replace(cfg, exact_steps=0)
+
+
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's statistic by the design: a cell's L1-Exact reward c - alpha |b - n| is in [-alpha MAX_STEPS, 1]
+    (c in 0..1, b in 0..k, n in 0..MAX_STEPS), so a difference of two models' rewards is within ±(1 + alpha
+    MAX_STEPS)."""
+    most = 1.0 + cfg.alpha * MAX_STEPS
+    return (-most, most)
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -67,13 +85,13 @@ def run(cfg: Config, seed: int, env) -> dict:
                              prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
                              learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=cfg.alpha, delta=cfg.delta,
                              sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr)
-    probs = problems_per_k(cfg.eval_n, seed=f"l1-recipe-{seed}", split="test")
+    probs = test_problems(cfg.eval_n, "l1_recipe", seed)
     fixed = budget.eval_fixed(base, probs)             # forced A, S, T on the base: per k, accuracy and steps
     fixed_opts = [[(fixed[f][k]["acc"], fixed[f][k]["steps"]) for f in "AST"] for k in KS]
     ev = lambda m, kind: budget.eval_recipe(m, probs, kind, cfg.alpha, cfg.delta)  # noqa: E731
     res = {"start": ev(tr["start"], "exact"), "exact": ev(tr["exact"], "exact"),
            "max_exact": ev(tr["max"], "exact"), "max_max": ev(tr["max"], "max"), "fixed": fixed_opts,
-           "alpha": cfg.alpha, "delta": cfg.delta, "seconds": round(tr["seconds"], 1)}
+           "alpha": cfg.alpha, "delta": cfg.delta, "seconds": round(tr["seconds"], 1), "config": asdict(cfg)}
     exact_opts = [[(res["exact"][b][i]["acc"], res["exact"][b][i]["steps"]) for b in range(k + 1)]
                   for i, k in enumerate(KS)]
     res["precheck"] = {
@@ -98,48 +116,54 @@ def gap(r: dict, name: str) -> float:
     return r["precheck"][name]["aware"] - r["precheck"][name]["blind"]
 
 
-def claims(rs: list[dict]) -> list[dict]:
-    """Primary: L1-Exact beats the best budget-blind policy over the formats it starts from. Each RL stage's claims
-    are untestable where its pre-check finds under the design bound to learn."""
-    sec = "l1_recipe"
-    bound = TH["l1.aware_gap"].value
+PAYS = {"exact": "reading pays before L1-Exact", "max": "reading pays before L1-Max"}
+"""the premises' names: reading the budget pays before each RL stage, which that stage's claims require"""
 
-    def flat(name, stage):
-        worst = max(gap(r, name) for r in rs)
-        return (f"reading the budget pays at most {worst:.3f} of {stage}'s reward over the best budget-blind policy "
-                f"before that stage, under the design bound {bound:g}: there is nothing for RL to learn") \
-            if worst < bound else None
-    no_exact, no_max = flat("exact_from_base", "L1-Exact"), flat("max_from_exact", "L1-Max")
-    return [findings.seed_check(sec, "L1-Exact (from a warm start that writes A, S or T by budget, reachable budgets) earns "
-                         "more L1-Exact reward than the best budget-blind policy over those formats",
-                         "reward(L1-Exact on B<b>) - blind, reachable b",
-                         [reachable(r, "exact", "exact_r") - r["precheck"]["exact_from_base"]["blind"] for r in rs],
-                         TH["l1.beats_blind"], untestable=no_exact, control="the best budget-blind policy"),
-            findings.seed_check(sec, "Before the Exact stage, a budget-aware policy earns clearly more L1-Exact reward than a "
-                         "budget-blind one with the base model's formats (the precondition)",
-                         "aware - blind, expected L1-Exact reward, reachable b",
-                         [gap(r, "exact_from_base") for r in rs], TH["l1.aware_gap"]),
-            findings.seed_check(sec, "GRPO with L1-Exact raises the L1-Exact reward over its SFT start", "reward(L1-Exact) - "
-                         "reward(SFT start), on B<b>, reachable b", [reachable(r, "exact", "exact_r")
-                                                                     - reachable(r, "start", "exact_r") for r in rs],
-                         TH["l1.rl_gain"], control="the SFT start"),
-            findings.seed_check(sec, "Before the Max stage, a budget-aware policy earns clearly more L1-Max reward than a "
-                         "budget-blind one with the Exact checkpoint's lengths (the precondition)",
-                         "aware - blind, expected L1-Max reward, reachable b", [gap(r, "max_from_exact") for r in rs],
-                         TH["l1.aware_gap"]),
-            findings.seed_check(sec, "L1-Max trained as L1 does (Max from the Exact checkpoint on mixed prompts) reads its "
-                         "budget: on Max prompts it writes more than one chain step more at b = k than at b = 0",
-                         "steps(b = k) - steps(b = 0) on M<b>, mean over k", [spread(r, "max_max") for r in rs],
-                         TH["l1.reads_reachable"]),
-            findings.seed_check(sec, "L1-Max earns more L1-Max reward on Max prompts than the best budget-blind policy over "
-                         "the Exact checkpoint's lengths", "reward(L1-Max on M<b>) - blind, reachable b",
-                         [reachable(r, "max_max", "max_r") - r["precheck"]["max_from_exact"]["blind"] for r in rs],
-                         TH["l1.beats_blind"], untestable=no_max, control="the best budget-blind policy"),
-            findings.seed_check(sec, "One model reads the two prompts apart: at the same budget it writes fewer steps when "
-                         "told \"at most b\" (M<b>) than \"exactly b\" (B<b>)", "steps on B<b> - steps on M<b>, "
-                         "L1-Max model, reachable b", [reachable(r, "max_exact", "steps")
-                                                       - reachable(r, "max_max", "steps") for r in rs],
-                         TH["l1.kinds_apart"], control="the same model on the other prompt")]
+
+def premises(rs: list[dict]) -> list[dict]:
+    """Before each RL stage, a budget-aware policy over the lengths it starts with earns at least the design bound
+    more of the stage's reward than a budget-blind one (budget.best_policies)."""
+    return [findings.premise(findings.seed_check(
+        "l1_recipe", f"Before the {stage} stage, a budget-aware policy earns at least {TH['l1.aware_gap'].value:g} "
+        f"more {stage} reward than a budget-blind one with {what}", f"aware - blind, expected {stage} reward, "
+        "reachable b", [gap(r, pre) for r in rs], TH["l1.aware_gap"]), PAYS[kind])
+        for kind, stage, pre, what in (("exact", "L1-Exact", "exact_from_base", "the base model's formats"),
+                                       ("max", "L1-Max", "max_from_exact", "the Exact checkpoint's lengths"))]
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    """The premises (reading the budget pays before each RL stage), the primary (GRPO with L1-Exact against its
+    SFT start, which already reads the budget: the trivial policy that would also earn the reward), then the Max
+    stage's claims, which rest on the Max premise."""
+    sec, need_max = "l1_recipe", [PAYS["max"]]
+    return premises(rs) + [
+        findings.primary(findings.seed_check(
+            sec, "GRPO with L1-Exact raises the L1-Exact reward over its SFT start (the same model before the Exact "
+            "stage, which already writes A, S or T by budget: the arms differ only in the Exact GRPO steps)",
+            "reward(L1-Exact) - reward(SFT start), on B<b>, reachable b",
+            [reachable(r, "exact", "exact_r") - reachable(r, "start", "exact_r") for r in rs], TH["l1.rl_gain"],
+            control="the SFT start", requires=[PAYS["exact"]])),
+        findings.seed_check(sec, "L1-Max trained as L1 does (Max from the Exact checkpoint on mixed prompts) reads its "
+                            "budget: on Max prompts it writes more than one chain step more at b = k than at b = 0",
+                            "steps(b = k) - steps(b = 0) on M<b>, mean over k", [spread(r, "max_max") for r in rs],
+                            TH["l1.reads_reachable"], requires=need_max),
+        findings.seed_check(sec, "L1-Max earns more L1-Max reward on Max prompts than the best budget-blind policy over "
+                            "the Exact checkpoint's lengths", "reward(L1-Max on M<b>) - blind, reachable b",
+                            [reachable(r, "max_max", "max_r") - r["precheck"]["max_from_exact"]["blind"] for r in rs],
+                            TH["l1.beats_blind"], control="the best budget-blind policy", requires=need_max),
+        findings.seed_check(sec, "One model reads the two prompts apart: at the same budget it writes fewer steps when "
+                            "told \"at most b\" (M<b>) than \"exactly b\" (B<b>)", "steps on B<b> - steps on M<b>, "
+                            "L1-Max model, reachable b", [reachable(r, "max_exact", "steps")
+                                                          - reachable(r, "max_max", "steps") for r in rs],
+                            TH["l1.kinds_apart"], control="the same model on the other prompt", requires=need_max)]
+
+
+def checked(rs: list[dict]) -> list[dict]:
+    """The claims as the lab judges them: the primary against the design's room (from the config the results
+    stored), every claim gated by the premises it requires."""
+    rm = room(Config(**rs[0]["config"]))
+    return findings.gate([findings.with_room(f, rm) if findings.kind_of(f) == findings.PRIMARY else f
+                          for f in claims(rs)])
 
 
 def curve(r: dict, name: str, key: str) -> list[float]:
@@ -163,20 +187,23 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     prices = md_table(["before", "reward", "best budget-blind", "best budget-aware", "aware - blind"], [
         [label, rw, pm([r["precheck"][name]["blind"] for r in rs]), pm([r["precheck"][name]["aware"] for r in rs]),
          pm([gap(r, name) for r in rs])]
-        for name, label, rw in (("max_from_base_0to8", "L1-Max from the base (the `l1` experiment: b in 0..8)", "Max"),
+        for name, label, rw in (("max_from_base_0to8", "L1-Max from the base (b in 0..8, as in the `l1` experiment)", "Max"),
                                 ("exact_from_base", "L1-Exact from the warm start (A / S / T), reachable b", "Exact"),
                                 ("max_from_exact", "L1-Max from the Exact checkpoint, reachable b", "Max"))])
     trained = md_table(["model, prompt", "steps(b = k) - steps(b = 0)", "accuracy", "L1-Exact reward", "L1-Max reward"], [
         [label, pm([spread(r, name) for r in rs]), pm([reachable(r, name, "acc") for r in rs]),
          pm([reachable(r, name, "exact_r") for r in rs]), pm([reachable(r, name, "max_r") for r in rs])]
         for name, label in CURVES.items()])
-    fs = claims(rs)
-    head = (f"reading the budget pays {pm([gap(r, 'exact_from_base') for r in rs])} before L1-Exact, "
+    fs = checked(rs)
+    prim = next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)
+    head = (f"GRPO with L1-Exact over its SFT start: {prim['value']:+.3f} L1-Exact reward ({prim['verdict']}); "
+            f"reading the budget pays {pm([gap(r, 'exact_from_base') for r in rs])} before L1-Exact, "
             f"{pm([gap(r, 'max_from_exact') for r in rs])} before L1-Max")
     md = f"""## L1 as its authors train it: Exact first, Max from Exact, budgets a chain can reach
 
-> **Question.** The `l1` experiment's L1-Max, trained from the base model, ignores its budget. Trained the way L1's
-> authors train it, does it read the budget, and was there anything to learn before each stage?
+> **Question.** Trained the way L1's authors train it (a warm start that already reads the budget, Exact first, Max
+> from the Exact checkpoint), does GRPO add to what its start does, does L1-Max read the budget, and was there
+> anything to learn before each stage?
 
 ![L1's recipe](l1_recipe/budgets.png)
 
@@ -190,7 +217,11 @@ After training, greedy on the test problems, reachable cells (b <= k):
 {trained}
 
 α = {rs[0]['alpha']:g} per step, δ = {rs[0]['delta']:g}; {pm([r['seconds'] for r in rs], '{:.0f}')} s of training
-per seed; mean ± std over seeds. {" ".join(findings.verdict_line(f) for f in fs)}
+per seed; mean ± std over seeds; each seed scores its own test problems (`test_problems(eval_n, "l1_recipe",
+seed)`), training draws from the train part. The primary's control is the SFT start itself (the same model before
+the Exact stage): it already reads the budget, so it would earn L1-Exact reward without RL; the placebo
+(`reasonlab lab --placebo`) runs 0 Exact steps. Each stage's claims rest on its premise (reading the budget pays
+at least {TH['l1.aware_gap'].value:g} before it). {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Aggarwal & Welleck 2025, arXiv 2503.04697 (cmu-l3/l1).
 *Explore:* `reasonlab l1_recipe`; `budget.train_recipe(base, seed)` returns the three models;
@@ -200,10 +231,11 @@ per seed; mean ± std over seeds. {" ".join(findings.verdict_line(f) for f in fs
 
 
 def check(result) -> None:
-    if any(key not in result for key in (*CURVES, "precheck", "fixed")) or len(result["max_max"]) != len(BUDGETS):
-        raise ValueError("an l1_recipe result needs every model's cells at every budget and the pre-checks")
+    if any(key not in result for key in (*CURVES, "precheck", "fixed", "config")) or \
+            len(result["max_max"]) != len(BUDGETS):
+        raise ValueError("an l1_recipe result needs every model's cells at every budget, the pre-checks and its config")
 
 
 register(Experiment("l1_recipe", Config, run, claims, render, check=check,
-                    quick=Config(sft_steps=4, exact_steps=2, max_steps=2, eval_n=2), run_cost=30, render_cost=0.3,
-                    tier="lesson"))
+                    quick=Config(sft_steps=4, exact_steps=2, max_steps=2, eval_n=2), run_cost=20, render_cost=0.3,
+                    tier="lesson", room=room, placebo=placebo))

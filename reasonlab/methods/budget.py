@@ -218,8 +218,8 @@ def cell(s: np.ndarray) -> dict:
 
 
 def quick_adherence(model: GPT, seed: int, n: int = 8) -> dict:
-    """Greedy adherence per budget on a few problems per k (the training log's step 0)."""
-    probs = problems_per_k(n, seed=seed + 555)
+    """Greedy adherence per budget on a few problems per k from the val part (the training log's step 0)."""
+    probs = problems_per_k(n, seed=seed + 555, split="val")
     out = {}
     for b in BUDGETS:
         s = np.zeros(5)
@@ -271,13 +271,16 @@ def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int
                  num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
                  delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, progress: bool = False) -> dict:
     """SFT warm start (reachable budgets), L1-Exact GRPO for exact_steps, then L1-Max GRPO from the Exact
-    checkpoint on mixed prompts for max_steps. Returns the three models and the seconds."""
+    checkpoint on mixed prompts for max_steps (a stage of 0 steps leaves its model as it starts). Returns the three
+    models and the seconds."""
     t0 = time.perf_counter()
     policy = budget_model(base)
     sft_warm_start(policy, sft_steps, sft_lr, seed, draw=draw_reachable())
     start = copy.deepcopy(policy)
 
-    def grpo(model, steps, kinds, reward, run_seed):
+    def grpo(model, steps, kinds, reward, run_seed):     # 0 steps: the model as it is
+        if not steps:
+            return
         rcfg = grpo_config(steps, run_seed, prompts_per_step, num_generations, learning_rate, beta)
         train(model, copy.deepcopy(model) if beta > 0 else None, rcfg, log=None, progress=progress,
               reward_fn=reward_fn(reward, alpha, delta), problem_fn=draw_reachable(kinds), prompt_fn=recipe_prompt)

@@ -1,13 +1,16 @@
-"""L1's own recipe: the Max tokens, reachable budgets, the mixed reward, the pre-check's arithmetic, and the lesson's
-claims on hand-made results (hold, fail, untestable)."""
+"""L1's own recipe: the Max tokens, reachable budgets, the mixed reward, the pre-check's arithmetic, the lesson's
+claims on hand-made results (hold, fail, untestable by a premise), its room and placebo (0 Exact steps: the Exact
+model is its SFT start), and each seed's own test problems."""
 import itertools
 import random
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
 import torch
 
 from reasonlab.core.model import GPT
+from reasonlab.core.problems import part_of
 from reasonlab.core.task import (
     BUDGET_VOCAB,
     BUDGETS,
@@ -81,7 +84,7 @@ def test_best_policies_replays_enumeration():
         assert got["aware"] >= got["blind"]
 
 
-def result(exact_gain=0.05, max_gap=0.1, spread_max=3.0, apart=0.5, s=0) -> dict:
+def result(exact_gain=0.05, max_gap=0.1, spread_max=3.0, apart=0.5, exact_gap=0.12, s=0) -> dict:
     """One seed's result, built so that each claim's statistic is the given value (plus a little per seed)."""
     j = 0.002 * s
     cell = lambda acc, steps, er, mr: {"acc": acc, "steps": steps, "exact_r": er, "max_r": mr}  # noqa: E731
@@ -89,22 +92,78 @@ def result(exact_gain=0.05, max_gap=0.1, spread_max=3.0, apart=0.5, s=0) -> dict
 
     def curve(steps0, steps_top, er, mr):
         return [[cell(0.9, steps_top if b == k else steps0 + (b > 0) * 1.0, er, mr) for k in ks] for b in BUDGETS]
-    return {"start": curve(0.0, 4.0, 0.4, 0.4), "exact": curve(0.0, 4.0, 0.6 + exact_gain + j, 0.4),
+    return {"start": curve(0.0, 4.0, 0.4, 0.4), "exact": curve(0.0, 4.0, 0.4 + exact_gain + j, 0.4),
             "max_exact": curve(0.0, spread_max + apart + 3 * j, 0.6, 0.4),
             "max_max": curve(0.0, spread_max + j, 0.6, 0.45 + j), "fixed": [[(0.9, 0.0)] * 3] * 7,
-            "precheck": {"exact_from_base": {"blind": 0.6, "aware": 0.72}, "max_from_base_0to8": {"blind": 0.65,
-                         "aware": 0.67}, "max_from_exact": {"blind": 0.4, "aware": 0.4 + max_gap + j}},
-            "alpha": 0.25, "delta": 0.5, "seconds": 12.0}
+            "precheck": {"exact_from_base": {"blind": 0.6, "aware": 0.6 + exact_gap + j},
+                         "max_from_base_0to8": {"blind": 0.65, "aware": 0.67},
+                         "max_from_exact": {"blind": 0.4, "aware": 0.4 + max_gap + j}},
+            "alpha": 0.25, "delta": 0.5, "seconds": 12.0, "config": asdict(E.Config())}
 
 
-def test_claims_hold_fail_and_are_untestable():
-    fs = E.claims([result(s=s) for s in range(5)])
-    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 7
-    fs = E.claims([result(exact_gain=-0.1, max_gap=0.1, spread_max=0.0, apart=-0.5, s=s) for s in range(5)])
-    assert [f["verdict"] for f in fs] == [findings.FAILS, findings.HOLDS, findings.HOLDS, findings.HOLDS, findings.FAILS, findings.HOLDS, findings.FAILS]
-    fs = E.claims([result(max_gap=0.01, s=s) for s in range(5)])          # nothing for L1-Max to learn
-    assert [f["verdict"] for f in fs][3:6] == [findings.FAILS, findings.HOLDS, findings.UNTESTABLE]     # it reads, with nothing to gain
-    assert "nothing for RL to learn" in fs[5]["untestable"]
+def verdicts(**kw):
+    return [f["verdict"] for f in E.checked([result(s=s, **kw) for s in range(5)])]
+
+
+H, F, U = findings.HOLDS, findings.FAILS, findings.UNTESTABLE
+
+
+def test_claims_hold_fail_and_are_untestable_where_their_premise_fails():
+    """Premises first (reading pays before Exact, before Max), the primary (GRPO over its SFT start), the Max
+    stage's three claims. A premise that does not hold makes the claims that rest on it untestable, and only them:
+    the Max claims on the Max premise (their ungated verdicts kept: L1-Max at the best budget-blind policy does
+    not hold), the primary on the Exact premise."""
+    fs = E.checked([result(s=s) for s in range(5)])
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 3
+    assert [f["verdict"] for f in fs] == [H] * 6 and fs[2]["control"] == "the SFT start"
+    assert verdicts(exact_gain=-0.1, spread_max=0.0, apart=-0.5) == [H, H, F, F, H, F]
+    fs = E.checked([result(max_gap=0.01, s=s) for s in range(5)])        # nothing for L1-Max to learn
+    assert [f["verdict"] for f in fs] == [H, F, H, U, U, U]
+    assert all("premise 'Before the L1-Max stage" in f["untestable"] for f in fs[3:])
+    fs = E.checked([{**result(max_gap=0.01, s=s), "max_max": result(s=s)["start"]} for s in range(5)])
+    assert fs[4]["verdict"] == U and fs[4]["ungated"] == F          # no more than the blind policy: does not hold
+    assert verdicts(exact_gap=0.01) == [F, H, U, H, H, H]
+
+
+def test_room_and_placebo_are_fixed_by_the_design():
+    """The room is ±(1 + alpha MAX_STEPS), from the config alone; the placebo is the config with 0 Exact steps and
+    nothing else changed; the room leaves the primary's threshold (> 0) space to pass and to fail."""
+    for cfg in (E.Config(), E.Config(alpha=0.1, exact_steps=3)):
+        pl = E.placebo(cfg)
+        assert pl.exact_steps == 0 and replace(pl, exact_steps=cfg.exact_steps) == cfg
+        pl.validate()
+        assert E.room(cfg) == pytest.approx((-(1 + 13 * cfg.alpha), 1 + 13 * cfg.alpha))
+        assert findings.out_of_room(E.room(cfg), 0.0, ">") is None
+    with pytest.raises(ValueError):
+        E.Config(exact_steps=-1).validate()
+
+
+def test_the_placebo_trains_no_exact_step_so_the_exact_model_is_its_start(quick_cache):
+    """budget.train_recipe with exact_steps = 0: the Exact model is the SFT start, weight for weight (the
+    primary's control arm); the Max stage still trains from it."""
+    from reasonlab.train.zoo import base_model
+    base = base_model(0, quick=True, cache=quick_cache, log=None)
+    tr = B.train_recipe(base, 0, exact_steps=0, max_steps=1, sft_steps=2, prompts_per_step=2, num_generations=2)
+    for a, b in zip(tr["start"].parameters(), tr["exact"].parameters()):
+        assert torch.equal(a, b)
+    assert tr["max"].cfg.vocab_size == len(L1_VOCAB)
+
+
+def test_each_seed_scores_its_own_test_problems(monkeypatch):
+    """run() scores every model on the seed's own draw from the test part (test_problems), never a draw that all
+    seeds share."""
+    seen = []
+    monkeypatch.setattr(E.budget, "train_recipe", lambda base, seed, **kw: {"start": None, "exact": None,
+                                                                           "max": None, "seconds": 0.0})
+    monkeypatch.setattr(E.budget, "eval_fixed", lambda base, probs: seen.append(probs) or
+                        {f: {k: {"acc": 1.0, "steps": 1.0} for k in E.KS} for f in "AST"})
+    monkeypatch.setattr(E.budget, "eval_recipe", lambda m, probs, kind, a, d: seen.append(probs) or
+                        [[{"acc": 1.0, "steps": 1.0, "exact_r": 1.0, "max_r": 1.0} for _ in E.KS] for _ in BUDGETS])
+    env = type("Env", (), {"base": lambda self, s: None})()
+    res = E.run(E.Config(), 0, env)
+    E.run(E.Config(), 1, env)
+    assert res["config"] == asdict(E.Config()) and all(p == seen[0] for p in seen[:5]) and seen[5] != seen[0]
+    assert all(part_of(d) == "test" for d in seen[0] + seen[5]) and len(seen) == 10
 
 
 def test_reachable_cells_are_weighted_as_training_draws_them():
@@ -119,7 +178,8 @@ def test_reachable_cells_are_weighted_as_training_draws_them():
     assert E.reachable(r, "exact", "exact_r") == pytest.approx(want) and abs(want - pooled) > 0.01
 
 
-def test_check_needs_every_curve_and_the_prechecks():
+def test_check_needs_every_curve_the_prechecks_and_the_config():
     E.check(result())
-    with pytest.raises(ValueError, match="pre-checks"):
-        E.check({k: v for k, v in result().items() if k != "precheck"})
+    for key in ("precheck", "config"):
+        with pytest.raises(ValueError, match="pre-checks"):
+            E.check({k: v for k, v in result().items() if k != key})
