@@ -135,7 +135,7 @@ class Sample:
     """number of samples"""
     budget: int | None = None
     """chain steps allowed, 0..8 (needs a budget model: `reasonlab l1` saves one per variant and seed in the model
-    cache, e.g. --checkpoint ~/.cache/reasonlab/l1-max-sft-seed0)"""
+    cache, e.g. --checkpoint ~/.cache/reasonlab/l1-exact-seed0)"""
     model: Model = field(default_factory=Model)
     """which model"""
     machine: Machine = field(default_factory=Machine)

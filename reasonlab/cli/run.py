@@ -68,7 +68,7 @@ def cmd_sample(args):
     digits = parse_digits(args.problem)
     force = None if args.force is None else [FORMATS[format_name(args.force)]]
     if args.budget is not None and not args.checkpoint:   # the base models have no budget tokens: say so at once
-        raise UsageError("--budget needs a budget model: pass --checkpoint <model cache>/l1-max-sft-seed0 (saved by `reasonlab l1`)")
+        raise UsageError("--budget needs a budget model: pass --checkpoint <model cache>/l1-exact-seed0 (saved by `reasonlab l1`)")
     model = load_or_train(args, log=lambda s: print(s, file=sys.stderr))
     budget_model_check(model, args.budget)
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(args.seed)
