@@ -14,6 +14,9 @@ THRESHOLDS: dict[str, Threshold] = {
                                       "arXiv 2201.11903; Nye et al. 2021, arXiv 2112.00114)"),
     "budgets.cap_gain": Threshold(0.0, f"{DIRECTION} (s1, arXiv 2501.19393, Fig. 1: accuracy rises with the thinking "
                                        "budget)"),
+    "budgets.wait_loss": Threshold(0.0, f"{DIRECTION}, against s1 (arXiv 2501.19393, abstract: suppressing the end of "
+                                        "thinking with \"Wait\" lifts s1-32B from 50 % to 57 % on AIME24): a loss of "
+                                        "accuracy where the model has no re-checking to extend"),
     "sampling.vote_margin": Threshold(0.05, "practical margin: self-consistency gains +17.9 points on GSM8K (Wang et "
                                             "al. 2022, arXiv 2203.11171, Table 2); under 5 points is no rescue"),
     "sampling.frontier_ratio": Threshold(1.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, report about 4x; "
