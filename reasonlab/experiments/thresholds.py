@@ -19,8 +19,12 @@ THRESHOLDS: dict[str, Threshold] = {
                                         "accuracy where the model has no re-checking to extend"),
     "sampling.vote_margin": Threshold(0.05, "practical margin: self-consistency gains +17.9 points on GSM8K (Wang et "
                                             "al. 2022, arXiv 2203.11171, Table 2); under 5 points is no rescue"),
-    "sampling.frontier_ratio": Threshold(1.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, report about 4x; "
-                                              "any saving, ratio > 1, counts)"),
+    "sampling.chance_bound": Threshold(0.15, "design bound: chance (0.1) plus the 5-point margin of "
+                                            "sampling.vote_margin, under which voting rescues nothing"),
+    "sampling.frontier_saving": Threshold(0.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, report about 4x "
+                                               "fewer tokens; any saving, a log token ratio > 0, counts)"),
+    "sampling.acc_gap": Threshold(-0.02, "matched-accuracy bound: the per-k choice's test accuracy within two points "
+                                         "of the single strategy's"),
     "star.gain": Threshold(0.0, f"{DIRECTION} (STaR, arXiv 2203.14465, Tables 1-2: STaR above GPT-J fine-tuned to "
                                 "answer directly, on CommonsenseQA and GSM8K)"),
     "star.filter_gain": Threshold(0.0, f"{DIRECTION} (STaR section 5 and ReST-EM: answer-only filters admit "
