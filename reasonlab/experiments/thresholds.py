@@ -19,8 +19,9 @@ THRESHOLDS: dict[str, Threshold] = {
                                         "accuracy where the model has no re-checking to extend"),
     "sampling.vote_margin": Threshold(0.05, "practical margin: self-consistency gains +17.9 points on GSM8K (Wang et "
                                             "al. 2022, arXiv 2203.11171, Table 2); under 5 points is no rescue"),
-    "sampling.chance_bound": Threshold(0.15, "design bound: chance (0.1) plus the 5-point margin of "
-                                            "sampling.vote_margin, under which voting rescues nothing"),
+    "sampling.chain_over_vote": Threshold(0.0, f"{DIRECTION} (self-consistency, Wang et al. 2022, arXiv "
+                                               "2203.11171: the vote marginalises over reasoning paths; a direct "
+                                               "answer has none)"),
     "sampling.frontier_saving": Threshold(0.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, report about 4x "
                                                "fewer tokens; any saving, a log token ratio > 0, counts)"),
     "sampling.acc_gap": Threshold(-0.02, "matched-accuracy bound: the per-k choice's test accuracy within two points "
