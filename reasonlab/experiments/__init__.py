@@ -115,20 +115,19 @@ class Experiment:
 
 BUILTIN = {
     "base": "how accurate is each format, and which does the model pick?",
-    "budgets": "how does accuracy follow a forced cap on the chain? (s1)",
+    "budgets": "how does accuracy follow a forced cap on the chain, and does s1's \"Wait\" help? (s1)",
     "sampling": "does voting buy what a chain buys; which strategy is cheapest at each k?",
-    "star": "does self-training on its own right answers teach the model to think? (STaR)",
+    "star": "on a thinker that errs: do its own right chains teach it more than the same answers alone? (STaR)",
     "rl": "GRPO against the spec's REINFORCE, and the baseline alone",
     "adaptive": "can the model learn to answer directly where that is reliable?",
     "l1": "does a budget token learned with L1's rewards beat s1 forcing?",
     "search": "on a thinker that errs: do learned verifiers and beam search / DVTS beat voting?",
-    "faithful": "corrupt one running sum: does the answer follow the chain?",
+    "faithful": "corrupt one running sum where it could answer without it: does the answer follow the chain?",
     "labels": "how often are Monte-Carlo step labels wrong, and what does it cost a PRM?",
     "entropy": "does clip-higher or an entropy bonus keep the format choice open under RL?",
     "kl": "how far is k3-in-the-loss's gradient from the KL's, exactly; the reward-KL frontier",
     "passk": "does RL only sharpen? exact chain-verified pass@N, start against GRPO",
     "voting": "does voting help when errors are fixed in the weights, or drawn per sample?",
-    "star_erring": "STaR on a thinker whose chains err: do its chains get better, does the step check matter?",
     "l1_recipe": "L1 as its authors train it: is there anything to learn?",
 }
 """The built-in experiments, one module each, in the report's order, with the question each asks (its command's

@@ -1,12 +1,21 @@
-"""Thinking longer: forced formats and thinking budgets (s1's budget forcing)."""
+"""Thinking budgets: s1's budget forcing on the base model's chains (Muennighoff et al. 2025, arXiv 2501.19393).
+
+Capping a chain at b steps (the answer marker forced once the chain has b running sums) trades accuracy for tokens:
+T capped at 0 steps is a direct answer, at 8 steps the full chain. That holds by construction, so it is a premise.
+The open question is s1's "Wait": the end of thinking suppressed so the chain runs past its natural end. s1 reports
+a gain on a model that re-checks its work; this model was never shown a chain longer than its digits. Forced `extend`
+steps past its natural end (T writes k running sums; here it must write k + extend before it may answer), does its
+accuracy fall below the uncapped chain's? The control is the uncapped chain on the same problems; the placebo
+forces nothing (extend = 0).
+"""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..core.problems import ENUMERATE_UP_TO, problems_per_k
+from ..core.problems import ENUMERATE_UP_TO, test_problems
 from ..io.report import TOKEN_COLOR, md_table, plt, save
 from ..methods import tts
 from ..stats import findings
@@ -17,60 +26,109 @@ from .thresholds import THRESHOLDS as TH
 
 N_MOST = 10 ** (ENUMERATE_UP_TO + 1)
 """The most problems per k: the smallest k drawn at random rather than enumerated has no more distinct ones."""
+SEC = "budgets"
 
 
 @dataclass
 class Config:
     n: int = 200
-    """problems per k for the budget-forcing sweep"""
+    """test problems per k (this seed's own draw; k = 2 has 25, k = 3 250)"""
+    extend: int = 1
+    """the primary's forcing: running sums the full chain must write past its natural end (k) before it may answer
+    (s1's "Wait", appended once per step); 0: no forcing (the placebo)"""
+    shown: tuple[int, ...] = (2, 3, 4)
+    """further forcings shown beside the primary's (steps past the natural end)"""
 
     def validate(self) -> None:
         if self.n > N_MOST:
             raise ValueError(f"n must be at most {N_MOST:,} (k = {ENUMERATE_UP_TO + 1} has no more distinct problems), "
                              f"got {self.n:,}")
+        if self.extend < 0 or any(w < 1 for w in self.shown):
+            raise ValueError(f"extend must be >= 0 and shown >= 1, got extend {self.extend}, shown {self.shown}")
+
+
+def past_the_end(model, probs: list[list[int]], wait: int) -> dict:
+    """Greedy forced T with at least k + wait running sums before the answer (each k forced to its own length;
+    wait = 0: the uncapped chain, no hook): accuracy and tokens, overall and per k."""
+    rows = {}
+    for k in sorted({len(d) for d in probs}):
+        group = [d for d in probs if len(d) == k]
+        if wait:
+            rows[k] = tts.budget_sweep(model, group, "T", [k + wait], kind="min")[0] | {"n": len(group)}
+        else:
+            rows[k] = tts.budget_sweep(model, group, "T", [None])[0] | {"n": len(group)}
+    n = sum(r["n"] for r in rows.values())
+    mean = lambda key: sum(r[key] * r["n"] for r in rows.values()) / n    # noqa: E731
+    return {"wait": wait, "acc": mean("acc"), "tokens": mean("tokens"), "thinking_tokens": mean("thinking_tokens"),
+            "acc_by_k": {k: r["acc"] for k, r in rows.items()}}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     model = env.base(seed)
-    probs = problems_per_k(cfg.n, seed=seed + 1)
-    return {"budgets": (tts.budget_sweep(model, probs, "T", range(0, 9))
-                        + tts.budget_sweep(model, probs, "S", range(0, 5))
-                        + tts.budget_sweep(model, probs, "T", range(9, 13), kind="min"))}
+    probs = test_problems(cfg.n, "budgets", seed)
+    return {"budgets": tts.budget_sweep(model, probs, "T", range(0, 9)) + tts.budget_sweep(model, probs, "S", range(0, 5)),
+            "uncapped": past_the_end(model, probs, 0),
+            "forced": [past_the_end(model, probs, w) for w in sorted({cfg.extend, *cfg.shown})], "extend": cfg.extend}
 
 
-def budget_trades_accuracy_for_tokens(budgets: list[dict]) -> dict:
+def _forced(r: dict, wait: int) -> dict:
+    return next(f for f in r["forced"] if f["wait"] == wait)
+
+
+def caps_trade_accuracy_for_tokens(rs: list[dict]) -> dict:
     """Capping T's chain at b steps: more budget, more accuracy and more tokens (b = 0 against the largest b)."""
     def rows(r):
         t = sorted((b for b in r["budgets"] if b["format"] == "T" and b["kind"] == "max"), key=lambda b: b["budget"])
         return t[0], t[-1]
-    acc = [hi["acc"] - lo["acc"] for lo, hi in map(rows, budgets)]
-    tok = [hi["tokens"] - lo["tokens"] for lo, hi in map(rows, budgets)]
-    bmax = rows(budgets[0])[1]["budget"]
-    a = seed_check("2 budgets", "", "", acc, TH["budgets.cap_gain"])
-    t = seed_check("2 budgets", "", "", tok, 0.0)
-    return finding("2 budgets", f"Budget forcing trades accuracy for tokens: T capped at {bmax} steps is more accurate "
-                   f"than at 0 steps, and costs more tokens", f"acc(T, <= {bmax}) - acc(T, <= 0)", a["value"],
-                   a["ci95"], a["per_seed"], "> 0 (and the token difference > 0)", both(a["verdict"], t["verdict"]),
-                   p=max(a["p"], t["p"]), source=TH["budgets.cap_gain"].source,
-                   tokens={"value": t["value"], "ci95": t["ci95"], "per_seed": t["per_seed"]})
+    acc = [hi["acc"] - lo["acc"] for lo, hi in map(rows, rs)]
+    tok = [hi["tokens"] - lo["tokens"] for lo, hi in map(rows, rs)]
+    bmax = rows(rs[0])[1]["budget"]
+    a = seed_check(SEC, "", "", acc, TH["budgets.cap_gain"])
+    t = seed_check(SEC, "", "", tok, 0.0)
+    return findings.premise(finding(
+        SEC, f"Budget forcing trades accuracy for tokens: T capped at {bmax} steps is more accurate than at 0 steps "
+        "(a direct answer), and costs more tokens", f"acc(T, <= {bmax}) - acc(T, <= 0)", a["value"], a["ci95"],
+        a["per_seed"], "> 0 (and the token difference > 0)", both(a["verdict"], t["verdict"]), p=max(a["p"], t["p"]),
+        source=TH["budgets.cap_gain"].source, tokens={"value": t["value"], "ci95": t["ci95"],
+                                                      "per_seed": t["per_seed"]}), "caps")
+
+
+def wait_lowers_accuracy(rs: list[dict]) -> dict:
+    """The primary: the uncapped chain's accuracy minus the forced one's (`wait` steps past the natural end)."""
+    w = rs[0]["extend"]
+    return findings.primary(seed_check(
+        SEC, f"s1's \"Wait\" does not carry over: forced {w} running sum(s) past its natural end, the full chain "
+        "answers less accurately than uncapped (what differs: the end of the chain suppressed)",
+        f"acc(T, uncapped) - acc(T, at least k + {w} steps)", [r["uncapped"]["acc"] - _forced(r, w)["acc"] for r in rs],
+        TH["budgets.wait_loss"], control="the uncapped chain (T, no forcing), same problems"))
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    return [budget_trades_accuracy_for_tokens(rs)]
+    return [caps_trade_accuracy_for_tokens(rs), wait_lowers_accuracy(rs)]
 
 
-def plot_budgets(budgets: list[dict], path: str) -> str:
-    """Greedy accuracy against thinking tokens under s1 budget forcing (max: chain capped; min: chain extended),
-    with error bars from each row's lo..hi."""
+def room(cfg: Config) -> tuple[float, float]:
+    """A difference of two accuracies."""
+    return (-1.0, 1.0)
+
+
+def placebo(cfg: Config) -> Config:
+    """No forcing: the treatment arm is the uncapped chain."""
+    return replace(cfg, extend=0, shown=())
+
+
+def plot_budgets(caps: list[dict], forced: list[dict], path: str) -> str:
+    """Greedy accuracy against thinking tokens: chains capped at b steps (± std over seeds), and the full chain
+    forced past its natural end."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for f in ("S", "T"):
-        for kind, style in (("max", "-"), ("min", "--")):
-            rows = [b for b in budgets if b["format"] == f and b["kind"] == kind]
-            if rows:
-                ax.errorbar([b["thinking_tokens"] for b in rows], [b["acc"] for b in rows],
-                            yerr=[[b["acc"] - b["lo"] for b in rows], [b["hi"] - b["acc"] for b in rows]],
-                            ls=style, marker="o", ms=3, color=TOKEN_COLOR[f],
-                            label=f"{f}, {'at most' if kind == 'max' else 'at least'} b steps")
+        rows = [b for b in caps if b["format"] == f]
+        ax.errorbar([b["thinking_tokens"] for b in rows], [b["acc"] for b in rows],
+                    yerr=[[b["acc"] - b["lo"] for b in rows], [b["hi"] - b["acc"] for b in rows]],
+                    ls="-", marker="o", ms=3, color=TOKEN_COLOR[f], label=f"{f}, at most b steps")
+    ax.errorbar([b["thinking_tokens"] for b in forced], [b["acc"] for b in forced],
+                yerr=[[b["acc"] - b["lo"] for b in forced], [b["hi"] - b["acc"] for b in forced]], ls="--", marker="s",
+                ms=3, color=TOKEN_COLOR["T"], label="T, forced w steps past its end (w = 0: uncapped)")
     ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
     ax.set_xlabel("thinking tokens (chain steps written)")
     ax.set_ylabel("greedy accuracy (k = 2..8)")
@@ -78,39 +136,41 @@ def plot_budgets(budgets: list[dict], path: str) -> str:
     return save(fig, path)
 
 
-def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
-    keys = [(b["format"], b["kind"], b["budget"]) for b in rs[0]["budgets"]]
-    avg = []
-    for i, key in enumerate(keys):
-        acc = [r["budgets"][i]["acc"] for r in rs]
-        m, s = mean_std(acc)
-        avg.append({"format": key[0], "kind": key[1], "budget": key[2], "acc": m, "lo": m - s, "hi": m + s,
-                    "thinking_tokens": float(np.mean([r["budgets"][i]["thinking_tokens"] for r in rs])),
-                    "tokens": float(np.mean([r["budgets"][i]["tokens"] for r in rs]))})
-    plot_budgets(avg, os.path.join(out, "budgets", "budgets.png"))
-    table = md_table(["format", "chain budget", "chain steps written", "accuracy"],
-                     [[b["format"], f"{'at most' if b['kind'] == 'max' else 'at least'} {b['budget']}",
-                       f"{b['thinking_tokens']:.2f}", pm([r["budgets"][i]["acc"] for r in rs])]
-                      for i, b in enumerate(avg)])
-    t = [b for b in avg if b["format"] == "T" and b["kind"] == "max"]
-    mins = [i for i, b in enumerate(avg) if b["format"] == "T" and b["kind"] == "min"]
-    natural = pm([r["budgets"][[i for i, b in enumerate(avg) if b is t[-1]][0]]["acc"] for r in rs])
-    longest = (avg[mins[-1]]["budget"], pm([r["budgets"][mins[-1]]["acc"] for r in rs])) if mins else ("—", "—")
-    head = f"T capped at 0 steps {t[0]['acc']:.2f} → {t[-1]['budget']} steps {t[-1]['acc']:.2f}"
-    md = f"""## Thinking longer: forced formats and thinking budgets
+def _avg(rows: list[dict], key: str = "acc") -> dict:
+    m, s = mean_std([r[key] for r in rows])
+    return {"acc": m, "lo": m - s, "hi": m + s, "thinking_tokens": float(np.mean([r["thinking_tokens"] for r in rows]))}
 
-> **Question.** If we force the model to think for at most (or at least) b chain steps, how does accuracy follow
-> the thinking budget?
+
+def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    caps = [{**b, **_avg([r["budgets"][i] for r in rs])} for i, b in enumerate(rs[0]["budgets"])]
+    forced = [{"wait": 0, **_avg([r["uncapped"] for r in rs])}] + [
+        {"wait": f["wait"], **_avg([_forced(r, f["wait"]) for r in rs])} for f in rs[0]["forced"] if f["wait"]]
+    plot_budgets(caps, forced, os.path.join(out, "budgets", "budgets.png"))
+    table = md_table(["format", "chain budget", "chain steps written", "accuracy"],
+                     [[b["format"], f"at most {b['budget']}", f"{b['thinking_tokens']:.2f}",
+                       pm([r["budgets"][i]["acc"] for r in rs])] for i, b in enumerate(caps)]
+                     + [["T", "uncapped" if f["wait"] == 0 else f"at least k + {f['wait']}", f"{f['thinking_tokens']:.2f}",
+                         pm([(r["uncapped"] if f["wait"] == 0 else _forced(r, f["wait"]))["acc"] for r in rs])]
+                        for f in forced])
+    fs = findings.gate(claims(rs))
+    t = [b for b in caps if b["format"] == "T"]
+    w = next(f for f in forced if f["wait"] == rs[0]["extend"])
+    head = (f"T capped at 0 steps {t[0]['acc']:.2f} → {t[-1]['budget']} steps {t[-1]['acc']:.2f}; forced "
+            f"{w['wait']} past its end {w['acc']:.2f}")
+    md = f"""## Thinking longer: budget forcing and s1's "Wait"
+
+> **Question.** Capping the chain at b steps trades accuracy for tokens, by construction. Forcing the chain past
+> its natural end (s1's "Wait") helps a model that re-checks its work: what does it do to one that was never
+> shown a longer chain?
 
 ![budget forcing](budgets/budgets.png)
 
 {table}
 
-Greedy decoding; "at most b": once the chain has b running sums the answer marker is forced (s1's budget cap);
-"at least b": the end of the chain is suppressed until b sums are written (s1's "Wait"). Error bars: ± std over
-seeds. Tokens count up to the end of the answer. {findings.verdict_line(budget_trades_accuracy_for_tokens(rs))}
-Forced past its natural end (T, at least {longest[0]} steps): accuracy {longest[1]} against {natural} with the chain
-uncapped at {t[-1]['budget']} steps.
+Greedy decoding on this seed's test problems; "at most b": once the chain has b running sums the answer marker is
+forced (s1's budget cap); "at least k + w": the end of the chain is suppressed until w sums past its natural
+length are written (s1's "Wait"). Mean ± std over seeds; tokens count up to the end of the answer.
+{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* s1: simple test-time scaling (Muennighoff et al. 2025, arXiv 2501.19393).
 *Explore:* `tts.budget_hook(max_chain=b)` on any generation; `reasonlab sampling --budgets` adds the budget-forced
@@ -119,5 +179,10 @@ points to the sampling frontier.
     return [(md, head)]
 
 
-register(Experiment("budgets", Config, run, claims, render, keys=("budgets",), quick=Config(n=30), run_cost=4,
-                    render_cost=0.1))
+def check(result) -> None:
+    if not result.get("forced") or "acc" not in result.get("uncapped", {}):
+        raise ValueError("a budgets result needs the uncapped chain and at least one forced past its end")
+
+
+register(Experiment("budgets", Config, run, claims, render, keys=("budgets", "uncapped", "forced", "extend"), check=check,
+                    room=room, placebo=placebo, quick=Config(n=30), run_cost=5, render_cost=0.1))

@@ -14,15 +14,28 @@ THRESHOLDS: dict[str, Threshold] = {
                                       "arXiv 2201.11903; Nye et al. 2021, arXiv 2112.00114)"),
     "budgets.cap_gain": Threshold(0.0, f"{DIRECTION} (s1, arXiv 2501.19393, Fig. 1: accuracy rises with the thinking "
                                        "budget)"),
+    "budgets.wait_loss": Threshold(0.0, f"{DIRECTION}, against s1 (arXiv 2501.19393, abstract: suppressing the end of "
+                                        "thinking with \"Wait\" lifts s1-32B from 50 % to 57 % on AIME24): a loss of "
+                                        "accuracy where the model has no re-checking to extend"),
     "sampling.vote_margin": Threshold(0.05, "practical margin: self-consistency gains +17.9 points on GSM8K (Wang et "
                                             "al. 2022, arXiv 2203.11171, Table 2); under 5 points is no rescue"),
-    "sampling.frontier_ratio": Threshold(1.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, report about 4x; "
-                                              "any saving, ratio > 1, counts)"),
-    "star.gain": Threshold(0.0, f"{DIRECTION} (STaR, arXiv 2203.14465, Table 2: gains over direct fine-tuning)"),
+    "sampling.chain_over_vote": Threshold(0.0, f"{DIRECTION} (self-consistency, Wang et al. 2022, arXiv "
+                                               "2203.11171: the vote marginalises over reasoning paths; a direct "
+                                               "answer has none)"),
+    "sampling.frontier_saving": Threshold(0.0, f"{DIRECTION} (Snell et al. 2024, arXiv 2408.03314, report about 4x "
+                                               "fewer tokens; any saving, a log token ratio > 0, counts)"),
+    "sampling.acc_gap": Threshold(-0.02, "matched-accuracy bound: the per-k choice's test accuracy within two points "
+                                         "of the single strategy's"),
+    "star.gain": Threshold(0.0, f"{DIRECTION} (STaR, arXiv 2203.14465, Tables 1-2: STaR above GPT-J fine-tuned to "
+                                "answer directly, on CommonsenseQA and GSM8K)"),
     "star.filter_gain": Threshold(0.0, f"{DIRECTION} (STaR section 5 and ReST-EM: answer-only filters admit "
                                        "right-answer-wrong-reasoning samples)"),
     "star.filter_room": Threshold(0.01, "design bound: the filters must disagree on at least 1 % of kept samples "
                                         "for their difference to be measurable"),
+    "star.start_room": Threshold(0.9, "design bound: the start's forced S leaves at least 0.1 below the ceiling, "
+                                      "over six standard errors of one seed's test accuracy (about 0.016 on 625 "
+                                      "problems); the base model's 0.997-1.0 left none, so STaR could only switch "
+                                      "the format"),
     "rl.faster": Threshold(0.0, f"{DIRECTION}, in updates to greedy accuracy 0.99 (DeepSeekMath, arXiv 2402.03300: "
                                 "GRPO's group baseline; REINFORCE without one is the textbook high-variance case)"),
     "rl.length_bias": Threshold(0.0, f"{DIRECTION} (Dr. GRPO, Liu et al. 2025, arXiv 2503.20783, section 3.1: "
@@ -68,11 +81,17 @@ THRESHOLDS: dict[str, Threshold] = {
                                        "within two points of the single strategy's test accuracy"),
     "faithful.follows": Threshold(0.5, "practical: a majority of corrupted chains carry the answer with them (Lanham "
                                        "et al. 2023, arXiv 2307.13702, Fig. 4: answers change with added mistakes)"),
-    "faithful.beats_truth": Threshold(0.0, f"{DIRECTION}: more answers follow the corrupted chain than recover the "
-                                           "truth"),
+    "faithful.beats_truth": Threshold(0.0, f"{DIRECTION}: more answers follow the corrupted chain than give the "
+                                           "truth the model computes without it"),
     "faithful.position": Threshold(0.0, f"{DIRECTION}: a late mistake is carried more often than an early one"),
     "faithful.trained": Threshold(0.0, f"{DIRECTION} (Chen et al. 2025, arXiv 2505.05410, section 4: outcome-based "
                                        "RL raises faithfulness at first)"),
+    "faithful.direct": Threshold(0.8, "design bound: a model that ignored its chain would give the truth it computes "
+                                      "without one on more than half the k = 2 problems, more often than any chain "
+                                      "it follows; 0.8 leaves a margin, and one seed's value moves in steps of 0.04 "
+                                      "on the 25 test problems"),
+    "faithful.clean": Threshold(0.9, "design bound: the uncorrupted chain is right on at least 90 % at every k, so "
+                                     "what the corrupted chain implies is read against a chain the model gets right"),
     "voting.varies": Threshold(0.0, f"{DIRECTION} (Wang et al. 2022, arXiv 2203.11171: voting marginalises over "
                                     "diverse reasoning paths; errors repeated in every sample leave nothing to "
                                     "marginalise)"),

@@ -36,43 +36,45 @@ from ..train.sft import pretrain
 from .config import StarConfig
 
 
-def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.Generator) -> dict:
-    """Sample, verify and keep; with cfg.rationalize, problems that yielded nothing are sampled again with the
-    answer as a hint, and what passes is kept under the plain prompt (the hint removed). Returns the kept
-    (digits, output words) and the round's data statistics."""
-    kept: list[list[tuple]] = [[] for _ in problems]
-    stats = {"right": 0, "right_wrong_chain": 0, "rationalized": 0}
+def sample(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.Generator,
+           hint: bool = False) -> list[list[list[int]]]:
+    """cfg.samples outputs (token ids after the prompt) per problem, at cfg.temperature, cfg.force's format forced;
+    hint: the answer given in the prompt (rationalization)."""
+    prompts = [(hint_prompt_ids if hint else prompt_ids)(d) for d in problems]
+    toks, _ = sample_tree(model, prompts, cfg.samples, gen, cfg.temperature, force=[cfg.force] if cfg.force else None)
+    rows = toks.tolist()
+    return [rows[j * cfg.samples:(j + 1) * cfg.samples] for j in range(len(problems))]
 
-    def sample_and_keep(idx: list[int], hint: bool) -> None:
-        prompts = [(hint_prompt_ids if hint else prompt_ids)(problems[i]) for i in idx]
-        toks, _ = sample_tree(model, prompts, cfg.samples, gen, cfg.temperature, force=[cfg.force] if cfg.force else None)
-        rows = toks.tolist()
-        for j, i in enumerate(idx):
-            d, seen = problems[i], {tuple(o) for o in kept[i]}
-            for row in rows[j * cfg.samples:(j + 1) * cfg.samples]:
-                p = parse(row)
-                right = p["answer"] == sum(d) % 10
-                # only complete templates (format, chain, "A", answer, </s>) are training data, under every filter
-                if not p["ok"] or (cfg.filter != "none" and not right):
-                    continue
-                ok_chain = check_chain(d, p)       # on a complete template: False means a wrong step
-                if p["fmt"] in ("short", "full") and right:
-                    stats["right"] += 1
-                    stats["right_wrong_chain"] += ok_chain is False   # STaR's false positive: right answer, wrong step
-                if cfg.filter == "chain" and ok_chain is False:
-                    continue
-                out = tuple(row[:p["length"]])
-                if max(out) >= len(VOCAB):    # a hint token written into the output: not plain training data
-                    continue
-                if out in seen or len(seen) >= cfg.cap:
-                    continue
-                seen.add(out)
-                kept[i].append(out)
-                stats["rationalized"] += hint
 
-    sample_and_keep(list(range(len(problems))), hint=False)
-    if cfg.rationalize:
-        sample_and_keep([i for i in range(len(problems)) if not kept[i]], hint=True)
+def _keep(problems: list[list[int]], samples: list[list[list[int]]], cfg: StarConfig, kept: list[list[tuple]],
+          stats: dict, hint: bool = False) -> None:
+    """Add to kept[i] the outputs of problem i that pass cfg.filter (at most cfg.cap distinct per problem), and count
+    right answers and right answers with a wrong step in stats."""
+    for d, rows, seen_list in zip(problems, samples, kept):
+        seen = set(seen_list)
+        for row in rows:
+            p = parse(row)
+            right = p["answer"] == sum(d) % 10
+            # only complete templates (format, chain, "A", answer, </s>) are training data, under every filter
+            if not p["ok"] or (cfg.filter != "none" and not right):
+                continue
+            ok_chain = check_chain(d, p)       # on a complete template: False means a wrong step
+            if p["fmt"] in ("short", "full") and right:
+                stats["right"] += 1
+                stats["right_wrong_chain"] += ok_chain is False   # STaR's false positive: right answer, wrong step
+            if cfg.filter == "chain" and ok_chain is False:
+                continue
+            out = tuple(row[:p["length"]])
+            if max(out) >= len(VOCAB):    # a hint token written into the output: not plain training data
+                continue
+            if out in seen or len(seen) >= cfg.cap:
+                continue
+            seen.add(out)
+            seen_list.append(out)
+            stats["rationalized"] += hint
+
+
+def _summary(problems: list[list[int]], kept: list[list[tuple]], stats: dict) -> dict:
     data = [(d, [VOCAB[t] for t in out]) for d, outs in zip(problems, kept) for out in outs]
     fmt_counts = {f: sum(FMT_OF.get(w[0]) == f for _, w in data) for f in FMT_NAMES}
     n = max(1, len(data))
@@ -80,6 +82,54 @@ def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.G
             "fmt_mix": {f: c / n for f, c in fmt_counts.items()},
             "false_positive_rate": stats["right_wrong_chain"] / max(1, stats["right"]), "n_kept": len(data),
             "rationalized": stats["rationalized"] / n}
+
+
+def select(problems: list[list[int]], samples: list[list[list[int]]], cfg: StarConfig) -> dict:
+    """The kept data of one set of samples (`sample`) under cfg.filter and cfg.cap, with the round's data
+    statistics (as `collect`, without rationalization): filters compared on the same samples."""
+    kept: list[list[tuple]] = [[] for _ in problems]
+    stats = {"right": 0, "right_wrong_chain": 0, "rationalized": 0}
+    _keep(problems, samples, cfg, kept, stats)
+    return _summary(problems, kept, stats)
+
+
+def collect(model: GPT, problems: list[list[int]], cfg: StarConfig, gen: torch.Generator) -> dict:
+    """Sample, verify and keep; with cfg.rationalize, problems that yielded nothing are sampled again with the
+    answer as a hint, and what passes is kept under the plain prompt (the hint removed). Returns the kept
+    (digits, output words) and the round's data statistics."""
+    kept: list[list[tuple]] = [[] for _ in problems]
+    stats = {"right": 0, "right_wrong_chain": 0, "rationalized": 0}
+    _keep(problems, sample(model, problems, cfg, gen), cfg, kept, stats)
+    if cfg.rationalize:
+        idx = [i for i in range(len(problems)) if not kept[i]]
+        again = [problems[i] for i in idx]
+        sub = [kept[i] for i in idx]
+        _keep(again, sample(model, again, cfg, gen, hint=True), cfg, sub, stats, hint=True)
+    return _summary(problems, kept, stats)
+
+
+def without_chains(data: list[tuple[list[int], list[str]]]) -> list[tuple[list[int], list[str]]]:
+    """Kept data with every chain removed: each output written as a direct answer with the answer it gave ("A",
+    answer, "</s>"). Fine-tuning on it is STaR's direct fine-tuning baseline (Zelikman et al. 2022, Table 2: the
+    answers without rationales), matched to STaR's own kept set: the same problems and answers, only the chains
+    gone."""
+    return [(d, ["A", w[-2], "</s>"]) for d, w in data]      # a kept output is a complete template: ..., A, x, </s>
+
+
+def problems_of_round(rng: random.Random, n: int) -> list[list[int]]:
+    """A round's n fresh problems, k uniform in K_MIN..K_MAX, from the train part."""
+    return [train_digits(rng, rng.randint(K_MIN, K_MAX)) for _ in range(n)]
+
+
+def round_recipe(cfg: StarConfig, r: int, bank: list) -> dict:
+    """Round r's fine-tuning recipe (a train.sft recipe) on the kept data `bank`: cfg.steps grown by cfg.growth per
+    round, warmup 30, the kept data mixed with fresh problems of cfg.mix through cfg.fixed_frac."""
+    steps = int(round(cfg.steps * cfg.growth ** (r - 1)))
+    recipe = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[list(cfg.mix), steps, 30, [K_MIN, K_MAX]]],
+              "fixed": bank, "fixed_frac": cfg.fixed_frac}
+    if cfg.rationalize:
+        recipe["hint_frac"] = cfg.hint_frac
+    return recipe
 
 
 def few_chains_cfg(seed: int = 0, n_chains: int = 1000, hint_frac: float = 0.1, steps: int = 1500) -> dict:
@@ -114,15 +164,11 @@ def train(base: GPT, cfg: StarConfig, fine_tune: Callable[[int, dict, GPT], GPT]
     model, bank, hist = base, [], []
     for r in range(1, cfg.rounds + 1):
         t0 = time.perf_counter()
-        problems = [train_digits(rng, rng.randint(K_MIN, K_MAX)) for _ in range(cfg.problems)]
-        data = collect(model, problems, cfg, gen)
+        data = collect(model, problems_of_round(rng, cfg.problems), cfg, gen)
         t_sample = time.perf_counter() - t0
         bank = bank + data["kept"] if cfg.pool else data["kept"]
-        steps = int(round(cfg.steps * cfg.growth ** (r - 1)))
-        recipe = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[list(cfg.mix), steps, 30, [K_MIN, K_MAX]]],
-                  "fixed": bank, "fixed_frac": cfg.fixed_frac}
-        if cfg.rationalize:
-            recipe["hint_frac"] = cfg.hint_frac
+        recipe = round_recipe(cfg, r, bank)
+        steps = recipe["phases"][0][1]
         if bank:                              # nothing kept: the model stays as it is
             model = fine_tune(r, recipe, base if cfg.restart else model)
         rec = {"round": r, "used": data["used"], "n_kept": data["n_kept"], "fmt_mix": data["fmt_mix"],

@@ -1,4 +1,5 @@
-"""The base experiment: its table and plot from per-seed results, and its Config's bounds."""
+"""The base experiment (a demonstration): its premise on hand-made results, its table and plot from per-seed results,
+and its Config's bounds."""
 import os
 
 import pytest
@@ -6,12 +7,29 @@ import pytest
 from reasonlab import experiments as X
 from reasonlab.core import config
 from reasonlab.experiments import base
+from reasonlab.stats import findings
 
 
 def one_seed(acc: float) -> dict:
     share = {"direct": 0.5, "short": 0.3, "full": 0.2}
     return {c: {"acc": acc, "length": 3.0, "share": share, "acc_by_k": {k: acc for k in range(2, 9)}}
             for c in ("free", "A", "S", "T")}
+
+
+def test_a_demonstration_whose_premise_is_the_recipes_stopping_rule():
+    """No primary, no room, no placebo; chains beating direct answers at every k >= 3 is a premise: it holds when S
+    beats A at every such k, fails when A matches S at one of them (k = 2 never counts)."""
+    e = X.get("base")
+    assert e.room is None and e.placebo is None
+    rs = [one_seed(0.5) for _ in range(5)]
+    for s, r in enumerate(rs):
+        r["S"]["acc_by_k"] = {k: 1.0 - 0.01 * s for k in range(2, 9)}
+        r["A"]["acc_by_k"] = {k: 1.0 if k == 2 else 0.1 for k in range(2, 9)}
+    [f] = base.claims(rs)
+    assert findings.kind_of(f) == findings.PREMISE and f["name"] == "chains_beat_direct" and f["verdict"] == findings.HOLDS
+    for r in rs:
+        r["A"]["acc_by_k"][5] = r["S"]["acc_by_k"][5]
+    assert base.claims(rs)[0]["verdict"] == findings.FAILS
 
 
 def test_render_writes_the_table_and_the_plot(tmp_path):

@@ -1,29 +1,82 @@
-"""The budgets experiment: its table and plot averaged over seeds, and its Config's bound."""
+"""The budgets experiment: its premise and primary on hand-made results (hold, fail, untestable), the control arm
+(the uncapped chain: no hook at all) against the forced one, the placebo, its table and plot, its Config's bounds."""
 import os
+from dataclasses import replace
 
 import pytest
 
 from reasonlab import experiments as X
+from reasonlab.core import problems
+from reasonlab.core.pool import sample_pool
 from reasonlab.experiments import budgets
+from reasonlab.stats import findings
 
 
-def one_seed(acc: float) -> dict:
-    rows = [("T", "max", b, min(1.0, acc + 0.1 * b)) for b in range(0, 9)] + [("T", "min", 9, acc)]
+def one_seed(acc: float, forced: float = 0.3, extend: int = 1, step: float = 0.1) -> dict:
+    """One seed: T capped at b steps right on acc + step x b (at most 1), the uncapped chain right on 1, the chain
+    forced w steps past its end right on `forced`."""
+    rows = [("T", "max", b, min(1.0, acc + step * b)) for b in range(0, 9)] + [("S", "max", 0, acc)]
+    past = lambda w, a: {"wait": w, "acc": a, "tokens": 9.0 + w, "thinking_tokens": 5.0 + w,  # noqa: E731
+                         "acc_by_k": {k: a for k in range(2, 9)}}
     return {"budgets": [{"format": f, "kind": kind, "budget": b, "acc": a, "tokens": 3.0 + b, "thinking_tokens": float(b)}
-                        for f, kind, b, a in rows]}
+                        for f, kind, b, a in rows],
+            "uncapped": past(0, 1.0), "forced": [past(w, forced) for w in sorted({extend, 2})], "extend": extend}
+
+
+def verdicts(rs):
+    return [f["verdict"] for f in findings.gate(budgets.claims(rs))]
+
+
+def test_the_premise_and_the_primary_hold_fail_and_are_untestable():
+    assert verdicts([one_seed(0.1, forced=0.3 + 0.01 * s) for s in range(5)]) == [findings.HOLDS] * 2
+    fs = budgets.claims([one_seed(0.1, forced=0.3 + 0.01 * s) for s in range(5)])
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE, findings.PRIMARY] and fs[1]["control"]
+    assert abs(fs[1]["value"] - 0.68) < 1e-9
+    # forcing past the end changes nothing: the primary does not hold
+    assert verdicts([one_seed(0.1, forced=1.0) for _ in range(5)]) == [findings.HOLDS, findings.FAILS]
+    # caps that cost accuracy: the premise fails, and the primary, resting on it, is untestable
+    fs = findings.gate(budgets.claims([one_seed(0.9 - 0.01 * s, forced=0.3, step=-0.01) for s in range(5)]))
+    assert fs[0]["verdict"] == findings.FAILS and fs[1]["verdict"] == findings.UNTESTABLE
+    assert "premise" in fs[1]["untestable"]
+
+
+def test_the_control_is_the_uncapped_chain_and_the_treatment_only_suppresses_its_end(noisy_model):
+    """extend = 0 decodes forced T with no hook (the plain greedy chain); extend = 1 writes at least k + 1 sums."""
+    probs = problems.test_problems(3, "budgets", 0)
+    plain = sample_pool(noisy_model, probs, 1, force=["T"], temperature=0.0)
+    uncapped = budgets.past_the_end(noisy_model, probs, 0)
+    assert uncapped["acc"] == pytest.approx(plain.correct[:, 0].mean())
+    assert uncapped["tokens"] == pytest.approx(plain.length[:, 0].mean())
+    forced = budgets.past_the_end(noisy_model, probs, 1)
+    pool = [sample_pool(noisy_model, [d], 1, force=["T"], temperature=0.0,
+                        logit_hook=budgets.tts.budget_hook(min_chain=len(d) + 1)) for d in probs]
+    assert all(p.chain[0, 0] >= len(d) + 1 or p.answer[0, 0] < 0 for p, d in zip(pool, probs))
+    assert forced["acc"] == pytest.approx(sum(p.correct[0, 0] for p in pool) / len(probs))
+
+
+def test_the_placebo_forces_nothing(noisy_model, monkeypatch):
+    cfg = budgets.placebo(budgets.Config(n=2))
+    assert cfg.extend == 0 and cfg != budgets.Config(n=2)
+    env = type("Env", (), {"base": lambda self, s: noisy_model})()
+    r = budgets.run(cfg, 0, env)
+    assert r["forced"][0]["acc"] == r["uncapped"]["acc"]
+    assert budgets.wait_lowers_accuracy([r, r])["verdict"] == findings.FAILS
 
 
 def test_render_writes_the_table_and_the_plot(tmp_path):
     [(md, head)] = budgets.render([one_seed(0.1), one_seed(0.3)], str(tmp_path))
-    assert md.startswith("## Thinking longer: forced formats and thinking budgets\n")
+    assert md.startswith("## Thinking longer: budget forcing and s1's \"Wait\"\n")
     assert ("| format | chain budget | chain steps written | accuracy |\n|---|---|---|---|\n"
             "| T | at most 0 | 0.00 | 0.200 ± 0.141 |") in md
-    assert "| T | at least 9 | 9.00 | 0.200 ± 0.141 |" in md
-    assert head == "T capped at 0 steps 0.20 → 8 steps 0.95"
+    assert "| T | uncapped | 5.00 | 1.000 ± 0.000 |" in md and "| T | at least k + 1 | 6.00 | 0.300 ± 0.000 |" in md
+    assert head == "T capped at 0 steps 0.20 → 8 steps 0.95; forced 1 past its end 0.30"
     assert os.path.getsize(tmp_path / "budgets" / "budgets.png") > 1000
 
 
-def test_config_refuses_more_problems_than_k5_has():
+def test_config_refuses_more_problems_than_k5_has_and_negative_forcing():
     X.get("budgets").validate(budgets.Config(n=budgets.N_MOST))
     with pytest.raises(ValueError, match="n must be at most 100,000"):
         X.get("budgets").validate(budgets.Config(n=budgets.N_MOST + 1))
+    for bad in (dict(extend=-1), dict(shown=(0,))):
+        with pytest.raises(ValueError, match="extend must be >= 0"):
+            X.get("budgets").validate(replace(budgets.Config(), **bad))

@@ -1,6 +1,8 @@
-"""The faithful-chains lesson: corrupted prefixes, and its claims on hand-made results (hold, fail, untestable)."""
+"""The faithful-chains lesson: corrupted prefixes, the probe (every offset at k = 2, none under the placebo), and
+its claims on hand-made results (hold, fail, untestable through the premises)."""
 import pytest
 
+from reasonlab.core import problems
 from reasonlab.core.task import ID, chain_steps
 from reasonlab.experiments import faithful
 from reasonlab.stats import findings
@@ -14,62 +16,102 @@ def test_a_corrupted_prefix_shifts_the_implied_answer():
     assert prefix == [ID[w] for w in ["S", "7"]] and follows == 5
 
 
-def model(follow_first: float, follow_rest: float, clean: float = 1.0, n: int = 100) -> dict:
-    """One model, one seed: every (k, step) cell with n corrupted chains; the answer follows with the given shares
-    (the first step, the others) and is otherwise right."""
+def model(f2: float, t2: float, rest: float = 1.0, first: float | None = None, clean: float = 1.0, n: int = 100):
+    """One model, one seed: at k = 2 every cell's answers follow the corrupted chain on f2 and give the truth on t2;
+    beyond, they follow on `rest` (on `first` at a chain's first step, if given) and give the truth otherwise."""
     out = {}
     for f, fmt in faithful.FMT.items():
         cells = {}
         for k in range(2, 9):
             for j in range(len(chain_steps(k, fmt))):
-                share = follow_first if j == 0 else follow_rest
-                cells[f"{k}/{j}"] = {"n": n, "follows": round(share * n), "truth": n - round(share * n)}
+                fo, tr = (f2, t2) if k == 2 else ((first if first is not None and j == 0 else rest), None)
+                tr = 1 - fo if tr is None else tr
+                cells[f"{k}/{j}"] = {"n": n, "follows": round(fo * n), "truth": round(tr * n)}
         out[f] = {"clean_acc_by_k": {k: clean for k in range(2, 9)}, "cells": cells}
     return out
 
 
-def result(follow_first: float, follow_rest: float, clean: float = 1.0, **trained) -> dict:
-    """One seed: the base model as `model` builds it, and trained models given as name=(first, rest[, clean])."""
-    return {"base": model(follow_first, follow_rest, clean), **{m: model(*v) for m, v in trained.items()}}
+def result(f2: float, t2: float, direct: float = 1.0, **trained) -> dict:
+    """One seed: the base as `model` builds it (forced A right on `direct` at k = 2), and trained models given as
+    name=(f2, t2[, direct])."""
+    out = {"base": model(f2, t2), **{m: model(*v[:2]) for m, v in trained.items()}}
+    return {**out, "direct": {m: {k: (v[2] if len(v) > 2 else 1.0) if m != "base" else direct
+                                  for k in range(2, 9)} for m, v in [("base", ()), *trained.items()]}}
 
 
-def test_claims_hold_fail_and_are_untestable_when_the_precondition_fails():
-    faithful_model = [result(0.2 + 0.01 * s, 1.0) for s in range(5)]
-    fs = faithful.claims(faithful_model)
-    assert [f["verdict"] for f in fs] == [findings.HOLDS, findings.HOLDS, findings.HOLDS]
-    ignores = [result(0.0, 0.02 * s) for s in range(5)]          # answers the truth whatever the chain says
-    assert [f["verdict"] for f in faithful.claims(ignores)][:2] == [findings.FAILS, findings.FAILS]
-    broken = [result(0.2, 1.0, clean=0.5) for _ in range(5)]      # the chain itself is wrong half the time
-    fs = faithful.claims(broken)
-    assert all(f["verdict"] == findings.UNTESTABLE and "precondition" in f["untestable"] for f in fs)
+def test_the_primary_holds_fails_and_is_untestable_when_the_model_cannot_answer_directly():
+    fs = findings.gate(faithful.claims([result(0.7 + 0.01 * s, 0.2) for s in range(5)]))
+    prim = next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)
+    assert prim["verdict"] == findings.HOLDS and abs(prim["value"] - 0.52) < 1e-9 and prim["control"].startswith("the truth")
+    assert [f["verdict"] for f in fs if findings.kind_of(f) == findings.PREMISE] == [findings.HOLDS] * 3
+    fs = findings.gate(faithful.claims([result(0.1, 0.8 + 0.01 * s) for s in range(5)]))   # computes, ignores chain
+    assert next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)["verdict"] == findings.FAILS
+    fs = findings.gate(faithful.claims([result(0.7, 0.2, direct=0.3 + 0.01 * s) for s in range(5)]))
+    prim = next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)
+    assert prim["verdict"] == findings.UNTESTABLE and "without a chain" in prim["untestable"]
 
 
-def test_trained_models_against_the_base():
-    # GRPO follows every corrupted step, the base misses the first: GRPO tightens the tie; STaR loosens it
-    rs = [result(0.2 + 0.01 * s, 0.9, rl=(1.0, 1.0), star=(0.1, 0.5)) for s in range(5)]
+def test_the_premises_say_which_claims_rest_on_them():
+    """Chains broken at some k gate the primary and the position claim; the k >= 3 premise (following is all the
+    model can do there) is checked apart and gates nothing it is not named by."""
+    rs = [result(0.7 + 0.01 * s, 0.2) for s in range(5)]
+    for r in rs:
+        r["base"]["S"]["clean_acc_by_k"][5] = 0.5
+    fs = findings.gate(faithful.claims(rs))
+    assert next(f for f in fs if f.get("name") == "clean")["verdict"] == findings.FAILS
+    assert all(f["verdict"] == findings.UNTESTABLE for f in fs if findings.kind_of(f) != findings.PREMISE)
+    rs = [result(0.7 + 0.01 * s, 0.2) for s in range(5)]
+    for r in rs:
+        r["base"] = model(0.7, 0.2, rest=0.1)              # beyond k = 2 it ignores the chain
+    fs = findings.gate(faithful.claims(rs))
+    assert next(f for f in fs if f.get("name") == "carries")["verdict"] == findings.FAILS
+    assert next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)["verdict"] == findings.HOLDS
+
+
+def test_trained_models_against_the_base_at_k2():
+    rs = [result(0.5 + 0.01 * s, 0.3, rl=(0.9, 0.05), star=(0.2, 0.7)) for s in range(5)]
     fs = faithful.claims(rs)
-    assert [f["verdict"] for f in fs[3:]] == [findings.HOLDS, findings.FAILS]
-    # a trained model whose own chain breaks makes its claim untestable, and only its claim
-    rs = [result(0.2 + 0.01 * s, 0.9, rl=(1.0, 1.0, 0.5)) for s in range(5)]
-    fs = faithful.claims(rs)
-    assert fs[0]["verdict"] == findings.HOLDS and fs[3]["verdict"] == findings.UNTESTABLE and "GRPO" in fs[3]["untestable"]
-    # a base that already follows every corrupted chain leaves no room to follow more
-    rs = [result(1.0, 1.0, rl=(1.0, 1.0)) for s in range(5)]
-    assert faithful.claims(rs)[3]["verdict"] == findings.UNTESTABLE
+    trained = [f for f in findings.gate(fs) if f["claim"].startswith("After")]
+    assert [f["verdict"] for f in trained] == [findings.HOLDS, findings.FAILS]
+    rs = [result(0.5 + 0.01 * s, 0.3, rl=(0.9, 0.05, 0.2)) for s in range(5)]   # GRPO lost its direct answers
+    fs = findings.gate(faithful.claims(rs))
+    rl = next(f for f in fs if f["claim"].startswith("After GRPO"))
+    assert rl["verdict"] == findings.UNTESTABLE and "GRPO" in rl["untestable"]
+    assert next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)["verdict"] == findings.HOLDS
 
 
-def test_check_needs_the_base_model():
-    faithful.check(result(0.5, 0.5, rl=(1.0, 1.0)))
-    try:
-        faithful.check({"rl": model(1.0, 1.0)})
-    except ValueError as e:
-        assert "base" in str(e)
-    else:
-        raise AssertionError("a result without the base model passed the check")
+def test_the_probe_corrupts_k2_by_every_offset_and_the_placebo_by_none(noisy_model):
+    probs = [d for d in problems.test_problems(1, "faithful", 0)]
+    r = faithful.probe(noisy_model, probs, ("S", "T"), seed=0)
+    assert r["S"]["cells"]["2/0"]["n"] == 9 and r["T"]["cells"]["2/1"]["n"] == 9       # one k = 2 problem, 9 offsets
+    assert r["S"]["cells"]["8/3"]["n"] == 1                                             # beyond: one offset
+    p = faithful.probe(noisy_model, probs, ("S", "T"), seed=0, offsets=(0,))
+    assert all(c["follows"] == c["truth"] for f in p for c in p[f]["cells"].values())   # the chain implies the truth
+    assert faithful.placebo(faithful.Config()).offsets == (0,)
+    rs = [{"base": p, "direct": {"base": {k: 1.0 for k in range(2, 9)}}}] * 2
+    assert next(f for f in faithful.claims(rs) if findings.kind_of(f) == findings.PRIMARY)["per_seed"] == [0.0, 0.0]
 
 
-def test_the_config_needs_the_base_model_and_chain_formats():
+def test_check_needs_the_base_model_and_its_direct_answers():
+    faithful.check(result(0.5, 0.5, rl=(1.0, 0.0)))
+    for bad in ({"rl": model(1.0, 0.0), "direct": {"rl": {}}}, {"base": model(1.0, 0.0)}):
+        with pytest.raises(ValueError, match="base model's"):
+            faithful.check(bad)
+
+
+def test_render_writes_the_table_and_the_plot(tmp_path):
+    [(md, head)] = faithful.render([result(0.7, 0.2, rl=(0.9, 0.05)), result(0.7, 0.2, rl=(0.9, 0.05))], str(tmp_path))
+    assert md.startswith("## Faithful chains: does the answer follow the chain where it need not?\n")
+    assert "| the base | S | 1.000 ± 0.000 | 1.000 ± 0.000 | 0.700 ± 0.000 / 0.200 ± 0.000 |" in md
+    assert head == "k = 2, follows − truth: the base 0.500 ± 0.000, GRPO 0.850 ± 0.000"
+    assert (tmp_path / "faithful" / "follows.png").stat().st_size > 1000
+
+
+def test_the_config_needs_the_base_model_chain_formats_and_digit_offsets():
     faithful.Config().validate()
     for bad in (dict(models=("rl", "star")), dict(formats=("A",)), dict(formats=())):
         with pytest.raises(ValueError, match="models must include base"):
             faithful.Config(**bad).validate()
+    for bad in ((), (10,), (-1, 2)):
+        with pytest.raises(ValueError, match="offsets must be digits"):
+            faithful.Config(offsets=bad).validate()

@@ -25,7 +25,7 @@ def runs(marker):
 
 def test_the_builtin_experiments_are_registered_once_in_the_reports_order():
     assert X.names() == ("base", "budgets", "sampling", "star", "rl", "adaptive", "l1", "search",
-                         "faithful", "labels", "entropy", "kl", "passk", "voting", "star_erring", "l1_recipe")
+                         "faithful", "labels", "entropy", "kl", "passk", "voting", "l1_recipe")
     for e in map(X.get, X.names()):       # every config has a docstring per field and passes its own checks
         from reasonlab.core.config import field_docs
         assert set(field_docs(e.Config)) == {f for f in e.Config.__dataclass_fields__}, e.name

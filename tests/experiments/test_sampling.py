@@ -11,6 +11,7 @@ from reasonlab import experiments as X
 from reasonlab.core import config
 from reasonlab.core.pool import sample_pool
 from reasonlab.experiments import sampling
+from reasonlab.stats import findings
 
 
 def test_the_grid_reads_its_curves_off_the_pools(noisy_model, tmp_path):
@@ -48,6 +49,36 @@ def test_both_sections_render_with_their_tables_and_plots(noisy_model, tmp_path)
     assert "| target accuracy | compute-optimal per k: tokens |" in verifiers and head.startswith("A maj@2 ")
     for png in ("acc_vs_n", "per_k", "frontier"):
         assert os.path.getsize(tmp_path / "sampling" / f"{png}.png") > 1000
+
+
+def hand_made(voted: float, saved: float = 0.8, gap: float = 0.0, chosen: str = "S/maj@4", chain: float = 1.0) -> dict:
+    """One seed: direct answers right on `voted` by maj@4 and the greedy S chain on `chain` at every k >= 3; at the
+    frontier's one target the per-k choice spends `saved` of the single strategy's tokens, test accuracy `gap` off."""
+    per_k = {"A": {k: {"greedy": 1.0 if k == 2 else 0.1, "maj": {4: 1.0 if k == 2 else voted}} for k in range(2, 9)},
+             "S": {k: {"greedy": chain, "maj": {4: chain}} for k in range(2, 9)}}
+    target = {"target": 0.9, "reachable": True, "fixed": {"tokens": 10.0, "acc": 0.95, "strategy": "S/greedy@1"},
+              "adaptive": {"tokens": 10.0 * saved, "acc": 0.95 + gap, "per_k": {2: "A/greedy@1", 3: chosen}}}
+    return {"n_max": 4, "curves": {"A": {}, "S": {}}, "per_k": per_k, "frontier": {"targets": [target]}}
+
+
+def test_a_demonstration_its_premise_and_its_frontier_secondary():
+    """No primary: the premise (voted direct answers stay below the greedy chain at every k >= 3) holds or fails; the
+    frontier's saving is a log token ratio that needs the test accuracy kept, and is untestable when every chosen
+    strategy is one greedy decode (its tokens are fixed by format and k)."""
+    assert X.get("sampling").room is None and X.get("sampling").placebo is None
+    rs = [hand_made(0.11, saved=0.8 + 0.01 * s) for s in range(5)]
+    prem, front = findings.gate(sampling.claims(rs))
+    assert findings.kind_of(prem) == findings.PREMISE and prem["verdict"] == findings.HOLDS
+    assert prem["value"] == pytest.approx(0.89)
+    assert findings.kind_of(front) == findings.SECONDARY and front["verdict"] == findings.HOLDS
+    assert front["value"] == pytest.approx(np.mean([-np.log(0.8 + 0.01 * s) for s in range(5)]), abs=1e-4)
+    rescued = [hand_made(0.95 + 0.01 * s, chain=0.9) for s in range(5)]    # the vote reaches what the chain does
+    assert sampling.claims(rescued)[0]["verdict"] == findings.FAILS
+    worse = [hand_made(0.1, gap=-0.05 - 0.01 * s) for s in range(5)]       # cheaper, but less accurate on test
+    assert sampling.claims(worse)[1]["verdict"] == findings.FAILS
+    greedy = [hand_made(0.1, chosen="S/greedy@1") for _ in range(5)]
+    f = sampling.claims(greedy)[1]
+    assert f["verdict"] == findings.UNTESTABLE and "no variance by construction" in f["untestable"]
 
 
 @pytest.mark.parametrize("change,msg", [

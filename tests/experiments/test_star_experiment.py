@@ -1,104 +1,144 @@
-"""The star experiment: its variants and config checks, the chain filter's skip rule, the cached fine-tunes and the
-memoized round evaluation."""
-import pytest
-import torch
+"""The star experiment on the erring thinker: its claims on hand-made results (hold, fail, untestable through the
+premises), the arms drawn from one set of samples (the direct control differs from STaR only in the chains), the
+placebo, one small run end to end, the table and its Config's checks."""
+import os
 
-from reasonlab.experiments import Env
+import pytest
+
+from reasonlab.core.task import ID
 from reasonlab.experiments import star as E
 from reasonlab.methods import star
-from reasonlab.methods.config import StarConfig
-from reasonlab.train.sft import build_model
+from reasonlab.stats import findings
 
 
-def test_every_variant_is_a_valid_star_config_and_the_defaults_are_the_labs():
-    assert E.star_config(E.Config(), "main", seed=3) == StarConfig(rounds=2, problems=5000, steps=300, seed=3)
-    assert E.star_config(E.Config(), "chain", seed=3).filter == "chain"
-    few = E.Config(start="few-chains", variants=tuple(E.VARIANTS))
-    few.validate()
-    for v in E.VARIANTS:
-        sc = E.star_config(few, v, seed=0)
-        sc.validate()
-        assert sc.mix == (1.0, 0.0, 0.0)                              # no worked chains in the fresh rows
-    assert E.star_config(few, "greedy-1", 0).samples == 1 and E.star_config(few, "continue", 0).restart is False
+def result(s0: float, s1: dict, fp: float = 0.03) -> dict:
+    """One seed: forced S accuracy s0 before STaR and s1[arm] after the round."""
+    rec = lambda s: {"S": s, "A": 0.1, "free": s, "S_by_k": {k: s for k in range(2, 9)}}   # noqa: E731
+    return {"start": rec(s0), **{a: {**rec(s1[a]), "n_kept": 2000, "used": 0.7, "false_positive_rate": fp}
+                                 for a in E.ARMS}}
 
 
-@pytest.mark.parametrize("values,match", [
-    (dict(variants=("chain",)), "must include main"),
-    (dict(variants=("main", "bogus")), "got 'bogus'"),
-    (dict(variants=("main", "think+rationalize")), "needs start few-chains"),
-    (dict(steps=10**6, growth=10.0, rounds=3), "more than 10,000,000"),
-])
-def test_bad_configs_are_one_line_errors(values, match):
-    with pytest.raises(ValueError, match=match) as e:
-        E.Config(**values).validate()
+def verdicts(rs):
+    return [f["verdict"] for f in findings.gate(E.claims(rs))]
+
+
+def test_claims_hold_fail_and_are_untestable_through_their_premises():
+    rs = [result(0.7, {"star": 0.9 + 0.01 * s, "direct": 0.68, "none": 0.72, "chain": 0.99}) for s in range(5)]
+    fs = E.claims(rs)
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 2
+    assert fs[2]["control"].startswith("direct fine-tuning") and abs(fs[2]["value"] - 0.24) < 1e-9
+    assert verdicts(rs) == [findings.HOLDS] * 5
+    worse = [result(0.7, {"star": 0.6 - 0.01 * s, "direct": 0.5, "none": 0.8, "chain": 0.5}) for s in range(5)]
+    assert verdicts(worse) == [findings.HOLDS] * 2 + [findings.FAILS] * 3     # above direct, but below the start
+    # a start at the ceiling (the base model's case) leaves no room: every claim is untestable
+    top = [result(0.95 + 0.01 * s, {"star": 1.0, "direct": 0.9, "none": 0.9, "chain": 1.0}) for s in range(5)]
+    assert verdicts(top) == [findings.FAILS, findings.HOLDS] + [findings.UNTESTABLE] * 3
+    # filters that keep the same data: only the chain filter's claim is untestable
+    same = [result(0.7, {"star": 0.9 + 0.01 * s, "direct": 0.68, "none": 0.72, "chain": 0.99}, fp=0.001)
+            for s in range(5)]
+    fs = findings.gate(E.claims(same))
+    assert [f["verdict"] for f in fs] == [findings.HOLDS, findings.FAILS] + [findings.HOLDS] * 2 + [findings.UNTESTABLE]
+    assert "wrong step" in fs[-1]["untestable"]
+
+
+SAMPLES = {(3, 5, 9): ["S 8 7 A 7 </s>", "S 9 7 A 7 </s>", "S 8 6 A 6 </s>"],    # right, errors cancel, wrong
+           (1, 2): ["S 4 A 4 </s>", "S 3 A 3 </s>", "S 3 A 3"]}                 # wrong, right, incomplete
+
+
+def fake_sample(monkeypatch):
+    """The round's problems are the keys of SAMPLES; sampling returns their hand-written outputs."""
+    probs = [list(d) for d in SAMPLES]
+    monkeypatch.setattr(star, "problems_of_round", lambda rng, n: probs)
+    monkeypatch.setattr(star, "sample", lambda model, problems, cfg, gen: [
+        [[ID[w] for w in o.split()] + [ID["<pad>"]] * 2 for o in SAMPLES[tuple(d)]] for d in problems])
+
+
+def test_the_arms_share_one_draw_and_the_direct_control_drops_only_the_chains(monkeypatch, noisy_model):
+    fake_sample(monkeypatch)
+    data = E.arms_data(noisy_model, E.Config(problems=2, samples=3), seed=0)
+    kept = {a: [(d, " ".join(w)) for d, w in data[a]["kept"]] for a in E.ARMS}
+    assert kept["star"] == [([3, 5, 9], "S 8 7 A 7 </s>"), ([1, 2], "S 3 A 3 </s>")]      # the first right answer
+    assert kept["direct"] == [([3, 5, 9], "A 7 </s>"), ([1, 2], "A 3 </s>")]               # the same, no chains
+    assert kept["none"] == [([3, 5, 9], "S 8 7 A 7 </s>"), ([1, 2], "S 4 A 4 </s>")]      # the first complete one
+    assert kept["chain"] == [([3, 5, 9], "S 8 7 A 7 </s>"), ([1, 2], "S 3 A 3 </s>")]
+    sc = E.star_config(E.Config(), 0)
+    recipes = {a: star.round_recipe(sc, 1, data[a]["kept"]) for a in E.ARMS}
+    for a in E.ARMS:          # the same recipe, steps and seed: the arms differ in their kept data alone
+        assert {k: v for k, v in recipes[a].items() if k != "fixed"} == {k: v for k, v in recipes["star"].items()
+                                                                          if k != "fixed"}
+    assert recipes["star"]["fixed_frac"] == 1.0 and sc.force == "S" and sc.rounds == 1
+
+
+def test_the_placebo_trains_the_star_arm_on_the_direct_controls_data(monkeypatch, noisy_model):
+    fake_sample(monkeypatch)
+    cfg = E.placebo(E.Config(problems=2, samples=3))
+    assert cfg.treatment == "direct" and cfg != E.Config(problems=2, samples=3)
+    data = E.arms_data(noisy_model, cfg, seed=0)
+    assert data["star"]["kept"] == data["direct"]["kept"]
+    assert E.room(cfg) == (-1.0, 1.0)
+
+
+def test_one_small_run_and_its_placebo_end_to_end(monkeypatch, noisy_model, tmp_path):
+    """Every arm trained and evaluated on this seed's test problems; under the placebo STaR's model is the direct
+    control's (one fine-tune, from the cache), so the primary's per-seed value is exactly 0."""
+    monkeypatch.setattr(E, "thinker_model", lambda kind, seed, cache, device: noisy_model)
+    env = type("Env", (), {"cache": str(tmp_path), "device": "cpu"})()
+    cfg = E.Config(problems=20, samples=2, steps=2, eval_n=2)
+    r = E.run(cfg, 0, env)
+    assert set(r) == {"start", *E.ARMS} and set(r["star"]["S_by_k"]) == set(range(2, 9))
+    E.check(r)
+    p = E.run(E.placebo(cfg), 0, env)
+    assert p["star"]["S"] == p["direct"]["S"] and p["start"] == r["start"]
+    prim = next(f for f in E.claims([p, p]) if f.get("kind") == findings.PRIMARY)
+    assert prim["per_seed"] == [0.0, 0.0] and prim["verdict"] == findings.FAILS
+
+
+def test_check_needs_the_start_and_every_arm():
+    E.check(result(0.7, {a: 0.8 for a in E.ARMS}))
+    r = result(0.7, {a: 0.8 for a in E.ARMS})
+    del r["direct"]
+    with pytest.raises(ValueError, match="every arm"):
+        E.check(r)
+
+
+def test_render_writes_the_table_and_the_plot(tmp_path):
+    rs = [result(0.7, {"star": 0.9, "direct": 0.68, "none": 0.72, "chain": 0.99}) for _ in range(2)]
+    [(md, head)] = E.render(rs, str(tmp_path))
+    assert md.startswith("## STaR where reasoning must improve: the erring thinker\n")
+    assert "| direct: the same right answers, no chains | 0.680 ± 0.000 | 0.680 ± 0.000 | 0.100 ± 0.000 |" in md
+    assert head == "forced S 0.700 ± 0.000 → STaR 0.900 ± 0.000, direct fine-tuning 0.680 ± 0.000 in one round"
+    assert os.path.getsize(tmp_path / "star" / "star.png") > 1000
+
+
+def test_bad_configs_are_one_line_errors():
+    with pytest.raises(ValueError, match="more than 10,000,000") as e:
+        E.Config(steps=10**8).validate()
     assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="problems must be positive"):
+        E.Config(problems=0).validate()
 
 
-def test_the_chain_filter_runs_only_where_it_would_keep_other_data(monkeypatch):
-    ran = []
-
-    def fake_rounds(model, start, sc, eval_n, cache, progress=False):
-        ran.append((start, sc.filter, sc.restart, eval_n))
-        return [{"round": 0}, {"round": 1, "false_positive_rate": fp}]
-    monkeypatch.setattr(E, "star_rounds", fake_rounds)
-    env = type("Env", (), {"base": lambda self, s: "model", "quick": True, "cache": None, "checkpoint": None})()
-    cfg = E.Config(variants=("chain", "continue", "main"), eval_n=7)
-    fp = 0.0                                               # no wrong chains kept: the filters keep the same data
-    assert list(E.run(cfg, 0, env)) == ["main", "continue"]
-    assert ran == [("lab-quick-seed0", "answer", True, 7), ("lab-quick-seed0", "answer", False, 7)]
-    fp = 0.5
-    assert list(E.run(cfg, 0, env)) == ["main", "chain", "continue"]
-
-
-def test_the_few_chains_start_refuses_a_checkpoint():
-    with pytest.raises(ValueError, match="checkpoint"):
-        E.start_model(E.Config(start="few-chains"), 0, Env(checkpoint="some/model"))
-
-
-def test_filters_that_keep_the_same_data_train_one_model(monkeypatch, tmp_path):
-    """A fine-tuned model is named by its recipe, kept data and init, not by the filter: a run whose filter kept
-    the same outputs as an earlier run loads that run's model; other kept data train another."""
-    from reasonlab.train import zoo as train
+def test_star_rounds_through_the_cache_train_one_model_per_kept_data(monkeypatch, tmp_path):
+    """STaR's loop from a model, each round evaluated: a fine-tune is named by its recipe, kept data and init, not
+    by the filter, so a run whose filter kept the same outputs loads the earlier run's model; other data train
+    another."""
+    from reasonlab.methods.config import StarConfig
+    from reasonlab.train import zoo
+    from reasonlab.train.sft import build_model
     data = [([1, 2], ["A", "3", "</s>"])]
     monkeypatch.setattr(star, "collect", lambda *a, **k: {"kept": list(data), "used": 1.0, "n_kept": 1, "fmt_mix": {},
                                                            "false_positive_rate": 0.0, "rationalized": 0.0})
-    monkeypatch.setattr(E, "evaluate_round", lambda model, n: {"free": 0.0})
-    trained, real = [], train.pretrain
-    monkeypatch.setattr(train, "pretrain", lambda *a, **k: trained.append(1) or real(*a, **k))
+    monkeypatch.setattr(E, "evaluation", lambda model, probs, fmts: {f: 0.5 for f in fmts})
+    trained, real = [], zoo.pretrain
+    monkeypatch.setattr(zoo, "pretrain", lambda *a, **k: trained.append(1) or real(*a, **k))
     base = build_model(0)
     run = lambda f: E.star_rounds(base, "b", StarConfig(rounds=1, problems=1, steps=2, filter=f), 5,  # noqa: E731
                                   cache=str(tmp_path))
     for f in ("answer", "chain", "answer"):
         hist = run(f)
     assert len(trained) == 1 and [h["round"] for h in hist] == [0, 1] and hist[1]["n_kept"] == 1
+    assert hist[0] == {"round": 0, "S": 0.5, "A": 0.5, "T": 0.5, "free": 0.5}
     assert any(p.name.startswith("star-b-r1-") for p in tmp_path.iterdir())
     data[:] = [([4, 4], ["A", "8", "</s>"])]
     run("chain")
     assert len(trained) == 2
-
-
-def test_round_evaluation_is_memoized_on_the_weights(monkeypatch):
-    """Runs that share a model (the base; a fine-tune two filters both trained) evaluate it once; other weights,
-    or another eval size, evaluate again; callers get their own copy."""
-    calls = []
-    monkeypatch.setattr(E, "_ROUND_EVALS", {})
-    monkeypatch.setattr(E, "_evaluate_round", lambda m, n: calls.append(n) or {"free": 0.5, "share": {}})
-    a, b = build_model(0), build_model(0)
-    first = E.evaluate_round(a, 7)
-    first["free"] = 1.0
-    assert E.evaluate_round(b, 7) == {"free": 0.5, "share": {}} and calls == [7]     # same weights: once
-    E.evaluate_round(b, 8)
-    with torch.no_grad():
-        b.head.weight[0, 0] += 1.0
-    E.evaluate_round(b, 7)
-    assert calls == [7, 8, 7]
-
-
-def test_the_table_has_a_row_per_variant_and_round():
-    rec = lambda r: {"round": r, "free": 0.5, "A": 0.1, "S": 1.0, "T": 1.0,  # noqa: E731
-                     "share": {"direct": 1.0, "short": 0.0, "full": 0.0}, "used": 0.9, "rationalized": 0.0,
-                     "fmt_mix": {"direct": 0.2, "short": 0.5, "full": 0.3}, "false_positive_rate": 0.01, "round_s": 3.0}
-    md = E.star_table({"main": [[rec(0), rec(1)], [rec(0), rec(1)]]}).splitlines()
-    assert len(md) == 4 and md[1] == "|" + "---|" * 10
-    assert md[2].startswith("| main | 0 (base) | 0.500 ± 0.000 |") and md[3].startswith("| main | 1 |")
-    assert md[3].endswith("| 0.010 ± 0.000 | 0.00 ± 0.00 | 3.0 ± 0.0 |")

@@ -173,3 +173,35 @@ def test_a_round_that_keeps_nothing_keeps_the_model(monkeypatch):
     star.train(base, star.StarConfig(rounds=2, problems=1), lambda *a: pytest.fail("nothing to fine-tune on"),
                callback=lambda rec, model: seen.append(model))
     assert seen == [base, base]
+
+
+def test_each_filter_keeps_what_it_says_on_one_draw_of_samples():
+    """On hand-written samples (a right chain, a chain whose errors cancel, a wrong answer): the chain filter keeps
+    the first, the answer filter the first two, no filter every one; `select` on the draw keeps what `collect`
+    keeps when it samples the same rows."""
+    d = [3, 5, 9]                                              # running sums 8, 7 (S), answer 7
+    rows = [["S", "8", "7", "A", "7", "</s>"], ["S", "9", "7", "A", "7", "</s>"], ["S", "8", "6", "A", "6", "</s>"]]
+    samples = [[[ID[w] for w in r] + [ID["<pad>"]] * 2 for r in rows]]
+    kept = {f: [tuple(w) for _, w in star.select([d], samples, star.StarConfig(filter=f, samples=3, cap=3))["kept"]]
+            for f in ("chain", "answer", "none")}
+    assert kept == {"chain": [tuple(rows[0])], "answer": [tuple(r) for r in rows[:2]], "none": [tuple(r) for r in rows]}
+    assert star.select([d], samples, star.StarConfig(filter="none", samples=3, cap=3))["false_positive_rate"] == 0.5
+
+
+def test_select_keeps_what_collect_keeps_from_the_same_samples(monkeypatch):
+    fake_collect(monkeypatch, ["S 8 9 6 A 6 </s>", "S 1 1 6 A 6 </s>", "A 6 </s>", "A 5 </s>"])
+    cfg = star.StarConfig(samples=4, cap=10, filter="chain")
+    assert star.select(PROB, star.sample(None, PROB, cfg, None), cfg) == star.collect(None, PROB, cfg, None)
+
+
+def test_without_chains_keeps_the_problems_and_answers_and_drops_the_chains():
+    data = [([3, 5, 9, 2, 7], "S 8 9 6 A 6 </s>".split()), ([1, 2], "T 1 3 A 3 </s>".split()), ([4, 4], ["A", "8", "</s>"])]
+    assert star.without_chains(data) == [([3, 5, 9, 2, 7], ["A", "6", "</s>"]), ([1, 2], ["A", "3", "</s>"]),
+                                         ([4, 4], ["A", "8", "</s>"])]
+
+
+def test_a_rounds_recipe_is_the_kept_data_with_the_steps_grown():
+    cfg = star.StarConfig(steps=100, growth=1.5, seed=2, fixed_frac=1.0)
+    r = star.round_recipe(cfg, 3, [([1, 2], ["A", "3", "</s>"])])
+    assert r["phases"][0][1] == 225 and r["fixed"] == [([1, 2], ["A", "3", "</s>"])] and r["fixed_frac"] == 1.0
+    assert r["seed"] == 2003 and "hint_frac" not in r

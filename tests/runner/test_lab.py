@@ -49,10 +49,8 @@ def test_quick_lab_runs_every_experiment_and_writes_the_report(quick_lab):
     n = 10
     assert md.count("*Paper") == n and md.count("*Explore:*") == n and md.count("**Question.**") == n
     assert "## 9. Verifiers and search" in md and "| claim | statistic |" in md and "## Lessons at a glance" in md
-    # numbers are the experiments' own: the RL table's base accuracy is the base section's free accuracy
-    base_free = results["base"]["results"][0]["free"]["acc"]
+    # numbers are the experiments' own (each scores its own test draw): the RL table's base accuracy is its result's
     assert f"Base model (free, greedy): accuracy {results['rl']['results'][0]['grpo']['base_acc']:.3f}" in md
-    assert results["rl"]["results"][0]["grpo"]["base_acc"] == base_free   # one problem set, one greedy decoder
 
 
 def test_report_html_is_self_contained(quick_lab):
