@@ -63,8 +63,8 @@ def hand_made(voted: float, saved: float = 0.8, gap: float = 0.0, chosen: str = 
 
 def test_a_demonstration_its_premise_and_its_frontier_secondary():
     """No primary: the premise (voted direct answers stay below the greedy chain at every k >= 3) holds or fails; the
-    frontier's saving is a log token ratio that needs the test accuracy kept, and is untestable when every chosen
-    strategy is one greedy decode (its tokens are fixed by format and k)."""
+    frontier's saving is a log token ratio that needs the test accuracy kept; whatever strategies a run happens to
+    pick, its verdict is read off its interval (untestable is the design's to say, not the data's)."""
     assert X.get("sampling").room is None and X.get("sampling").placebo is None
     rs = [hand_made(0.11, saved=0.8 + 0.01 * s) for s in range(5)]
     prem, front = findings.gate(sampling.claims(rs))
@@ -77,8 +77,7 @@ def test_a_demonstration_its_premise_and_its_frontier_secondary():
     worse = [hand_made(0.1, gap=-0.05 - 0.01 * s) for s in range(5)]       # cheaper, but less accurate on test
     assert sampling.claims(worse)[1]["verdict"] == findings.FAILS
     greedy = [hand_made(0.1, chosen="S/greedy@1") for _ in range(5)]
-    f = sampling.claims(greedy)[1]
-    assert f["verdict"] == findings.UNTESTABLE and "no variance by construction" in f["untestable"]
+    assert sampling.claims(greedy)[1]["verdict"] != findings.UNTESTABLE
 
 
 @pytest.mark.parametrize("change,msg", [
