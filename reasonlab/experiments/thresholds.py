@@ -119,8 +119,15 @@ THRESHOLDS: dict[str, Threshold] = {
                                           "faster progress)"),
     "entropy.bonus_keeps": Threshold(0.0, f"{DIRECTION} (Cui et al., arXiv 2505.22617: an entropy bonus of 5e-3 "
                                           "held entropy up, stably)"),
-    "entropy.zero_std_rise": Threshold(0.0, f"{DIRECTION} (DAPO, section 3.3: as the policy sharpens, more groups "
-                                            "get all-equal rewards and no gradient)"),
+    "entropy.zero_std_rise": Threshold(0.0, f"{DIRECTION} (DAPO, arXiv 2503.14476, section 3.2 and Fig. 3b: the "
+                                            "share of prompts whose samples are all right keeps growing, and their "
+                                            "groups give no gradient)"),
+    "entropy.start_h": Threshold(0.5, "design bound: the start's format entropy must exceed half a nat (ln 3 = 1.10 "
+                                      "over the three formats) for a collapse to be measurable"),
+    "entropy.grpo_lowers": Threshold(0.0, "premise: GRPO lowers the format entropy (Cui et al. 2025, arXiv "
+                                          "2505.22617: the policy's entropy collapses early under RL)"),
+    "entropy.room": Threshold(0.0, "premise: GRPO leaves room to beat it (accuracy below 1, not solved at its first "
+                                   "probe)"),
 }
 """name -> Threshold(value, source)"""
 
