@@ -106,6 +106,8 @@ THRESHOLDS: dict[str, Threshold] = {
     "kl.seq_gap": Threshold(0.1, "practical margin: a tenth of the sequence KL gradient's norm off it (Tang & Munos "
                                  "2025, arXiv 2506.09477: a per-token KL loss drops the terms by which a token moves "
                                  "the KL of the positions after it)"),
+    "kl.moved": Threshold(0.01, "design bound: a hundredth of a nat per token from the reference, for the two KLs' "
+                                "gradients (equal to first order at the reference) to differ measurably"),
     "kl.gap_grows": Threshold(0.0, f"{DIRECTION}: the two KLs' gradients agree to first order at the reference"),
     "kl.k3_std": Threshold(0.0, f"{DIRECTION} (Schulman 2020, \"Approximating KL divergence\": k3 has lower "
                                 "variance than k1)"),
