@@ -96,8 +96,12 @@ THRESHOLDS: dict[str, Threshold] = {
                                      "PRM beats self-consistency)"),
     "passk.catch_up": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, arXiv 2504.13837, Fig. 1: the base model "
                                      "catches up with and passes the RL model at large k)"),
-    "passk.expands": Threshold(0.0, f"{DIRECTION} (ProRL, arXiv 2505.24864: prolonged RL solves problems where the "
-                                    "base's pass@k is 0)"),
+    "passk.expands": Threshold(0.5, "practical margin: RL's pass@N on the problems the start practically never "
+                                    "samples must pass the start's by half, more than the start's own bound there "
+                                    "(0.23 at N = 256), which drift in a tail of small p could not give (ProRL, arXiv "
+                                    "2505.24864: prolonged RL solves problems where the base's pass@k is 0)"),
+    "passk.room": Threshold(0.0, "premise: the start leaves problems it practically never samples, where RL could "
+                                 "reach beyond it"),
     "passk.shrinks": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, section 3: problems the base solves at large k "
                                     "that the RL model no longer solves)"),
     "kl.grad_gap": Threshold(0.1, "practical margin: a tenth of the KL gradient's norm off it (Tang & Munos 2025, "
