@@ -118,7 +118,7 @@ BUILTIN = {
     "budgets": "how does accuracy follow a forced cap on the chain? (s1)",
     "sampling": "does voting buy what a chain buys; which strategy is cheapest at each k?",
     "star": "does self-training on its own right answers teach the model to think? (STaR)",
-    "rl": "GRPO against the spec's REINFORCE, and the baseline alone",
+    "rl": "does the group baseline alone speed REINFORCE up; GRPO and Dr. GRPO against it",
     "adaptive": "can the model learn to answer directly where that is reliable?",
     "l1": "does a budget token learned with L1's rewards beat s1 forcing?",
     "search": "on a thinker that errs: do learned verifiers and beam search / DVTS beat voting?",
