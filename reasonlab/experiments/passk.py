@@ -45,7 +45,7 @@ SECTION = "14 pass@k"
 
 @dataclass
 class Config:
-    steps: int = 100
+    rl_steps: int = 100
     """GRPO steps from the start (0: the placebo, the RL arm is the start)"""
     n: int = 200
     """test problems per k (the seed's own test draw)"""
@@ -55,19 +55,19 @@ class Config:
     """N of the primary's pass@N (one of NS)"""
 
     def validate(self) -> None:
-        if self.steps < 0 or self.pass_n not in NS:
-            raise ValueError(f"passk: steps must be >= 0 and pass_n one of {', '.join(map(str, NS))}")
+        if self.rl_steps < 0 or self.pass_n not in NS:
+            raise ValueError(f"passk: rl_steps must be >= 0 and pass_n one of {', '.join(map(str, NS))}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     start = thinker_model("erring", seed, env.cache, env.device)
     policy = copy.deepcopy(start)
-    if cfg.steps:
-        train(policy, copy.deepcopy(start), RLConfig.preset("grpo", steps=cfg.steps, seed=seed, beta=cfg.beta,
+    if cfg.rl_steps:
+        train(policy, copy.deepcopy(start), RLConfig.preset("grpo", steps=cfg.rl_steps, seed=seed, beta=cfg.beta,
                                                             log_every=0), log=None)
     probs = test_problems(cfg.n, "passk", seed)
     ks = np.array([len(d) for d in probs])
-    out = {"steps": cfg.steps, "pass_n": cfg.pass_n}
+    out = {"steps": cfg.rl_steps, "pass_n": cfg.pass_n}
     for name, model in (("start", start), ("rl", policy)):
         p = right_probs(model, probs)
         chain = p[:, 1] + p[:, 2]
@@ -109,7 +109,7 @@ def room(cfg: Config) -> tuple[float, float]:
 
 def placebo(cfg: Config) -> Config:
     """RL for 0 steps: the RL arm is the start."""
-    return replace(cfg, steps=0)
+    return replace(cfg, rl_steps=0)
 
 
 def losses(r: dict) -> float:
@@ -146,13 +146,21 @@ def reach(r: dict, arm: str, N: int) -> float:
     return float(pass_exact(probs_of(r, arm)[sel], N).mean()) if sel.any() else float("nan")
 
 
+def pm_seeds(xs) -> str:
+    """mean ± std over the seeds that have a value ("—" where none has)."""
+    xs = [x for x in xs if np.isfinite(x)]
+    return pm(xs) if xs else "—"
+
+
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     ax = axes[0]
     for arm, label, c in (("start", "start (erring thinker)", "#4C72B0"), ("rl", "after GRPO", "#C44E52")):
         band(ax, NS, [[pooled(r, arm, N) for N in NS] for r in rs], marker="o", ms=3, color=c, label=f"{label}, every k")
-        ax.plot(NS, [np.nanmean([reach(r, arm, N) for r in rs]) for N in NS], ls=":", marker="x", ms=3, color=c,
-                label=f"{label}, problems with p(start) < {NEVER:g}")
+        ys = [[reach(r, arm, N) for r in rs if out_of_reach(r).any()] for N in NS]
+        if ys[0]:
+            ax.plot(NS, [np.mean(y) for y in ys], ls=":", marker="x", ms=3, color=c,
+                    label=f"{label}, problems with p(start) < {NEVER:g}")
     ax.plot(NS, [1 - 0.9 ** N for N in NS], ls="--", color="grey", label="guessing the answer (answer-only control)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N samples")
@@ -171,12 +179,12 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fs = findings.gate(claims(rs))
     table = md_table(["N", "start, every k", "after GRPO, every k", f"start, p(start) < {NEVER:g}",
                       f"after GRPO, p(start) < {NEVER:g}"],
-                     [[N, *(pm([f(r, arm, N) for r in rs]) for f, arm in ((pooled, "start"), (pooled, "rl"),
+                     [[N, *(pm_seeds([f(r, arm, N) for r in rs]) for f, arm in ((pooled, "start"), (pooled, "rl"),
                                                                            (reach, "start"), (reach, "rl")))]
                       for N in (1, 4, 16, 64, 256)])
     count = [int(out_of_reach(r).sum()) for r in rs]
-    head = (f"pass@256 on the problems the start never samples: {pm([reach(r, 'start', 256) for r in rs])} -> "
-            f"{pm([reach(r, 'rl', 256) for r in rs])}; every k: {pm([pooled(r, 'start', 256) for r in rs])} -> "
+    head = (f"pass@256 on the problems the start never samples: {pm_seeds([reach(r, 'start', 256) for r in rs])} -> "
+            f"{pm_seeds([reach(r, 'rl', 256) for r in rs])}; every k: {pm([pooled(r, 'start', 256) for r in rs])} -> "
             f"{pm([pooled(r, 'rl', 256) for r in rs])}")
     md = f"""## Does RL only sharpen? pass@N of the start and of the RL model
 
@@ -208,5 +216,5 @@ def check(result) -> None:
 
 
 register(Experiment("passk", Config, run, claims, render, depends=on_erring(), check=check, takes_checkpoint=False,
-                    quick=Config(steps=4, n=10), run_cost=12, render_cost=0.5, tier="lesson", room=room,
+                    quick=Config(rl_steps=4, n=10), run_cost=12, render_cost=0.5, tier="lesson", room=room,
                     placebo=placebo))

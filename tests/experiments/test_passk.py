@@ -96,17 +96,17 @@ def test_without_problems_out_of_reach_the_primary_is_untestable():
 
 
 def test_the_placebo_is_rl_for_no_steps_and_cannot_hold(monkeypatch):
-    """steps = 0: the RL arm is the start (train is never called), so the primary reads 0 on every seed; the room
+    """rl_steps = 0: the RL arm is the start (train is never called), so the primary reads 0 on every seed; the room
     leaves it space to pass and to fail."""
     cfg = passk.Config()
     pl = passk.placebo(cfg)
-    assert pl.steps == 0 and pl != cfg
+    assert pl.rl_steps == 0 and pl != cfg
     pl.validate()
     torch.manual_seed(0)
     model = GPT(d_model=16, n_layers=1, n_heads=2).eval()
     monkeypatch.setattr(passk, "thinker_model", lambda *a: model)
     monkeypatch.setattr(passk, "train", lambda *a, **kw: (_ for _ in ()).throw(AssertionError("trained")))
-    rs = [passk.run(passk.Config(steps=0, n=2), s, type("Env", (), {"cache": None, "device": "cpu"})())
+    rs = [passk.run(passk.Config(rl_steps=0, n=2), s, type("Env", (), {"cache": None, "device": "cpu"})())
           for s in range(3)]
     assert rs[0]["rl_p"] == rs[0]["start_p"] and passk.out_of_reach(rs[0]).any()
     f = findings.gate(passk.claims(rs))[1]
