@@ -77,10 +77,10 @@ def run_of(algo: str, solved):
             "sampled_last10": {"length": 6.0}}
 
 
-def result(baseline, reinforce, grpo=20, arms=("reinforce_baseline", "reinforce")) -> dict:
-    return {"reinforce_baseline": run_of("reinforce_baseline", baseline), "reinforce": run_of("reinforce", reinforce),
-            "grpo": run_of("grpo", grpo), "dr_grpo": run_of("dr_grpo", grpo),
-            "primary": {"treatment": arms[0], "control": arms[1]}}
+def result(baseline, reinforce, grpo=20) -> dict:
+    return {"reinforce_baseline": {**run_of("reinforce_baseline", baseline), "roles": ["treatment"]},
+            "reinforce": {**run_of("reinforce", reinforce), "roles": ["control"]},
+            "grpo": run_of("grpo", grpo), "dr_grpo": run_of("dr_grpo", grpo)}
 
 
 def test_the_primary_holds_fails_and_is_inconclusive_on_hand_made_results():
@@ -114,18 +114,18 @@ def test_the_placebo_runs_the_control_as_the_treatment_and_cannot_hold(monkeypat
     monkeypatch.setattr(E, "evaluate", fake_eval([0.3, 0.999])[0])
     rs = [E.run(E.Config(steps=3, algos=("reinforce", "reinforce_baseline"), treatment="reinforce"), s, FakeEnv())
           for s in range(3)]
+    assert rs[0]["reinforce"]["roles"] == ["treatment", "control"] and "roles" not in rs[0]["reinforce_baseline"]
     f = E.claims(rs)[0]
-    assert f["per_seed"] == [0, 0, 0] and f["verdict"] == findings.FAILS
+    assert f["per_seed"] == [0, 0, 0] and f["verdict"] == findings.FAILS and f["control"] == "reinforce"
     assert E.room(cfg) == (-59.0, 59.0) and findings.out_of_room(E.room(cfg), 0.0) is None
     flat = findings.with_room(E.claims([result(30, 40)] * 3)[0], E.room(E.Config(steps=1)))
     assert flat["verdict"] == findings.UNTESTABLE and "cannot pass" in flat["untestable"]
 
 
-def test_the_result_check_names_the_arms():
+def test_the_result_check():
     r = result(30, 40)
     E.check(r)
-    for bad in ({k: v for k, v in r.items() if k != "primary"}, {**r, "primary": {"treatment": "ppo", "control": "x"}},
-                {**r, "grpo": {"solved": None}}):
+    for bad in ({}, {**r, "grpo": {"solved": None}}):
         with pytest.raises(ValueError):
             E.check(bad)
 
