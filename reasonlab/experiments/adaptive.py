@@ -301,6 +301,14 @@ def adaptive_table(summary: dict) -> str:
                       + " ".join(f"{summary['fixed']['A']['acc_by_k'][k]:.2f}" for k in ks) + "):\n", *direct])
 
 
+def saved(f: dict) -> str:
+    """The tokens part of a claim against the control, for the text."""
+    t = f["tokens_saved"]
+    num = lambda v: "—" if v is None else f"{v:.3f}"   # noqa: E731  (one seed: no interval)
+    return (f" Tokens saved against the control: {num(t['value'])}, 95 % CI [{num(t['ci95'][0])}, "
+            f"{num(t['ci95'][1])}] (per seed {', '.join(num(v) for v in t['per_seed'])}).")
+
+
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     runs = [x for r in rs for x in r["runs"]]
     fixed = mean_points([r["fixed"] for r in rs])
@@ -331,7 +339,7 @@ GRPO with Thinkless's per-format reward; half of each group is forced to answer 
 tried, and those rollouts train only that choice (`thinkless_fmt`); mean ± std over seeds; every point of the
 table and the plane is on each seed's own test draw. The control is the lookup table a skeptic would write instead:
 per k, the forced format most accurate on a selection set from the val part (the cheapest within 0.005 of it),
-scored on the same test draw. {" ".join(findings.verdict_line(f) for f in adaptive_vs_best_fixed(rs))}
+scored on the same test draw. {" ".join(findings.verdict_line(f) + saved(f) for f in adaptive_vs_best_fixed(rs))}
 
 *Papers:* Thinkless (Fang et al. 2025, arXiv 2505.13379); AdaptThink (Zhang et al. 2025, arXiv 2505.13417);
 length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501.12599).

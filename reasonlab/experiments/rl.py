@@ -259,6 +259,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     note = ("Every algorithm ran with " + ", ".join(f"{k} {v:g}" for k, v in over.items())
             + " in place of its preset's. ") if over else ""
     fs = claims(rs)
+    n = rs[0][algos[0]].get("eval_every", 1)
+    every = "after every step" if n == 1 else f"every {n} steps"
     md = f"""## RL from a rule reward: the group baseline, GRPO and REINFORCE
 
 > **Question.** Reward only the right answer (plus a format bonus). Does RL move the model from answering directly
@@ -272,9 +274,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 16 problems × 8 samples per step, each algorithm with its preset (GRPO: lr 3e-5, β 0.04 with k3, clip 0.2, two
 updates per batch; the REINFORCE presets: one update, no clip, no KL); every run of a seed starts from the same base
-model with the same sampling seed. Time to solve is the first step whose greedy probe (every
-{rs[0][algos[0]].get("eval_every", 1)} step(s), on the seed's probe set from the val part) is at ≥ 0.99; the table's
-accuracy is on the seed's own test draw. The primary pits `reinforce_baseline` against
+model with the same sampling seed. Time to solve is the first step whose greedy probe ({every}, on the seed's probe set
+from the val part) is at ≥ 0.99; the table's accuracy is on the seed's own test draw. The primary pits `reinforce_baseline` against
 `reinforce`, which differ only in the advantage (the group's mean subtracted or not); GRPO differs from
 `reinforce_baseline` in its std scaling, two clipped updates per batch and the KL, so that comparison is secondary and
 counts GRPO's updates. {note}{" ".join(findings.verdict_line(f) for f in fs)}
