@@ -283,5 +283,5 @@ def check(result) -> None:
 
 register(Experiment("entropy", Config, run, claims, render, depends=on_erring(), check=check,
                     takes_checkpoint=False, room=room, placebo=placebo,
-                    quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=40, render_cost=1.0,
+                    quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=35, render_cost=1.0,
                     tier="lesson"))

@@ -299,7 +299,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 {runs}
 
-Left and middle: one GRPO run per seed (beta = {rs[0]['probe_beta']:g}, k3), probed every few steps on prefixes the
+Left and middle: one GRPO run per seed (beta = {rs[0]['probe_beta']:g}, {rs[0].get('estimator', 'k3')} in the loss), probed every few steps on prefixes the
 policy samples on held-out prompts; each number is a sum over the 18-token vocabulary, not a sample. k1 and k3 are
 unbiased (bias 0), k2 is not; as losses, k1's expected gradient is 0, k2's is that of KL(pi || pi_ref), k3's that of
 the forward KL(pi_ref || pi): at the last probe it is {gap} of the reverse gradient off, at
@@ -340,4 +340,4 @@ def check(result) -> None:
 register(Experiment("kl", Config, run, claims, render, check=check, room=room, placebo=placebo,
                     quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), probe_n=3,
                                  eval_n=3, kl_samples=2, seq_n=1, seq_eps=1e-2),
-                    run_cost=90, render_cost=1.0, tier="lesson"))
+                    run_cost=45, render_cost=1.0, tier="lesson"))

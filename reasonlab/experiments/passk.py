@@ -216,5 +216,5 @@ def check(result) -> None:
 
 
 register(Experiment("passk", Config, run, claims, render, depends=on_erring(), check=check, takes_checkpoint=False,
-                    quick=Config(rl_steps=4, n=10), run_cost=12, render_cost=0.5, tier="lesson", room=room,
+                    quick=Config(rl_steps=4, n=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
                     placebo=placebo))
