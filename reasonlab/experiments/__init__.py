@@ -118,7 +118,7 @@ BUILTIN = {
     "budgets": "how does accuracy follow a forced cap on the chain, and does s1's \"Wait\" help? (s1)",
     "sampling": "does voting buy what a chain buys; which strategy is cheapest at each k?",
     "star": "on a thinker that errs: do its own right chains teach it more than the same answers alone? (STaR)",
-    "rl": "GRPO against the spec's REINFORCE, and the baseline alone",
+    "rl": "does the group baseline alone speed REINFORCE up; GRPO and Dr. GRPO against it",
     "adaptive": "can the model learn to answer directly where that is reliable?",
     "l1": "does a budget token learned with L1's rewards beat s1 forcing?",
     "search": "on a thinker that errs: do learned verifiers and beam search / DVTS beat voting?",

@@ -1,23 +1,26 @@
 """Adaptive thinking: make thinking cost something in the reward; does the model learn when to think?
 
 Each method of `methods.adaptive` trains a copy of the base model with GRPO (lr 1e-4, 200 steps, 16 x 8 samples,
-its forced-direct rollouts) and is evaluated greedily on the test problems; the fixed formats and two test-time
-compute points are measured on the same problems. The result is the accuracy / mean-tokens plane, with the Pareto
-front, and the control every method must beat: the best fixed format per k.
+its forced-direct rollouts) and is evaluated greedily on the seed's own test draw; the fixed formats and two
+test-time compute points are measured on the same problems. The result is the accuracy / mean-tokens plane, with the
+Pareto front, and the control every method must beat: the best fixed format per k, chosen on a selection set drawn
+from the val part (never on the test problems it is scored on), the lookup table a skeptic would write instead of
+training. The placebo puts that control in the method's place (`fixed_per_k`): it cannot pass.
 """
 from __future__ import annotations
 
 import copy
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import sample_pool
-from ..core.problems import TEST_SEED, problems_per_k
+from ..core.problems import problems_per_k, test_problems
 from ..core.task import FMT_NAMES
 from ..io.report import log_x, md_table, plt, save
 from ..methods import tts
@@ -29,24 +32,33 @@ from ..train.rl import RLConfig, train
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
+CONTROL = "fixed_per_k"
+"""the control as a method: the best fixed format per k chosen on the selection set, no training (the placebo)"""
+Arm = Literal[Method, "fixed_per_k"]
+TOL = 0.005
+"""formats whose selection accuracy at a k is within this of the best count as tied there: the cheapest is chosen"""
+
 
 @dataclass
 class Config:
     steps: int = 200
     """RL steps per adaptive-thinking run"""
-    methods: tuple[Method, ...] = ("thinkless_fmt",)
-    """adaptive-thinking rewards compared (methods.adaptive.METHODS)"""
+    methods: tuple[Arm, ...] = ("thinkless_fmt",)
+    """adaptive-thinking rewards compared (methods.adaptive.METHODS; the first is the primary's treatment), or
+    fixed_per_k: the control itself"""
     eval_n: int = 300
-    """greedy test problems per k"""
+    """greedy test problems per k (the seed's own test draw)"""
+    select_n: int = 300
+    """selection problems per k from the val part, on which the control picks its format per k"""
     lr: float = 1e-4
     """Adam learning rate of every run"""
     beta: float = 0.04
     """KL weight to the base model (0: none)"""
 
     def validate(self) -> None:
-        bad = [m for m in self.methods if m not in METHODS]
+        bad = [m for m in self.methods if m not in (*METHODS, CONTROL)]
         if bad or not self.methods:
-            raise ValueError(f"adaptive: methods must be among {', '.join(METHODS)}"
+            raise ValueError(f"adaptive: methods must be among {', '.join(METHODS)} or {CONTROL}"
                              + (f", got {bad[0]!r}" if bad else ""))
         if not self.lr > 0 or self.beta < 0:
             raise ValueError(f"adaptive: lr must be > 0 and beta >= 0, got lr {self.lr:g}, beta {self.beta:g}")
@@ -61,26 +73,35 @@ def point(model: GPT, problems, force=None) -> dict:
             "n_by_k": {k: sum(len(d) == k for d in problems) for k in r["per_k"]}}
 
 
-def run_method(base: GPT, name: str, seed: int, steps: int = 200, lr: float = 1e-4, n_eval: int = 300,
+def run_method(base: GPT, name: str, seed: int, probs: list[list[int]], steps: int = 200, lr: float = 1e-4,
                ref_acc: dict | None = None, beta: float = 0.04, progress: bool = False, **overrides) -> dict:
-    """Train a copy of `base` with one method's reward and evaluate it; overrides are RLConfig fields."""
+    """Train a copy of `base` with one method's reward and evaluate it greedily on `probs` (the seed's test draw);
+    overrides are RLConfig fields."""
     reward_fn, group_fn, fields = method_parts(name, ref_acc)
     cfg = RLConfig.preset("grpo", **{**dict(steps=steps, learning_rate=lr, seed=seed, log_every=0, beta=beta), **fields,
                                      **overrides})
     policy = copy.deepcopy(base)
     t = time.perf_counter()
     hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None, progress=progress)
-    probs = problems_per_k(n_eval, seed=TEST_SEED)
     out = point(policy, probs)
     out["direct_acc_by_k"] = point(policy, probs, force=["A"])["acc_by_k"]   # how far direct answering was pushed
     return {"method": name, "seed": seed, "seconds": round(time.perf_counter() - t, 1), **out,
             "share_direct_over_steps": [h["share"]["direct"] for h in hist if "share" in h]}
 
 
-def fixed_points(bases: list[GPT], n_eval: int = 300) -> dict:
-    """Always-A / always-S / always-T (forced, greedy): accuracy, tokens and accuracy per k, mean over the bases."""
-    probs = problems_per_k(n_eval, seed=TEST_SEED)
-    return mean_points([{f: point(b, probs, force=[f]) for f in ("A", "S", "T")} for b in bases])
+def fixed_method(fixed: dict, pick: dict, seed: int) -> dict:
+    """The control as a method (the placebo's arm): per k the picked format's forced greedy run on the test draw,
+    read off `fixed` (the same outputs the control is scored on), untrained."""
+    at = lambda key: {k: fixed[f][key][k] for k, f in pick.items()}   # noqa: E731
+    scored = score_per_k(fixed, pick)
+    return {"method": CONTROL, "seed": seed, "seconds": 0.0, "acc": scored["acc"], "tokens": scored["tokens"],
+            "acc_by_k": at("acc_by_k"), "tokens_by_k": at("tokens_by_k"), "share_by_k": at("share_by_k"),
+            "n_by_k": at("n_by_k"), "direct_acc_by_k": dict(fixed["A"]["acc_by_k"]), "share_direct_over_steps": []}
+
+
+def fixed_points(base: GPT, probs: list[list[int]]) -> dict:
+    """Always-A / always-S / always-T (forced, greedy) on `probs`: accuracy, tokens, and both per k."""
+    return {f: point(base, probs, force=[f]) for f in ("A", "S", "T")}
 
 
 def mean_points(per_base: list[dict]) -> dict:
@@ -92,24 +113,29 @@ def mean_points(per_base: list[dict]) -> dict:
             for f in per_base[0]}
 
 
-def best_fixed_per_k(fixed: dict, tol: float = 0.005) -> dict:
-    """The control for adaptive thinking: per k, the fixed format with the best accuracy (within tol of it, the
-    cheapest), as one policy: {acc, tokens, per_k: {k: format}}, weighted by the problems per k."""
-    ks = list(fixed["A"]["acc_by_k"])
+def pick_per_k(selection: dict, tol: float = TOL) -> dict:
+    """The control's choice, per k: the fixed format with the best accuracy on the selection set (within tol of it,
+    the one with the fewest tokens there)."""
     pick = {}
-    for k in ks:
-        best = max(fixed[f]["acc_by_k"][k] for f in fixed)
-        pick[k] = min((f for f in fixed if fixed[f]["acc_by_k"][k] >= best - tol), key=lambda f: fixed[f]["tokens_by_k"][k])
-    n = {k: fixed["A"]["n_by_k"][k] for k in ks}
+    for k in selection["A"]["acc_by_k"]:
+        best = max(selection[f]["acc_by_k"][k] for f in selection)
+        pick[k] = min((f for f in selection if selection[f]["acc_by_k"][k] >= best - tol),
+                      key=lambda f: selection[f]["tokens_by_k"][k])
+    return pick
+
+
+def score_per_k(fixed: dict, pick: dict) -> dict:
+    """The per-k policy `pick` scored on the forced runs `fixed` (the test draw): {acc, tokens, per_k}, weighted by
+    the problems per k."""
+    n = {k: fixed["A"]["n_by_k"][k] for k in pick}
     tot = sum(n.values())
-    return {"acc": sum(n[k] * fixed[pick[k]]["acc_by_k"][k] for k in ks) / tot,
-            "tokens": sum(n[k] * fixed[pick[k]]["tokens_by_k"][k] for k in ks) / tot, "per_k": pick}
+    return {"acc": sum(n[k] * fixed[pick[k]]["acc_by_k"][k] for k in pick) / tot,
+            "tokens": sum(n[k] * fixed[pick[k]]["tokens_by_k"][k] for k in pick) / tot, "per_k": dict(pick)}
 
 
-def tts_points(base: GPT, n: int = 300) -> dict:
+def tts_points(base: GPT, probs: list[list[int]]) -> dict:
     """Two test-time-compute points for the plane: maj@8 of direct answers and maj@4 of short chains, on the
-    methods' and fixed formats' problems (the test set), so the whole table compares on one set."""
-    probs = problems_per_k(n, seed=TEST_SEED)
+    methods' and fixed formats' problems (the seed's test draw), so the whole table compares on one set."""
     out = {}
     for f, N in (("A", 8), ("S", 4)):
         pool = sample_pool(base, probs, N, force=[f], seed=1)
@@ -117,13 +143,23 @@ def tts_points(base: GPT, n: int = 300) -> dict:
     return out
 
 
+def selection_set(n: int, seed: int) -> list[list[int]]:
+    """The seed's selection problems: n per k from the val part, disjoint from every test draw."""
+    return problems_per_k(n, seed=f"adaptive-select-{seed}", split="val")
+
+
 def run(cfg: Config, seed: int, env) -> dict:
     model = env.base(seed)
+    probs = test_problems(cfg.eval_n, "adaptive", seed)
+    selection = fixed_points(model, selection_set(cfg.select_n, seed))
+    fixed = fixed_points(model, probs)
+    pick = pick_per_k(selection)
     ref_acc = reference_accuracy(model)
-    runs = [run_method(model, m, seed, steps=cfg.steps, lr=cfg.lr, n_eval=cfg.eval_n, ref_acc=ref_acc, beta=cfg.beta,
-                       progress=True)
+    runs = [fixed_method(fixed, pick, seed) if m == CONTROL else
+            run_method(model, m, seed, probs, steps=cfg.steps, lr=cfg.lr, ref_acc=ref_acc, beta=cfg.beta, progress=True)
             for m in cfg.methods]
-    return {"runs": runs, "fixed": fixed_points([model], cfg.eval_n), "tts": tts_points(model, cfg.eval_n)}
+    return {"runs": runs, "fixed": fixed, "selection": selection, "control": score_per_k(fixed, pick),
+            "tts": tts_points(model, probs)}
 
 
 def summarize(runs: list[dict], fixed: dict) -> dict:
@@ -148,31 +184,45 @@ def summarize(runs: list[dict], fixed: dict) -> dict:
 
 
 def adaptive_vs_best_fixed(adaptive: list[dict]) -> list[dict]:
-    """Each adaptive method against the control that would also pass "beats always-S": the best fixed format per k
-    (answer A where A is as accurate, e.g. k = 2), on the same problems: no worse than the margin in accuracy, and
-    fewer tokens."""
+    """Each method against the control: the best fixed format per k, chosen on the seed's selection set (val) and
+    scored on its test draw, the same problems as the method: no worse than the margin in accuracy, and fewer tokens
+    (both must hold). The first method's is the primary."""
     out = []
     for i, run in enumerate(adaptive[0]["runs"]):
         m = run["method"]
-        ctl = [best_fixed_per_k(r["fixed"]) for r in adaptive]
+        ctl = [r["control"] for r in adaptive]
         acc = [r["runs"][i]["acc"] - c["acc"] for r, c in zip(adaptive, ctl)]
         tok = [c["tokens"] - r["runs"][i]["tokens"] for r, c in zip(adaptive, ctl)]
         a = seed_check("7 adaptive", "", "", acc, TH["adaptive.acc_margin"])
         t = seed_check("7 adaptive", "", "", tok, TH["adaptive.token_gain"])
         s_acc = [r["runs"][i]["acc"] - r["fixed"]["S"]["acc"] for r in adaptive]
         s_tok = [r["fixed"]["S"]["tokens"] - r["runs"][i]["tokens"] for r in adaptive]
-        out.append(finding("7 adaptive", f"{m} is as accurate as the best fixed format per k (within 0.01) with "
-                           "fewer tokens", f"acc({m}) - acc(best fixed per k)", a["value"], a["ci95"], a["per_seed"],
-                           "> -0.01 (and tokens saved > 0)", both(a["verdict"], t["verdict"]),
-                           p=max(a["p"], t["p"]), source=TH["adaptive.acc_margin"].source, control="best fixed per k",
-                           control_per_k=ctl[0]["per_k"],
-                           tokens_saved={"value": t["value"], "ci95": t["ci95"], "per_seed": t["per_seed"]},
-                           vs_always_S={"acc": [round(x, 4) for x in s_acc], "tokens_saved": [round(x, 4) for x in s_tok]}))
+        f = finding("7 adaptive", f"{m} is as accurate as the best fixed format per k (within 0.01) with fewer "
+                    "tokens (the control: per k, the forced format best on a val selection set, the cheapest of those "
+                    "within 0.005; both scored on the seed's test draw)", f"acc({m}) - acc(best fixed per k)",
+                    a["value"], a["ci95"], a["per_seed"], "> -0.01 (and tokens saved > 0)", both(a["verdict"], t["verdict"]),
+                    p=max(a["p"], t["p"]), source=TH["adaptive.acc_margin"].source,
+                    control="best fixed format per k, chosen on val",
+                    control_per_k=[{str(k): v for k, v in c["per_k"].items()} for c in ctl],
+                    tokens_saved={"value": t["value"], "ci95": t["ci95"], "per_seed": t["per_seed"]},
+                    vs_always_S={"acc": [round(x, 4) for x in s_acc], "tokens_saved": [round(x, 4) for x in s_tok]})
+        out.append(findings.primary(f) if i == 0 else f)
     return out
 
 
 def claims(rs: list[dict]) -> list[dict]:
     return adaptive_vs_best_fixed(rs)
+
+
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's range by the design: a difference of two accuracies lies in [-1, 1]."""
+    return -1.0, 1.0
+
+
+def placebo(cfg: Config) -> Config:
+    """The control in the method's place: the first method replaced by fixed_per_k (untrained, the control's own
+    outputs), so accuracy and tokens match the control exactly."""
+    return replace(cfg, methods=(CONTROL, *cfg.methods[1:]))
 
 
 def plot_heatmap(summary: dict, path: str) -> str:
@@ -208,6 +258,11 @@ def plot_frontier(summary: dict, path: str) -> str:
         for f, v in summary["fixed"].items():
             ax.scatter(v["tokens"], v["acc"], marker="s", s=50, color="k", zorder=4)
             ax.annotate(f"always {f}", (v["tokens"], v["acc"]), textcoords="offset points", xytext=(5, -10), fontsize=8)
+        if "control" in summary:
+            c = summary["control"]
+            ax.scatter(c["tokens"][0], c["acc"][0], marker="D", s=40, color="C3", zorder=5)
+            ax.annotate("best fixed per k (val)", (c["tokens"][0], c["acc"][0]), textcoords="offset points",
+                        xytext=(5, 4), fontsize=7, color="C3")
         for name, v in summary.get("tts", {}).items():
             ax.scatter(v["tokens"], v["acc"], marker="^", s=30, color="grey", zorder=3)
             ax.annotate(name, (v["tokens"], v["acc"]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="grey")
@@ -231,6 +286,10 @@ def adaptive_table(summary: dict) -> str:
     rows = [[m, f"{v['acc'][0]:.3f} ± {v['acc'][1]:.3f}", f"{v['tokens'][0]:.2f} ± {v['tokens'][1]:.2f}",
              "yes" if v["on_front"] else "no", "yes" if v["beats_always_S"] else "no",
              " ".join(f"{v['share_by_k'][k]['direct']:.2f}" for k in ks)] for m, v in summary["methods"].items()]
+    if "control" in summary:
+        c = summary["control"]
+        rows.append(["best fixed format per k (chosen on val; the control)", f"{c['acc'][0]:.3f} ± {c['acc'][1]:.3f}",
+                     f"{c['tokens'][0]:.2f} ± {c['tokens'][1]:.2f}", "", "", c["picks"]])
     rows += [[f"always {f} (forced, greedy)", f"{v['acc']:.3f}", f"{v['tokens']:.2f}", "", "", ""]
              for f, v in summary["fixed"].items()]
     rows += [[f"{n} (sampling, seed {summary['seeds'][0]})", f"{v['acc']:.3f}", f"{v['tokens']:.2f}", "", "", ""]
@@ -242,11 +301,23 @@ def adaptive_table(summary: dict) -> str:
                       + " ".join(f"{summary['fixed']['A']['acc_by_k'][k]:.2f}" for k in ks) + "):\n", *direct])
 
 
+def saved(f: dict) -> str:
+    """The tokens part of a claim against the control, for the text."""
+    t = f["tokens_saved"]
+    num = lambda v: "—" if v is None else f"{v:.3f}"   # noqa: E731  (one seed: no interval)
+    return (f" Tokens saved against the control: {num(t['value'])}, 95 % CI [{num(t['ci95'][0])}, "
+            f"{num(t['ci95'][1])}] (per seed {', '.join(num(v) for v in t['per_seed'])}).")
+
+
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     runs = [x for r in rs for x in r["runs"]]
     fixed = mean_points([r["fixed"] for r in rs])
+    ctl = [r["control"] for r in rs]
+    picks = sorted({"".join(c["per_k"][k] for k in sorted(c["per_k"], key=int)) for c in ctl})
     summary = {"methods": summarize(runs, fixed), "fixed": fixed, "tts": rs[0]["tts"],
-               "seeds": sorted({x["seed"] for x in runs})}
+               "seeds": sorted({x["seed"] for x in runs}),
+               "control": {"acc": mean_std([c["acc"] for c in ctl]), "tokens": mean_std([c["tokens"] for c in ctl]),
+                           "picks": "formats by k: " + " or ".join(picks)}}
     plot_heatmap(summary, os.path.join(out, "adaptive", "heatmap.png"))
     plot_frontier(summary, os.path.join(out, "adaptive", "frontier.png"))
     best = max(summary["methods"], key=lambda m: (summary["methods"][m]["acc"][0], -summary["methods"][m]["tokens"][0]))
@@ -266,7 +337,9 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 GRPO with Thinkless's per-format reward; half of each group is forced to answer directly so that A keeps being
 tried, and those rollouts train only that choice (`thinkless_fmt`); mean ± std over seeds; every point of the
-table and the plane is on the test set. {" ".join(findings.verdict_line(f) for f in adaptive_vs_best_fixed(rs))}
+table and the plane is on each seed's own test draw. The control is the lookup table a skeptic would write instead:
+per k, the forced format most accurate on a selection set from the val part (the cheapest within 0.005 of it),
+scored on the same test draw. {" ".join(findings.verdict_line(f) + saved(f) for f in adaptive_vs_best_fixed(rs))}
 
 *Papers:* Thinkless (Fang et al. 2025, arXiv 2505.13379); AdaptThink (Zhang et al. 2025, arXiv 2505.13417);
 length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501.12599).
@@ -275,5 +348,6 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
     return [(md, head)]
 
 
-register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "tts"), quick=Config(steps=4, eval_n=30), run_cost=13,
-                    render_cost=0.4))
+register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "selection", "control", "tts"),
+                    quick=Config(steps=4, eval_n=30, select_n=30), run_cost=13, render_cost=0.4, room=room,
+                    placebo=placebo))

@@ -13,8 +13,12 @@ The start is the erring thinker: its chains err (so accuracy has room and conten
 spreads its format choice over A, S and T. The base model's chains are right already, so its content entropy starts
 near zero and its accuracy near the ceiling, which would leave the claims no room. The runs drop the KL penalty (as
 both papers do) and take a larger step than the lab's default, so the format entropy collapses within the run
-rather than after it. Precondition, checked on the run: the start's format entropy is at least START_H on every seed
-and GRPO lowers it.
+rather than after it.
+
+The primary: clip-higher against GRPO, which differ only in the upper clip (epsilon_high 0.28 against 0.2: the
+placebo sets it to 0.2, the same run twice). Premises, checked on the run: the start's format entropy is above half
+a nat and GRPO lowers it (else there is no collapse to prevent); the accuracy and step claims also need GRPO to
+leave accuracy below 1 and to not be solved at its first probe.
 """
 from __future__ import annotations
 
@@ -22,16 +26,16 @@ import copy
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 import torch
 
 from ..core.evaluate import evaluate
-from ..core.problems import TEST_SEED, problems_per_k
+from ..core.problems import test_problems
 from ..core.sampling import output_logits
-from ..core.task import FORMATS, ID, prompt_ids, solution
+from ..core.task import FORMATS, ID, VOCAB, prompt_ids, solution
 from ..io.report import band, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
@@ -40,8 +44,6 @@ from ..train.zoo import get_erring_model, on_erring
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
-START_H = 0.5
-"""the least format entropy (nats; ln 3 = 1.10 is the most) a start needs for a collapse to be measurable"""
 ARMS = {"grpo": "GRPO", "clip_higher": "GRPO + clip-higher", "bonus": "GRPO + entropy bonus"}
 START_NAME = {"erring": "erring thinker", "base": "base model"}
 COLORS = {"grpo": "#4C72B0", "clip_higher": "#DD8452", "bonus": "#55A868"}
@@ -56,13 +58,13 @@ class Config:
     eval_every: int = 5
     """probe the policy every N steps"""
     probe_n: int = 50
-    """held-out test problems per k in the probe set"""
+    """test problems per k in the probe set (the seed's own test draw)"""
     learning_rate: float = 3e-4
     """Adam rate of every arm (above the lab's RL default, so that the format mix moves within the run)"""
     num_iterations: int = 4
     """updates per batch of samples, so that the ratio leaves 1 and the clip can bite"""
     epsilon_high: float = 0.28
-    """clip-higher's upper clip (DAPO's value; GRPO's is epsilon = 0.2)"""
+    """clip-higher's upper clip (DAPO's value; GRPO's is epsilon = 0.2: the placebo)"""
     entropy_coef: float = 5e-3
     """the entropy bonus arm's coefficient (Cui et al.'s stable value)"""
 
@@ -105,7 +107,7 @@ def arm_config(arm: str, cfg: Config, seed: int) -> RLConfig:
 def run(cfg: Config, seed: int, env) -> dict:
     base = env.base(seed) if cfg.start == "base" else get_erring_model(seed, cache=env.cache, device=env.device,
                                                                        log=None)
-    probs = problems_per_k(cfg.probe_n, seed=TEST_SEED + seed, split="test")
+    probs = test_problems(cfg.probe_n, "entropy", seed)
     out = {"start": probe(base, probs), "start_model": START_NAME[cfg.start], "steps": cfg.steps, "arms": {},
            "settings": {"learning_rate": cfg.learning_rate, "num_iterations": cfg.num_iterations,
                         "epsilon_high": cfg.epsilon_high, "entropy_coef": cfg.entropy_coef}}
@@ -153,35 +155,66 @@ def zero_std(r: dict, arm: str, part: slice = slice(None)) -> float:
     return float(np.mean([h["frac_reward_zero_std"] for h in r["arms"][arm]["hist"][part]]))
 
 
-def claims(rs: list[dict]) -> list[dict]:
-    low = min(r["start"]["format_H"] for r in rs)
-    drop = min(r["start"]["format_H"] - final(r, "grpo") for r in rs)
-    pre = (None if low >= START_H and drop > 0 else f"precondition failed: the start's format entropy is {low:.3f} "
-           f"at its lowest (needs >= {START_H}) and GRPO lowers it by {drop:.3f} at least (needs > 0)")
+PREMISES = ("start_entropy", "grpo_lowers")
+"""the premises every claim rests on: a format choice with entropy to lose, and GRPO losing it"""
+
+
+def premises(rs: list[dict]) -> list[dict]:
+    """What the claims rest on, checked on the run: the start's format entropy (above half a nat), GRPO lowering it,
+    GRPO's accuracy below 1 along the run (the accuracy claim) and GRPO not solved at its first probe (the steps
+    claim)."""
     S = "12 entropy"
-    acc_room = 1 - float(np.mean([mean_acc(r, "grpo") for r in rs]))
-    step_room = float(np.mean([steps_to_solve(r, "grpo") for r in rs])) - rs[0]["arms"]["grpo"]["curve"][0]["step"]
-    return [findings.seed_check(S, "Clip-higher keeps more format entropy than GRPO at the end of the run (the control: "
-                         "GRPO, the same run with the upper clip at 0.2)", "format entropy at the last probe, "
-                         "clip-higher - GRPO (nats)", [final(r, "clip_higher") - final(r, "grpo") for r in rs],
-                         TH["entropy.clip_keeps"], untestable=pre, control="GRPO"),
-            findings.seed_check(S, "Clip-higher pays in accuracy: its greedy accuracy along the run (the mean over the "
-                         "probes) is above GRPO's", "mean probe accuracy, clip-higher - GRPO",
-                         [mean_acc(r, "clip_higher") - mean_acc(r, "grpo") for r in rs], TH["entropy.clip_pays"],
-                         room=acc_room, untestable=pre, control="GRPO"),
-            findings.seed_check(S, "Clip-higher pays in steps: it reaches greedy accuracy 0.99 sooner than GRPO",
-                         "steps to 0.99, GRPO - clip-higher (unsolved: the run's length)",
-                         [steps_to_solve(r, "grpo") - steps_to_solve(r, "clip_higher") for r in rs],
-                         TH["entropy.clip_faster"], room=step_room, untestable=pre, control="GRPO"),
-            findings.seed_check(S, "The entropy bonus keeps more format entropy than GRPO at the end of the run",
-                         "format entropy at the last probe, bonus - GRPO (nats)",
-                         [final(r, "bonus") - final(r, "grpo") for r in rs], TH["entropy.bonus_keeps"],
-                         untestable=pre, control="GRPO"),
-            findings.seed_check(S, "As GRPO's entropy falls, more groups lose all reward variance: the zero-std share of "
-                         "the run's last quarter exceeds that of its first", "frac_reward_zero_std, last quarter - "
-                         "first quarter of the steps (GRPO)", [zero_std(r, "grpo", slice(-q(r), None))
-                                                             - zero_std(r, "grpo", slice(q(r))) for r in rs],
-                         TH["entropy.zero_std_rise"], untestable=pre)]
+    first = rs[0]["arms"]["grpo"]["curve"][0]["step"]
+    return [findings.premise(findings.seed_check(
+                S, "The start's format choice has entropy to lose", "format entropy of the start (nats)",
+                [r["start"]["format_H"] for r in rs], TH["entropy.start_h"]), "start_entropy"),
+            findings.premise(findings.seed_check(
+                S, "GRPO lowers the format entropy", "format entropy, start - GRPO's last probe (nats)",
+                [r["start"]["format_H"] - final(r, "grpo") for r in rs], TH["entropy.grpo_lowers"]), "grpo_lowers"),
+            findings.premise(findings.seed_check(
+                S, "GRPO leaves accuracy room below 1 along the run", "1 - GRPO's mean probe accuracy",
+                [1 - mean_acc(r, "grpo") for r in rs], TH["entropy.room"]), "acc_room"),
+            findings.premise(findings.seed_check(
+                S, "GRPO is not solved at its first probe", "GRPO's steps to 0.99 - its first probe's step",
+                [steps_to_solve(r, "grpo") - first for r in rs], TH["entropy.room"]), "step_room")]
+
+
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's range by the design: a format entropy over the vocabulary lies in [0, ln V], so a difference of
+    two lies within +-ln V."""
+    return -math.log(len(VOCAB)), math.log(len(VOCAB))
+
+
+def placebo(cfg: Config) -> Config:
+    """Clip-higher's upper clip set to GRPO's (epsilon = 0.2): the clip-higher arm is GRPO's run."""
+    return replace(cfg, epsilon_high=RLConfig().epsilon)
+
+
+def claims(rs: list[dict]) -> list[dict]:
+    S = "12 entropy"
+    delta = lambda arm, key="format_H": [final(r, arm, key) - final(r, "grpo", key) for r in rs]   # noqa: E731
+    return premises(rs) + [
+        findings.primary(findings.seed_check(
+            S, "Clip-higher keeps more format entropy than GRPO at the end of the run (the control: GRPO, the same run "
+            "with the upper clip at 0.2 instead of 0.28; nothing else differs)", "format entropy at the last probe, "
+            "clip-higher - GRPO (nats)", delta("clip_higher"), TH["entropy.clip_keeps"], control="GRPO",
+            requires=list(PREMISES))),
+        findings.seed_check(S, "Clip-higher pays in accuracy: its greedy accuracy along the run (the mean over the "
+                            "probes) is above GRPO's", "mean probe accuracy, clip-higher - GRPO",
+                            [mean_acc(r, "clip_higher") - mean_acc(r, "grpo") for r in rs], TH["entropy.clip_pays"],
+                            control="GRPO", requires=[*PREMISES, "acc_room"]),
+        findings.seed_check(S, "Clip-higher pays in steps: it reaches greedy accuracy 0.99 sooner than GRPO",
+                            "steps to 0.99, GRPO - clip-higher (unsolved: the run's length)",
+                            [steps_to_solve(r, "grpo") - steps_to_solve(r, "clip_higher") for r in rs],
+                            TH["entropy.clip_faster"], control="GRPO", requires=[*PREMISES, "step_room"]),
+        findings.seed_check(S, "The entropy bonus keeps more format entropy than GRPO at the end of the run (they "
+                            "differ only in the bonus)", "format entropy at the last probe, bonus - GRPO (nats)",
+                            delta("bonus"), TH["entropy.bonus_keeps"], control="GRPO", requires=list(PREMISES)),
+        findings.seed_check(S, "As GRPO's entropy falls, more groups lose all reward variance: the zero-std share of "
+                            "the run's last quarter exceeds that of its first", "frac_reward_zero_std, last quarter - "
+                            "first quarter of the steps (GRPO)", [zero_std(r, "grpo", slice(-q(r), None))
+                                                                  - zero_std(r, "grpo", slice(q(r))) for r in rs],
+                            TH["entropy.zero_std_rise"], requires=list(PREMISES))]
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
@@ -202,7 +235,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
         ax.set_ylabel(yl)
     axes[0].legend(fontsize=8)
     save(fig, os.path.join(out, "entropy", "curves.png"))
-    fs = claims(rs)
+    fs = findings.gate(claims(rs))
     rows = []
     for arm in ("start", *ARMS):
         ps = [r["start"] if arm == "start" else r["arms"][arm]["curve"][-1] for r in rs]
@@ -249,6 +282,6 @@ def check(result) -> None:
 
 
 register(Experiment("entropy", Config, run, claims, render, depends=on_erring(), check=check,
-                    takes_checkpoint=False,
-                    quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=40, render_cost=1.0,
+                    takes_checkpoint=False, room=room, placebo=placebo,
+                    quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=35, render_cost=1.0,
                     tier="lesson"))

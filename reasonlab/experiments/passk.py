@@ -1,28 +1,32 @@
 """Does RL only sharpen? pass@N of a weak start and of the GRPO model trained from it, N = 1..256 (Yue et al. 2025,
 "Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the Base Model?", arXiv
 2504.13837: RL raises pass@1, but the base model catches up at large N, so RL mostly sharpens what the base could
-already sample).
+already sample; ProRL, arXiv 2505.24864: prolonged RL solves problems where the base's pass@k is 0).
 
 Here pass@N is exact: a sample is counted right only when its whole chain is (an S or T output equal to the one
 right output), so p(x) = p_S(x) + p_T(x) comes from teacher forcing (`core.exact`) and pass@N = 1 - (1 - p(x))^N.
 Direct answers are left out on purpose: a guesser answers right with 0.1 per sample, 1 - 0.9^N (0.9988 at N = 64),
 so answer-only pass@N at large N measures guessing, not reasoning (drawn in the plot as that control).
 
-The start is the erring thinker (digits misread, fixed in its weights), weak at every k. Precondition, checked on
-the run: at two values of k or more the start's pass@1 is at most 0.5 and RL raises it by at least 0.2 there (the
-"weak" k's every statistic is pooled over); otherwise each claim is untestable and says why.
+The start is the erring thinker (digits misread, fixed in its weights). Over whole k's its pass@256 is 0.94 to 1.0:
+no room for RL to show anything there. So the primary reads the problems where the start has room by the design:
+those it practically never samples (p < NEVER, so its pass@N there is at most 1 - (1 - NEVER)^N, 0.23 at N = 256),
+chosen on the start's exact p alone, never on RL's. If RL only sharpens, they stay out of reach; the claim needs RL's
+pass@N there past the start's by PASS_MARGIN, more than the start's own bound, which drift in a tail could not
+give. Premise, checked on the run: the start leaves such problems. The placebo trains RL for 0 steps (the RL arm is
+the start).
 """
 from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..core.config import NS as POOL_NS
 from ..core.exact import pass_exact, right_probs
-from ..core.problems import TEST_SEED, problems_per_k
+from ..core.problems import test_problems
 from ..io.report import band, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
@@ -36,93 +40,132 @@ NS = POOL_NS + (128, 256)
 NEVER, SOLVES = 1e-3, 1e-2
 """p below NEVER: practically never sampled in 256 tries (expected successes < 0.26); p at least SOLVES: found in
 256 tries with probability > 0.92"""
-WEAK, RAISE = 0.5, 0.2
+SECTION = "14 pass@k"
 
 
 @dataclass
 class Config:
-    steps: int = 100
-    """GRPO steps from the start"""
+    rl_steps: int = 100
+    """GRPO steps from the start (0: the placebo, the RL arm is the start)"""
     n: int = 200
-    """test problems per k"""
+    """test problems per k (the seed's own test draw)"""
     beta: float = 0.04
     """GRPO's KL weight (Yue et al. train without KL; 0 reproduces that)"""
+    pass_n: int = 256
+    """N of the primary's pass@N (one of NS)"""
+
+    def validate(self) -> None:
+        if self.rl_steps < 0 or self.pass_n not in NS:
+            raise ValueError(f"passk: rl_steps must be >= 0 and pass_n one of {', '.join(map(str, NS))}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     start = thinker_model("erring", seed, env.cache, env.device)
     policy = copy.deepcopy(start)
-    train(policy, copy.deepcopy(start), RLConfig.preset("grpo", steps=cfg.steps, seed=seed, beta=cfg.beta,
-                                                        log_every=0), log=None)
-    probs = problems_per_k(cfg.n, seed=TEST_SEED + seed, split="test")
+    if cfg.rl_steps:
+        train(policy, copy.deepcopy(start), RLConfig.preset("grpo", steps=cfg.rl_steps, seed=seed, beta=cfg.beta,
+                                                            log_every=0), log=None)
+    probs = test_problems(cfg.n, "passk", seed)
     ks = np.array([len(d) for d in probs])
-    out = {}
+    out = {"steps": cfg.rl_steps, "pass_n": cfg.pass_n}
     for name, model in (("start", start), ("rl", policy)):
         p = right_probs(model, probs)
         chain = p[:, 1] + p[:, 2]
         out[name] = {int(k): {"pass": {N: float(pass_exact(chain[ks == k], N).mean()) for N in NS},
                               "direct": float(p[ks == k, 0].mean())} for k in sorted(set(ks))}
-        out[name + "_p"] = {int(k): [round(float(v), 6) for v in chain[ks == k]] for k in sorted(set(ks))}
+        out[name + "_p"] = {int(k): [round(float(v), 8) for v in chain[ks == k]] for k in sorted(set(ks))}
     return out
 
 
-def weak_ks(r: dict) -> list[int]:
-    """The k's where the start is weak (pass@1 <= 0.5) and RL raised pass@1 by >= 0.2."""
-    return [k for k in r["start"] if r["start"][k]["pass"][1] <= WEAK + findings.TOL
-            and r["rl"][k]["pass"][1] - r["start"][k]["pass"][1] >= RAISE - findings.TOL]
+def probs_of(r: dict, arm: str) -> np.ndarray:
+    """Every test problem's p (the probability of a right chain) under one arm, k by k."""
+    return np.concatenate([np.asarray(r[arm + "_p"][k], dtype=float) for k in r[arm + "_p"]])
 
 
 def pooled(r: dict, arm: str, N: int) -> float:
-    return float(np.mean([r[arm][k]["pass"][N] for k in weak_ks(r)])) if weak_ks(r) else float("nan")
+    """pass@N over the whole test draw (every k, weighted by its problems)."""
+    return float(pass_exact(probs_of(r, arm), N).mean())
 
 
-def coverage(r: dict, gains: bool) -> float:
-    """Share of the weak k's problems that RL solves and the start practically never samples (gains), or the
-    reverse (losses)."""
-    a, b = ("start", "rl") if gains else ("rl", "start")
-    pa = np.concatenate([r[a + "_p"][k] for k in weak_ks(r)]) if weak_ks(r) else np.zeros(0)
-    pb = np.concatenate([r[b + "_p"][k] for k in weak_ks(r)]) if weak_ks(r) else np.zeros(0)
-    return float(np.mean((pa < NEVER) & (pb >= SOLVES))) if len(pa) else float("nan")
+def out_of_reach(r: dict) -> np.ndarray:
+    """The problems the start practically never samples (p < NEVER): chosen on the start alone."""
+    return probs_of(r, "start") < NEVER
 
 
-def precondition(rs: list[dict]) -> str | None:
-    bad = [i for i, r in enumerate(rs) if len(weak_ks(r)) < 2]
-    return None if not bad else (f"precondition failed on {len(bad)} of {len(rs)} seeds: the start's pass@1 is not "
-                                 f"<= {WEAK} with an RL gain >= {RAISE} at two k's or more")
+def expansion(r: dict, N: int) -> float:
+    """pass@N(RL) - pass@N(start) on the problems out of the start's reach; 0 where there are none (nothing to
+    expand: the conservative side)."""
+    sel = out_of_reach(r)
+    if not sel.any():
+        return 0.0
+    return float(pass_exact(probs_of(r, "rl")[sel], N).mean() - pass_exact(probs_of(r, "start")[sel], N).mean())
+
+
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's range by the design: on the problems it reads the start's pass@N is at most
+    1 - (1 - NEVER)^N and RL's at most 1."""
+    return -(1 - (1 - NEVER) ** cfg.pass_n), 1.0
+
+
+def placebo(cfg: Config) -> Config:
+    """RL for 0 steps: the RL arm is the start."""
+    return replace(cfg, rl_steps=0)
+
+
+def losses(r: dict) -> float:
+    """Share of the test draw the start could sample (p >= SOLVES) and RL practically never does (p < NEVER)."""
+    return float(np.mean((probs_of(r, "rl") < NEVER) & (probs_of(r, "start") >= SOLVES)))
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    pre = precondition(rs)
-    top = NS[-1]
-    if pre:
-        catch, gains, losses, rl_top = [0.0] * len(rs), [0.0] * len(rs), [0.0] * len(rs), 0.0
-    else:
-        catch = [pooled(r, "start", top) - pooled(r, "rl", top) for r in rs]
-        gains = [coverage(r, True) for r in rs]
-        losses = [coverage(r, False) for r in rs]
-        rl_top = float(np.mean([pooled(r, "rl", top) for r in rs]))
-    sec = "14 pass@k"
-    return [findings.seed_check(sec, f"The start catches up with the RL model at N = {top}: its chain-verified pass@{top} "
-                         "is higher (RL only sharpens)", f"pass@{top}(start) - pass@{top}(RL), weak k's",
-                         catch, TH["passk.catch_up"], untestable=pre, room=1.0 - rl_top, control="the RL model"),
-            findings.seed_check(sec, "RL solves problems the start practically never samples (it expands coverage)",
-                         f"share of problems with p(start) < {NEVER:g} and p(RL) >= {SOLVES:g}", gains,
-                         TH["passk.expands"], untestable=pre),
-            findings.seed_check(sec, "RL loses problems the start could sample (coverage shrinks somewhere)",
-                         f"share of problems with p(RL) < {NEVER:g} and p(start) >= {SOLVES:g}", losses,
-                         TH["passk.shrinks"], untestable=pre)]
+    N = rs[0].get("pass_n", NS[-1])
+    return [
+        findings.premise(findings.seed_check(
+            SECTION, f"The start leaves problems it practically never samples (p < {NEVER:g}): room for RL to reach "
+            "them", f"share of the test draw with p(start) < {NEVER:g}", [float(np.mean(out_of_reach(r))) for r in rs],
+            TH["passk.room"]), "room"),
+        findings.primary(findings.seed_check(
+            SECTION, f"RL reaches what the start cannot (it expands, not only sharpens): on the problems the start "
+            f"practically never samples, RL's chain-verified pass@{N} exceeds the start's by more than "
+            f"{TH['passk.expands'].value:g} (the control: the start, the same model before RL)",
+            f"pass@{N}(RL) - pass@{N}(start), problems with p(start) < {NEVER:g}", [expansion(r, N) for r in rs],
+            TH["passk.expands"], control="the start (the erring thinker before RL)")),
+        findings.seed_check(SECTION, f"The start catches up with the RL model at N = {N} over the whole test draw: its "
+                            f"chain-verified pass@{N} is higher (Yue et al.: RL only sharpens)",
+                            f"pass@{N}(start) - pass@{N}(RL), every k", [pooled(r, "start", N) - pooled(r, "rl", N)
+                                                                       for r in rs], TH["passk.catch_up"],
+                            control="the RL model", requires=[]),
+        findings.seed_check(SECTION, "RL loses problems the start could sample (coverage shrinks somewhere)",
+                            f"share of the test draw with p(RL) < {NEVER:g} and p(start) >= {SOLVES:g}",
+                            [losses(r) for r in rs], TH["passk.shrinks"], requires=[])]
+
+
+def reach(r: dict, arm: str, N: int) -> float:
+    """pass@N of one arm on the problems out of the start's reach (nan where there are none)."""
+    sel = out_of_reach(r)
+    return float(pass_exact(probs_of(r, arm)[sel], N).mean()) if sel.any() else float("nan")
+
+
+def pm_seeds(xs) -> str:
+    """mean ± std over the seeds that have a value ("—" where none has)."""
+    xs = [x for x in xs if np.isfinite(x)]
+    return pm(xs) if xs else "—"
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     ax = axes[0]
     for arm, label, c in (("start", "start (erring thinker)", "#4C72B0"), ("rl", "after GRPO", "#C44E52")):
-        band(ax, NS, [[pooled(r, arm, N) for N in NS] for r in rs], marker="o", ms=3, color=c, label=label)
+        band(ax, NS, [[pooled(r, arm, N) for N in NS] for r in rs], marker="o", ms=3, color=c, label=f"{label}, every k")
+        ys = [[reach(r, arm, N) for r in rs if out_of_reach(r).any()] for N in NS]
+        if ys[0]:
+            ax.plot(NS, [np.mean(y) for y in ys], ls=":", marker="x", ms=3, color=c,
+                    label=f"{label}, problems with p(start) < {NEVER:g}")
     ax.plot(NS, [1 - 0.9 ** N for N in NS], ls="--", color="grey", label="guessing the answer (answer-only control)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N samples")
-    ax.set_ylabel("chain-verified pass@N (weak k's)")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("chain-verified pass@N")
+    ax.legend(fontsize=7)
     ax = axes[1]
     ks = sorted(rs[0]["start"])
     for arm, c in (("start", "#4C72B0"), ("rl", "#C44E52")):
@@ -133,11 +176,16 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=8)
     save(fig, os.path.join(out, "passk", "pass_at_n.png"))
-    fs = claims(rs)
-    table = md_table(["N", "start", "after GRPO"], [[N, pm([pooled(r, "start", N) for r in rs]),
-                                                     pm([pooled(r, "rl", N) for r in rs])] for N in (1, 4, 16, 64, 256)])
-    head = (f"pass@1 {pm([pooled(r, 'start', 1) for r in rs])} -> {pm([pooled(r, 'rl', 1) for r in rs])}; "
-            f"pass@256 {pm([pooled(r, 'start', 256) for r in rs])} -> {pm([pooled(r, 'rl', 256) for r in rs])}")
+    fs = findings.gate(claims(rs))
+    table = md_table(["N", "start, every k", "after GRPO, every k", f"start, p(start) < {NEVER:g}",
+                      f"after GRPO, p(start) < {NEVER:g}"],
+                     [[N, *(pm_seeds([f(r, arm, N) for r in rs]) for f, arm in ((pooled, "start"), (pooled, "rl"),
+                                                                           (reach, "start"), (reach, "rl")))]
+                      for N in (1, 4, 16, 64, 256)])
+    count = [int(out_of_reach(r).sum()) for r in rs]
+    head = (f"pass@256 on the problems the start never samples: {pm_seeds([reach(r, 'start', 256) for r in rs])} -> "
+            f"{pm_seeds([reach(r, 'rl', 256) for r in rs])}; every k: {pm([pooled(r, 'start', 256) for r in rs])} -> "
+            f"{pm([pooled(r, 'rl', 256) for r in rs])}")
     md = f"""## Does RL only sharpen? pass@N of the start and of the RL model
 
 > **Question.** RL raises the chance that one sample is right. Does it also solve problems the start could never
@@ -148,12 +196,14 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 {table}
 
 Exact chain-verified pass@N (teacher-forced probability of the one right S or T output; direct answers are left
-out: the dashed line is what guessing them would score), on the k's where the erring thinker is weak and GRPO
-lifts pass@1 ({', '.join(str(k) for k in weak_ks(rs[0])) or 'none'} on seed 0); mean ± std over seeds.
+out: the dashed line is what guessing them would score) of the erring thinker and of GRPO from it ({rs[0].get('steps',
+'')} steps), on each seed's test draw, and on the problems of that draw the start practically never samples (p <
+{NEVER:g}: {', '.join(map(str, count))} per seed, chosen on the start alone); mean ± std over seeds.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
-*Paper:* Yue et al. 2025, "Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the
-Base Model?" (arXiv 2504.13837); pass@N as in Chen et al. 2021 (arXiv 2107.03374), here exact.
+*Papers:* Yue et al. 2025, "Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the
+Base Model?" (arXiv 2504.13837); ProRL (arXiv 2505.24864); pass@N as in Chen et al. 2021 (arXiv 2107.03374), here
+exact.
 *Explore:* `reasonlab lab --only passk`; `core.exact.right_probs(model, problems)` gives each format's p(x).
 """
     return [(md, head)]
@@ -166,5 +216,5 @@ def check(result) -> None:
 
 
 register(Experiment("passk", Config, run, claims, render, depends=on_erring(), check=check, takes_checkpoint=False,
-                    quick=Config(steps=4, n=10), run_cost=12,
-                    render_cost=0.5, tier="lesson"))
+                    quick=Config(rl_steps=4, n=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
+                    placebo=placebo))

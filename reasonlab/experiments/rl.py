@@ -1,41 +1,55 @@
-"""RL from a rule reward: GRPO against the spec's REINFORCE (and the baseline alone, Dr. GRPO)."""
+"""RL from a rule reward: the group baseline alone (REINFORCE with and without it), GRPO against REINFORCE with the
+same baseline, and Dr. GRPO's length bias.
+
+The primary question is whether subtracting the group's mean reward, and nothing else, makes REINFORCE reach greedy
+accuracy 0.99 sooner: `reinforce_baseline` and `reinforce` differ in the RLConfig field `advantage` alone (the same
+loss -A log pi, one update per batch, no clip, no KL, the same seed). Accuracy is probed every step on a probe set
+drawn per seed from the val part, so steps to solve are not rounded to a probe grid; the final evaluation is on the
+seed's own test draw.
+"""
 from __future__ import annotations
 
 import copy
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..core.evaluate import evaluate
 from ..core.model import GPT
-from ..core.problems import PROBE_SEED, TEST_SEED, problems_per_k
+from ..core.problems import problems_per_k, test_problems
 from ..core.task import FMT_NAMES
 from ..io.report import md_table, plot_format_share, plot_rl_runs
 from ..stats import findings
 from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
-from ..train.rl import ALGOS, Algo, RLConfig, every_n_steps, train
+from ..train.rl import ALGOS, Algo, RLConfig, train
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
 OVERRIDES = ("learning_rate", "beta", "epsilon", "num_iterations", "prompts_per_step", "num_generations",
              "temperature")
 """The RL settings a run may set for every algorithm at once (None: each algorithm's preset)."""
+SECTION = "6 RL"
 
 
 @dataclass
 class Config:
     steps: int = 60
-    """RL steps per run (GRPO solves the task in ~12, the spec's REINFORCE in ~43)"""
+    """RL steps per run (censoring: a run that never reaches 0.99 counts this many steps)"""
     algos: tuple[Algo, ...] = ("grpo", "reinforce", "reinforce_baseline", "dr_grpo")
-    """RL algorithms compared (reinforce_baseline isolates the baseline: REINFORCE's loss and updates with GRPO's
-    group mean subtracted)"""
-    eval_every: int = 5
-    """greedy evaluation on the probe set every N RL steps, for time-to-solve"""
+    """RL algorithms trained (a claim whose arms are not among them is reported missing)"""
+    treatment: Algo = "reinforce_baseline"
+    """the primary's treatment arm: REINFORCE with the group mean subtracted"""
+    control: Algo = "reinforce"
+    """the primary's control arm: REINFORCE without a baseline (the placebo sets the treatment to it)"""
+    eval_every: int = 1
+    """greedy probe every N RL steps until the run first reaches 0.99 (1: steps to solve are exact)"""
+    probe_n: int = 100
+    """probe problems per k, drawn per seed from the val part"""
     eval_n: int = 500
-    """greedy test problems per k for the final evaluation"""
+    """greedy test problems per k for the final evaluation (the seed's own test draw)"""
     learning_rate: float | None = None
     """Adam learning rate of every algorithm; None: the preset's"""
     beta: float | None = None
@@ -59,6 +73,8 @@ class Config:
         bad = [a for a in self.algos if a not in ALGOS]
         if bad or not self.algos:
             raise ValueError(f"rl: algos must be among {', '.join(ALGOS)}" + (f", got {bad[0]!r}" if bad else ""))
+        if not 1 <= self.eval_every <= self.steps:
+            raise ValueError(f"rl: eval_every must be in 1..steps ({self.steps}), got {self.eval_every}")
         for a in self.algos:                  # every algorithm's preset must take the overrides
             try:
                 RLConfig.preset(a, steps=self.steps, **self.overrides())
@@ -68,51 +84,63 @@ class Config:
 
 def run(cfg: Config, seed: int, env) -> dict:
     model = env.base(seed)
-    start = base_eval(model, cfg.eval_n)
-    return {a: rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, progress=True, start=start,
-                      overrides=cfg.overrides())
-            for a in cfg.algos}
+    start = base_eval(model, cfg.eval_n, seed)
+    out = {}
+    for a in dict.fromkeys(cfg.algos):
+        out[a] = rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n, progress=True, start=start,
+                        overrides=cfg.overrides())
+        roles = [role for role, algo in (("treatment", cfg.treatment), ("control", cfg.control)) if algo == a]
+        if roles:                             # the primary's arms (one run is both under the placebo)
+            out[a]["roles"] = roles
+    return out
+
+
+def probe_set(n: int, seed: int) -> list[list[int]]:
+    """The seed's probe problems for time-to-solve: n per k from the val part (never trained on, never scored)."""
+    return problems_per_k(n, seed=f"rl-probe-{seed}", split="val")
 
 
 def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
            progress: bool = False, start: dict | None = None, overrides: dict | None = None) -> dict:
     """One RL run from `base` with the spec's defaults for `algo` (RLConfig fields in `overrides` replace them):
-    greedy accuracy on a probe set every `every` steps (time-to-solve = first probe at >= 0.99; seconds count
-    training only) and a final evaluation. start: base_eval(base, eval_n), when the caller has it (the same for
-    every algorithm). The overrides are kept in the result (only when there are some)."""
+    greedy accuracy on the seed's probe set every `every` steps until the first probe at >= 0.99 (time to solve;
+    seconds count training only), then a final evaluation on the seed's test draw. start: base_eval(base, eval_n,
+    seed), when the caller has it (the same for every algorithm). The overrides are kept in the result (only when
+    there are some)."""
     policy = copy.deepcopy(base)
     cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed, log_every=0), **(overrides or {})})
-    probe = problems_per_k(probe_n, seed=PROBE_SEED)
+    probe = probe_set(probe_n, seed)
     state = {"eval_s": 0.0, "solved": None, "curve": []}
     t0 = time.perf_counter()
 
     def check(rec, model):
         step = rec["step"]
+        if state["solved"] is not None or step % every:
+            return
         t = time.perf_counter()
         r = evaluate(model, probe)
         state["curve"].append({"step": step, "acc": r["acc"], "length": r["length"], "share": r["share"]})
-        if state["solved"] is None and r["acc"] >= 0.99:
+        if r["acc"] >= 0.99:
             state["solved"] = {"step": step, "seconds": round(t - t0 - state["eval_s"], 1)}
         state["eval_s"] += time.perf_counter() - t
 
     # the reference is always passed so KL is logged; with beta = 0 (REINFORCE) it does not enter the loss
-    hist = train(policy, copy.deepcopy(base), cfg, callback=every_n_steps(every, check), log=None, progress=progress)
+    hist = train(policy, copy.deepcopy(base), cfg, callback=check, log=None, progress=progress)
     train_s = time.perf_counter() - t0 - state["eval_s"]
-    probs = problems_per_k(eval_n, seed=TEST_SEED)
-    final, start = evaluate(policy, probs), start or base_eval(base, eval_n)
+    final, start = evaluate(policy, test_problems(eval_n, "rl", seed)), start or base_eval(base, eval_n, seed)
     tail = [h for h in hist if not h.get("skipped")][-10:]   # DAPO may skip steps: they have no metrics
     sampled = {key: float(np.mean([h[key] for h in tail])) for key in ("acc", "length", "kl_exact", "entropy")}
     sampled["direct"] = float(np.mean([h["share"]["direct"] for h in tail]))
-    return {"algo": algo, "seed": seed, "steps": steps, "train_s": round(train_s, 1), "solved": state["solved"],
+    return {"algo": algo, "seed": seed, "steps": steps, "eval_every": every, "train_s": round(train_s, 1), "solved": state["solved"],
             "sampled_last10": sampled, "base_acc": start["acc"], "acc": final["acc"], "share": final["share"],
             "length": final["length"], "acc_by_k": {k: v["acc"] for k, v in final["per_k"].items()},
             "share_by_k": {k: v["share"] for k, v in final["per_k"].items()}, "curve": state["curve"], "hist": hist,
             **({"overrides": overrides} if overrides else {})}
 
 
-def base_eval(base: GPT, eval_n: int) -> dict:
-    """Greedy free generation of the base model on the test problems: where every RL run starts."""
-    return evaluate(base, problems_per_k(eval_n, seed=TEST_SEED))
+def base_eval(base: GPT, eval_n: int, seed: int) -> dict:
+    """Greedy free generation of the base model on the seed's test draw: where every RL run starts."""
+    return evaluate(base, test_problems(eval_n, "rl", seed))
 
 
 def steps_to_solve(run: dict) -> float:
@@ -123,24 +151,59 @@ def steps_to_solve(run: dict) -> float:
 
 def updates_to_solve(run: dict) -> float:
     """Optimizer updates to greedy accuracy 0.99 (steps x the algorithm's updates per step): GRPO makes two
-    updates on each batch, REINFORCE one, so steps alone would compare unequal work."""
+    updates on each batch, REINFORCE one."""
     return steps_to_solve(run) * RLConfig.preset(run["algo"], **run.get("overrides", {})).num_iterations
 
 
-def rl_faster(rl: list[dict], fast: str, slow: str, claim: str) -> dict:
-    if fast not in rl[0] or slow not in rl[0]:
-        return missing("6 RL", claim, f"needs {fast} and {slow} in the RL experiment")
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's range by the design: steps to solve lie in [eval_every, steps] (the first probe is at step
+    eval_every; an unsolved run counts steps), so their difference lies within +-(steps - eval_every)."""
+    return float(cfg.eval_every - cfg.steps), float(cfg.steps - cfg.eval_every)
+
+
+def placebo(cfg: Config) -> Config:
+    """The primary's treatment arm replaced by its control arm: the same run twice, nothing to find."""
+    return replace(cfg, treatment=cfg.control)
+
+
+def rl_faster(rl: list[dict], fast: str, slow: str, claim: str, **detail) -> dict:
+    """A claim that `fast` reaches greedy accuracy 0.99 in fewer optimizer updates than `slow` (steps when both make
+    one update per batch), one difference per seed."""
+    if fast not in rl[0] or slow not in rl[0]:   # the threshold still stated: the lab reads it against the room
+        return {**missing(SECTION, claim, f"needs {fast} and {slow} in the RL experiment", **detail),
+                "threshold": f"> {TH['rl.faster'].value:g}"}
     diff = [updates_to_solve(r[slow]) - updates_to_solve(r[fast]) for r in rl]
-    return seed_check("6 RL", claim, f"updates to 0.99: {slow} - {fast} (unsolved: the run's length)", diff,
-                      TH["rl.faster"], control=slow)
+    ones = all(RLConfig.preset(rl[0][a]["algo"], **rl[0][a].get("overrides", {})).num_iterations == 1
+               for a in (fast, slow))
+    unit = "steps" if ones else "updates"
+    return seed_check(SECTION, claim, f"{unit} to 0.99: {slow} - {fast} (unsolved: the run's length)", diff,
+                      TH["rl.faster"], control=slow, **detail)
+
+
+def baseline_alone(rs: list[dict]) -> dict:
+    """The primary: the run marked as the treatment against the run marked as the control (`roles`; by default
+    REINFORCE with and without the group mean subtracted, which differ in that alone); steps to 0.99, probed every
+    step."""
+    arms = {"treatment": "reinforce_baseline", "control": "reinforce"}
+    arms.update({role: a for a, run in rs[0].items() for role in run.get("roles", ())})
+    t, c = arms["treatment"], arms["control"]
+    claim = (f"The group baseline alone speeds REINFORCE up: {t} reaches greedy accuracy 0.99 in fewer steps than {c} "
+             "(they differ only in the advantage, r - the group's mean against r: the same loss -A log pi, one update "
+             "per batch, no clip, no KL, the same seed)")
+    return findings.primary(rl_faster(rs, t, c, claim))
+
+
+def grpo_vs_baseline(rs: list[dict]) -> dict:
+    """GRPO against REINFORCE with the same group baseline, in optimizer updates (GRPO's second update per batch
+    counts)."""
+    return rl_faster(rs, "grpo", "reinforce_baseline", "GRPO reaches 0.99 in fewer optimizer updates than REINFORCE "
+                     "with the same group baseline (they differ in three things: GRPO divides the advantage by the "
+                     "group's std, makes two clipped-ratio updates per batch (counted as two) and adds a KL penalty, "
+                     "beta 0.04 with k3)")
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    return [rl_faster(rs, "grpo", "reinforce_baseline", "GRPO reaches 0.99 in fewer updates than REINFORCE with the "
-                      "same group baseline (the control: GRPO's clip, ratio and KL are what differ)"),
-            rl_faster(rs, "reinforce_baseline", "reinforce", "The baseline alone speeds REINFORCE up (same loss, "
-                      "updates, no clip, no KL)"),
-            length_bias(rs)]
+    return [baseline_alone(rs), grpo_vs_baseline(rs), length_bias(rs)]
 
 
 def length_bias(rs: list[dict]) -> dict:
@@ -151,9 +214,9 @@ def length_bias(rs: list[dict]) -> dict:
     claim = ("GRPO drifts toward longer outputs than Dr. GRPO (the two differ in the per-sequence mean, which favours "
              "long wrong outputs, and in the advantage's std scaling)")
     if "grpo" not in rs[0] or "dr_grpo" not in rs[0]:
-        return missing("6 RL", claim, "needs grpo and dr_grpo in the RL experiment")
+        return missing(SECTION, claim, "needs grpo and dr_grpo in the RL experiment")
     diff = [r["grpo"]["sampled_last10"]["length"] - r["dr_grpo"]["sampled_last10"]["length"] for r in rs]
-    return seed_check("6 RL", claim, "sampled output length, last 10 steps: grpo - dr_grpo", diff,
+    return seed_check(SECTION, claim, "sampled output length, last 10 steps: grpo - dr_grpo", diff,
                       TH["rl.length_bias"], control="dr_grpo")
 
 
@@ -195,10 +258,13 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     over = runs[0].get("overrides", {})
     note = ("Every algorithm ran with " + ", ".join(f"{k} {v:g}" for k, v in over.items())
             + " in place of its preset's. ") if over else ""
-    md = f"""## RL from a rule reward: GRPO against the spec's REINFORCE
+    fs = claims(rs)
+    n = rs[0][algos[0]].get("eval_every", 1)
+    every = "after every step" if n == 1 else f"every {n} steps"
+    md = f"""## RL from a rule reward: the group baseline, GRPO and REINFORCE
 
 > **Question.** Reward only the right answer (plus a format bonus). Does RL move the model from answering directly
-> to thinking, and does the baseline matter (REINFORCE with and without GRPO's group mean, all else equal)?
+> to thinking, and does the baseline matter: REINFORCE with and without GRPO's group mean, all else equal?
 
 ![RL curves](rl/curves.png)
 
@@ -206,10 +272,13 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 {rl_table(runs)}
 
-16 problems × 8 samples per step, the spec's settings (lr 3e-5, β 0.04, clip 0.2, 2 inner updates); time-to-solve
-is the first greedy probe (100 problems per k, the probe set) at ≥ 0.99. GRPO differs from the spec's REINFORCE in
-its baseline, its std scaling, two clipped updates per batch and the KL; `reinforce_baseline` changes only the
-baseline. {note}{" ".join(findings.verdict_line(f) for f in claims(rs))}
+16 problems × 8 samples per step, each algorithm with its preset (GRPO: lr 3e-5, β 0.04 with k3, clip 0.2, two
+updates per batch; the REINFORCE presets: one update, no clip, no KL); every run of a seed starts from the same base
+model with the same sampling seed. Time to solve is the first step whose greedy probe ({every}, on the seed's probe set
+from the val part) is at ≥ 0.99; the table's accuracy is on the seed's own test draw. The primary pits `reinforce_baseline` against
+`reinforce`, which differ only in the advantage (the group's mean subtracted or not); GRPO differs from
+`reinforce_baseline` in its std scaling, two clipped updates per batch and the KL, so that comparison is secondary and
+counts GRPO's updates. {note}{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* GRPO (Shao et al. 2024, arXiv 2402.03300); DeepSeek-R1 (2025, arXiv 2501.12948); Dr. GRPO (Liu et al.
 2025, arXiv 2503.20783); REINFORCE (Williams 1992).
@@ -225,5 +294,6 @@ def check(result: dict) -> None:
         raise ValueError("a rl result maps each algorithm to its run (hist, solved, ...)")
 
 
-register(Experiment("rl", Config, run, claims, render, check=check, quick=Config(steps=4, eval_every=2, eval_n=40), run_cost=17,
-                    render_cost=0.7))
+register(Experiment("rl", Config, run, claims, render, check=check,
+                    quick=Config(steps=4, eval_n=40, probe_n=20), run_cost=17, render_cost=0.7, room=room,
+                    placebo=placebo))

@@ -118,8 +118,12 @@ THRESHOLDS: dict[str, Threshold] = {
                                      "PRM beats self-consistency)"),
     "passk.catch_up": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, arXiv 2504.13837, Fig. 1: the base model "
                                      "catches up with and passes the RL model at large k)"),
-    "passk.expands": Threshold(0.0, f"{DIRECTION} (ProRL, arXiv 2505.24864: prolonged RL solves problems where the "
-                                    "base's pass@k is 0)"),
+    "passk.expands": Threshold(0.5, "practical margin: RL's pass@N on the problems the start practically never "
+                                    "samples must pass the start's by half, more than the start's own bound there "
+                                    "(0.23 at N = 256), which drift in a tail of small p could not give (ProRL, arXiv "
+                                    "2505.24864: prolonged RL solves problems where the base's pass@k is 0)"),
+    "passk.room": Threshold(0.0, "premise: the start leaves problems it practically never samples, where RL could "
+                                 "reach beyond it"),
     "passk.shrinks": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, section 3: problems the base solves at large k "
                                     "that the RL model no longer solves)"),
     "kl.grad_gap": Threshold(0.1, "practical margin: a tenth of the KL gradient's norm off it (Tang & Munos 2025, "
@@ -128,6 +132,8 @@ THRESHOLDS: dict[str, Threshold] = {
     "kl.seq_gap": Threshold(0.1, "practical margin: a tenth of the sequence KL gradient's norm off it (Tang & Munos "
                                  "2025, arXiv 2506.09477: a per-token KL loss drops the terms by which a token moves "
                                  "the KL of the positions after it)"),
+    "kl.moved": Threshold(0.01, "design bound: a hundredth of a nat per token from the reference, for the two KLs' "
+                                "gradients (equal to first order at the reference) to differ measurably"),
     "kl.gap_grows": Threshold(0.0, f"{DIRECTION}: the two KLs' gradients agree to first order at the reference"),
     "kl.k3_std": Threshold(0.0, f"{DIRECTION} (Schulman 2020, \"Approximating KL divergence\": k3 has lower "
                                 "variance than k1)"),
@@ -141,8 +147,15 @@ THRESHOLDS: dict[str, Threshold] = {
                                           "faster progress)"),
     "entropy.bonus_keeps": Threshold(0.0, f"{DIRECTION} (Cui et al., arXiv 2505.22617: an entropy bonus of 5e-3 "
                                           "held entropy up, stably)"),
-    "entropy.zero_std_rise": Threshold(0.0, f"{DIRECTION} (DAPO, section 3.3: as the policy sharpens, more groups "
-                                            "get all-equal rewards and no gradient)"),
+    "entropy.zero_std_rise": Threshold(0.0, f"{DIRECTION} (DAPO, arXiv 2503.14476, section 3.2 and Fig. 3b: the "
+                                            "share of prompts whose samples are all right keeps growing, and their "
+                                            "groups give no gradient)"),
+    "entropy.start_h": Threshold(0.5, "design bound: the start's format entropy must exceed half a nat (ln 3 = 1.10 "
+                                      "over the three formats) for a collapse to be measurable"),
+    "entropy.grpo_lowers": Threshold(0.0, "premise: GRPO lowers the format entropy (Cui et al. 2025, arXiv "
+                                          "2505.22617: the policy's entropy collapses early under RL)"),
+    "entropy.room": Threshold(0.0, "premise: GRPO leaves room to beat it (accuracy below 1, not solved at its first "
+                                   "probe)"),
 }
 """name -> Threshold(value, source)"""
 

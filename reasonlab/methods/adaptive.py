@@ -46,7 +46,8 @@ def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
 
 
 def reference_accuracy(model: GPT, n: int = 200, seed: int = 3) -> dict:
-    """The base model's sampled accuracy per k when it thinks (forced S): AdaptThink's reference."""
+    """The base model's sampled accuracy per k when it thinks (forced S), on train-part problems (it is part of the
+    reward): AdaptThink's reference."""
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
-    r = evaluate(model, problems_per_k(n, seed=seed), gen=gen, temperature=1.0, force=["S"])
+    r = evaluate(model, problems_per_k(n, seed=seed, split="train"), gen=gen, temperature=1.0, force=["S"])
     return {k: v["acc"] for k, v in r["per_k"].items()}

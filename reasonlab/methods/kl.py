@@ -63,8 +63,9 @@ def grad_vector(loss: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
 def gradient_gaps(logits: torch.Tensor, ref_logits: torch.Tensor, mask: torch.Tensor,
                   params: list[torch.Tensor]) -> dict:
     """At the masked positions (mean over them, as a loss would average): the parameter gradient of the exact
-    reverse KL, and for each estimator-as-loss and the exact forward KL, the relative error ||g - grad KL|| /
-    ||grad KL|| and the cosine to it."""
+    reverse KL, and for each estimator-as-loss, the exact per-token KL as the RL loss computes it (`exact`: the
+    KL's own gradient, relative error 0) and the exact forward KL, the relative error ||g - grad KL|| / ||grad KL||
+    and the cosine to it."""
     m = mask.float()
 
     def mean(x):
@@ -73,6 +74,7 @@ def gradient_gaps(logits: torch.Tensor, ref_logits: torch.Tensor, mask: torch.Te
     rev = grad_vector(mean(exact_kl(logits, ref_logits)), params)
     out = {"grad_norm": rev.norm().item()}
     others = {e: mean(expected_loss(logits, ref_logits, e)) for e in ESTIMATORS}
+    others["exact"] = mean(kl_terms(None, None, logits, ref_logits, "exact"))
     others["forward"] = mean(exact_kl(logits, ref_logits, forward=True))
     for name, loss in others.items():
         out[name] = versus(grad_vector(loss, params), rev)

@@ -2,8 +2,11 @@
 and its config's checks."""
 import pytest
 
+from reasonlab.core import problems as P
+from reasonlab.core.problems import part_of
 from reasonlab.experiments import adaptive as E
 from reasonlab.methods.adaptive import METHODS
+from reasonlab.stats import findings
 
 
 def test_adaptive_summarize_and_mean_points_by_hand():
@@ -35,21 +38,102 @@ def test_adaptive_summarize_and_mean_points_by_hand():
 
 def test_config_defaults_and_checks():
     cfg = E.Config()
-    assert (cfg.steps, cfg.lr, cfg.beta, cfg.eval_n, cfg.methods) == (200, 1e-4, 0.04, 300, ("thinkless_fmt",))
+    assert (cfg.steps, cfg.lr, cfg.beta, cfg.eval_n, cfg.select_n, cfg.methods) == (200, 1e-4, 0.04, 300, 300,
+                                                                                   ("thinkless_fmt",))
     E.Config(methods=METHODS).validate()
+    E.Config(methods=("fixed_per_k",)).validate()
     for bad, match in ((dict(methods=("nope",)), "got 'nope'"), (dict(methods=()), "must be among"),
                        (dict(lr=0.0), "lr must be > 0"), (dict(beta=-1.0), "beta >= 0")):
         with pytest.raises(ValueError, match=match):
             E.Config(**bad).validate()
 
 
-def test_run_passes_lr_and_beta_to_every_method(monkeypatch):
-    seen = []
+KS = (2, 3)
+
+
+def forced(acc: dict, tokens: dict, n: int = 10) -> dict:
+    """One format's forced point: accuracy and tokens per k (k = 2, 3), n problems per k."""
+    return {"acc": sum(acc.values()) / len(acc), "tokens": sum(tokens.values()) / len(tokens), "acc_by_k": acc,
+            "tokens_by_k": tokens, "n_by_k": {k: n for k in acc},
+            "share_by_k": {k: {"direct": 0.0, "short": 1.0, "full": 0.0} for k in acc}}
+
+
+def fixed_formats(a2: float) -> dict:
+    """A at k = 2 right on a2 of the problems (3 tokens), at chance at k = 3; S right everywhere (5 and 6 tokens);
+    T right everywhere and longer."""
+    return {"A": forced({2: a2, 3: 0.1}, {2: 3.0, 3: 3.0}), "S": forced({2: 1.0, 3: 1.0}, {2: 5.0, 3: 6.0}),
+            "T": forced({2: 1.0, 3: 1.0}, {2: 6.0, 3: 8.0})}
+
+
+def fake_run(monkeypatch, sel_a2: float, test_a2: float):
+    """E.run with the models faked: the forced points are fixed_formats(sel_a2) on the val draw and
+    fixed_formats(test_a2) on the test draw; each method run records its problems and is S everywhere but A at
+    k = 2 (4 tokens on average, as accurate as the test's A there)."""
+    seen = {}
+
+    def fixed_points(model, probs):
+        split = {part_of(d) for d in probs}
+        assert len(split) == 1
+        seen[split.pop()] = probs
+        return fixed_formats(sel_a2 if part_of(probs[0]) == "val" else test_a2)
+
+    def run_method(model, m, seed, probs, **kw):
+        seen["method"] = (probs, kw)
+        return {"method": m, "acc": (test_a2 + 1.0) / 2, "tokens": (3.0 + 6.0) / 2}
+    monkeypatch.setattr(E, "fixed_points", fixed_points)
+    monkeypatch.setattr(E, "run_method", run_method)
     monkeypatch.setattr(E, "reference_accuracy", lambda model: {"ref": 1})
-    monkeypatch.setattr(E, "run_method", lambda model, m, seed, **kw: seen.append((m, kw)) or {"method": m})
-    monkeypatch.setattr(E, "fixed_points", lambda bases, n: {"n": n})
-    monkeypatch.setattr(E, "tts_points", lambda base, n: {"n": n})
-    env = type("Env", (), {"base": lambda self, s: "model"})()
-    out = E.run(E.Config(methods=("grpo", "kimi"), lr=3e-4, beta=0.0, steps=5, eval_n=7), 2, env)
-    assert [r["method"] for r in out["runs"]] == ["grpo", "kimi"] and out["fixed"] == out["tts"] == {"n": 7}
-    assert seen[0][1] == dict(steps=5, lr=3e-4, n_eval=7, ref_acc={"ref": 1}, beta=0.0, progress=True)
+    monkeypatch.setattr(E, "tts_points", lambda base, probs: {"n": len(probs)})
+    return seen
+
+
+def test_the_control_picks_on_val_and_is_scored_on_the_seeds_test_draw(monkeypatch):
+    """A is perfect at k = 2 on the selection set, so the control picks A there; on the test draw A is right on 0.8
+    of k = 2: the control is scored with that 0.8, not re-picked on the test numbers (the oracle would pick S)."""
+    seen = fake_run(monkeypatch, sel_a2=1.0, test_a2=0.8)
+    cfg = E.Config(eval_n=7, select_n=9, lr=3e-4, beta=0.0, steps=5, methods=("grpo", "kimi"))
+    out = E.run(cfg, 2, type("Env", (), {"base": lambda self, s: "model"})())
+    assert out["control"]["per_k"] == {2: "A", 3: "S"}
+    assert out["control"]["acc"] == pytest.approx(0.9) and out["control"]["tokens"] == pytest.approx(4.5)
+    assert seen["test"] == P.test_problems(7, "adaptive", 2) and seen["method"][0] == seen["test"]
+    assert seen["val"] == E.selection_set(9, 2) and E.selection_set(9, 3) != seen["val"]
+    assert seen["method"][1] == dict(steps=5, lr=3e-4, ref_acc={"ref": 1}, beta=0.0, progress=True)
+    assert [r["method"] for r in out["runs"]] == ["grpo", "kimi"] and out["tts"] == {"n": len(seen["test"])}
+    oracle = E.score_per_k(out["fixed"], E.pick_per_k(out["fixed"]))      # picked on the test numbers: S at k = 2
+    assert oracle["per_k"] == {2: "S", 3: "S"} and oracle["acc"] == 1.0
+
+
+def adaptive_result(acc, tokens, control=(1.0, 5.0)) -> dict:
+    ctl = {"acc": control[0], "tokens": control[1], "per_k": {2: "A", 3: "S"}}
+    return {"runs": [{"method": "m", "acc": acc, "tokens": tokens}], "fixed": fixed_formats(1.0), "control": ctl}
+
+
+def test_the_primary_holds_fails_and_is_inconclusive():
+    """Non-inferior accuracy and fewer tokens than the control (both parts must hold)."""
+    ok = [adaptive_result(1.0 - e, 4.5 + e) for e in (0.0, 0.001, 0.002)]
+    f = E.claims(ok)[0]
+    assert f["verdict"] == findings.HOLDS and findings.kind_of(f) == findings.PRIMARY
+    assert f["control"].startswith("best fixed format per k") and f["control_per_k"][0] == {"2": "A", "3": "S"}
+    dearer = [adaptive_result(1.0, 5.5 + e) for e in (0.0, 0.05, 0.1)]              # as accurate, more tokens
+    assert E.claims(dearer)[0]["verdict"] == findings.FAILS
+    worse = [adaptive_result(0.9 - e, 4.0) for e in (0.0, 0.01, 0.02)]              # fewer tokens, less accurate
+    assert E.claims(worse)[0]["verdict"] == findings.FAILS
+    noisy = [adaptive_result(1.0, 5.0 + e) for e in (-0.3, 0.2, -0.1)]
+    assert E.claims(noisy)[0]["verdict"] == findings.UNSURE
+    assert E.room(E.Config()) == (-1.0, 1.0) and findings.out_of_room(E.room(E.Config()), -0.01) is None
+
+
+def test_the_placebo_puts_the_control_in_the_methods_place_and_cannot_pass(monkeypatch):
+    """fixed_per_k is the control's own outputs: accuracy and tokens equal the control's on every seed, so no token is
+    saved and the primary does not hold."""
+    cfg = E.Config()
+    pl = E.placebo(cfg)
+    assert pl.methods == ("fixed_per_k",) and pl != cfg
+    pl.validate()
+    fake_run(monkeypatch, sel_a2=1.0, test_a2=0.9)
+    rs = [E.run(E.Config(methods=pl.methods), s, type("Env", (), {"base": lambda self, s: "model"})())
+          for s in range(3)]
+    assert rs[0]["runs"][0]["acc_by_k"] == {2: 0.9, 3: 1.0} and rs[0]["runs"][0]["direct_acc_by_k"][2] == 0.9
+    f = E.claims(rs)[0]
+    assert f["per_seed"] == [0.0] * 3 and f["tokens_saved"]["per_seed"] == [0.0] * 3
+    assert f["verdict"] == findings.FAILS

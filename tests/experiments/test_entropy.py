@@ -2,6 +2,7 @@
 and the claims on hand-made results (hold, fail, untestable)."""
 import copy
 import math
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -120,18 +121,48 @@ def result(s: int, grpo=0.3, clip=0.5, bonus=0.6, start=1.05, acc=(0.9, 0.95), s
                      "bonus": arm(bonus + e, acc[0], solved[0])}}
 
 
+def verdicts(rs: list[dict]) -> tuple[list[str], list[str]]:
+    """The premises' verdicts and the gated claims' verdicts (primary first)."""
+    fs = findings.gate(E.claims(rs))
+    return ([f["verdict"] for f in fs if findings.kind_of(f) == findings.PREMISE],
+            [f["verdict"] for f in fs if findings.kind_of(f) != findings.PREMISE])
+
+
 def test_claims_hold_fail_and_are_untestable():
     fs = E.claims([result(s) for s in range(5)])
-    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 5
-    assert fs[0]["control"] == "GRPO"
-    worse = E.claims([result(s, clip=0.1, bonus=0.2, acc=(0.95, 0.85), solved=(20, 40), zs=(0.8, 0.2))
-                      for s in range(5)])
-    assert [f["verdict"] for f in worse] == [findings.FAILS] * 5
-    ceiling = E.claims([result(s, acc=(1.0, 1.0), solved=(10, 10)) for s in range(5)])   # solved at the first probe
-    assert [f["verdict"] for f in ceiling][1:3] == [findings.UNTESTABLE, findings.UNTESTABLE]
-    assert ceiling[0]["verdict"] == findings.HOLDS
-    no_room = E.claims([result(s, start=0.3) for s in range(5)])       # the start has no format entropy to lose
-    assert all(f["verdict"] == findings.UNTESTABLE and "precondition" in f["untestable"] for f in no_room)
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 4 + [findings.PRIMARY] + [findings.SECONDARY] * 4
+    assert verdicts([result(s) for s in range(5)]) == ([findings.HOLDS] * 4, [findings.HOLDS] * 5)
+    assert fs[4]["control"] == "GRPO" and "epsilon_high" not in fs[4]["claim"] and "0.28" in fs[4]["claim"]
+    worse = [result(s, clip=0.1, bonus=0.2, acc=(0.95, 0.85), solved=(20, 40), zs=(0.8, 0.2)) for s in range(5)]
+    assert verdicts(worse) == ([findings.HOLDS] * 4, [findings.FAILS] * 5)
+    # GRPO at the ceiling from its first probe: the accuracy and steps claims rest on premises that fail
+    pre, ceiling = verdicts([result(s, acc=(1.0, 1.0), solved=(10, 10)) for s in range(5)])
+    assert pre == [findings.HOLDS, findings.HOLDS, findings.FAILS, findings.FAILS]
+    assert ceiling == [findings.HOLDS, findings.UNTESTABLE, findings.UNTESTABLE, findings.HOLDS, findings.HOLDS]
+    # the start has no format entropy to lose: every claim is untestable, naming the premise
+    gated = findings.gate(E.claims([result(s, start=0.3) for s in range(5)]))
+    assert all(f["verdict"] == findings.UNTESTABLE and "entropy to lose" in f["untestable"]
+               for f in gated if findings.kind_of(f) != findings.PREMISE)
+
+
+def test_the_control_differs_only_in_the_upper_clip_and_the_placebo_is_grpo(noisy_model):
+    """Clip-higher's RLConfig differs from GRPO's in epsilon_high alone; under the placebo (epsilon_high = GRPO's
+    epsilon) a clip-higher step is GRPO's, bit for bit, so the primary's per-seed values are 0; the room is +-ln V."""
+    cfg = E.Config()
+    grpo, clip = (asdict(E.arm_config(a, cfg, 0)) for a in ("grpo", "clip_higher"))
+    assert {k for k in grpo if grpo[k] != clip[k]} == {"epsilon_high"} and clip["epsilon_high"] == 0.28
+    pl = E.placebo(cfg)
+    assert pl.epsilon_high == 0.2 and pl != cfg
+    pl.validate()
+    small = {"steps": 2, "prompts_per_step": 4, "num_generations": 4}
+    models = []
+    for arm in ("grpo", "clip_higher"):
+        m = copy.deepcopy(noisy_model)
+        train(m, None, replace(E.arm_config(arm, pl, 0), **small), log=None)
+        models.append([p.detach().clone() for p in m.parameters()])
+    assert all(torch.equal(x, y) for x, y in zip(*models))
+    assert E.room(cfg) == pytest.approx((-math.log(18), math.log(18)))
+    assert findings.out_of_room(E.room(cfg), 0.0) is None
 
 
 def test_the_result_check_and_the_report(tmp_path):

@@ -1,5 +1,7 @@
 """The exact-KL lesson: its math against the textbook identities, and its claims on hand-made results (hold, fail,
 untestable)."""
+from dataclasses import asdict
+
 import torch
 import torch.nn.functional as F
 
@@ -60,6 +62,7 @@ def test_gradient_gaps_in_parameter_space():
     g = M.gradient_gaps(layer(x), ref, mask, list(layer.parameters()))
     assert abs(g["k1"]["rel_err"] - 1) < 1e-5 and g["k2"]["rel_err"] < 1e-5
     assert abs(g["k3"]["rel_err"] - g["forward"]["rel_err"]) < 1e-5 and g["k3"]["rel_err"] > 0.01
+    assert g["exact"]["rel_err"] < 1e-6 and abs(g["exact"]["cos"] - 1) < 1e-5     # the control: the KL's own gradient
 
 
 def test_the_bernoulli_bound_is_below_the_kl():
@@ -109,12 +112,13 @@ def test_the_enumerated_sequence_kl_and_its_gradient_replay_the_definition():
         0, pruned["leaves"]["prompt"], kept.detach()), atol=1e-5)                 # left out = 1 - kept
 
 
-def result(errs, kls, std1=0.2, std3=0.1, drop=2.0, seq_errs=(0.3, 0.7)) -> dict:
-    """One seed: probes with these k3 relative errors and per-token KLs; a frontier of two algorithms at two betas
-    whose KL falls by the factor `drop` from beta 0 to beta 1; the sequence gradient's relative errors of the
-    per-token KL and of k3 in the loss (seq_errs)."""
+def result(errs, kls, std1=0.2, std3=0.1, drop=2.0, seq_errs=(0.3, 0.7), estimator="k3") -> dict:
+    """One seed: probes with these relative errors of the estimator in the loss and per-token KLs; a frontier of two
+    algorithms at two betas whose KL falls by the factor `drop` from beta 0 to beta 1; the sequence gradient's
+    relative errors of the per-token KL and of k3 in the loss (seq_errs)."""
     probes = [{"step": 5 * (i + 1), "kl": k, "kl_fwd": k, "k1": {"bias": 0, "std": std1}, "k2": {"bias": 0, "std": 0.1},
-               "k3": {"bias": 0, "std": std3}, "grad": {"grad_norm": 1.0, "k3": {"rel_err": e, "cos": 1, "norm": 1}}}
+               "k3": {"bias": 0, "std": std3},
+               "grad": {"grad_norm": 1.0, estimator: {"rel_err": e, "cos": 1, "norm": 1}}}
               for i, (e, k) in enumerate(zip(errs, kls))]
     frontier = {f"{a}/{b:g}": {"algo": a, "beta": b, "acc": 1, "p_correct": 0.9, "seq_kl": 0.3 / drop ** b,
                                "bound": 0.1} for a in ("grpo", "dapo") for b in (0.0, 1.0)}
@@ -122,19 +126,21 @@ def result(errs, kls, std1=0.2, std3=0.1, drop=2.0, seq_errs=(0.3, 0.7)) -> dict
     seq = {"seq_kl": 0.3, "pruned": 0.003, "grad_norm": 1.0, "first_share": 0.9, "eps": 1e-4, "n_prompts": 21,
            "per_token": term(seq_errs[0]), "k3": term(seq_errs[1]), "k1_reward": term(0.01)}
     return {"probes": probes, "frontier": frontier, "base_p_correct": 0.6, "steps": 40, "probe_beta": 0.04,
-            "sequence": seq}
+            "estimator": estimator, "sequence": seq}
 
 
 def test_claims_hold_fail_and_are_untestable():
     moved = [result([0.02, 0.3 + 0.01 * s], [0.002, 0.04]) for s in range(5)]
-    fs = kl.claims(moved)
-    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 6
-    assert all("k1 in the reward" in f["control"] for f in fs[4:])
+    fs = findings.gate(kl.claims(moved))
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE, findings.PRIMARY] + [findings.SECONDARY] * 5
+    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 7
+    assert fs[1]["control"].startswith("the exact per-token KL") and all("k1 in the reward" in f["control"]
+                                                                         for f in fs[5:])
     kl.check(moved[0])
     same = [result([0.05 + 0.001 * s, 0.03 + 0.002 * s], [0.002, 0.04], std1=0.1, std3=0.2 + 0.01 * s, drop=0.5,
                    seq_errs=(0.005 + 0.001 * s, 0.02 + 0.001 * s))
             for s in range(5)]         # the gradients agree, k3 is noisier, beta raises the KL, the future terms vanish
-    assert [f["verdict"] for f in kl.claims(same)] == [findings.FAILS] * 6
+    assert [f["verdict"] for f in findings.gate(kl.claims(same))] == [findings.HOLDS] + [findings.FAILS] * 6
     try:
         kl.check({**moved[0], "sequence": None})
     except ValueError as e:
@@ -142,5 +148,40 @@ def test_claims_hold_fail_and_are_untestable():
     else:
         raise AssertionError("a kl result without the sequence gradient passed the check")
     still = [result([0.0, 0.001 * s], [0.0, 0.001]) for s in range(5)]   # the run never left the reference
-    fs = kl.claims(still)
-    assert all(f["verdict"] == findings.UNTESTABLE and "precondition" in f["untestable"] for f in fs[:3] + fs[4:])
+    fs = findings.gate(kl.claims(still))
+    assert fs[0]["verdict"] == findings.FAILS and fs[4]["verdict"] == findings.HOLDS   # beta's claim rests on none
+    assert all(f["verdict"] == findings.UNTESTABLE and "leaves the reference" in f["untestable"]
+               for f in fs[1:4] + fs[5:])
+
+
+def test_the_placebo_measures_the_control_and_cannot_hold():
+    """With the exact per-token KL in the loss (the placebo), the primary reads its gradient's error, 0 by
+    definition: it does not hold; the room is [0, inf)."""
+    cfg = kl.Config()
+    pl = kl.placebo(cfg)
+    assert pl.estimator == "exact" and pl != cfg
+    pl.validate()
+    fs = kl.claims([result([0.0, 0.0], [0.002, 0.04], estimator="exact") for _ in range(3)])
+    assert fs[1]["statistic"].startswith("||E grad exact - grad KL||") and fs[1]["verdict"] == findings.FAILS
+    assert kl.room(cfg) == (0.0, float("inf")) and findings.out_of_room(kl.room(cfg), 0.1) is None
+
+
+def test_the_probed_run_differs_from_the_control_only_in_its_kl_term(monkeypatch):
+    """run() trains the probed GRPO run with the configured KL term and every other run with k3: the treatment's and
+    the placebo's probed RLConfigs differ in kl_estimator alone."""
+    seen = []
+    monkeypatch.setattr(kl, "train", lambda policy, ref, rl, callback=None, log=None: seen.append((rl, callback)))
+    monkeypatch.setattr(kl, "sequence", lambda *a: {})
+    monkeypatch.setattr(kl, "finish", lambda *a: {})
+    monkeypatch.setattr(kl.M, "p_correct", lambda model, probs: torch.zeros(len(probs)))
+    env = type("Env", (), {"base": lambda self, s: GPT(d_model=16, n_layers=1, n_heads=2)})()
+    probed = {}
+    for est in ("k3", "exact"):
+        seen.clear()
+        out = kl.run(kl.Config(steps=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), estimator=est, probe_n=2,
+                               eval_n=2, seq_n=1), 0, env)
+        assert out["estimator"] == est
+        probed[est] = [asdict(rl) for rl, hook in seen if hook is not None]
+        assert len(probed[est]) == 1 and all(rl.kl_estimator == "k3" for rl, hook in seen if hook is None)
+    t, c = probed["k3"][0], probed["exact"][0]
+    assert {k for k in t if t[k] != c[k]} == {"kl_estimator"}
