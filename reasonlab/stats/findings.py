@@ -169,7 +169,10 @@ def out_of_room(room, thr: float, sign: str = ">") -> str | None:
 
 
 def with_room(f: dict, room: tuple[float, float]) -> dict:
-    """A finding with the design's room (from its experiment's config) attached, and untestable by `out_of_room`."""
+    """A finding with the design's room (from its experiment's config) attached, and untestable by `out_of_room`
+    (a claim whose evidence this run did not produce, with no threshold, is left as it is)."""
+    if len(f["threshold"].split()) != 2:
+        return f
     sign, thr = f["threshold"].split()[0], float(f["threshold"].split()[1])
     why = out_of_room(room, thr, sign)
     out = {**f, "room": [_r(room[0]), _r(room[1])]}

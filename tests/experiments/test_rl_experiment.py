@@ -177,3 +177,12 @@ def test_the_table_has_a_row_per_algorithm():
     assert md[2] == ("| grpo | 1.000 ± 0.000 | 1.000 ± 0.000 | 0.00 ± 0.00 / 1.00 ± 0.00 / 0.00 ± 0.00 | 5.00 ± 0.00 "
                      "| 1/2 | 10 ± 0 | 2.0 ± 0.0 | 0.900 ± 0.000 | 0.10 ± 0.00 | 0.010 ± 0.000 |")
     assert md[4] == "Base model (free, greedy): accuracy 0.200 ± 0.000. Chance: 0.1. Mean ± std over seeds [0, 1]."
+
+
+def test_the_length_bias_compares_grpo_with_dr_grpo():
+    run = lambda length: {"sampled_last10": {"length": length}}   # noqa: E731
+    longer = [{"grpo": run(7.3 + e), "dr_grpo": run(7.1)} for e in (0.0, 0.02, 0.05)]
+    assert E.length_bias(longer)["verdict"] == findings.HOLDS
+    shorter = [{"grpo": run(7.0 + e), "dr_grpo": run(7.2)} for e in (0.0, 0.02, 0.05)]
+    assert E.length_bias(shorter)["verdict"] == findings.FAILS
+    assert E.length_bias([{"grpo": run(7.0)}])["verdict"] == findings.UNSURE                 # no Dr. GRPO run

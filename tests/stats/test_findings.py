@@ -3,7 +3,6 @@ not, and is inconclusive where the interval straddles its threshold."""
 import numpy as np
 import pytest
 
-from reasonlab.experiments import adaptive, base, budgets, rl, sampling, star
 from reasonlab.stats import findings
 
 
@@ -81,13 +80,6 @@ def test_untestable_when_the_arms_cannot_reach_the_threshold_or_nothing_varies()
     fixed = findings.seed_check("x", "c", "s", [1.04] * 5, 1.0, untestable="no variance by construction")
     assert fixed["verdict"] == findings.UNTESTABLE
     assert findings.both(findings.HOLDS, findings.UNTESTABLE) == findings.UNTESTABLE
-    # the two declared ways in the lab: the sampling frontier's identity, STaR's filters that keep the same data
-    assert sampling.frontier_gain([sampling_result(0, 0, 47 / 45, "S/greedy@1", {"2": "A/greedy@1"})
-                                   for _ in range(5)])["verdict"] == findings.UNTESTABLE
-    same = [star_result(0.3, 0.9, 0.9 + e, fp=0.0002) for e in (-0.01, 0.0, 0.01)]
-    assert star.chain_filter_vs_answer_filter(same)["verdict"] == findings.UNTESTABLE
-    not_run = [star_result(0.3, 0.9, fp=0.0002) for _ in range(3)]      # the lab skips the chain run then
-    assert star.chain_filter_vs_answer_filter(not_run)["verdict"] == findings.UNTESTABLE
 
 
 def test_float_noise_never_decides_a_verdict():
@@ -95,121 +87,9 @@ def test_float_noise_never_decides_a_verdict():
     assert findings.greater((1e-12, 0.2), 0.0) == findings.UNSURE and findings.at_most((-0.1, 1e-12), 0.0) == findings.HOLDS
 
 
-def base_result(gap):
-    """One seed of the base experiment: forced A right at k = 2 only, forced S right with `gap` more at k >= 3."""
-    a = {k: (1.0 if k == 2 else 0.1) for k in range(2, 9)}
-    return {"A": {"acc_by_k": a}, "S": {"acc_by_k": {k: min(1.0, a[k] + (0 if k == 2 else gap)) for k in a}}}
-
-
-def test_chains_beat_direct_holds_fails_and_is_unsure():
-    assert base.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)])["verdict"] == findings.HOLDS
-    assert base.chains_beat_direct([base_result(g) for g in (-0.2, -0.3, -0.25)])["verdict"] == findings.FAILS
-    assert base.chains_beat_direct([base_result(g) for g in (0.3, -0.3, 0.01)])["verdict"] == findings.UNSURE
-
-
-def sampling_result(greedy, maj, ratio=1.0, single="S/maj@4", per_k=None):
-    return {"n_max": 8, "curves": {"A": {"greedy": {"acc": greedy}, "maj": {8: {"acc": maj}}}},
-            "frontier": {"targets": [{"target": 0.9, "reachable": True, "ratio": ratio, "fixed": {"strategy": single},
-                                      "adaptive": {"per_k": per_k or {"2": "A/maj@8", "3": "S/greedy@1"}}}]}}
-
-
-def test_voting_cannot_rescue_direct_answers():
-    assert sampling.voting_cannot_rescue_direct([sampling_result(0.3, 0.3 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == findings.HOLDS
-    assert sampling.voting_cannot_rescue_direct([sampling_result(0.3, 0.6 + d) for d in (0.0, -0.01, 0.01)])["verdict"] == findings.FAILS
-
-
-def test_frontier_gain_reports_the_ratio_whatever_it_is():
-    f = sampling.frontier_gain([sampling_result(0, 0, r) for r in (1.0, 1.01, 0.99)])
-    assert f["value"] == 1.0 and f["verdict"] == findings.UNSURE
-    assert sampling.frontier_gain([sampling_result(0, 0, r) for r in (1.3, 1.25, 1.35)])["verdict"] == findings.HOLDS
-    one = [sampling_result(0, 0, r, "S/greedy@1", {"2": "A/maj@1", "3": "S/greedy@1"}) for r in (1.004, 1.005, 1.0046)]
-    assert sampling.frontier_gain(one)["verdict"] == findings.UNTESTABLE        # one-sample strategies: an identity
-    none = [{"n_max": 8, "frontier": {"targets": [{"target": 0.9, "reachable": False}]}}]
-    assert sampling.frontier_gain(none)["verdict"] == findings.UNSURE and sampling.frontier_gain(none)["value"] is None
-
-
-def budget_rows(acc0, acc8, tok0, tok8):
-    return {"budgets": [{"format": "T", "kind": "max", "budget": 0, "acc": acc0, "tokens": tok0},
-                        {"format": "T", "kind": "max", "budget": 8, "acc": acc8, "tokens": tok8}]}
-
-
-def test_budget_forcing_needs_both_accuracy_and_tokens_to_rise():
-    up = [budget_rows(0.2, 0.99 - e, 4.0, 10.0 + e) for e in (0.0, 0.01, 0.02)]
-    assert budgets.budget_trades_accuracy_for_tokens(up)["verdict"] == findings.HOLDS
-    flat_tokens = [budget_rows(0.2, 0.99, 8.0 + e, 7.0) for e in (0.0, 0.1, 0.2)]   # tokens fall: not a trade
-    assert budgets.budget_trades_accuracy_for_tokens(flat_tokens)["verdict"] == findings.FAILS
-
-
-def star_result(start, end, chain_end=None, fp=0.05):
-    r = {"main": [{"free": start}, {"free": end, "false_positive_rate": fp}]}
-    if chain_end is not None:
-        r["chain"] = [{"free": start}, {"free": chain_end}]
-    return r
-
-
-def test_star_checks():
-    assert star.star_raises_free_accuracy([star_result(0.3, 0.9 + e) for e in (0, 0.01, 0.02)])["verdict"] == findings.HOLDS
-    assert star.star_raises_free_accuracy([star_result(0.3, 0.2 + e) for e in (0, 0.01, 0.02)])["verdict"] == findings.FAILS
-    same = [star_result(0.3, 0.9, 0.9 + e) for e in (-0.01, 0.0, 0.01)]          # the filters do not separate
-    assert star.chain_filter_vs_answer_filter(same)["verdict"] == findings.UNSURE
-    assert star.chain_filter_vs_answer_filter([star_result(0.3, 0.9)])["verdict"] == findings.UNSURE   # no chain run
-
-
-def rl_result(grpo, reinforce, baseline):
-    run = lambda s, a: {"algo": a, "solved": {"step": s} if s else None, "steps": 60}   # noqa: E731
-    return {"grpo": run(grpo, "grpo"), "reinforce": run(reinforce, "reinforce"),
-            "reinforce_baseline": run(baseline, "reinforce_baseline")}
-
-
-def test_rl_checks_count_updates_and_unsolved_runs_at_their_length():
-    rs = [rl_result(12, 45, 20), rl_result(10, None, 18), rl_result(14, 50, 25)]
-    assert rl.rl_faster(rs, "reinforce_baseline", "reinforce", "c")["per_seed"] == [25, 42, 25]    # None -> 60
-    assert rl.rl_faster(rs, "reinforce_baseline", "reinforce", "c")["verdict"] == findings.HOLDS
-    # the control at equal updates: GRPO makes two updates per step, REINFORCE with a baseline one
-    assert rl.rl_faster(rs, "grpo", "reinforce_baseline", "c")["per_seed"] == [20 - 24, 18 - 20, 25 - 28]
-    assert rl.rl_faster(rs, "grpo", "reinforce_baseline", "c")["verdict"] == findings.FAILS
-    assert rl.rl_faster([{"grpo": rl_result(1, 1, 1)["grpo"]}], "grpo", "reinforce", "c")["verdict"] == findings.UNSURE
-
-
-def test_rl_length_bias_compares_grpo_with_dr_grpo():
-    run = lambda length: {"sampled_last10": {"length": length}}   # noqa: E731
-    longer = [{"grpo": run(7.3 + e), "dr_grpo": run(7.1)} for e in (0.0, 0.02, 0.05)]
-    assert rl.length_bias(longer)["verdict"] == findings.HOLDS
-    assert rl.length_bias([{"grpo": run(7.0 + e), "dr_grpo": run(7.2)} for e in (0.0, 0.02, 0.05)])["verdict"] == findings.FAILS
-    assert rl.length_bias([{"grpo": run(7.0)}])["verdict"] == findings.UNSURE                 # no Dr. GRPO run
-
-
-def fixed_formats(acc_a2=1.0):
-    """Per k: A right at k = 2 (acc_a2) and at chance beyond; S and T right everywhere; S costs 4 + k / 2 tokens."""
-    ks = range(2, 9)
-    return {"A": {"acc_by_k": {k: acc_a2 if k == 2 else 0.1 for k in ks}, "tokens_by_k": {k: 3.0 for k in ks},
-                  "n_by_k": {k: 100 for k in ks}},
-            "S": {"acc_by_k": {k: 1.0 for k in ks}, "tokens_by_k": {k: 4 + k / 2 for k in ks}, "n_by_k": {k: 100 for k in ks},
-                  "acc": 1.0, "tokens": 7.0},
-            "T": {"acc_by_k": {k: 1.0 for k in ks}, "tokens_by_k": {k: 4.0 + k for k in ks}, "n_by_k": {k: 100 for k in ks}}}
-
-
-def adaptive_result(acc, tokens):
-    return {"runs": [{"method": "m", "acc": acc, "tokens": tokens}], "fixed": fixed_formats()}
-
-
-def test_adaptive_is_compared_with_the_best_fixed_format_per_k():
-    """The control: A at k = 2 (3 tokens), S beyond: accuracy 1.0 at (3 + 5 + 5.5 + ... + 8) / 7 = 6.14 tokens. A
-    policy that saves tokens over always-S (7.0) but not over the control does not hold."""
-    ctl = adaptive.best_fixed_per_k(fixed_formats())
-    assert ctl["per_k"] == {2: "A", **{k: "S" for k in range(3, 9)}} and ctl["acc"] == 1.0
-    assert ctl["tokens"] == pytest.approx((3 + sum(4 + k / 2 for k in range(3, 9))) / 7)
-    ok = [adaptive_result(1.0 - e, 5.8 + e) for e in (0.0, 0.001, 0.002)]
-    assert adaptive.adaptive_vs_best_fixed(ok)[0]["verdict"] == findings.HOLDS
-    beats_s_only = [adaptive_result(1.0, 6.5 + e) for e in (0.0, 0.05, 0.1)]    # fewer tokens than S, more than ctl
-    f = adaptive.adaptive_vs_best_fixed(beats_s_only)[0]
-    assert f["verdict"] == findings.FAILS and all(x > 0 for x in f["vs_always_S"]["tokens_saved"])
-    worse = [adaptive_result(0.9 - e, 5.0) for e in (0.0, 0.01, 0.02)]
-    assert adaptive.adaptive_vs_best_fixed(worse)[0]["verdict"] == findings.FAILS
-
-
 def test_the_findings_table_prints_every_claim_with_its_verdict():
-    fs = [base.chains_beat_direct([base_result(g) for g in (0.8, 0.85, 0.9)]), findings.missing("s", "a claim", "no data")]
+    fs = [findings.seed_check("x", "Chains beat direct answers", "gap", [0.8, 0.85, 0.9], 0.0),
+          findings.missing("s", "a claim", "no data")]
     t = findings.table(fs)
     assert "Chains beat direct answers" in t and "**holds**" in t and "a claim" in t and "**inconclusive**" in t
     assert findings.verdict_line(fs[0]).startswith("**Holds** on this run: chains beat")
@@ -248,3 +128,8 @@ def test_the_room_rule_compares_the_designs_range_with_the_claims_own_threshold(
     assert findings.with_room(f, (-1.0, 1.0))["verdict"] == findings.HOLDS
     g = findings.with_room(f, (-1.0, 0.05))
     assert g["verdict"] == findings.UNTESTABLE and g["room"] == [-1.0, 0.05] and g["ungated"] == findings.HOLDS
+
+
+def test_a_missing_primary_keeps_its_verdict_under_the_room_rule():
+    f = findings.primary(findings.missing("x", "a claim", "needs two arms"))
+    assert findings.with_room(f, (-1.0, 1.0)) == f
