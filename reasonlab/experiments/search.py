@@ -115,6 +115,8 @@ def verifier_config(cfg: Config) -> VerifierConfig:
     return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if cfg.quick_verifiers else VerifierConfig()
 
 
+FIRST = "first_error_auroc"
+"""the verifiers' step AUROC the page leads with: on the steps up to each output's first error (verifier_quality)"""
 TRAIN_KEYS = ("seconds", "n_outputs", "n_steps", "positive_share", "loss_first", "loss_last")
 """what the quality record keeps of a verifier's training metadata"""
 
@@ -698,25 +700,29 @@ def verifiers_page(results: list[dict], out: str, margin: float = 0.05, time_bud
     """The verifiers' section: quality table (mean ± std over seeds), the Math-Shepherd margin as a check, the plot."""
     kinds = list(results[0]["kinds"])
     plot_quality(results, os.path.join(out, "verifier_quality.png"))
-    header = ["verifier", "step AUROC", "chain-step AUROC", "step ECE", "outcome AUROC last / min / prod", "train s"]
+    header = ["verifier", "step AUROC to the first error", "step AUROC, all steps", "chain-step AUROC",
+              "step ECE to the first error", "outcome AUROC last / min / prod", "train s"]
     rows = []
     for kind in kinds:
         q = [r["kinds"][kind] for r in results]
-        rows.append([kind, pm([x["step_auroc"] for x in q]), pm([x["chain_step_auroc"] for x in q]),
-                     pm([x["step_ece"] for x in q]),
+        rows.append([kind, pm([x[FIRST] for x in q]), pm([x["step_auroc"] for x in q]),
+                     pm([x["chain_step_auroc"] for x in q]),
+                     pm([x["first_error_ece"] for x in q]),
                      " / ".join(pm([x["outcome_auroc"][a] for x in q]) for a in ("last", "min", "prod")),
                      pm([x["train"]["seconds"]["total"] for x in q], "{:.1f}")])
     lines = []
     if "prm" in kinds and "prm-mc" in kinds:
-        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["prm-mc"]["step_auroc"] for r in results]
+        gap = [r["kinds"]["prm"][FIRST] - r["kinds"]["prm-mc"][FIRST] for r in results]
         m, lo, hi, verdict = _seed_check(gap, findings.at_most, margin)
-        lines.append(f"Math-Shepherd labels within {margin} step AUROC of the oracle-label PRM: gap (prm − prm-mc) "
+        lines.append(f"Math-Shepherd labels within {margin} step AUROC (to the first error) of the oracle-label PRM: "
+                     f"gap (prm − prm-mc) "
                      f"{m:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] over {len(gap)} seeds (per seed "
                      + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     if "prm" in kinds and "orm" in kinds:
-        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["orm"]["step_auroc"] for r in results]
+        gap = [r["kinds"]["prm"][FIRST] - r["kinds"]["orm"][FIRST] for r in results]
         m, lo, hi, verdict = _seed_check(gap, findings.greater, 0.0)
-        lines.append(f"The PRM separates steps better than the ORM (step AUROC gap prm − orm > 0): {m:.3f}, 95 % CI "
+        lines.append(f"The PRM separates steps better than the ORM (step AUROC to the first error, gap prm − orm > 0): "
+                     f"{m:.3f}, 95 % CI "
                      f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
     lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
@@ -737,9 +743,12 @@ def verifiers_page(results: list[dict], out: str, margin: float = 0.05, time_bud
 {chr(10).join(l + chr(10) for l in lines)}
 The {results[0]['thinker']} thinker's samples (temperature 1, formats forced S / T / A) of held-out problems
 ({n_out} outputs per seed, problems from a quarter of problem space no verifier trains on); seeds {seeds};
-mean ± std over seeds. Step AUROC: all steps (chain sums and the answer) scored against the rule's step labels
-(0.5 = chance); outcome AUROC: the aggregated score against the final answer being right. ECE over 10 equal-width
-bins. The ORM learns from the outcome only, the PRM from the rule's step labels, prm-mc from rollout shares.
+mean ± std over seeds. Step AUROC: steps (chain sums and the answer) scored against the rule's step labels (0.5 =
+chance), on the steps up to each output's first wrong step (what PRM800K labels, and all a weakest-step score reads:
+a step after an error is wrong by inheritance) and on all steps; outcome AUROC: the aggregated score against the
+final answer being right. ECE over 10 equal-width bins (the reliability plot: all steps). The ORM learns from the
+outcome only (every
+step), the PRM from the rule's step labels up to the first error, prm-mc from rollout shares (every step).
 
 *Papers:* ORM (Cobbe et al. 2021, arXiv 2110.14168); PRM (Lightman et al. 2023, arXiv 2305.20050);
 Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
@@ -757,7 +766,8 @@ def claims(rs: list[dict]) -> list[dict]:
 def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
     q = [r["verifiers"] for r in rs]
     md = verifiers_page(q, out)        # writes out/verifier_quality.png, linked from report.md beside it
-    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k]['step_auroc'] for x in q])}" for k in q[0]["kinds"])
+    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k][FIRST] for x in q])}" for k in q[0]["kinds"]) + \
+        " (to the first error)"
     return md, head
 
 

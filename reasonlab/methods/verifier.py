@@ -455,7 +455,9 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
                      ) -> dict:
     """Score the thinker's samples of held-out problems (the held-out quarter, disjoint from every training set)
     and compare with the oracle. Returns step-level AUROC, ECE and reliability bins (all steps, and chain steps
-    alone), outcome AUROC per aggregation (score vs answer right), and the counts."""
+    alone), the step AUROC on the steps up to each output's first wrong step (what PRM800K labels, and all a
+    weakest-step score reads: a step after an error is wrong by inheritance), outcome AUROC per aggregation (score
+    vs answer right), and the counts."""
     cfg = config or VerifierConfig()
     gen = torch.Generator().manual_seed(10_000 + seed)
     digs, outs = sample_outputs(thinker, held_out_problems(n_per_k, seed), cfg, gen)
@@ -464,11 +466,15 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
     flat_s = np.array([x for r in sc for x in r])
     flat_y = np.array([x for r in lab for x in r])
     is_chain = np.array([not a for o in outs for _, _, a in steps(o)])
+    upto = np.array([j < len(first_error(r)) for r in lab for j in range(len(r))], dtype=bool)
     outcome = np.array([outcome_label(d, o) for d, o in zip(digs, outs)])
     ks = np.array([len(d) for d in digs])
     res = {"kind": verifier.kind, "n_outputs": len(outs), "n_steps": int(len(flat_y)),
            "step_positive_share": float(flat_y.mean()), "step_auroc": auroc(flat_s, flat_y),
            "chain_step_auroc": auroc(flat_s[is_chain], flat_y[is_chain]),
+           "first_error_auroc": auroc(flat_s[upto], flat_y[upto]),
+           "first_error_ece": calibration(flat_s[upto], flat_y[upto])["ece"],
+           "chain_first_error_auroc": auroc(flat_s[upto & is_chain], flat_y[upto & is_chain]),
            **{"step_" + k: v for k, v in calibration(flat_s, flat_y).items()},
            "outcome_share": float(outcome.mean()),
            "outcome_auroc": {a: auroc(aggregate(sc, a), outcome) for a in ("last", "min", "prod")},

@@ -131,7 +131,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
 
 
 def _fake_result(seed, prm_auroc, mc_auroc):
-    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "step_ece": 0.02, "n_outputs": 70,
+    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "first_error_auroc": a, "first_error_ece": 0.02,
+                   "step_ece": 0.02, "n_outputs": 70,
                    "outcome_auroc": {"last": a, "min": a, "prod": a}, "step_auroc_by_k": {str(k): a for k in range(2, 9)},
                    "step_bins": [{"lo": 0.9, "hi": 1.0, "score": 0.95, "positive": 0.9, "n": 10}],
                    "train": {"seconds": {"total": 1.0}}}
