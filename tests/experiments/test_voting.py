@@ -11,12 +11,14 @@ from reasonlab.core import problems as P
 from reasonlab.core.evaluate import evaluate
 from reasonlab.core.model import GPT
 from reasonlab.core.pool import pool_of, sample_pool
+from reasonlab.core.sampling import generate
 from reasonlab.core.task import DIGIT0, ID, prompt_ids
 from reasonlab.experiments import voting
+from reasonlab.methods import verifier as V
 from reasonlab.methods.readers import Readers
 from reasonlab.methods.search import Scorer, beam_search, best_of_n, dvts
 from reasonlab.methods.tts import majority
-from reasonlab.methods.verifier import OracleVerifier, aggregate
+from reasonlab.methods.verifier import OracleVerifier, VerifierConfig, aggregate, train_verifier
 from reasonlab.methods.verifier import steps as read_steps
 from reasonlab.stats import findings
 from reasonlab.train.sft import misread
@@ -262,3 +264,29 @@ def test_config_rejects_what_cannot_run(bad, word):
     with pytest.raises(ValueError, match=word):
         X.get("voting").validate(voting.Config(**bad))
     X.get("voting").validate(voting.Config())
+
+
+@pytest.mark.slow
+def test_the_per_sample_prm_rises_with_n_and_fell_when_labelled_past_the_first_error(monkeypatch):
+    """Seed 0's per-sample thinker, 30 test problems per k, 64 samples each: best-of-64 with its PRM labelled as
+    PRM800K labels (up to the first wrong step) is far above a single sample and no lower than best-of-4; the same
+    PRM labelled on every step past the error too (the rule before) falls well below its best-of-4, as the committed
+    run's did (seed 0: 0.84 at N = 4, 0.57 at N = 64)."""
+    base = X.Env().base(0)
+    sigma = voting.calibrate(base, 0, 1)
+    probs = P.test_problems(30, "voting", 0)
+    gen = torch.Generator().manual_seed(0)
+    outs = [generate(voting.reader(base, sigma, voting.DRAW0 + j), [prompt_ids(d) for d in probs], gen, 1.0,
+                     force=["S"]) for j in range(64)]
+    pool = pool_of(probs, [[outs[j][i] for j in range(64)] for i in range(len(probs))])
+    samples = voting.per_sample_training(base, sigma, 0, 200)
+    cfg = VerifierConfig(kind="prm", n_per_k=200, formats=("S",), format_weights=(1.0,))
+
+    def bon():
+        return voting.bon(pool, {"prm": Scorer(train_verifier("prm", base, 0, cfg, cache="", log=None,
+                                                               samples=samples))})["prm"]
+    new = bon()
+    monkeypatch.setattr(V, "first_error", lambda labels: labels)        # every step labelled, as before
+    old = bon()
+    assert new[64] >= new[1] + 0.2 and new[64] >= new[4] - 0.02, new
+    assert old[64] <= old[4] - 0.1, old
