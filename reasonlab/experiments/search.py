@@ -381,9 +381,10 @@ def search_claims(results: list[dict]) -> list[dict]:
     prm = lv[0] if lv else "prm"
     weigh = r0["config"].get("weigh_with", "prm")
     who = f"({r0['config']['thinker']} thinker)"
-    primary = _compare(results, f"weighted/{weigh}", "majority", Nmax, f"at N = {Nmax}, weighted voting with the "
-                       f"learned {weigh} beats majority voting over the same samples: each answer's votes weighted by "
-                       f"the verifier's scores against one vote each {who}", TH["search.beats"],
+    by = f"the learned {weigh}" if weigh in learned else f"the {weigh} verifier"
+    primary = _compare(results, f"weighted/{weigh}", "majority", Nmax, f"at N = {Nmax}, weighted voting with {by} "
+                       f"beats majority voting over the same samples: each answer's votes weighted by the verifier's "
+                       f"scores against one vote each {who}", TH["search.beats"],
                        control="majority voting over the same samples (placebo: a verifier that scores every step "
                        "alike, whose weighted vote is majority voting)", requires=needs(weigh, learned))
     out = [*search_premises(results), primary and findings.primary(primary),
