@@ -28,7 +28,7 @@ Labels (what the learned verifiers train on, per step):
   first error, `finish_reason` "found_error"). Labelling the steps after an error too asks each of them, the answer
   step among them, whether the whole chain before it was right: trained so, the answer step stops checking that
   the answer follows from the chain, and among 64 samples a right chain closed by a wrong answer wins best-of-N
-  (the voting experiment's PRM fell from 0.84 at N = 4 to 0.62 at N = 64; with PRM800K's labels it rises to 0.99);
+  (the voting experiment's per-sample PRM fell as N grew; with PRM800K's labels it rises: CHANGELOG.md);
 - "prm-mc" (Math-Shepherd, Wang et al. 2023, arXiv 2312.08935): no step oracle; a step's label is the share of
   M completions, sampled by the thinker from the prefix ending at that step, that reach the right answer (soft
   estimation, trained with soft-label BCE).
