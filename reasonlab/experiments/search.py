@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -30,14 +30,14 @@ import torch
 
 from ..core.config import NS
 from ..core.pool import sample_pool
-from ..core.problems import problems_per_k
+from ..core.problems import problems_per_k, test_problems
 from ..core.task import PROMPT_LEN, parse
 from ..io.pack import pack_bits, pack_ints, unpack_bits, unpack_ints
 from ..io.report import log_x, md_table, plt, save
 from ..methods.config import KINDS, VerifierConfig
 from ..methods.search import Scorer, best_of_n, chunked, weighted
 from ..methods.tts import majority
-from ..methods.verifier import OracleVerifier, train_verifier, verifier_quality
+from ..methods.verifier import OracleVerifier, UniformVerifier, train_verifier, verifier_quality
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
@@ -78,6 +78,9 @@ class Config:
     """search methods to run; greedy and majority always run"""
     quick_verifiers: bool = False
     """train the verifiers small (tests and quick runs: the numbers mean little)"""
+    weigh_with: Literal["prm", "uniform"] = "prm"
+    """the verifier whose weighted vote the primary claim reads against majority voting: the learned PRM, or one
+    that scores every step alike ("uniform", the placebo: its weighted vote is majority voting)"""
 
     def validate(self) -> None:
         if self.n_max not in NS:
@@ -95,6 +98,9 @@ class Config:
         for m in self.methods:
             if m not in SEARCH_METHODS:
                 raise ValueError(f"unknown search method {m!r}: use {', '.join(SEARCH_METHODS)}")
+        if self.weigh_with not in (*self.verifiers, "uniform") or "weighted" not in self.methods:
+            raise ValueError(f"weigh_with {self.weigh_with!r} needs the weighted method and must be uniform or one of "
+                             "--verifiers")
 
     @property
     def Ns(self) -> tuple[int, ...]:
@@ -109,6 +115,8 @@ def verifier_config(cfg: Config) -> VerifierConfig:
     return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if cfg.quick_verifiers else VerifierConfig()
 
 
+FIRST = "first_error_auroc"
+"""the verifiers' step AUROC the page leads with: on the steps up to each output's first error (verifier_quality)"""
 TRAIN_KEYS = ("seconds", "n_outputs", "n_steps", "positive_share", "loss_first", "loss_last")
 """what the quality record keeps of a verifier's training metadata"""
 
@@ -140,11 +148,12 @@ def grid(cfg: Config, seed: int, model, learned: dict, timing: dict) -> dict:
     of one seed: per strategy and split, each problem's correctness and token counts. timing: stage seconds so far
     (it gets the grid's)."""
     t_all = time.perf_counter()
-    verifiers = {"oracle": OracleVerifier(), **learned}
+    verifiers = {"oracle": OracleVerifier(), **learned,
+                 **({"uniform": UniformVerifier()} if cfg.weigh_with == "uniform" else {})}
     n_params = sum(p.numel() for p in model.parameters())
     scorers = {k: Scorer(v) for k, v in verifiers.items()}
-    problems = {part: problems_per_k(n, f"search-{seed}", split=part) for part, n in (("val", cfg.n_val),
-                                                                                     ("test", cfg.n_test))}
+    problems = {"val": problems_per_k(cfg.n_val, f"search-{seed}", split="val"),
+                "test": test_problems(cfg.n_test, "search", seed)}
     res = {"config": asdict(cfg), "seed": seed, "n_params": n_params,
            "ver_params": {k: (v.flops_per_token / 2 or n_params + model.cfg.d_model + 1) for k, v in verifiers.items()},
            "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
@@ -300,6 +309,20 @@ SEC = "9 search"
 """the findings' section tag (the findings table's first column)"""
 
 
+def no_fall(section: str, who: str, n_max: int, at_one, at_max, name: str) -> dict:
+    """The premise that best-of-N with a verifier (`who`) does not fall from N = 1 to n_max: it fails only where the
+    interval of acc(best-of-n_max) - acc(best-of-1) over seeds is wholly below 0. A verifier that falls ranks one
+    problem's answers worse than chance at the top of its scale (the more samples it chooses from, the more often
+    a wrong one outscores the right ones): the claims that read it (`requires=[name]`) are untestable."""
+    d = [b - a for a, b in zip(at_one, at_max)]
+    m, ci = findings.seed_interval(d)
+    verdict = findings.FAILS if ci[1] < -findings.TOL else findings.HOLDS
+    return findings.premise(findings.finding(
+        section, f"Best-of-N with {who} does not fall from N = 1 to N = {n_max}", f"acc(best-of-{n_max}) - "
+        f"acc(best-of-1), {who}", m, ci, d, ">= 0", verdict, rule="fails only where the whole interval is below 0"),
+        name)
+
+
 def _acc(r, name, N, k=None) -> float | None:
     return None if cell(r, name, N) is None else float(per_problem(r, name, N, k=k)[0].mean())
 
@@ -308,79 +331,133 @@ def _compare(results, a, b, N, claim, threshold, k=None, test=findings.greater, 
     """One seed's statistic is acc(a) - acc(b) on its test problems; the verdict is the t interval's over seeds."""
     if any(cell(r, a, N) is None or cell(r, b, N) is None for r in results):
         return None
-    base = [_acc(r, b, N, k) for r in results]
-    diff = [_acc(r, a, N, k) - x for r, x in zip(results, base)]
-    acc_b = float(np.mean(base))                                       # a - b lies in [-acc_b, 1 - acc_b]
+    diff = [_acc(r, a, N, k) - _acc(r, b, N, k) for r in results]
     return findings.seed_check(SEC, claim, f"acc({a}@{N}) - acc({b}@{N})" + (f" at k = {k}" if k else ""), diff,
-                               threshold, test=test, room=(-acc_b, 1 - acc_b), **detail)
+                               threshold, test=test, **detail)
+
+
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's statistic, a difference of two accuracies, lies in [-1, 1]."""
+    return (-1.0, 1.0)
+
+
+def placebo(cfg: Config) -> Config:
+    """The primary's weighted vote read with a verifier that scores every step alike: majority voting itself."""
+    return replace(cfg, weigh_with="uniform")
+
+
+def needs(v: str, learned) -> list[str]:
+    """The premises a claim that reads verifier `v` rests on: that best-of-N with it does not fall (learned ones)."""
+    return [f"verifier_{v}"] if v in learned else []
+
+
+def search_premises(results: list[dict]) -> list[dict]:
+    """Best-of-N with each learned verifier does not fall from N = 1 to the largest N; at the easiest k, best-of-N
+    with each search verifier leaves room below 1 for beam search to beat it by the tie margin."""
+    r0 = results[0]
+    Nmax = max(int(n) for n in r0["strategies"]["majority"]["test"])
+    k0 = sorted(set(r0["k"]["test"]))[0]
+    out = [no_fall(SEC, f"the learned {v}", Nmax, [_acc(r, f"bon/{v}", 1) for r in results],
+                   [_acc(r, f"bon/{v}", Nmax) for r in results], f"verifier_{v}")
+           for v in r0["config"]["verifiers"] if cell(r0, f"bon/{v}", Nmax)]
+    for v in dict.fromkeys((*[x for x in r0["config"]["search_verifiers"] if x != "uniform"], "oracle")):
+        if cell(r0, f"bon/{v}", Nmax):
+            out.append(findings.premise(findings.seed_check(
+                SEC, f"best-of-{Nmax} with the {v} verifier at the easiest k ({k0}) leaves room below 1 for beam "
+                f"search to beat it by more than {TH['search.easy_tie'].value:g}", f"1 - acc(bon/{v}@{Nmax}) at "
+                f"k = {k0}", [1 - _acc(r, f"bon/{v}", Nmax, k0) for r in results], TH["search.easy_tie"]),
+                f"easy_room_{v}"))
+    return out
 
 
 def search_claims(results: list[dict]) -> list[dict]:
-    """The search claims over seeds (test problems; one statistic per seed, t intervals), primary first: does a
-    learned verifier beat voting without one?"""
+    """The search claims over seeds (test problems; one statistic per seed, t intervals): the premises, then the
+    primary (does weighting the vote by a learned verifier beat the plain vote?), then the secondaries."""
     r0 = results[0]
     Nmax = max(int(n) for n in r0["strategies"]["majority"]["test"])
     ks = sorted(set(r0["k"]["test"]))
+    learned = r0["config"]["verifiers"]
     lv = [v for v in r0["config"]["search_verifiers"] if v != "oracle"]
     prm = lv[0] if lv else "prm"
+    weigh = r0["config"].get("weigh_with", "prm")
     who = f"({r0['config']['thinker']} thinker)"
-    out = [_compare(results, f"weighted/{prm}", "majority", Nmax, f"at N = {Nmax}, weighted voting with the learned "
-                    f"{prm} beats majority voting, the same samples without a verifier {who}", TH["search.beats"],
-                    control="majority"),
+    by = f"the learned {weigh}" if weigh in learned else f"the {weigh} verifier"
+    primary = _compare(results, f"weighted/{weigh}", "majority", Nmax, f"at N = {Nmax}, weighted voting with {by} "
+                       f"beats majority voting over the same samples: each answer's votes weighted by the verifier's "
+                       f"scores against one vote each {who}", TH["search.beats"],
+                       control="majority voting over the same samples (placebo: a verifier that scores every step "
+                       "alike, whose weighted vote is majority voting)", requires=needs(weigh, learned))
+    out = [*search_premises(results), primary and findings.primary(primary),
            _compare(results, f"weighted/{prm}", "weighted/orm", Nmax, f"at N = {Nmax}, weighted/{prm} beats "
-                    f"weighted/orm {who}", TH["search.beats"]),
+                    f"weighted/orm {who}", TH["search.beats"], requires=needs(prm, learned) + needs("orm", learned)),
            findings.seed_check(SEC, f"at N = {Nmax}, majority beats greedy {who}", f"acc(majority@{Nmax}) - "
                                "acc(greedy)", [_acc(r, "majority", Nmax) - _acc(r, "greedy", 1) for r in results],
-                               TH["search.beats"], control="greedy")]
+                               TH["search.vote_gain"], control="greedy", requires=[])]
     small = min(4, Nmax)
     for v in dict.fromkeys((prm, "oracle")):          # the learned PRM (the claim), then the oracle (its upper bound)
         out += [_compare(results, f"beam/{v}", f"bon/{v}", small, f"beam search beats best-of-N at a small budget "
-                         f"(N = {small}) on the hardest k ({ks[-1]}), {v} verifier", TH["search.beats"], k=ks[-1]),
+                         f"(N = {small}) on the hardest k ({ks[-1]}), {v} verifier", TH["search.beats"], k=ks[-1],
+                         requires=needs(v, learned)),
                 _compare(results, f"beam/{v}", f"bon/{v}", Nmax, f"beam search loses to or ties best-of-N at a large "
                          f"budget (N = {Nmax}) on the easiest k ({ks[0]}), {v} verifier", TH["search.easy_tie"],
-                         k=ks[0], test=findings.at_most),
+                         k=ks[0], test=findings.at_most, requires=needs(v, learned) + [f"easy_room_{v}"]),
                 _compare(results, f"dvts/{v}", f"beam/{v}", Nmax, f"DVTS is at least as good as beam search at "
-                         f"N = {Nmax} (non-inferiority), {v} verifier", TH["search.non_inferior"]),
+                         f"N = {Nmax} (non-inferiority), {v} verifier", TH["search.non_inferior"],
+                         requires=needs(v, learned)),
                 _compare(results, f"beam_dedup/{v}", f"beam/{v}", Nmax, f"beam search with search-and-learn's "
-                         f"filter_duplicates beats it without at N = {Nmax}, {v} verifier", TH["search.beats"])]
-    if cell(r0, f"bon/{prm}", Nmax) and cell(r0, "bon/oracle", Nmax):
-        lo = max(1, Nmax // 4)
-        rise = [_acc(r, f"bon/{prm}", Nmax) - _acc(r, f"bon/{prm}", lo) for r in results]
-        orise = [_acc(r, "bon/oracle", Nmax) - _acc(r, "bon/oracle", lo) for r in results]
-        a = findings.seed_check(SEC, "", "", rise, TH["search.overopt"], test=findings.at_most)
-        o = findings.seed_check(SEC, "", "", orise, 0.0)
-        out.append(findings.finding(
-            SEC, f"best-of-N with the learned {prm} is over-optimised: its true accuracy stops rising over the last "
-            f"4x of N (N = {lo} to {Nmax}) while the oracle's still rises", f"acc(bon/{prm}@{Nmax}) - "
-            f"acc(bon/{prm}@{lo})", a["value"], a["ci95"], a["per_seed"], "<= 0 (and the oracle's rise > 0)",
-            findings.both(a["verdict"], o["verdict"]), p=max(a["p"], o["p"]), source=TH["search.overopt"].source,
-            oracle_rise={"value": o["value"], "ci95": o["ci95"], "per_seed": o["per_seed"]}))
-    if cell(r0, "bon/prm-mc", Nmax) and cell(r0, "bon/prm", Nmax):
-        out.append(_compare(results, "bon/prm", "bon/prm-mc", Nmax, f"Math-Shepherd labels get within 0.05 of the "
-                            f"oracle-label PRM trained on the same outputs (best-of-{Nmax})", TH["search.label_margin"],
-                            test=findings.at_most))
+                         f"filter_duplicates beats it without at N = {Nmax}, {v} verifier", TH["search.beats"],
+                         requires=needs(v, learned))]
+    out += [overoptimised(results, prm, Nmax),
+            _compare(results, "bon/prm", "bon/prm-mc", Nmax, f"Math-Shepherd labels get within 0.05 of the "
+                     f"oracle-label PRM trained on the same outputs (best-of-{Nmax})", TH["search.label_margin"],
+                     test=findings.at_most, requires=needs("prm", learned) + needs("prm-mc", learned))
+            if cell(r0, "bon/prm-mc", Nmax) and cell(r0, "bon/prm", Nmax) else None,
+            compute_claim(results)]
+    return [f for f in out if f is not None]
+
+
+def overoptimised(results: list[dict], prm: str, Nmax: int) -> dict | None:
+    """Gao et al.'s over-optimisation of best-of-N with the learned PRM against the oracle's. It reads the verifier's
+    own curve, so it rests on no premise (a verifier that falls is its strongest case)."""
+    if not (cell(results[0], f"bon/{prm}", Nmax) and cell(results[0], "bon/oracle", Nmax)):
+        return None
+    lo = max(1, Nmax // 4)
+    rise = [_acc(r, f"bon/{prm}", Nmax) - _acc(r, f"bon/{prm}", lo) for r in results]
+    orise = [_acc(r, "bon/oracle", Nmax) - _acc(r, "bon/oracle", lo) for r in results]
+    a = findings.seed_check(SEC, "", "", rise, TH["search.overopt"], test=findings.at_most)
+    o = findings.seed_check(SEC, "", "", orise, 0.0)
+    return findings.finding(
+        SEC, f"best-of-N with the learned {prm} is over-optimised: its true accuracy stops rising over the last "
+        f"4x of N (N = {lo} to {Nmax}) while the oracle's still rises", f"acc(bon/{prm}@{Nmax}) - "
+        f"acc(bon/{prm}@{lo})", a["value"], a["ci95"], a["per_seed"], "<= 0 (and the oracle's rise > 0)",
+        findings.both(a["verdict"], o["verdict"]), p=max(a["p"], o["p"]), source=TH["search.overopt"].source,
+        oracle_rise={"value": o["value"], "ci95": o["ci95"], "per_seed": o["per_seed"]}, requires=[])
+
+
+def compute_claim(results: list[dict]) -> dict:
+    """Snell et al.'s compute-optimal saving at the highest accuracy target every seed reaches: the log of the token
+    ratio (best single / per-k choice) over seeds, > 0, with the test accuracy gap > -0.02 (an interval over a
+    ratio is not one: its log is)."""
     co = [compute_optimal(r) for r in results]
     common = [i for i in range(len(co[0])) if all(c[i]["reachable"] for c in co)]
     claim = ("the compute-optimal strategy per k needs fewer tokens than the best single strategy at matched accuracy "
              "(per-k choice cross-fitted on validation, read on test; learned verifiers only)")
-    if common:
-        i = common[-1]
-        ratio = [c[i]["fixed_test_cost"] / c[i]["test_cost"] for c in co]
-        gap = [c[i]["test_acc"] - c[i]["fixed_test_acc"] for c in co]
-        rt = findings.seed_check(SEC, "", "", ratio, TH["search.saving"])
-        g = findings.seed_check(SEC, "", "", gap, TH["search.acc_gap"])
-        out.append(findings.finding(
-            SEC, f"{claim}, target {co[0][i]['target']}", "tokens(best single) / tokens(per-k choice) on test, "
-            "tokens = generated + verifier", rt["value"], rt["ci95"], rt["per_seed"],
-            "> 1 (and test accuracy gap > -0.02)", findings.both(rt["verdict"], g["verdict"]), p=max(rt["p"], g["p"]),
-            source=TH["search.saving"].source,
-            accuracy_gap={"value": g["value"], "ci95": g["ci95"], "per_seed": g["per_seed"]},
-            frontier=[{k: (round(x, 4) if isinstance(x, float) else x) for k, x in t.items()} for t in co[0]],
-            strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co]))
-    else:
-        out.append(findings.missing(SEC, claim, "no accuracy target reached at every k by a single strategy in "
-                                    "every seed", threshold="> 1"))
-    return [f for f in out if f is not None]
+    if not common:
+        return findings.missing(SEC, claim, "no accuracy target reached at every k by a single strategy in every seed",
+                                threshold="> 0", requires=[])
+    i = common[-1]
+    logr = [float(np.log(c[i]["fixed_test_cost"] / c[i]["test_cost"])) for c in co]
+    gap = [c[i]["test_acc"] - c[i]["fixed_test_acc"] for c in co]
+    rt = findings.seed_check(SEC, "", "", logr, TH["search.saving"])
+    g = findings.seed_check(SEC, "", "", gap, TH["search.acc_gap"])
+    return findings.finding(
+        SEC, f"{claim}, target {co[0][i]['target']}", "log(tokens(best single) / tokens(per-k choice)) on test, "
+        "tokens = generated + verifier", rt["value"], rt["ci95"], rt["per_seed"],
+        "> 0 (and test accuracy gap > -0.02)", findings.both(rt["verdict"], g["verdict"]), p=max(rt["p"], g["p"]),
+        source=TH["search.saving"].source, requires=[],
+        accuracy_gap={"value": g["value"], "ci95": g["ci95"], "per_seed": g["per_seed"]},
+        frontier=[{k: (round(x, 4) if isinstance(x, float) else x) for k, x in t.items()} for t in co[0]],
+        strategies=[{"per_k": c[i]["chosen"], "single": c[i]["fixed"]} for c in co])
 
 
 def table(results: list[dict], Ns=(1, 4, 16, 64)) -> str:
@@ -470,7 +547,11 @@ validation problems, both are read on test):
 
 {verifier_cost_table(results)}
 
-**Findings** (95 % t intervals over seeds of each seed's statistic; the first is this experiment's primary claim):
+**Findings** (95 % t intervals over seeds of each seed's statistic): first the premises, what the claims rest on
+(best-of-N with a learned verifier that falls from N = 1 to N = {c['n_max']}, its interval wholly below 0, makes the
+claims that read it untestable), then the primary claim, whose control is majority voting over the same samples and
+whose placebo weighs the vote with a verifier that scores every step alike (weighted voting is then majority voting,
+ties and all), then the secondary ones:
 
 {findings.table(fs)}
 
@@ -486,6 +567,7 @@ def headline(results: list[dict], fs: list[dict] | None = None) -> str:
     nmax = max(int(n) for n in results[0]["strategies"]["majority"]["test"])
     acc = {n: np.mean([per_problem(r, n, nmax if n != "greedy" else 1)[0].mean() for r in results])
            for n in ("greedy", "majority", "weighted/prm", "bon/oracle") if cell(results[0], n, 1)}
+    fs = [f for f in fs if findings.kind_of(f) != findings.PREMISE]
     held = sum(f["verdict"] == "holds" for f in fs)
     return (", ".join(f"{n} {v:.3f}" for n, v in acc.items()) + f" (N = {nmax}); {held}/{len(fs)} findings hold")
 
@@ -619,25 +701,29 @@ def verifiers_page(results: list[dict], out: str, margin: float = 0.05, time_bud
     """The verifiers' section: quality table (mean ± std over seeds), the Math-Shepherd margin as a check, the plot."""
     kinds = list(results[0]["kinds"])
     plot_quality(results, os.path.join(out, "verifier_quality.png"))
-    header = ["verifier", "step AUROC", "chain-step AUROC", "step ECE", "outcome AUROC last / min / prod", "train s"]
+    header = ["verifier", "step AUROC to the first error", "step AUROC, all steps", "chain-step AUROC",
+              "step ECE to the first error", "outcome AUROC last / min / prod", "train s"]
     rows = []
     for kind in kinds:
         q = [r["kinds"][kind] for r in results]
-        rows.append([kind, pm([x["step_auroc"] for x in q]), pm([x["chain_step_auroc"] for x in q]),
-                     pm([x["step_ece"] for x in q]),
+        rows.append([kind, pm([x[FIRST] for x in q]), pm([x["step_auroc"] for x in q]),
+                     pm([x["chain_step_auroc"] for x in q]),
+                     pm([x["first_error_ece"] for x in q]),
                      " / ".join(pm([x["outcome_auroc"][a] for x in q]) for a in ("last", "min", "prod")),
                      pm([x["train"]["seconds"]["total"] for x in q], "{:.1f}")])
     lines = []
     if "prm" in kinds and "prm-mc" in kinds:
-        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["prm-mc"]["step_auroc"] for r in results]
+        gap = [r["kinds"]["prm"][FIRST] - r["kinds"]["prm-mc"][FIRST] for r in results]
         m, lo, hi, verdict = _seed_check(gap, findings.at_most, margin)
-        lines.append(f"Math-Shepherd labels within {margin} step AUROC of the oracle-label PRM: gap (prm − prm-mc) "
+        lines.append(f"Math-Shepherd labels within {margin} step AUROC (to the first error) of the oracle-label PRM: "
+                     f"gap (prm − prm-mc) "
                      f"{m:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] over {len(gap)} seeds (per seed "
                      + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     if "prm" in kinds and "orm" in kinds:
-        gap = [r["kinds"]["prm"]["step_auroc"] - r["kinds"]["orm"]["step_auroc"] for r in results]
+        gap = [r["kinds"]["prm"][FIRST] - r["kinds"]["orm"][FIRST] for r in results]
         m, lo, hi, verdict = _seed_check(gap, findings.greater, 0.0)
-        lines.append(f"The PRM separates steps better than the ORM (step AUROC gap prm − orm > 0): {m:.3f}, 95 % CI "
+        lines.append(f"The PRM separates steps better than the ORM (step AUROC to the first error, gap prm − orm > 0): "
+                     f"{m:.3f}, 95 % CI "
                      f"[{lo:.3f}, {hi:.3f}] (per seed " + ", ".join(f"{g:.3f}" for g in gap) + f"): **{verdict}**.")
     secs = [r["kinds"][k]["train"]["seconds"]["total"] for r in results for k in kinds]
     lines.append(f"Each verifier trains in ≤ {time_budget:g} s: slowest {max(secs):.1f} s, fastest {min(secs):.1f} s "
@@ -658,9 +744,12 @@ def verifiers_page(results: list[dict], out: str, margin: float = 0.05, time_bud
 {chr(10).join(l + chr(10) for l in lines)}
 The {results[0]['thinker']} thinker's samples (temperature 1, formats forced S / T / A) of held-out problems
 ({n_out} outputs per seed, problems from a quarter of problem space no verifier trains on); seeds {seeds};
-mean ± std over seeds. Step AUROC: all steps (chain sums and the answer) scored against the rule's step labels
-(0.5 = chance); outcome AUROC: the aggregated score against the final answer being right. ECE over 10 equal-width
-bins. The ORM learns from the outcome only, the PRM from the rule's step labels, prm-mc from rollout shares.
+mean ± std over seeds. Step AUROC: steps (chain sums and the answer) scored against the rule's step labels (0.5 =
+chance), on the steps up to each output's first wrong step (what PRM800K labels, and all a weakest-step score reads:
+a step after an error is wrong by inheritance) and on all steps; outcome AUROC: the aggregated score against the
+final answer being right. ECE over 10 equal-width bins (the reliability plot: all steps). The ORM learns from the
+outcome only (every
+step), the PRM from the rule's step labels up to the first error, prm-mc from rollout shares (every step).
 
 *Papers:* ORM (Cobbe et al. 2021, arXiv 2110.14168); PRM (Lightman et al. 2023, arXiv 2305.20050);
 Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
@@ -678,13 +767,14 @@ def claims(rs: list[dict]) -> list[dict]:
 def render_verifiers(rs: list[dict], out: str) -> tuple[str, str]:
     q = [r["verifiers"] for r in rs]
     md = verifiers_page(q, out)        # writes out/verifier_quality.png, linked from report.md beside it
-    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k]['step_auroc'] for x in q])}" for k in q[0]["kinds"])
+    head = ", ".join(f"{k} step AUROC {pm([x['kinds'][k][FIRST] for x in q])}" for k in q[0]["kinds"]) + \
+        " (to the first error)"
     return md, head
 
 
 def render_search(rs: list[dict], out: str) -> tuple[str, str]:
     res = [r["search"] for r in rs]
-    fs = search_claims(res)    # computed once for the page and the line
+    fs = findings.gate(search_claims(res))    # computed once for the page and the line, the premises applied
     md = search_page(res, out, fs)
     return md, headline(res, fs)
 
@@ -694,5 +784,6 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 
 register(Experiment("search", Config, run, claims, render, depends=on_erring(VerifierConfig),
-                    keys=("verifiers", "search"), run_cost=52, render_cost=6.1, takes_checkpoint=False,
+                    keys=("verifiers", "search"), run_cost=52, render_cost=6.1, takes_checkpoint=False, room=room,
+                    placebo=placebo,
                     quick=Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick")))

@@ -75,8 +75,10 @@ THRESHOLDS: dict[str, Threshold] = {
                                      "output stops rising, then falls, as selection pressure grows"),
     "search.label_margin": Threshold(0.05, "practical margin of five points (Math-Shepherd, arXiv 2312.08935, Table "
                                            "1: MC labels come within a few points of human-labelled PRMs)"),
-    "search.saving": Threshold(1.0, f"{DIRECTION} (Snell et al. 2024: about 4x fewer tokens at equal accuracy; any "
-                                    "saving counts)"),
+    "search.saving": Threshold(0.0, f"{DIRECTION}, on the log of the token ratio (Snell et al. 2024: about 4x fewer "
+                                    "tokens at equal accuracy; any saving, log ratio > 0, counts)"),
+    "search.vote_gain": Threshold(0.0, f"{DIRECTION} (Wang et al. 2022, arXiv 2203.11171: majority over sampled "
+                                       "chains beats greedy decoding)"),
     "search.acc_gap": Threshold(-0.02, "matched-accuracy bound: a token ratio is read only where the per-k choice is "
                                        "within two points of the single strategy's test accuracy"),
     "faithful.follows": Threshold(0.5, "practical: a majority of corrupted chains carry the answer with them (Lanham "
@@ -92,6 +94,8 @@ THRESHOLDS: dict[str, Threshold] = {
                                       "on the 25 test problems"),
     "faithful.clean": Threshold(0.9, "design bound: the uncorrupted chain is right on at least 90 % at every k, so "
                                      "what the corrupted chain implies is read against a chain the model gets right"),
+    "voting.vote_margin": Threshold(0.05, "practical margin: self-consistency gains +17.9 points on GSM8K (Wang et "
+                                          "al. 2022, arXiv 2203.11171, Table 2); under 5 points is no rescue"),
     "voting.varies": Threshold(0.0, f"{DIRECTION} (Wang et al. 2022, arXiv 2203.11171: voting marginalises over "
                                     "diverse reasoning paths; errors repeated in every sample leave nothing to "
                                     "marginalise)"),
@@ -101,6 +105,8 @@ THRESHOLDS: dict[str, Threshold] = {
     "voting.prm_over_orm": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: best-of-N "
                                           "with the PRM above the ORM at every N)"),
     "voting.orm_over_majority": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: both "
+                                               "reward models above majority voting)"),
+    "voting.prm_over_majority": Threshold(0.0, f"{DIRECTION} (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: both "
                                                "reward models above majority voting)"),
     "labels.fp_rise": Threshold(0.0, f"{DIRECTION} (Math-Shepherd, arXiv 2312.08935, section 3: the hard estimate "
                                      "counts a step right if any rollout reaches the answer)"),

@@ -8,14 +8,22 @@ each sample (sample j decodes with the base model misread by draw j), at a noise
 thinker's, so that greedy forced S at k = 8 is right on 45 % of probe problems on average over draws. Both write
 forced S chains at temperature 1; greedy is one greedy decode (the per-sample thinker's: draw 0).
 
+The per-sample thinker's vote converges by its design (a premise); the open question, the primary claim, is the
+erring thinker's: how much of its error is fixed in the weights, and how much a vote over its samples still fixes.
+Its control is the same thinker's greedy decode; its placebo votes over samples drawn at temperature 0, every one
+the greedy output, so majority@64 is greedy exactly.
+
 Beside the vote, best-of-N with learned verifiers (Lightman et al. 2023, "Let's Verify Step by Step", arXiv
 2305.20050, Fig. 3: best-of-N with a process reward model above best-of-N with an outcome reward model, both above
 majority voting). Each thinker gets an ORM (every step labelled with the final answer's outcome; a sample scored by
 its last step) and a PRM (the rule's step labels; a sample scored by its weakest step, as Lightman et al. and
-Math-Shepherd do), trained on its own forced S samples of training problems (methods.verifier). The erring
+Math-Shepherd do), trained on its own forced S samples of training problems (methods.verifier) and read through the
+search experiment's scorer (methods.search.Scorer: an output that ends without an answer scores 0). The erring
 thinker's verifiers train on the erring thinker itself. The per-sample thinker's train on samples that draws of their
 own wrote (VERIFIER_DRAWS of them, none a test sample's), so that they see many misreadings, as its test samples do;
-they start from the base model's weights, which misread nothing.
+they start from the base model's weights, which misread nothing. A verifier whose best-of-N falls from N = 1 to
+N = 64 (its interval wholly below) picks wrong answers the more the more it is given to choose from: the claims that
+read it rest on a premise that it does not, and are untestable where it does.
 
 Then search over steps (Snell et al. 2024, arXiv 2408.03314: beam search against a PRM beats best-of-N at small
 budgets): search-and-learn's beam search and DVTS, guided by each thinker's PRM, at the N of SEARCH_NS. The
@@ -27,7 +35,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -36,19 +44,20 @@ from ..core.config import NS
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import pool_of, sample_pool
-from ..core.problems import TEST_SEED, problems_per_k
+from ..core.problems import test_problems
 from ..core.sampling import generate, generate_n
 from ..core.task import parse, prompt_ids
 from ..io.report import band, md_table, plt, save
 from ..methods.readers import Readers
 from ..methods.search import Scorer, best_of_n, chunked
 from ..methods.tts import majority
-from ..methods.verifier import Verifier, VerifierConfig, aggregate, train_verifier, training_problems
+from ..methods.verifier import Verifier, VerifierConfig, train_verifier, training_problems
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.sft import ERR_CFG, calibrate_misread, misread
 from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register
+from .search import no_fall
 from .thresholds import THRESHOLDS as TH
 
 DRAW0 = 10_000
@@ -81,10 +90,15 @@ class Config:
     """training problems per k for each verifier (ORM and PRM; two forced S samples each, from the thinker scored)"""
     verifier_steps: int = 300
     """AdamW steps for each verifier (VerifierConfig's default; the quick lab's few samples need few)"""
+    temperature: float = 1.0
+    """sampling temperature of every sample (the vote, best-of-N, the searches); 0: every sample of the erring
+    thinker is its greedy output, so majority@N is greedy (the primary's placebo)"""
 
     def validate(self) -> None:
         if self.samples < SEARCH_NS[0]:
             raise ValueError(f"samples must be >= {SEARCH_NS[0]}: best-of-N is read beside the smallest search")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         for name in ("calib_draws", "verifier_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -126,19 +140,21 @@ def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int) -> tup
 
 
 def bon(pool, scorers: dict[str, Scorer]) -> dict:
-    """Best-of-N accuracy at every N in NS for each verifier, on the pool's kept outputs (each distinct problem and
-    output scored once)."""
+    """Best-of-N accuracy at every N in NS for each verifier, on the pool's kept outputs, each scored as the search
+    experiment scores it (Scorer.values with the verifier's AGG: an output that ends without an answer scores 0;
+    each distinct problem and output read once)."""
     digs, outs = pool.flat()
     res = {}
     for kind, sc in scorers.items():
-        scores = aggregate(sc.steps(digs, outs), AGG[kind]).reshape(len(pool.problems), pool.n)
+        scores = sc.values(digs, outs, AGG[kind]).reshape(len(pool.problems), pool.n)
         res[kind] = {N: float(best_of_n(pool, scores, N).mean()) for N in NS if N <= pool.n}
     return res
 
 
-def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed: int, n_max: int) -> dict:
+def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed: int, n_max: int,
+             temperature: float = 1.0) -> dict:
     """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
-    each N in SEARCH_NS up to n_max, forced S at temperature 1: {"beam": {N: acc}, "dvts": {N: acc}}."""
+    each N in SEARCH_NS up to n_max, forced S at `temperature`: {"beam": {N: acc}, "dvts": {N: acc}}."""
     device = next((model.model if isinstance(model, Readers) else model).parameters()).device
     truth = [sum(d) % 10 for d in probs]
     out = {}
@@ -146,40 +162,44 @@ def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed:
         out[name] = {}
         for N in (n for n in SEARCH_NS if n <= n_max):
             gen = torch.Generator(device=device).manual_seed(seed * 1000 + N + 100 * (name == "dvts"))
-            picks = chunked(name, model, scorer, probs, N, WIDTH, gen, force="S", temperature=1.0,
+            picks = chunked(name, model, scorer, probs, N, WIDTH, gen, force="S", temperature=temperature,
                             agg=AGG["prm"])["pick"]
             out[name][N] = float(np.mean([parse(o)["answer"] == t for o, t in zip(picks, truth)]))
     return out
 
 
-def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, seed: int) -> dict:
+def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, seed: int, temperature: float) -> dict:
     """Greedy, majority@N, best-of-N with each verifier, and the PRM-guided searches of `model`."""
     scorers = {k: Scorer(v) for k, v in vs.items()}
     return {"greedy": greedy, "majority": {N: float(majority(pool, N).mean()) for N in NS if N <= pool.n},
-            "bon": bon(pool, scorers), "search": searched(model, scorers["prm"], pool.problems, seed, pool.n)}
+            "bon": bon(pool, scorers),
+            "search": searched(model, scorers["prm"], pool.problems, seed, pool.n, temperature)}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    probs = problems_per_k(cfg.n, seed=TEST_SEED + seed, split="test")
+    probs = test_problems(cfg.n, "voting", seed)
     fixed = thinker_model("erring", seed, env.cache, env.device)
-    out = {"fixed": curve(sample_pool(fixed, probs, cfg.samples, force=["S"], seed=seed, keep_outputs=True),
-                          evaluate(fixed, probs, force=["S"])["acc"],
-                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache), fixed, seed)}
+    pool = sample_pool(fixed, probs, cfg.samples, force=["S"], temperature=cfg.temperature, seed=seed,
+                       keep_outputs=True)
+    out = {"fixed": curve(pool, evaluate(fixed, probs, force=["S"])["acc"],
+                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache), fixed, seed,
+                          cfg.temperature)}
     base = env.base(seed)
     sigma = calibrate(base, seed, cfg.calib_draws)
     gen = torch.Generator().manual_seed(seed)
     prompts = [prompt_ids(d) for d in probs]
-    outs = [generate(reader(base, sigma, DRAW0 * (seed + 1) + j), prompts, gen, 1.0, force=["S"])
+    outs = [generate(reader(base, sigma, DRAW0 * (seed + 1) + j), prompts, gen, cfg.temperature, force=["S"])
             for j in range(cfg.samples)]
     pool = pool_of(probs, [[outs[j][i] for j in range(cfg.samples)] for i in range(len(probs))])
     greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1)), probs, force=["S"])["acc"]
     vs = verifiers(base, seed, cfg.verifier_n, cfg.verifier_steps, env.cache,
                    samples=per_sample_training(base, sigma, seed, cfg.verifier_n))
-    out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma), seed), "sigma": sigma}
+    out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma), seed, cfg.temperature), "sigma": sigma}
     return out
 
 
 def gain(r: dict, arm: str) -> float:
+    """acc(majority at the largest N) - acc(greedy) of one thinker."""
     top = max(r[arm]["majority"])
     return r[arm]["majority"][top] - r[arm]["greedy"]
 
@@ -187,55 +207,94 @@ def gain(r: dict, arm: str) -> float:
 def margin(r: dict, arm: str, a: str, b: str) -> float:
     """At the top N: accuracy of `a` minus that of `b`, each "prm", "orm" (best-of-N) or "majority"."""
     top = max(r[arm]["majority"])
-    acc = lambda m: r[arm]["majority"][top] if m == "majority" else r[arm]["bon"][m][top]
+    acc = lambda m: r[arm]["majority"][top] if m == "majority" else r[arm]["bon"][m][top]   # noqa: E731
     return acc(a) - acc(b)
 
 
 THINKERS = (("per_sample", "errors drawn per sample", "per-sample thinker"),
             ("fixed", "errors fixed in the weights", "erring thinker"))
 """(result key, what its errors are, who it is), the per-sample thinker first as in the claims"""
+SEC = "15 voting"
+"""the findings' section tag"""
+
+
+def room(cfg: Config) -> tuple[float, float]:
+    """The primary's statistic, a difference of two accuracies, lies in [-1, 1]."""
+    return (-1.0, 1.0)
+
+
+def placebo(cfg: Config) -> Config:
+    """The vote drawn at temperature 0: every sample the greedy output, majority@N the control itself."""
+    return replace(cfg, temperature=0.0)
+
+
+def premises(rs: list[dict]) -> list[dict]:
+    """What the claims rest on: the per-sample thinker's vote converges (its design), the erring thinker leaves
+    room above its greedy accuracy, and best-of-N with each verifier does not fall from N = 1 to the largest N."""
+    top = max(rs[0]["fixed"]["majority"])
+    out = [findings.premise(findings.seed_check(
+               SEC, f"With errors drawn per sample, majority@{top} beats greedy by more than 5 points (the per-sample "
+               "thinker's design: a fresh misreading per sample)", f"acc(majority@{top}) - acc(greedy), per-sample "
+               "thinker", [gain(r, "per_sample") for r in rs], TH["voting.vote_margin"]), "per_sample_votes"),
+           findings.premise(findings.seed_check(
+               SEC, "The erring thinker errs: its greedy accuracy leaves more than 5 points for a vote to gain",
+               "1 - acc(greedy), erring thinker", [1 - r["fixed"]["greedy"] for r in rs], TH["voting.vote_margin"]),
+               "fixed_errs")]
+    for arm, _, who in THINKERS:
+        out += [no_fall(SEC, f"the {who}'s {kind.upper()}", top, [r[arm]["bon"][kind][1] for r in rs],
+                        [r[arm]["bon"][kind][top] for r in rs], f"{arm}_{kind}") for kind in AGG]
+    return out
 
 
 def claims(rs: list[dict]) -> list[dict]:
     top = max(rs[0]["fixed"]["majority"])
-    sec = "15 voting"
-    room = lambda arm: float(np.mean([1 - r[arm]["greedy"] for r in rs]))   # noqa: E731  (what voting can add)
-    fs = [findings.seed_check(sec, f"With errors drawn per sample, majority@{top} beats greedy by more than 5 points",
-                       f"acc(majority@{top}) - acc(greedy), per-sample thinker", [gain(r, "per_sample") for r in rs],
-                       TH["sampling.vote_margin"], room=room("per_sample"), control="greedy"),
-          findings.seed_check(sec, "Voting gains more when the errors are drawn per sample than when they are fixed in the "
-                       "weights", "gain(per-sample) - gain(fixed)", [gain(r, "per_sample") - gain(r, "fixed")
-                                                                     for r in rs], TH["voting.varies"],
-                       control="the fixed-error thinker"),
-          findings.seed_check(sec, f"With errors fixed in the weights, majority@{top} beats greedy by more than 5 points",
-                       f"acc(majority@{top}) - acc(greedy), erring thinker", [gain(r, "fixed") for r in rs],
-                       TH["sampling.vote_margin"], room=room("fixed"), control="greedy")]
+    fs = premises(rs) + [
+        findings.primary(findings.seed_check(
+            SEC, f"With errors fixed in the weights (the erring thinker), majority@{top} over its samples at "
+            f"temperature 1 beats its greedy decode by more than 5 points", f"acc(majority@{top}) - acc(greedy), "
+            "erring thinker", [gain(r, "fixed") for r in rs], TH["voting.vote_margin"],
+            control="the same thinker's greedy decode (placebo: the vote at temperature 0)", requires=["fixed_errs"])),
+        findings.seed_check(SEC, "Voting gains more when the errors are drawn per sample than when they are fixed in "
+                            "the weights", "gain(per-sample) - gain(fixed)",
+                            [gain(r, "per_sample") - gain(r, "fixed") for r in rs], TH["voting.varies"],
+                            control="the fixed-error thinker", requires=["per_sample_votes", "fixed_errs"])]
     for arm, errors, who in THINKERS:          # Lightman et al.'s ordering, PRM > ORM > majority, on each thinker
-        fs += [findings.seed_check(sec, f"With {errors}, best-of-{top} with the PRM beats best-of-{top} with the ORM",
-                            f"acc(best-of-{top}, PRM) - acc(best-of-{top}, ORM), {who}",
-                            [margin(r, arm, "prm", "orm") for r in rs], TH["voting.prm_over_orm"],
-                            control="best-of-N with the ORM"),
-               findings.seed_check(sec, f"With {errors}, best-of-{top} with the ORM beats majority@{top}",
-                            f"acc(best-of-{top}, ORM) - acc(majority@{top}), {who}",
-                            [margin(r, arm, "orm", "majority") for r in rs], TH["voting.orm_over_majority"],
-                            control="majority voting over the same samples")]
+        fs += [findings.seed_check(SEC, f"With {errors}, best-of-{top} with the PRM beats best-of-{top} with the ORM",
+                                   f"acc(best-of-{top}, PRM) - acc(best-of-{top}, ORM), {who}",
+                                   [margin(r, arm, "prm", "orm") for r in rs], TH["voting.prm_over_orm"],
+                                   control="best-of-N with the ORM", requires=[f"{arm}_prm", f"{arm}_orm"]),
+               findings.seed_check(SEC, f"With {errors}, best-of-{top} with the ORM beats majority@{top}",
+                                   f"acc(best-of-{top}, ORM) - acc(majority@{top}), {who}",
+                                   [margin(r, arm, "orm", "majority") for r in rs], TH["voting.orm_over_majority"],
+                                   control="majority voting over the same samples", requires=[f"{arm}_orm"]),
+               findings.seed_check(SEC, f"With {errors}, best-of-{top} with the PRM beats majority@{top}",
+                                   f"acc(best-of-{top}, PRM) - acc(majority@{top}), {who}",
+                                   [margin(r, arm, "prm", "majority") for r in rs], TH["voting.prm_over_majority"],
+                                   control="majority voting over the same samples", requires=[f"{arm}_prm"])]
+    return fs + search_claims(rs)
+
+
+def search_claims(rs: list[dict]) -> list[dict]:
+    """Snell et al.'s small-budget win of beam search over best-of-N on each thinker, where the readers vary, and
+    DVTS against beam search."""
     small, large = searched_ns(rs)
-    for arm, errors, who in THINKERS:          # Snell et al.'s small-budget win of beam search over best-of-N
-        fs.append(findings.seed_check(sec, f"With {errors}, PRM-guided beam search beats best-of-{small} with the same PRM "
-                               f"at N = {small}", f"acc(beam@{small}) - acc(best-of-{small}), PRM, {who}",
-                               [beam_gain(r, arm, small) for r in rs], TH["search.beats"],
-                               control=f"best-of-{small} with the PRM over the same thinker"))
-    fs += [findings.seed_check(sec, f"Beam search gains more over best-of-N when errors are drawn per reading than when "
-                        f"they are fixed in the weights (N = {small}): a step re-read by a fresh reader can be right",
-                        f"beam gain over best-of-{small}: per-sample - fixed", [beam_gain(r, "per_sample", small)
-                                                                               - beam_gain(r, "fixed", small)
-                                                                               for r in rs],
-                        TH["voting.search_varies"], control="the fixed-error thinker"),
-           findings.seed_check(sec, f"With errors drawn per sample, DVTS is at least as good as beam search at N = {large}",
-                        f"acc(DVTS@{large}) - acc(beam@{large}), PRM, per-sample thinker",
-                        [r["per_sample"]["search"]["dvts"][large] - r["per_sample"]["search"]["beam"][large]
-                         for r in rs], TH["search.non_inferior"], control="beam search at the same N")]
-    return fs
+    fs = [findings.seed_check(SEC, f"With {errors}, PRM-guided beam search beats best-of-{small} with the same PRM "
+                              f"at N = {small}", f"acc(beam@{small}) - acc(best-of-{small}), PRM, {who}",
+                              [beam_gain(r, arm, small) for r in rs], TH["search.beats"],
+                              control=f"best-of-{small} with the PRM over the same thinker", requires=[f"{arm}_prm"])
+          for arm, errors, who in THINKERS]
+    return fs + [
+        findings.seed_check(SEC, f"Beam search gains more over best-of-N when errors are drawn per reading than when "
+                            f"they are fixed in the weights (N = {small}): a step re-read by a fresh reader can be "
+                            f"right", f"beam gain over best-of-{small}: per-sample - fixed",
+                            [beam_gain(r, "per_sample", small) - beam_gain(r, "fixed", small) for r in rs],
+                            TH["voting.search_varies"], control="the fixed-error thinker",
+                            requires=["per_sample_prm", "fixed_prm"]),
+        findings.seed_check(SEC, f"With errors drawn per sample, DVTS is at least as good as beam search at N = {large}",
+                            f"acc(DVTS@{large}) - acc(beam@{large}), PRM, per-sample thinker",
+                            [r["per_sample"]["search"]["dvts"][large] - r["per_sample"]["search"]["beam"][large]
+                             for r in rs], TH["search.non_inferior"], control="beam search at the same N",
+                            requires=["per_sample_prm"])]
 
 
 def searched_ns(rs: list[dict]) -> tuple[int, int]:
@@ -300,13 +359,14 @@ def plot_bon(rs: list[dict], path: str) -> None:
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     plot_majority(rs, os.path.join(out, "voting", "majority.png"))
     plot_bon(rs, os.path.join(out, "voting", "best_of_n.png"))
-    fs = claims(rs)
+    fs = findings.gate(claims(rs))
     top = max(rs[0]["fixed"]["majority"])
     small, large = searched_ns(rs)
-    header = ["thinker", "greedy", f"majority@{top}", "gain", f"best-of-{top}, ORM", f"best-of-{top}, PRM",
-              f"best-of-{small}, PRM", f"beam@{small}", f"beam@{large}", f"DVTS@{large}"]
+    header = ["thinker", "greedy", f"majority@{top}", "gain", "one sample (best-of-1)", f"best-of-{top}, ORM",
+              f"best-of-{top}, PRM", f"best-of-{small}, PRM", f"beam@{small}", f"beam@{large}", f"DVTS@{large}"]
     rows = [[label, pm([r[arm]["greedy"] for r in rs]), pm([r[arm]["majority"][top] for r in rs]),
-             pm([gain(r, arm) for r in rs]), pm([r[arm]["bon"]["orm"][top] for r in rs]),
+             pm([gain(r, arm) for r in rs]), pm([r[arm]["bon"]["prm"][1] for r in rs]),
+             pm([r[arm]["bon"]["orm"][top] for r in rs]),
              pm([r[arm]["bon"]["prm"][top] for r in rs]), pm([r[arm]["bon"]["prm"][small] for r in rs]),
              *(pm([r[arm]["search"][m][N] for r in rs]) for m, N in (("beam", small), ("beam", large), ("dvts", large)))]
             for arm, label in (("fixed", "errors fixed (erring thinker)"), ("per_sample", "errors per sample"))]
@@ -317,8 +377,9 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     md = f"""## Self-consistency needs errors that vary
 
 > **Question.** Majority voting rescues a thinker whose samples err independently. What if its errors are fixed:
-> the same misreading in every sample? And does a verifier's pick, best-of-N with a process (PRM) or an outcome
-> (ORM) reward model, beat the vote on either thinker, and a search over steps with the PRM beat best-of-N?
+> the same misreading in every sample? Does a vote over the erring thinker's samples still beat its greedy decode?
+> And does a verifier's pick, best-of-N with a process (PRM) or an outcome (ORM) reward model, beat the vote on
+> either thinker, and a search over steps with the PRM beat best-of-N?
 
 ![majority voting](voting/majority.png)
 
@@ -326,15 +387,25 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 {md_table(header, rows)}
 
-Forced S chains on the test problems; the per-sample thinker's noise scale is
+Forced S chains on each seed's own test problems; the per-sample thinker's noise scale is
 calibrated to the erring thinker's accuracy (σ = {pm([r['per_sample']['sigma'] for r in rs], '{:.3f}')}); mean ±
-std over seeds. Best-of-N keeps the sample its verifier scores highest: the ORM (trained on final-answer outcomes)
-by its last step, the PRM (trained on the rule's step labels) by its weakest step. Each thinker's verifiers learn
-from its own samples of training problems; the per-sample thinker's from samples that {VERIFIER_DRAWS} draws of their
-own wrote (many misreadings, as its test samples have), starting from the base model. Where best-of-N falls below a
-single sample as N grows, the verifier ranks the answers of one problem worse than chance: among many distinct
-wrong answers the highest score is more often a wrong one it scores too high (over-optimisation, Gao et al. 2022,
-arXiv 2210.10760).
+std over seeds. The per-sample thinker's vote converges by its design (a premise, checked); the primary claim is the
+erring thinker's, against its own greedy decode (its placebo draws the vote at temperature 0, every sample the
+greedy output).
+
+Best-of-N keeps the sample its verifier scores highest, read as the search experiment reads it (an output that ends
+without an answer scores 0): the ORM (trained on final-answer outcomes) by its last step, the answer, as Lightman
+et al. read theirs; the PRM (trained on the rule's step labels up to the first wrong step, as PRM800K's) by its
+weakest step. Each thinker's verifiers learn from its own samples of training problems; the per-sample thinker's
+from samples that {VERIFIER_DRAWS} draws of their own wrote (many misreadings, as its test samples have), starting
+from the base model. Where best-of-N with a verifier falls from one sample to {top} (its interval wholly below 0),
+the verifier ranks one problem's answers worse than chance at the top of its scale: every claim that reads it is
+untestable, naming it. The ORM's answer step must judge the whole chain at one token, which this model cannot do (a
+direct answer is at chance from k = 3), so among {top} samples a wrong answer it scores too high is picked more
+often the more it is given to choose from (over-optimisation, Gao et al. 2022, arXiv 2210.10760). The PRM stopped
+falling when its labels stopped at the first error: labelled past it, its answer step learned to doubt an answer that
+follows from a wrong chain and with it the check that the answer follows from the chain, and a right chain closed by
+a wrong answer won best-of-{top}.
 
 Beam search and DVTS (search-and-learn's, M = {WIDTH}, methods.search) are guided by the PRM (weakest step so far).
 On the per-sample thinker every generation call reads through a fresh direction: each candidate step of a search
@@ -363,6 +434,6 @@ def check(result) -> None:
 
 
 register(Experiment("voting", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
-                    takes_checkpoint=False,
+                    takes_checkpoint=False, room=room, placebo=placebo,
                     quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=50,
                     render_cost=0.3, tier="lesson"))

@@ -5,7 +5,9 @@ search-and-learn (`src/sal/`) defines them:
 - best-of-N (Cobbe et al. 2021, arXiv 2110.14168): N i.i.d. samples, the one the verifier scores highest (the
   first of a tie);
 - weighted majority (Li et al. 2023 DiVeRSe; search-and-learn's `find_answer_with_largest_sum`): the verifier's
-  scores summed per answer ("no answer" is an answer too), the first answer to reach the largest sum;
+  scores summed per answer, the answer with the largest sum; a tie is broken as the lab's majority vote breaks it
+  (tts.vote: at random among the tied answers, seeded) where search-and-learn takes the first answer seen, so that a
+  verifier that scores every answered output alike makes weighted voting majority voting exactly;
 - beam search over steps (Snell et al. 2024, arXiv 2408.03314; `search/beam_search.py`): see `beam_search`;
   `beam_dedup` is the same with its `filter_duplicates` on;
 - DVTS (`search/diverse_verifier_tree_search.py`): see `dvts`.
@@ -39,6 +41,7 @@ from ..core.pool import Pool
 from ..core.sampling import EOS, last_logits, pick
 from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
 from .readers import Readers
+from .tts import vote
 from .verifier import aggregate
 from .verifier import steps as read_steps
 
@@ -329,18 +332,17 @@ def best_of_n(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
 
 
 def weighted(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
-    """search-and-learn's weighted majority (`find_answer_with_largest_sum`) among the first N samples: each
-    answer's scores summed ("no answer" counts as an answer), the first answer seen that reaches the largest sum;
-    1.0 where it is right. At N = 1 it is best-of-N's answer."""
-    ans = pool.answer[:, :N]
-    tally = np.zeros((len(ans), 11))                                 # answers 0..9 and "none" (-1 -> 10)
-    col = np.where(ans >= 0, ans, 10)
-    np.add.at(tally, (np.repeat(np.arange(len(ans)), N), col.ravel()), scores[:, :N].ravel())
-    top = tally.max(1, keepdims=True)
-    reach = tally[np.arange(len(ans))[:, None], col] >= top           # (P, N): this sample's answer reaches the max
-    first = col[np.arange(len(ans)), reach.argmax(1)]
-    truth = np.array([sum(d) % 10 for d in pool.problems])
-    return (first == truth).astype(float)
+    """Weighted majority among the first N samples (search-and-learn's `find_answer_with_largest_sum`): each
+    answer's scores summed, the answer with the largest sum; 1.0 where it is right. It is the lab's majority vote
+    weighted by the scores (tts.vote), ties and all: an output without an answer casts no vote (Scorer.values scores
+    a finished one 0, where search-and-learn would count "no answer" as an answer of score 0), a tie (sums equal to
+    float tolerance) goes to one of the tied answers at random (search-and-learn: the first seen), and no positive
+    score at all is wrong. So scores that are the same for every answered output give majority voting exactly; at
+    N = 1 it is best-of-N's answer wherever that answer has a positive score. Each problem's scores are divided by
+    their largest first: the vote's tolerance is absolute near 0, and a verifier's scores can all be tiny."""
+    s = scores[:, :N]
+    top = s.max(1, keepdims=True)
+    return vote(pool, N, weight=np.where(top > 0, s / np.where(top > 0, top, 1.0), 0.0))
 
 
 def chunked(method: str, model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int, M: int,

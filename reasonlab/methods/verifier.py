@@ -14,15 +14,21 @@ Interface (what search.py programs against):
         `aggregate_scores`; Lightman et al. 2023 use prod, Snell et al. 2024 and the HF blog use last).
     v.flops_per_token -> float
         2 * parameters for a learned verifier (Kaplan et al. 2020's forward cost), 0 for the oracle.
-    v.kind -> "oracle" | "orm" | "prm" | "prm-mc"
+    v.kind -> "oracle" | "uniform" | "orm" | "prm" | "prm-mc"
 
 OracleVerifier: the rule (task.check_chain's arithmetic): a step scores 1.0 when it equals the true running sum at
 its place (the answer step: the true answer), else 0.0. Aggregated with "min", an output scores 1.0 exactly when
 every step it wrote is right.
+UniformVerifier: every step scores 1.0 (a verifier that knows nothing; a placebo).
 
 Labels (what the learned verifiers train on, per step):
 - "orm" (Cobbe et al. 2021, arXiv 2110.14168): every step gets the outcome, the final answer right or not;
-- "prm" (Lightman et al. 2023, arXiv 2305.20050, with the rule as the labeller): the oracle's step labels;
+- "prm" (Lightman et al. 2023, arXiv 2305.20050, with the rule as the labeller): the oracle's step labels up to
+  and including the first wrong step, the steps after it unlabelled (PRM800K's protocol: its labellers stop at the
+  first error, `finish_reason` "found_error"). Labelling the steps after an error too asks each of them, the answer
+  step among them, whether the whole chain before it was right: trained so, the answer step stops checking that
+  the answer follows from the chain, and among 64 samples a right chain closed by a wrong answer wins best-of-N
+  (the voting experiment's per-sample PRM fell as N grew; with PRM800K's labels it rises: CHANGELOG.md);
 - "prm-mc" (Math-Shepherd, Wang et al. 2023, arXiv 2312.08935): no step oracle; a step's label is the share of
   M completions, sampled by the thinker from the prefix ending at that step, that reach the right answer (soft
   estimation, trained with soft-label BCE).
@@ -53,6 +59,8 @@ from ..train.zoo import base_model
 from .config import KINDS, Agg, VerifierConfig  # noqa: F401  (this method's public names)
 
 _A, _S, _T, EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
+LABEL_RULES = 2
+"""the version of `make_labels`' rules, part of a cached verifier's key (2: "prm" labels stop at the first error)"""
 
 
 def _is_digit(t: int) -> bool:
@@ -121,6 +129,17 @@ class OracleVerifier:
 
     def score_steps(self, digits_list: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
         return [oracle_labels(d, o) for d, o in zip(digits_list, outputs)]
+
+
+class UniformVerifier:
+    """A verifier that scores every step alike (1.0): it knows nothing, so best-of-N with it keeps the first sample
+    and weighted voting with it is majority voting (the search experiment's placebo)."""
+
+    kind = "uniform"
+    flops_per_token = 0.0
+
+    def score_steps(self, digits_list: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
+        return [[1.0] * len(steps(o)) for o in outputs]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -273,12 +292,19 @@ def thinker_completer(thinker: GPT, rollouts: int, gen: torch.Generator, tempera
     return complete
 
 
+def first_error(labels: list[float]) -> list[float]:
+    """Step labels up to and including the first wrong one (PRM800K's labellers stop there)."""
+    wrong = next((j for j, v in enumerate(labels) if v < 1), None)
+    return labels if wrong is None else labels[:wrong + 1]
+
+
 def make_labels(kind: str, thinker: GPT, digits_list, outputs, cfg: VerifierConfig, gen: torch.Generator):
-    """Per-step targets in [0, 1] for one kind (rows without steps get none)."""
+    """Per-step targets in [0, 1] for one kind, for the first steps of each output (rows without steps get none;
+    "prm" labels stop at the first wrong step)."""
     if kind == "orm":
         return [[outcome_label(d, o)] * len(steps(o)) for d, o in zip(digits_list, outputs)]
     if kind == "prm":
-        return [oracle_labels(d, o) for d, o in zip(digits_list, outputs)]
+        return [first_error(oracle_labels(d, o)) for d, o in zip(digits_list, outputs)]
     return mc_labels(digits_list, outputs, thinker_completer(thinker, cfg.rollouts, gen, cfg.temperature))
 
 
@@ -338,11 +364,12 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     cfg.validate()
     given = None if samples is None else [[list(map(int, d)) for d in samples[0]],
                                           [list(map(int, o)) for o in samples[1]]]
-    key = cache_key({"verifier": asdict(cfg), "seed": seed, **({"fixed": given} if given else {})}, init=thinker)
+    key = cache_key({"verifier": asdict(cfg), "labels": LABEL_RULES, "seed": seed, **({"fixed": given} if given else {})},
+                    init=thinker)
     stem = None
     if cache != "":
         # the thinker's hash and the config's: a quick and a full verifier of one thinker keep separate files
-        conf = hashlib.sha256(json.dumps(key["verifier"], sort_keys=True).encode()).hexdigest()[:6]
+        conf = hashlib.sha256(json.dumps([key["verifier"], LABEL_RULES], sort_keys=True).encode()).hexdigest()[:6]
         name = name or (f"verifier-{kind}-{key['init_hash'][:8]}-{conf}-seed{seed}"
                         + (f"-samples{key['fixed_hash'][:8]}" if given else ""))
         stem = os.path.join(cache_dir(cache), check_name(name))
@@ -428,7 +455,9 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
                      ) -> dict:
     """Score the thinker's samples of held-out problems (the held-out quarter, disjoint from every training set)
     and compare with the oracle. Returns step-level AUROC, ECE and reliability bins (all steps, and chain steps
-    alone), outcome AUROC per aggregation (score vs answer right), and the counts."""
+    alone), the step AUROC on the steps up to each output's first wrong step (what PRM800K labels, and all a
+    weakest-step score reads: a step after an error is wrong by inheritance), outcome AUROC per aggregation (score
+    vs answer right), and the counts."""
     cfg = config or VerifierConfig()
     gen = torch.Generator().manual_seed(10_000 + seed)
     digs, outs = sample_outputs(thinker, held_out_problems(n_per_k, seed), cfg, gen)
@@ -437,11 +466,15 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
     flat_s = np.array([x for r in sc for x in r])
     flat_y = np.array([x for r in lab for x in r])
     is_chain = np.array([not a for o in outs for _, _, a in steps(o)])
+    upto = np.array([j < len(first_error(r)) for r in lab for j in range(len(r))], dtype=bool)
     outcome = np.array([outcome_label(d, o) for d, o in zip(digs, outs)])
     ks = np.array([len(d) for d in digs])
     res = {"kind": verifier.kind, "n_outputs": len(outs), "n_steps": int(len(flat_y)),
            "step_positive_share": float(flat_y.mean()), "step_auroc": auroc(flat_s, flat_y),
            "chain_step_auroc": auroc(flat_s[is_chain], flat_y[is_chain]),
+           "first_error_auroc": auroc(flat_s[upto], flat_y[upto]),
+           "first_error_ece": calibration(flat_s[upto], flat_y[upto])["ece"],
+           "chain_first_error_auroc": auroc(flat_s[upto & is_chain], flat_y[upto & is_chain]),
            **{"step_" + k: v for k, v in calibration(flat_s, flat_y).items()},
            "outcome_share": float(outcome.mean()),
            "outcome_auroc": {a: auroc(aggregate(sc, a), outcome) for a in ("last", "min", "prod")},

@@ -19,7 +19,7 @@ def res(good: str, bad: str, seed: int, other: float = 0.5) -> dict:
     rng = np.random.default_rng(seed)
     strat = {}
     for name in ("greedy", "majority", "weighted/orm", "weighted/prm", "bon/prm", "bon/oracle", "bon/prm-mc",
-                 "beam/prm", "dvts/prm"):
+                 "beam/prm", "dvts/prm", "beam/oracle"):
         for split in ("val", "test"):
             for N in ((1,) if name == "greedy" else (1, 4, 16, 64)):
                 p = 1.0 if name == good else 0.0 if name == bad else other
@@ -31,21 +31,76 @@ def res(good: str, bad: str, seed: int, other: float = 0.5) -> dict:
             "config": {**asdict(search_exp.Config()), "thinker": "test"}}
 
 
+def primary(fs: list[dict]) -> dict:
+    return next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)
+
+
 def test_findings_are_computed_from_results():
     """Hand-made results where weighted/prm is right everywhere and greedy nowhere: the checks say so; swapping
     them flips the verdict (nothing is a fixed string)."""
     f = search_exp.search_claims([res("weighted/prm", "greedy", s) for s in range(3)])
-    first = f[0]
+    first = primary(f)
     assert first["verdict"] == "holds" and first["value"] > 0.3 and first["ci95"][0] > 0
+    assert first["requires"] == ["verifier_prm"] and "majority" in first["control"]
     f2 = search_exp.search_claims([res("weighted/orm", "weighted/prm", s) for s in range(3)])
-    assert f2[0]["verdict"] == "does not hold" and f2[0]["ci95"][1] < 0
+    assert primary(f2)["verdict"] == "does not hold" and primary(f2)["ci95"][1] < 0
     for x in f + f2:
         assert x["verdict"] in ("holds", "does not hold", "inconclusive", "untestable") and "claim" in x and "threshold" in x
-    assert any(x.get("untestable") for x in f2)      # weighted/prm at 0 cannot beat weighted/orm at 1: untestable
     # nothing ever right: no accuracy target is reached, and the compute-optimal claim is reported as missing
     f3 = search_exp.search_claims([res("none", "none", s, other=0.0) for s in range(3)])
     assert f3[-1]["value"] is None and f3[-1]["verdict"] == "inconclusive"
     assert findings.table(f + f2 + f3).count("\n") == len(f + f2 + f3) + 1   # each a row of the findings table
+
+
+def test_premises_gate_the_claims_that_read_a_falling_verifier_and_the_tie_at_the_ceiling():
+    """Best-of-N with the learned PRM falls from right everywhere at N = 1 to wrong everywhere at N = 64: its
+    premise fails and every claim that reads the PRM is untestable, naming it, while the oracle's and the vote's
+    stand. At k = 2 best-of-N with the oracle is at 1: its tie claim cannot fail, so its premise says so."""
+    rs = [res("bon/oracle", "none", s) for s in range(3)]
+    for r in rs:
+        for N in ("1", "64"):
+            r["strategies"]["bon/prm"]["test"][N]["correct"] = pack_bits(np.full(70, N == "1"))
+    fs = findings.gate(search_exp.search_claims(rs))
+    prem = {f["name"]: f for f in fs if findings.kind_of(f) == findings.PREMISE}
+    assert set(prem) == {"verifier_prm", "verifier_prm-mc", "easy_room_prm", "easy_room_oracle"}
+    assert prem["verifier_prm"]["verdict"] == "does not hold" and prem["verifier_prm-mc"]["verdict"] == "holds"
+    assert prem["easy_room_oracle"]["verdict"] == "does not hold"
+    gated = [f for f in fs if f.get("untestable")]
+    assert primary(fs) in gated and all("the learned prm" in f["untestable"] or "easiest k" in f["untestable"]
+                                        for f in gated)
+    assert {f["claim"] for f in fs if "oracle verifier" in f["claim"] and f in gated} == {
+        "beam search loses to or ties best-of-N at a large budget (N = 64) on the easiest k (2), oracle verifier"}
+    assert next(f for f in fs if "majority beats greedy" in f["claim"])["verdict"] != "untestable"
+
+
+def test_the_room_and_the_placebo_are_fixed_by_the_config():
+    cfg = search_exp.Config()
+    assert search_exp.room(cfg) == (-1.0, 1.0) and search_exp.placebo(cfg).weigh_with == "uniform"
+    X.get("search").validate(search_exp.placebo(cfg))
+    with pytest.raises(ValueError, match="weigh_with"):
+        X.get("search").validate(search_exp.Config(weigh_with="uniform", methods=("bon",)))
+
+
+def test_the_compute_optimal_claim_reads_the_log_of_the_token_ratio():
+    rs = [res("weighted/prm", "greedy", s) for s in range(3)]
+    f = search_exp.compute_claim(rs)
+    assert f["statistic"].startswith("log(") and f["threshold"].startswith("> 0")
+    co = search_exp.compute_optimal(rs[0])
+    i = max(j for j, t in enumerate(co) if t["reachable"])
+    assert f["per_seed"][0] == pytest.approx(np.log(co[i]["fixed_test_cost"] / co[i]["test_cost"]), abs=1e-4)
+
+
+def test_the_placebo_grid_weighs_the_vote_alike_and_gives_majority(quick_cache):
+    """The placebo's grid on the quick thinker: weighted voting with the uniform verifier is majority voting on
+    every problem at every N, so the primary's statistic is exactly 0."""
+    cfg = search_exp.placebo(search_exp.Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick",
+                                               methods=("bon", "weighted"), search_verifiers=("oracle",)))
+    from reasonlab.train.zoo import thinker_model
+    model = thinker_model("quick", 0, quick_cache, "cpu")
+    r = search_exp.grid(cfg, 0, model, {}, {})
+    for N in cfg.Ns:
+        assert search_exp.cell(r, "weighted/uniform", N)["correct"] == search_exp.cell(r, "majority", N)["correct"]
+        assert search_exp.cell(r, "bon/uniform", N)["correct"] == search_exp.cell(r, "bon/uniform", 1)["correct"]
 
 
 def test_config_rejects_bad_values():
@@ -54,7 +109,8 @@ def test_config_rejects_bad_values():
     exp = X.get("search")
     exp.validate(search_exp.Config())
     for bad in (dict(force="A"), dict(n_max=48), dict(width=3), dict(verifiers=("xyz",)), dict(methods=("bfs",)),
-                dict(search_verifiers=("orm",), verifiers=("prm",)), dict(temperature=0.0)):
+                dict(search_verifiers=("orm",), verifiers=("prm",)), dict(temperature=0.0),
+                dict(weigh_with="orm", verifiers=("prm",)), dict(weigh_with="xyz")):
         with pytest.raises(ValueError):
             exp.validate(search_exp.Config(**bad))
 
@@ -75,7 +131,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
 
 
 def _fake_result(seed, prm_auroc, mc_auroc):
-    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "step_ece": 0.02, "n_outputs": 70,
+    q = lambda a: {"step_auroc": a, "chain_step_auroc": a, "first_error_auroc": a, "first_error_ece": 0.02,
+                   "step_ece": 0.02, "n_outputs": 70,
                    "outcome_auroc": {"last": a, "min": a, "prod": a}, "step_auroc_by_k": {str(k): a for k in range(2, 9)},
                    "step_bins": [{"lo": 0.9, "hi": 1.0, "score": 0.95, "positive": 0.9, "n": 10}],
                    "train": {"seconds": {"total": 1.0}}}

@@ -249,19 +249,39 @@ def find_answer_with_largest_sum(answers, scores):
     return first[max(groups, key=groups.get)]
 
 
-def test_weighted_vote_replays_search_and_learn_and_equals_best_of_n_at_one():
+def hand_pool(seed: int, P: int = 50, n: int = 16):
+    """A pool of problem [1, 2, 3] (answer 6) whose samples answer at random, -1 (no answer) included."""
+    rng = np.random.default_rng(seed)
+    ans = rng.integers(-1, 10, size=(P, n))
+    return rng, ans, Pool([[1, 2, 3]] * P, np.full(P, 3), ans, ans == 6, np.zeros(ans.shape, bool),
+                          np.ones(ans.shape, int), np.full(ans.shape, 5), np.full(ans.shape, 3), np.zeros(ans.shape))
+
+
+def test_weighted_vote_replays_search_and_learn_where_no_answers_tie():
+    """Scores as Scorer.values gives them (an output without an answer scores 0) and no two answers tied at the top:
+    search-and-learn's pick, and best-of-N's at N = 1."""
     for seed in range(5):
-        rng = np.random.default_rng(seed)
-        probs = [[1, 2, 3]] * 50
-        ans = rng.integers(-1, 10, size=(50, 16))
-        pool = Pool(probs, np.full(50, 3), ans, ans == 6, np.zeros(ans.shape, bool), np.ones(ans.shape, int),
-                    np.full(ans.shape, 5), np.full(ans.shape, 3), np.zeros(ans.shape))
-        for scores in (np.zeros(ans.shape), np.full(ans.shape, 0.3), rng.integers(0, 2, ans.shape).astype(float),
-                       rng.random(ans.shape)):
+        rng, ans, pool = hand_pool(seed)
+        for scores in (rng.random(ans.shape), rng.random(ans.shape) ** 4):
+            scores = np.where(ans >= 0, scores, 0.0)
             for N in (1, 2, 5, 16):
                 want = [find_answer_with_largest_sum(list(a[:N]), list(s[:N])) == 6 for a, s in zip(ans, scores)]
                 assert search.weighted(pool, scores, N).tolist() == [float(w) for w in want]
             assert np.array_equal(search.weighted(pool, scores, 1), search.best_of_n(pool, scores, 1))
+
+
+def test_weighted_vote_with_scores_alike_is_majority_voting_ties_and_all():
+    """A verifier that scores every answered output alike (the search experiment's placebo) weighs every vote the
+    same: weighted voting is then majority voting exactly, ties broken as tts.vote breaks them, though ties are
+    common at small N (search-and-learn's first-seen rule would differ there)."""
+    for seed in range(5):
+        _, ans, pool = hand_pool(seed)
+        for c in (1.0, 0.3):
+            scores = np.where(ans >= 0, c, 0.0)
+            for N in (1, 2, 3, 4, 16):
+                assert np.array_equal(search.weighted(pool, scores, N), tts.majority(pool, N))
+    _, ans, pool = hand_pool(0)
+    assert not np.array_equal(search.weighted(pool, np.where(ans == 6, 1.0, 0.1), 4), tts.majority(pool, 4))
 
 
 def test_token_accounting_is_exact_on_a_hand_made_example():
