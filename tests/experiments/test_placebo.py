@@ -5,6 +5,7 @@ import pytest
 
 from reasonlab import experiments as X
 from reasonlab.runner import lab
+from reasonlab.runner.executor import ExecConfig
 from reasonlab.stats import findings
 
 PRIMARY = [n for n in X.BUILTIN if X.get(n).placebo is not None]
@@ -13,7 +14,7 @@ PRIMARY = [n for n in X.BUILTIN if X.get(n).placebo is not None]
 @pytest.fixture(scope="module")
 def placebo_lab(quick_cache, tmp_path_factory):
     cfg = lab.LabConfig(quick=True, placebo=True, all=True, seeds=(0, 1), cache_dir=quick_cache,
-                        out=str(tmp_path_factory.mktemp("placebo")))
+                        out=str(tmp_path_factory.mktemp("placebo")), execution=ExecConfig(workers=2, threads=1))
     lab.run(cfg, log=lambda *a: None)
     return {f["experiment"]: f for f in lab.lab_findings(lab.load_results(cfg.out, cfg.seeds), cfg.config_of)
             if f["primary"]}
