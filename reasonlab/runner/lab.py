@@ -224,8 +224,9 @@ def placebo_verdicts(out: str) -> dict[str, dict]:
 
 
 def primaries_table(fs: list[dict], names, placebo: dict[str, dict]) -> str:
-    """One row per experiment: its primary claim with its control, the design's room, the placebo's verdict and this
-    run's value and verdict; "demonstration" for an experiment with no primary (its premises only)."""
+    """One row per experiment: its primary claim with its control, the design's room, the placebo's verdict (before
+    its premises gate it: at quick size a premise may fail) and this run's value and verdict; "demonstration" for an
+    experiment with no primary (its premises only)."""
     rows = []
     for exp in names:
         prim = next((f for f in fs if f.get("experiment") == exp and f.get("primary")), None)
@@ -236,7 +237,7 @@ def primaries_table(fs: list[dict], names, placebo: dict[str, dict]) -> str:
         p = placebo.get(exp)
         rows.append([f"`{exp}`", prim["claim"], prim.get("control", "—"),
                      f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
-                     f"{p['verdict']} ({findings._num(p['value'])})" if p else "not run",
+                     f"{p.get('ungated', p['verdict'])} ({findings._num(p['value'])})" if p else "not run",
                      f"{findings._num(prim['value'])} [{findings._num(prim['ci95'][0])}, "
                      f"{findings._num(prim['ci95'][1])}]", f"**{prim['verdict']}**"])
     return report.md_table(["experiment", "primary claim", "control", "room (design)", "placebo (quick)",
@@ -281,7 +282,8 @@ primary claims corrected together with Holm's method).
 Each experiment asks one open question, its primary claim, or is a demonstration. Before any run its design fixes
 the control, the range its statistic can reach ("room": a claim that could only pass, or only fail, is untestable)
 and a placebo: the same experiment with the treatment arm replaced by the control arm, under which the claim must
-not hold (`reasonlab lab --placebo --quick`, run by `make results` and by the tests).
+not hold (`reasonlab lab --placebo --quick`, run by `make results` and by the tests; its verdict is read before the
+premises gate it, since the quick models fail some premises).
 
 {primaries_table(fs, [e for e in X.names() if e in results], placebo_verdicts(out))}
 
