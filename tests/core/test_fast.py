@@ -53,7 +53,7 @@ def test_fill_and_last_write_the_full_cache_and_the_last_logits(noisy_model, dec
     assert fast.fill(noisy_model, x[:, :4], short) is None and short.pos == 4
     got = fast.forward(noisy_model, x[:, 4:11], cache=short, last=True)
     assert got.shape == (5, 1, 18) and torch.allclose(got, want, atol=1e-5)
-    assert short.pos == plain.pos == 11 and torch.allclose(short.kv[:, :, :11], plain.kv[:, :, :11], atol=1e-6)
+    assert short.pos == plain.pos == 11 and torch.allclose(short.kv[:, :, :11], plain.kv[:, :, :11], atol=1e-5)
     first = KVCache(noisy_model.cfg, 5)                          # `last` on a first block (plainly causal)
     assert torch.allclose(fast.forward(noisy_model, x[:, :11], cache=first, last=True), want, atol=1e-5)
     for t in range(11, 14):
@@ -74,7 +74,7 @@ def test_cache_rows_write_into_the_whole_cache(noisy_model):
         parts.append(fast.forward(noisy_model, x[a:a + 3], cache=part))
     chunked.start, chunked.pos = part.start, part.pos
     assert torch.allclose(torch.cat(parts), want, atol=1e-5)
-    assert torch.allclose(chunked.kv[:, :, :9], whole.kv[:, :, :9], atol=1e-6)
+    assert torch.allclose(chunked.kv[:, :, :9], whole.kv[:, :, :9], atol=1e-5)
     nxt = torch.randint(0, 18, (7, 1))
     assert torch.allclose(fast.forward(noisy_model, nxt, cache=chunked)[:, -1],
                           noisy_model(torch.cat([x, nxt], 1))[0][:, -1], atol=ATOL)

@@ -7,6 +7,7 @@ import pytest
 
 from reasonlab.cli import main
 from reasonlab.runner import lab, readme
+from reasonlab.runner.config import LabConfig
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 RUN = os.path.join(ROOT, "results", "lab")
@@ -17,7 +18,9 @@ def test_the_committed_findings_follow_from_the_committed_results():
     results = lab.load_results(RUN, cfg["seeds"])
     assert set(results) == set(lab.X.names())
     committed = json.load(open(os.path.join(RUN, "findings.json")))
-    assert json.loads(json.dumps(lab.lab_findings(results))) == committed       # as written to the file
+    assert cfg["configs"] == {}                                  # each experiment's default config: its room
+    run = LabConfig(quick=cfg["quick"], placebo=cfg["placebo"])
+    assert json.loads(json.dumps(lab.lab_findings(results, run.config_of))) == committed  # as written to the file
 
 
 def test_the_readme_block_is_written_from_the_committed_findings(capsys):
