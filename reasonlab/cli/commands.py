@@ -238,7 +238,7 @@ class ImportHF:
 
 
 COMMANDS = {
-    "lab": (Lab, "the main job: every experiment of the lecture, one run directory, report.html"),
+    "lab": (Lab, "the main job: the core experiments (--all: every one), one run directory, report.html"),
     "sweep": (Sweep, "a grid over any experiment's config: each cell run per seed, its claims checked"),
     "pretrain": (Pretrain, "train (or load) the base model and print its evaluation table"),
     "eval": (Eval, "accuracy per k x {free, A, S, T}, format shares, length, chain correctness"),

@@ -20,13 +20,13 @@ import torch.nn.functional as F
 from .model import GPT, Attention, Block, GPTConfig
 
 PACKED_BMM_T = 64
-"""Packed rows up to this long attend through baddbmm (GRPO from the base model packs 30-43 positions a row); longer
+"""Packed rows up to this long attend through baddbmm (GRPO's packed rows are shorter); longer
 ones through SDPA, whose flash kernel tiles and is faster there than materialised scores."""
 
 DECODE_ROWS = 256
-"""From this many rows a decode step's attention is _decode_attention; below it SDPA. Alone the elementwise form is
-faster from ~64 rows at 2 threads, but RL's rollouts, whose decode steps run ~50 distinct prefixes, cost the same
-with either."""
+"""From this many rows a decode step's attention is _decode_attention; below it SDPA. Alone the elementwise form wins from
+fewer rows, but RL's rollouts, whose decode steps run few distinct prefixes, cost the same with either
+(docs/performance.md)."""
 
 
 class KVCache:

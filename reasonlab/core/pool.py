@@ -42,11 +42,6 @@ class Pool:
         return ([d for d, row in zip(self.problems, self.outputs) for _ in row],
                 [o for row in self.outputs for o in row])
 
-    def subset(self, rows) -> "Pool":
-        return Pool([self.problems[i] for i in rows], self.k[rows], self.answer[rows], self.correct[rows],
-                    self.verified[rows], self.fmt[rows], self.length[rows], self.chain[rows], self.logp[rows],
-                    None if self.outputs is None else [self.outputs[i] for i in rows])
-
 
 _FIELDS = ("answer", "correct", "verified", "fmt", "length", "chain")
 

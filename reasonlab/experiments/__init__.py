@@ -22,6 +22,7 @@ in `BUILTIN`; an idea outside the package is the same file, passed as `reasonlab
 """
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -49,7 +50,7 @@ class Env:
     def base(self, seed: int):
         """The seed's starting model: the checkpoint if one is set, else the seed's base model from the cache
         (trained under its lock the first time); memoized per process."""
-        from ..train.sft import base_cfg, base_name
+        from ..train.sft import base_cfg, base_name  # torch: imported on first use, so `reasonlab --help` stays light
         from ..train.zoo import cached_model, checkpoint_model
         if self.checkpoint is not None:
             return checkpoint_model(self.checkpoint, device=self.device)
@@ -196,9 +197,8 @@ def load_file(path: str) -> list[str]:
 
 def load_entry_points() -> list[str]:
     """Import the experiments that installed packages name in the `reasonlab.experiments` entry-point group."""
-    from importlib.metadata import entry_points
     before = set(_builtins())
-    for ep in entry_points(group=ENTRY_POINTS):
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINTS):
         obj = ep.load()
         if isinstance(obj, Experiment):
             register(obj)

@@ -52,8 +52,8 @@ SEARCHES = ("beam", "beam_dedup", "dvts")
 @dataclass
 class Config:
     thinker: Literal["erring", "base", "quick"] = "erring"
-    """the generator: the erring thinker (train.get_erring_model), the standard base model (the contrast), or the
-    lab's quick base model (train.QUICK_CFG: its S chains err; for tests and quick runs)"""
+    """the generator: the erring thinker (train.zoo.get_erring_model), the standard base model (the contrast), or the
+    lab's quick base model (train.sft.QUICK_CFG: its S chains err; for tests and quick runs)"""
     force: Literal["S", "T"] = "S"
     """the chain format every method writes (forced as the first token)"""
     n_val: int = 50
@@ -222,7 +222,7 @@ def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str
 def cell(res: dict, name: str, N, split: str = "test") -> dict | None:
     """One strategy's stored per-problem strings at one N and split (None where it did not run)."""
     d = res["strategies"].get(name, {}).get(split, {})
-    return d.get(int(N), d.get(str(N)))      # int keys once read back by report.load_json, str when fresh
+    return d.get(int(N), d.get(str(N)))      # int keys once read back from the store, str when fresh
 
 
 def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = None):
@@ -305,7 +305,7 @@ def compute_optimal(res: dict, targets=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), or
 # ---------------------------------------------------------------------------------------------------------------
 # Claims, tables and the search section.
 
-SEC = "9 search"
+SEC = "search"
 """the findings' section tag (the findings table's first column)"""
 
 

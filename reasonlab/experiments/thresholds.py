@@ -17,8 +17,6 @@ THRESHOLDS: dict[str, Threshold] = {
     "budgets.wait_loss": Threshold(0.0, f"{DIRECTION}, against s1 (arXiv 2501.19393, abstract: suppressing the end of "
                                         "thinking with \"Wait\" lifts s1-32B from 50 % to 57 % on AIME24): a loss of "
                                         "accuracy where the model has no re-checking to extend"),
-    "sampling.vote_margin": Threshold(0.05, "practical margin: self-consistency gains +17.9 points on GSM8K (Wang et "
-                                            "al. 2022, arXiv 2203.11171, Table 2); under 5 points is no rescue"),
     "sampling.chain_over_vote": Threshold(0.0, f"{DIRECTION} (self-consistency, Wang et al. 2022, arXiv "
                                                "2203.11171: the vote marginalises over reasoning paths; a direct "
                                                "answer has none)"),
@@ -34,7 +32,7 @@ THRESHOLDS: dict[str, Threshold] = {
                                         "for their difference to be measurable"),
     "star.start_room": Threshold(0.9, "design bound: the start's forced S leaves at least 0.1 below the ceiling, "
                                       "over six standard errors of one seed's test accuracy (about 0.016 on 625 "
-                                      "problems); the base model's 0.997-1.0 left none, so STaR could only switch "
+                                      "problems); the base model's near-perfect forced S left none, so STaR could only switch "
                                       "the format"),
     "rl.faster": Threshold(0.0, f"{DIRECTION}, in updates to greedy accuracy 0.99 (DeepSeekMath, arXiv 2402.03300: "
                                 "GRPO's group baseline; REINFORCE without one is the textbook high-variance case)"),

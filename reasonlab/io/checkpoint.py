@@ -1,10 +1,10 @@
-"""Checkpoints as safetensors + JSON, written atomically, and the spec's train-once cache `get_model`.
+"""Checkpoints as safetensors + JSON, written atomically, (the spec's train-once cache `get_model` is in train/zoo.py).
 
 A checkpoint `<stem>` is two files: `<stem>.safetensors` (tensors) and `<stem>.json` (metadata, including the
 SHA-256 of the tensor bytes written). The JSON is written last, so a checkpoint whose JSON exists and whose hash
 matches is complete; anything else is reported as unreadable. Nothing is ever unpickled. A model's config is
 checked against bounds and the tensors' shapes before the model is built, and its weights must be finite.
-(An RL run's checkpoint is one directory renamed into place: reasonlab/runs.py.)
+(An RL run's checkpoint is one directory renamed into place: reasonlab/io/runs.py.)
 """
 from __future__ import annotations
 
@@ -83,10 +83,6 @@ def int_keys(obj):
     return obj
 
 
-def load_json(path: str):
-    """A results file, with int keys restored (see int_keys)."""
-    with open(path) as f:
-        return int_keys(json.load(f))
 
 
 def strict_json(obj):

@@ -3,7 +3,7 @@
 rl.train appends one record per step to its history (and to metrics.jsonl); this module turns records into
 scalars under TRL's names (transformers' `rewrite_logs` puts training scalars under train/, evaluations under
 eval/), so `tensorboard --logdir <dir>` shows reasonlab runs beside TRL ones. It never touches the loop:
-`reasonlab rl` follows metrics.jsonl from the train callback (live), the lab and sweeps write each run's file
+`reasonlab train` follows metrics.jsonl from the train callback (live), the lab and sweeps write each run's file
 when the run's result reaches the driver (so cluster workers need no shared log directory).
 
 Needs the `tensorboard` package (`pip install 'reasonlab[ray]'` or `pip install tensorboard`); imported lazily.
@@ -81,7 +81,7 @@ def write_run(log_dir: str, hist: list[dict], evals: list[dict] | None = None, h
 
 
 class JsonlFollower:
-    """Live logging for `reasonlab rl`: called from the train callback, it reads the lines metrics.jsonl gained
+    """Live logging for `reasonlab train`: called from the train callback, it reads the lines metrics.jsonl gained
     since the last call and logs them."""
 
     def __init__(self, run_dir: str, log_dir: str, fresh: bool = True):

@@ -2,7 +2,7 @@
 
 Each method is a reward (and, for some, a group reshaping or forced direct rollouts) plugged into the one RL loop
 (`rl.train`): GRPO with a quarter of each group forced to answer directly so that "A" keeps being tried (plain GRPO
-stops sampling it within ~10 steps: ARM's format collapse). `thinkless_fmt` forces half of each group and lets those
+stops sampling it within a few steps: ARM's format collapse). `thinkless_fmt` forces half of each group and lets those
 rollouts train only their "A" (is a direct answer worth it on this problem?), not the answer itself.
 """
 from __future__ import annotations

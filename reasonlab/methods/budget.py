@@ -13,7 +13,7 @@ and 3). What L1's code (cmu-l3/l1, `math_reward.py` and `scripts/train/run_l1_*.
       delta = 0.5 and alpha halved; with `multiplier_reward` it multiplies the correctness (max(0, .) * c), as the
       paper's eq. 3 does and as here. The published `run_l1_max.sh` sets none of the reward flags, so as committed
       its reward is the correctness alone. The paper's Max run starts from the Exact checkpoint, on prompts of its
-      own; here every variant starts from the base model;
+      own, as `train_recipe` does; experiments/l1.py starts every variant from the base model;
     - n counts the whole response in the code (thinking + solution); here n counts chain steps only,
       the response's frame (format token, "A", the answer, </s>) being fixed;
     - the budget is a number written in the prompt ("Think for N tokens."); here it is one token per budget.

@@ -1,5 +1,5 @@
-"""The methods' configs and their choices: torch-free, so that the command line can offer their fields without loading
-torch."""
+"""The methods' configs and their choices: torch-free, so that experiments' configs and validation can name them
+without loading torch."""
 from __future__ import annotations
 
 import math

@@ -4,7 +4,7 @@ experiments)."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import tomllib
@@ -12,6 +12,7 @@ import tomllib
 from .. import experiments as X
 from ..core.config import check_numbers, parse_value, with_values
 from ..io import tblog
+from ..io.files import resolve
 from .executor import ExecConfig
 
 
@@ -40,7 +41,7 @@ class LabConfig:
     """every tier: the core experiments and the lessons beyond them (each states its time in the report); by default
     the core tier only"""
     only: tuple[str, ...] = ()
-    """the experiments to run (default: every registered one; the report covers those that have results)"""
+    """the experiments to run (default: the core tier, every registered one with `all`; the report covers those that have results)"""
     experiment: tuple[str, ...] = ()
     """extra experiment files to register (your idea in one file: docs/your_idea.md)"""
     configs: dict[str, Any] = field(default_factory=dict)
@@ -90,7 +91,6 @@ def check_checkpoint(checkpoint: str | None, names) -> None:
     if checkpoint is None:
         return
     from ..io.checkpoint import load_model  # torch, needed only here
-    from ..io.files import resolve
     load_model(resolve(checkpoint))
     others = [n for n in names if not X.get(n).takes_checkpoint]
     if others:
@@ -171,7 +171,6 @@ class SweepConfig:
 
 
 def grid_fields(name: str) -> list[str]:
-    from dataclasses import fields
     return [f.name for f in fields(X.get(name).Config)]
 
 

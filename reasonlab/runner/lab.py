@@ -115,7 +115,7 @@ def load_results(out: str, seeds) -> dict:
 
 
 def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
-    """One experiment's sections from its per-seed results (the lab's report, and each CLI command's)."""
+    """One experiment's sections from its per-seed results."""
     return X.get(exp).render(results, out)
 
 

@@ -8,7 +8,7 @@ units and runs only new or failed ones. For each cell the experiment's own `clai
 its own `render` draws its page (cells/<cell>/report.md); the sweep writes one table of cells x claims with their
 verdicts (table.md, report.html) and every cell's findings (findings.json).
 
-    reasonlab sweep kl --grid beta=0,0.01,0.04 --seeds 0 1 2
+    reasonlab sweep kl --grid probe_beta=0.01,0.04,0.2 --seeds 0 1 2
     reasonlab sweep rl --grid learning_rate=1e-5,3e-5 --set algos=grpo+dr_grpo --config grid.toml
 """
 from __future__ import annotations

@@ -248,7 +248,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
     callback(record, policy) runs after every step, skipped ones included. problem_fn(rng, k) -> digits and
     prompt_fn(digits) -> prompt ids replace train_digits and prompt_ids (budget.py: digits that carry a budget, and
     its prompt).
-    The same step without the bookkeeping, line by line after the spec: `naive_step` in benchmarks/rl_step.py.
+    The same step without the bookkeeping, line by line after the spec: `naive_steps` in benchmarks/rl_step.py.
     """
     cfg.validate()
     if cfg.beta > 0 and ref is None:

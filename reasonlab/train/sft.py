@@ -408,7 +408,7 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
 ERR_CFG = {"phases": [], "misread": {"format": "S", "k": 8, "acc": 0.45, "n": 300, "probe_seed": 4321, "iters": 12}}
 """The erring thinker: the seed's base model (pretrain's init) with misread digits; sigma is found by bisection
 (`iters` halvings of [0, 1]) so that greedy forced `format` at k = `k` is right on `acc` of `n` probe problems
-(drawn with probe_seed, not evaluate's). results/erring_thinker.md has the per-k accuracies for seeds 0-4."""
+(drawn with probe_seed, not evaluate's). benchmarks/erring_thinker.py measures its per-k accuracies."""
 
 
 def misread(model: GPT, sigma: float, seed: int) -> GPT:
