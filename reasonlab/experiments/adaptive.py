@@ -193,11 +193,11 @@ def adaptive_vs_best_fixed(adaptive: list[dict]) -> list[dict]:
         ctl = [r["control"] for r in adaptive]
         acc = [r["runs"][i]["acc"] - c["acc"] for r, c in zip(adaptive, ctl)]
         tok = [c["tokens"] - r["runs"][i]["tokens"] for r, c in zip(adaptive, ctl)]
-        a = seed_check("7 adaptive", "", "", acc, TH["adaptive.acc_margin"])
-        t = seed_check("7 adaptive", "", "", tok, TH["adaptive.token_gain"])
+        a = seed_check("adaptive", "", "", acc, TH["adaptive.acc_margin"])
+        t = seed_check("adaptive", "", "", tok, TH["adaptive.token_gain"])
         s_acc = [r["runs"][i]["acc"] - r["fixed"]["S"]["acc"] for r in adaptive]
         s_tok = [r["fixed"]["S"]["tokens"] - r["runs"][i]["tokens"] for r in adaptive]
-        f = finding("7 adaptive", f"{m} is as accurate as the best fixed format per k (within 0.01) with fewer "
+        f = finding("adaptive", f"{m} is as accurate as the best fixed format per k (within 0.01) with fewer "
                     "tokens (the control: per k, the forced format best on a val selection set, the cheapest of those "
                     "within 0.005; both scored on the seed's test draw)", f"acc({m}) - acc(best fixed per k)",
                     a["value"], a["ci95"], a["per_seed"], "> -0.01 (and tokens saved > 0)", both(a["verdict"], t["verdict"]),

@@ -163,7 +163,7 @@ def premises(rs: list[dict]) -> list[dict]:
     """What the claims rest on, checked on the run: the start's format entropy (above half a nat), GRPO lowering it,
     GRPO's accuracy below 1 along the run (the accuracy claim) and GRPO not solved at its first probe (the steps
     claim)."""
-    S = "12 entropy"
+    S = "entropy"
     first = rs[0]["arms"]["grpo"]["curve"][0]["step"]
     return [findings.premise(findings.seed_check(
                 S, "The start's format choice has entropy to lose", "format entropy of the start (nats)",
@@ -191,7 +191,7 @@ def placebo(cfg: Config) -> Config:
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    S = "12 entropy"
+    S = "entropy"
     delta = lambda arm, key="format_H": [final(r, arm, key) - final(r, "grpo", key) for r in rs]   # noqa: E731
     return premises(rs) + [
         findings.primary(findings.seed_check(

@@ -162,7 +162,7 @@ def beta_drop(r: dict) -> float:
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    S = "13 kl"
+    S = "kl"
     est = rs[0].get("estimator", "k3")
     one = "needs two probes" if len(rs[0]["probes"]) < 2 else None
     fr = rs[0]["frontier"].values()

@@ -48,7 +48,7 @@ ROLLOUTS = (1, 2, 4, 8, 16)
 PRMS = {"exact": ("prm", 1), "mc1": ("prm-mc", 1), "mc8": ("prm-mc", 8)}   # name: (verifier kind, rollouts)
 SHOWN = {"exact": "the exact labels (up to the first error)", "mc1": "Math-Shepherd's, 1 rollout",
          "mc8": "Math-Shepherd's, 8 rollouts"}
-SEC = "11 labels"
+SEC = "labels"
 """the findings' section tag"""
 
 

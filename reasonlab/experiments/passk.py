@@ -8,7 +8,7 @@ right output), so p(x) = p_S(x) + p_T(x) comes from teacher forcing (`core.exact
 Direct answers are left out on purpose: a guesser answers right with 0.1 per sample, 1 - 0.9^N (0.9988 at N = 64),
 so answer-only pass@N at large N measures guessing, not reasoning (drawn in the plot as that control).
 
-The start is the erring thinker (digits misread, fixed in its weights). Over whole k's its pass@256 is 0.94 to 1.0:
+The start is the erring thinker (digits misread, fixed in its weights). Over whole k's its pass@256 is near 1:
 no room for RL to show anything there. So the primary reads the problems where the start has room by the design:
 those it practically never samples (p < NEVER, so its pass@N there is at most 1 - (1 - NEVER)^N, 0.23 at N = 256),
 chosen on the start's exact p alone, never on RL's. If RL only sharpens, they stay out of reach; the claim needs RL's
@@ -40,7 +40,7 @@ NS = POOL_NS + (128, 256)
 NEVER, SOLVES = 1e-3, 1e-2
 """p below NEVER: practically never sampled in 256 tries (expected successes < 0.26); p at least SOLVES: found in
 256 tries with probability > 0.92"""
-SECTION = "14 pass@k"
+SECTION = "passk"
 
 
 @dataclass

@@ -31,7 +31,7 @@ from .thresholds import THRESHOLDS as TH
 OVERRIDES = ("learning_rate", "beta", "epsilon", "num_iterations", "prompts_per_step", "num_generations",
              "temperature")
 """The RL settings a run may set for every algorithm at once (None: each algorithm's preset)."""
-SECTION = "6 RL"
+SECTION = "rl"
 
 
 @dataclass

@@ -152,14 +152,14 @@ def frontier_gain(sampling: list[dict]) -> dict:
     ok = [i for i in range(len(targets)) if all(r["frontier"]["targets"][i].get("reachable") for r in sampling)]
     claim = "Choosing the strategy per k saves tokens over the best single strategy at matched test accuracy"
     if not ok:
-        return missing("frontier", claim, "no target reached on every seed")
+        return missing("sampling", claim, "no target reached on every seed")
     i = ok[-1]
     ts = [r["frontier"]["targets"][i] for r in sampling]
     saving = [float(np.log(t["fixed"]["tokens"] / t["adaptive"]["tokens"])) for t in ts]
     gap = [t["adaptive"]["acc"] - t["fixed"]["acc"] for t in ts]
-    sv = seed_check("frontier", "", "", saving, TH["sampling.frontier_saving"])
-    g = seed_check("frontier", "", "", gap, TH["sampling.acc_gap"])
-    return finding("frontier", f"{claim}, at accuracy {targets[i]}", "log(tokens(best single) / tokens(per-k choice)) "
+    sv = seed_check("sampling", "", "", saving, TH["sampling.frontier_saving"])
+    g = seed_check("sampling", "", "", gap, TH["sampling.acc_gap"])
+    return finding("sampling", f"{claim}, at accuracy {targets[i]}", "log(tokens(best single) / tokens(per-k choice)) "
                 "on test", sv["value"], sv["ci95"], sv["per_seed"], "> 0 (and test accuracy gap > -0.02)",
                 both(sv["verdict"], g["verdict"]), p=max(sv["p"], g["p"]), source=TH["sampling.frontier_saving"].source,
                 accuracy_gap={"value": g["value"], "ci95": g["ci95"], "per_seed": g["per_seed"]},

@@ -214,7 +214,7 @@ def margin(r: dict, arm: str, a: str, b: str) -> float:
 THINKERS = (("per_sample", "errors drawn per sample", "per-sample thinker"),
             ("fixed", "errors fixed in the weights", "erring thinker"))
 """(result key, what its errors are, who it is), the per-sample thinker first as in the claims"""
-SEC = "15 voting"
+SEC = "voting"
 """the findings' section tag"""
 
 
