@@ -170,10 +170,12 @@ def out_of_room(room, thr: float, sign: str = ">") -> str | None:
 
 def with_room(f: dict, room: tuple[float, float]) -> dict:
     """A finding with the design's room (from its experiment's config) attached, and untestable by `out_of_room`
-    (a claim whose evidence this run did not produce, with no threshold, is left as it is)."""
-    if len(f["threshold"].split()) != 2:
+    against its threshold's first clause, the statistic's (a claim whose evidence this run did not produce, with no
+    threshold, is left as it is)."""
+    parts = f["threshold"].split()
+    if len(parts) < 2 or parts[0] not in (">", "<="):
         return f
-    sign, thr = f["threshold"].split()[0], float(f["threshold"].split()[1])
+    sign, thr = parts[0], float(parts[1])
     why = out_of_room(room, thr, sign)
     out = {**f, "room": [_r(room[0]), _r(room[1])]}
     return {**out, "verdict": UNTESTABLE, "untestable": why, "ungated": f["verdict"]} if why else out

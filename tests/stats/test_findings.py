@@ -128,6 +128,9 @@ def test_the_room_rule_compares_the_designs_range_with_the_claims_own_threshold(
     assert findings.with_room(f, (-1.0, 1.0))["verdict"] == findings.HOLDS
     g = findings.with_room(f, (-1.0, 0.05))
     assert g["verdict"] == findings.UNTESTABLE and g["room"] == [-1.0, 0.05] and g["ungated"] == findings.HOLDS
+    both = dict(f, threshold="> 0.05 (and tokens saved > 0)")             # a compound claim: its statistic's clause
+    assert findings.with_room(both, (-1.0, 1.0))["room"] == [-1.0, 1.0]
+    assert findings.with_room(both, (-1.0, 0.05))["verdict"] == findings.UNTESTABLE
 
 
 def test_a_missing_primary_keeps_its_verdict_under_the_room_rule():
