@@ -1,6 +1,6 @@
 """What each command does, once its arguments have been parsed and checked (`reasonlab.cli`): here the commands
-that print (no matplotlib), in `jobs` those that run experiments. Every command gets the parsed namespace (defaults filled in
-from its dataclass; `args.given` holds what the user set)."""
+that print (no matplotlib), in `jobs` those that run experiments. Every command gets the parsed namespace (defaults
+filled in from its dataclass; `args.given` holds what the user set)."""
 from __future__ import annotations
 
 import json

@@ -20,12 +20,12 @@ import torch.nn.functional as F
 from .model import GPT, Attention, Block, GPTConfig
 
 PACKED_BMM_T = 64
-"""Packed rows up to this long attend through baddbmm (GRPO's packed rows are shorter); longer
-ones through SDPA, whose flash kernel tiles and is faster there than materialised scores."""
+"""Packed rows up to this long attend through baddbmm (GRPO's packed rows are shorter); longer ones through SDPA,
+whose flash kernel tiles and is faster there than materialised scores."""
 
 DECODE_ROWS = 256
-"""From this many rows a decode step's attention is _decode_attention; below it SDPA. Alone the elementwise form wins from
-fewer rows, but RL's rollouts, whose decode steps run few distinct prefixes, cost the same with either
+"""From this many rows a decode step's attention is _decode_attention; below it SDPA. Alone the elementwise form
+wins from fewer rows, but RL's rollouts, whose decode steps run few distinct prefixes, cost the same with either
 (docs/performance.md)."""
 
 

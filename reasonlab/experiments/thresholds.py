@@ -32,8 +32,8 @@ THRESHOLDS: dict[str, Threshold] = {
                                         "for their difference to be measurable"),
     "star.start_room": Threshold(0.9, "design bound: the start's forced S leaves at least 0.1 below the ceiling, "
                                       "over six standard errors of one seed's test accuracy (about 0.016 on 625 "
-                                      "problems); the base model's near-perfect forced S left none, so STaR could only switch "
-                                      "the format"),
+                                      "problems); the base model's near-perfect forced S left none, so STaR could only "
+                                      "switch the format"),
     "rl.faster": Threshold(0.0, f"{DIRECTION}, in updates to greedy accuracy 0.99 (DeepSeekMath, arXiv 2402.03300: "
                                 "GRPO's group baseline; REINFORCE without one is the textbook high-variance case)"),
     "rl.length_bias": Threshold(0.0, f"{DIRECTION} (Dr. GRPO, Liu et al. 2025, arXiv 2503.20783, section 3.1: "

@@ -1,4 +1,4 @@
-"""Checkpoints as safetensors + JSON, written atomically, (the spec's train-once cache `get_model` is in train/zoo.py).
+"""Checkpoints as safetensors + JSON, written atomically (the spec's train-once cache `get_model` is in train/zoo.py).
 
 A checkpoint `<stem>` is two files: `<stem>.safetensors` (tensors) and `<stem>.json` (metadata, including the
 SHA-256 of the tensor bytes written). The JSON is written last, so a checkpoint whose JSON exists and whose hash
@@ -81,8 +81,6 @@ def int_keys(obj):
     if isinstance(obj, list):
         return [int_keys(v) for v in obj]
     return obj
-
-
 
 
 def strict_json(obj):

@@ -41,7 +41,8 @@ class LabConfig:
     """every tier: the core experiments and the lessons beyond them (each states its time in the report); by default
     the core tier only"""
     only: tuple[str, ...] = ()
-    """the experiments to run (default: the core tier, every registered one with `all`; the report covers those that have results)"""
+    """the experiments to run (default: the core tier, every registered one with `all`; the report covers those that
+    have results)"""
     experiment: tuple[str, ...] = ()
     """extra experiment files to register (your idea in one file: docs/your_idea.md)"""
     configs: dict[str, Any] = field(default_factory=dict)

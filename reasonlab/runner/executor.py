@@ -375,7 +375,7 @@ def _run_ray(book: _Book) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A unit for the executor tests (importable by Ray workers): sleeps, raises or kills its own worker on chosen attempts.
+# A unit for the executor tests (importable by Ray workers): sleeps, raises or kills its worker on chosen attempts.
 
 def probe_unit(x: int, seconds: float = 0.0, fail: int = 0, die: int = 0, marker: str | None = None) -> dict:
     """Returns {"x": x, "square": x * x} after `seconds`. The first `fail` attempts raise RuntimeError and the next
