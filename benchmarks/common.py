@@ -4,6 +4,7 @@ import time
 
 import torch
 
+from reasonlab.io.checkpoint import write_text
 from reasonlab.runner.executor import keep_freed_memory
 
 # the allocator setting the `reasonlab` command makes (REASONLAB_MALLOC=default measures without it): a baseline in
@@ -48,3 +49,10 @@ def load_note(clock: str = "wall") -> str:
             f"sgemm {sgemm_peak():.0f} GFLOP/s, "
             f"malloc {'keeps freed memory' if MALLOC_KEPT else 'as glibc sets it'}, "
             f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min) at the end")
+
+
+def report(lines: list[str], out: str) -> None:
+    """Print a benchmark's lines and write them to `out` ('' for none) with the project's atomic writer."""
+    print("\n".join(lines))
+    if out:
+        write_text(out, "\n".join(lines) + "\n")

@@ -16,11 +16,10 @@ import json
 import numpy as np
 import torch
 import torch.nn.functional as F
-from common import best_times, load_note
+from common import best_times, load_note, report
 
 from reasonlab.core import fast
 from reasonlab.core.task import K_MAX, K_MIN
-from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.train.sft import AdamW, build_model, make_sequences, split_targets, train_on_batches
 
 
@@ -104,9 +103,7 @@ def main():
              f"{ts * 1000:.1f} ms | ensemble speedup {ts / te:.2f}x", load_note(),
              json.dumps({"models": args.models, "ensemble_s_per_step": round(te, 4), "single_s_per_step": round(ts, 4),
                          "speedup": round(ts / te, 2)})]
-    print("\n".join(lines))
-    if args.out:
-        write_text(args.out, "\n".join(lines) + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

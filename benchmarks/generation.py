@@ -21,11 +21,10 @@ import random
 
 import torch
 import torch.nn.functional as F
-from common import best_times, clock_for, load_note
+from common import best_times, clock_for, load_note, report
 
 from reasonlab.core.sampling import generate
 from reasonlab.core.task import ID, MAX_LEN, make_digits, prompt_ids
-from reasonlab.io.checkpoint import write_text  # noqa: E402
 
 
 @torch.no_grad()
@@ -88,9 +87,7 @@ def main():
     lines = [f"{'mode':<20}{'reasonlab seq/s':>16}{'spec seq/s':>12}{'speedup':>10}"]
     lines += [f"{r['mode']:<20}{r['reasonlab_seq_per_s']:>16}{r['spec_seq_per_s']:>12}{r['speedup']:>9}x" for r in rows]
     lines += [load_note(args.clock), json.dumps(rows)]
-    print("\n".join(lines))
-    if args.out:   # atomic, parent directories made: the project's own writer
-        write_text(args.out, "\n".join(lines) + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

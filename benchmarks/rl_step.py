@@ -16,11 +16,10 @@ import random
 
 import torch
 import torch.nn.functional as F
-from common import best_times, clock_for, load_note
+from common import best_times, clock_for, load_note, report
 
 from reasonlab.core.rewards import rule_reward
 from reasonlab.core.task import ID, MAX_LEN, make_digits, parse, prompt_ids
-from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.train.rl import RLConfig, train
 from reasonlab.train.zoo import base_model
 
@@ -125,9 +124,7 @@ def main():
                      f"mean {mean * 1000:.1f} ms")
         summary.update(median_first10_s=round(median10, 4), mean_s=round(mean, 4), run_steps=args.long)
     lines += [load_note(args.clock), json.dumps(summary)]
-    print("\n".join(lines))
-    if args.out:   # atomic, parent directories made: the project's own writer
-        write_text(args.out, "\n".join(lines) + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,9 @@ import json
 
 import numpy as np
 import torch
-from common import best_times, clock_for, load_note
+from common import best_times, clock_for, load_note, report
 
 from reasonlab.core.task import K_MAX, K_MIN
-from reasonlab.io.checkpoint import write_text  # noqa: E402
 from reasonlab.train.sft import build_model, make_sequences, split_targets, train_on_batches
 
 
@@ -59,9 +58,7 @@ def main():
              f"speedup {plain / ours:.2f}x", load_note(args.clock),
              json.dumps({"reasonlab_s_per_step": round(ours, 4), "plain_s_per_step": round(plain, 4),
                          "speedup": round(plain / ours, 2)})]
-    print("\n".join(lines))
-    if args.out:   # atomic, parent directories made: the project's own writer
-        write_text(args.out, "\n".join(lines) + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

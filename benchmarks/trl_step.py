@@ -17,13 +17,12 @@ import json
 import tempfile
 import time
 
-from common import load_note
+from common import load_note, report
 
 from reasonlab.hf import grpo_config
 from reasonlab.hf.data import rows
 from reasonlab.hf.export import export_hf
 from reasonlab.hf.rewards import rule_reward
-from reasonlab.io.checkpoint import write_text
 from reasonlab.train.rl import RLConfig, train
 from reasonlab.train.zoo import base_model
 
@@ -69,9 +68,7 @@ def main():
              f"{ours * 1000:.1f} ms | TRL GRPOTrainer {theirs * 1000:.1f} ms | speedup {theirs / ours:.2f}x",
              load_note(), json.dumps({"reasonlab_s_per_step": round(ours, 4), "trl_s_per_step": round(theirs, 4),
                                       "speedup": round(theirs / ours, 2)})]
-    print("\n".join(lines))
-    if args.out:
-        write_text(args.out, "\n".join(lines) + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":
