@@ -9,7 +9,7 @@ import sys
 from .. import __version__
 from ..hf.card import model_card
 from ..hf.data import SPLITS, dataset
-from ..hf.export import check_target, export_hf, import_hf, replace_dir
+from ..hf.export import FILES, check_target, export_hf, import_hf, replace_dir
 from ..io.checkpoint import CheckpointError, load_model, save_model
 from ..io.files import cache_dir, check_name, resolve, writable_dir
 from ..train.sft import base_cfg, base_name
@@ -29,7 +29,7 @@ def cmd_export(args):
 
 def export_model(args):
     """The base model of --seed, or --checkpoint, as a transformers directory with its model card."""
-    check_target(args.dir, ())   # new, empty or an earlier export: said before the card's evaluation runs
+    check_target(args.dir, FILES)   # new, empty or an earlier export: said before the card's evaluation runs
     device = check_device(args.device)
     log = lambda s: print(s, file=sys.stderr)   # noqa: E731
     if args.checkpoint:

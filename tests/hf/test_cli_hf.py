@@ -28,6 +28,8 @@ def test_export_then_import_then_eval_and_sample(tmp_path, capsys, shipped):
     card = (out / "README.md").read_text()
     assert card.startswith("---\nlibrary_name: transformers") and "## Accuracy" in card and "free share" in card
     assert '"phases"' in card     # the recipe it was trained by
+    assert main(["export", "hf", str(out), "--seed", "0", "--card-eval", "0"]) == 0    # an earlier export is replaced
+    assert "## Accuracy" not in (out / "README.md").read_text()
     assert main(["import", "hf", str(out)]) == 0
     stem = os.path.join(os.environ["REASONLAB_CACHE"], "imported", "base0")
     assert f"as {stem}" in capsys.readouterr().out
