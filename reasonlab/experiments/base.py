@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.config import GEN_ROW, N_K, fits
+from ..core.config import EVAL_N_MAX, GEN_ROW, N_K, fits
 from ..core.evaluate import evaluate
 from ..core.problems import ENUMERATE_UP_TO, test_problems
 from ..core.task import FMT_NAMES, FORMATS
@@ -20,9 +20,6 @@ from ..stats.summary import pm
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
-N_MOST = 10 ** (ENUMERATE_UP_TO + 1)
-"""The most test problems per k: the smallest k drawn at random rather than enumerated has no more distinct ones."""
-
 
 @dataclass
 class Config:
@@ -30,8 +27,8 @@ class Config:
     """greedy test problems per k (this seed's own draw; k = 2 has 25, k = 3 250)"""
 
     def validate(self) -> None:
-        if self.n > N_MOST:
-            raise ValueError(f"n must be at most {N_MOST:,} (k = {ENUMERATE_UP_TO + 1} has no more distinct problems), "
+        if self.n > EVAL_N_MAX:
+            raise ValueError(f"n must be at most {EVAL_N_MAX:,} (k = {ENUMERATE_UP_TO + 1} has no more test problems), "
                              f"got {self.n:,}")
         fits("n", self.n * N_K, GEN_ROW, N_K)           # all problems of a format are decoded in one batch
 

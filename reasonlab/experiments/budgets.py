@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..core.config import EVAL_N_MAX
 from ..core.problems import ENUMERATE_UP_TO, test_problems
 from ..io.report import TOKEN_COLOR, md_table, plt, save
 from ..methods import tts
@@ -24,8 +25,6 @@ from ..stats.summary import mean_std, pm
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
-N_MOST = 10 ** (ENUMERATE_UP_TO + 1)
-"""The most problems per k: the smallest k drawn at random rather than enumerated has no more distinct ones."""
 SEC = "budgets"
 
 
@@ -40,8 +39,8 @@ class Config:
     """further forcings shown beside the primary's (steps past the natural end)"""
 
     def validate(self) -> None:
-        if self.n > N_MOST:
-            raise ValueError(f"n must be at most {N_MOST:,} (k = {ENUMERATE_UP_TO + 1} has no more distinct problems), "
+        if self.n > EVAL_N_MAX:
+            raise ValueError(f"n must be at most {EVAL_N_MAX:,} (k = {ENUMERATE_UP_TO + 1} has no more test problems), "
                              f"got {self.n:,}")
         if self.extend < 0 or any(w < 1 for w in self.shown):
             raise ValueError(f"extend must be >= 0 and shown >= 1, got extend {self.extend}, shown {self.shown}")

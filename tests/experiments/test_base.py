@@ -44,9 +44,9 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
 
 def test_config_refuses_more_problems_than_k5_has_or_memory_holds(monkeypatch):
     monkeypatch.setattr(config, "mem_available", lambda: 1 << 40)
-    X.get("base").validate(base.Config(n=base.N_MOST))
-    with pytest.raises(ValueError, match="n must be at most 100,000"):
-        X.get("base").validate(base.Config(n=base.N_MOST + 1))
+    X.get("base").validate(base.Config(n=config.EVAL_N_MAX))
+    with pytest.raises(ValueError, match="n must be at most 25,000"):
+        X.get("base").validate(base.Config(n=config.EVAL_N_MAX + 1))
     monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 decoded rows do not fit
     with pytest.raises(ValueError, match="^n: about"):
         base.Config().validate()

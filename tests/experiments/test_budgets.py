@@ -7,6 +7,7 @@ import pytest
 
 from reasonlab import experiments as X
 from reasonlab.core import problems
+from reasonlab.core.config import EVAL_N_MAX
 from reasonlab.core.pool import sample_pool
 from reasonlab.experiments import budgets
 from reasonlab.stats import findings
@@ -74,9 +75,10 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
 
 
 def test_config_refuses_more_problems_than_k5_has_and_negative_forcing():
-    X.get("budgets").validate(budgets.Config(n=budgets.N_MOST))
-    with pytest.raises(ValueError, match="n must be at most 100,000"):
-        X.get("budgets").validate(budgets.Config(n=budgets.N_MOST + 1))
+    X.get("budgets").validate(budgets.Config(n=EVAL_N_MAX))
+    with pytest.raises(ValueError, match="n must be at most 25,000"):
+        X.get("budgets").validate(budgets.Config(n=EVAL_N_MAX + 1))
+    assert len(problems.test_problems(EVAL_N_MAX, "budgets", 0, ks=[5])) == EVAL_N_MAX   # k = 5's test part holds them
     for bad in (dict(extend=-1), dict(shown=(0,))):
         with pytest.raises(ValueError, match="extend must be >= 0"):
             X.get("budgets").validate(replace(budgets.Config(), **bad))
