@@ -19,7 +19,7 @@ from ..io.checkpoint import write_json
 from ..io.report import plot_format_share, plot_rl_runs
 from ..io.runs import precheck
 from ..io.tblog import JsonlFollower
-from ..runner import lab, sweep
+from ..runner import lab, readme, sweep
 from ..runner.config import LabConfig, SweepConfig, load_toml, parse_assignments
 from ..runner.executor import ExecConfig, UnitsFailed
 from ..stats.findings import verdict_line
@@ -62,7 +62,7 @@ def cmd_experiment(args):
     lab's (<out>/<experiment>/seed<s>.json) and the report is the lab's, rebuilt."""
     cfg = lab_config(args.given.get("lab", {}), args.device, only=(args.exp,), configs={args.exp: args.config})
     run_lab(cfg, args.report_only)
-    fs = [f for f in lab.lab_findings(lab.load_results(cfg.out, cfg.seeds), cfg.config_of) if f["experiment"] == args.exp]
+    fs = [f for f in readme.load(cfg.out) if f["experiment"] == args.exp]    # the findings the report just wrote
     print("\n".join(verdict_line(f) for f in fs))
 
 
