@@ -103,10 +103,10 @@ def parse_experiment(ns: argparse.Namespace) -> argparse.Namespace:
     user = given(RunExperiment, ns, EXPERIMENT_SKIP)
     obj = make(RunExperiment, user)
     check_numbers(obj, ns.command, flags=True)
-    check_numbers(make(exp.Config, given(exp.Config, ns)), ns.command, flags=True)
     base = exp.config(user.get("lab", {}).get("quick", False))
     config = make(exp.Config, {**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
                                **given(exp.Config, ns)})
+    check_numbers(config, ns.command, flags=True)           # the config that runs: the user's values on its base
     return argparse.Namespace(**leaves(obj), given=user, cmd="experiment", action=None, exp=ns.command, config=config)
 
 
