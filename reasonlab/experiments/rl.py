@@ -24,7 +24,7 @@ from ..io.report import md_table, plot_format_share, plot_rl_runs
 from ..stats import findings
 from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
-from ..train.rl import ALGOS, Algo, RLConfig, train
+from ..train.rl import ALGOS, Algo, RLConfig, every_n_steps, train
 from . import Experiment, register
 from .thresholds import THRESHOLDS as TH
 
@@ -115,7 +115,7 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
 
     def check(rec, model):
         step = rec["step"]
-        if state["solved"] is not None or step % every:
+        if state["solved"] is not None:
             return
         t = time.perf_counter()
         r = evaluate(model, probe)
@@ -125,7 +125,7 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
         state["eval_s"] += time.perf_counter() - t
 
     # the reference is always passed so KL is logged; with beta = 0 (REINFORCE) it does not enter the loss
-    hist = train(policy, copy.deepcopy(base), cfg, callback=check, log=None, progress=progress)
+    hist = train(policy, copy.deepcopy(base), cfg, callback=every_n_steps(every, check), log=None, progress=progress)
     train_s = time.perf_counter() - t0 - state["eval_s"]
     final, start = evaluate(policy, test_problems(eval_n, "rl", seed)), start or base_eval(base, eval_n, seed)
     tail = [h for h in hist if not h.get("skipped")][-10:]   # DAPO may skip steps: they have no metrics
