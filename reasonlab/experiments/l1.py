@@ -325,9 +325,7 @@ def config_of(r: dict) -> Config:
 def checked(results: list[dict]) -> list[dict]:
     """The claims as the lab judges them: the primary against the design's room, every claim gated by the premises
     it requires (the section shows the verdicts the lab's report does)."""
-    rm = room(config_of(results[0]))
-    return findings.gate([findings.with_room(f, rm) if findings.kind_of(f) == findings.PRIMARY else f
-                          for f in claims(results)])
+    return findings.judge(claims(results), room(config_of(results[0])))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -161,9 +161,7 @@ def claims(rs: list[dict]) -> list[dict]:
 def checked(rs: list[dict]) -> list[dict]:
     """The claims as the lab judges them: the primary against the design's room (from the config the results
     stored), every claim gated by the premises it requires."""
-    rm = room(Config(**rs[0]["config"]))
-    return findings.gate([findings.with_room(f, rm) if findings.kind_of(f) == findings.PRIMARY else f
-                          for f in claims(rs)])
+    return findings.judge(claims(rs), room(Config(**rs[0]["config"])))
 
 
 def curve(r: dict, name: str, key: str) -> list[float]:

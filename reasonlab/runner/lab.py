@@ -120,8 +120,8 @@ def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
 
 
 def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
-    """One experiment's claims over its per-seed results, each with its experiment's name and kind: the primary with
-    the design's room from `config` (findings.with_room), every claim gated by its premises (findings.gate). An
+    """One experiment's claims over its per-seed results, each with its experiment's name and kind, judged
+    (findings.judge: the primary against the design's room from `config`, every claim gated by its premises). An
     experiment whose claims declare no kind has its first claim as its primary."""
     e = X.get(name)
     fs = e.claims(rs)
@@ -129,9 +129,7 @@ def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
         fs = [{**f, "kind": findings.PRIMARY if i == 0 else findings.SECONDARY} for i, f in enumerate(fs)]
     fs = [{**f, "experiment": name, "kind": findings.kind_of(f), "primary": findings.kind_of(f) == findings.PRIMARY}
           for f in fs]
-    if e.room is not None and config is not None:
-        fs = [findings.with_room(f, e.room(config)) if f["primary"] else f for f in fs]
-    return findings.gate(fs)
+    return findings.judge(fs, e.room(config) if e.room is not None and config is not None else None)
 
 
 def lab_findings(results: dict, config_of: Callable | None = None) -> list[dict]:

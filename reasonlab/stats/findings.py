@@ -209,6 +209,14 @@ def gate(fs: list[dict]) -> list[dict]:
     return out
 
 
+def judge(fs: list[dict], room: tuple[float, float] | None = None) -> list[dict]:
+    """One experiment's claims as the lab judges them: its primary against the design's `room` (with_room; None:
+    no room given), then every claim gated by the premises it requires (gate)."""
+    if room is not None:
+        fs = [with_room(f, room) if kind_of(f) == PRIMARY else f for f in fs]
+    return gate(fs)
+
+
 def holm(fs: list[dict], alpha: float = ALPHA) -> list[dict]:
     """Holm's step-down correction over the primary claims (kind "primary" and a p value), on their unrounded p
     values: a primary holds only if Holm rejects it at alpha; one that held unadjusted and does not survive becomes
