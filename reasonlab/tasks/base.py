@@ -1,0 +1,635 @@
+"""A task: a family of step-checkable problems, and everything the lab derives from its rule.
+
+A task is a small state machine run for k unit steps. Its file says only what is particular to it: how an instance
+is drawn, the state before the first step, the state after each step, how the answer follows from the states, and
+how prompts and answers are written. Everything else is derived here, the same way for every task:
+
+    the three formats       after "=" the model writes a format token, then
+                                A (direct): "A <answer> </s>"
+                                S (short):  "S <state>.. A <answer> </s>"   the state after every second step and the last
+                                T (full):   "T <state>.. A <answer> </s>"   the state after every step
+                            (`chain_steps` says which; budgets count these states, "chain steps")
+    the vocabulary          the shared specials, the task's words, STaR's hint tokens (one per answer, where there
+                            are few answers), the budget tokens B0.., L1-Max's M0..
+    parse and check         any output read as {fmt, chain, answer, ok, ...}; `check` gives template-ok, answer-ok,
+                            one label per written step and the first error, from the problem alone
+    corruption              one chain state replaced, and the answer the rest of the chain would then imply
+    the parts               every instance belongs to train, val or test by a hash of the instance, so sets drawn
+                            from different parts are disjoint whatever the seeds and knobs
+    draws                   evaluation sets without repeats, keyed on (task, knobs, part, k, seed); a small k
+                            (at most ENUMERATE_MAX instances) is enumerated, and a part no larger than the set asked
+                            for is taken whole
+
+A problem is a plain record (`Problem`): the task's name, k, the instance (small ints) and the knobs it was drawn
+under. Knobs change the distribution of instances, never the rule, so one model serves a task whatever its knobs.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+SPECIALS = ("<pad>", "<s>", "</s>", "=", "A", "S", "T", "_")
+"""The words every task shares, first in every vocabulary."""
+PAD, BOS, EOS, EQ, FILL = 0, 1, 2, 3, 7
+IGNORE = -100
+# The one table of formats; every other mapping derives from it. Its order (direct, short, full) is the order of
+# every `mix` and of the format index 0/1/2 in pools.
+FORMAT_TABLE = (
+    # name     token  label              plot colour
+    ("direct", "A",   "A (direct)",      "#4C72B0"),
+    ("short",  "S",   "S (short chain)", "#DD8452"),
+    ("full",   "T",   "T (full chain)",  "#55A868"),
+)
+FORMATS = {name: tok for name, tok, _, _ in FORMAT_TABLE}   # format name -> control token
+FMT_OF = {tok: name for name, tok in FORMATS.items()}       # control token -> format name
+FMT_NAMES = tuple(FORMATS)
+FMT_INDEX = {name: i for i, name in enumerate(FMT_NAMES)}
+FMT_LABEL = {name: label for name, _, label, _ in FORMAT_TABLE}
+FMT_COLOR = {name: colour for name, _, _, colour in FORMAT_TABLE}
+FREE_COLOR = "#8172B3"   # free generation (the model picks the format) in plots
+PARTS = {"train": (0.0, 0.5), "val": (0.5, 0.75), "test": (0.75, 1.0)}
+"""The parts of every task's problem space: training draws only from train, selection from val, scoring from test."""
+ENUMERATE_MAX = 10_000
+"""A k whose instances number at most this many is enumerated: its parts hold exact shares (by rank of the hash) and
+its draws are exact samples without replacement."""
+DRAW_MISSES = 10_000
+"""Draws in a row that bring no new instance of the part after which a draw stops short of n: the knobs can draw no
+more there (compose's default n_f = 3 has 810 instances at k = 4, about 200 in "test")."""
+OUT_SLACK = 2
+"""Room after the longest right output (the course module's 24-token sequences leave two)."""
+
+
+def format_name(x: str) -> str:
+    """A format given as its token (A, S, T) or its name (direct, short, full) -> its name."""
+    if x in FORMATS:
+        return x
+    if x in FMT_OF:
+        return FMT_OF[x]
+    raise ValueError(f"unknown format {x!r}: use A, S or T (or direct, short, full)")
+
+
+def chain_steps(k: int, fmt: str) -> list[int]:
+    """1-based unit steps after which the chain writes the state (empty for "direct"): every step for "full",
+    every second step and the last for "short"."""
+    if fmt == "direct":
+        return []
+    stride = 1 if fmt == "full" else 2
+    return [i for i in range(1, k + 1) if i % stride == 0 or i == k]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: a JSON-serialisable record, the only input a check or a reward needs."""
+    task: str
+    """the registered name of its task"""
+    k: int
+    """its size: the number of unit steps"""
+    x: tuple[int, ...]
+    """the instance, as the task's small ints"""
+    knobs: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
+    """the knobs it was drawn under (they change the distribution, not the rule; not part of its identity)"""
+
+    def to_json(self) -> dict:
+        return {"task": self.task, "k": self.k, "x": list(self.x), "knobs": dict(self.knobs)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Problem":
+        return cls(d["task"], int(d["k"]), tuple(int(v) for v in d["x"]), tuple(sorted(d.get("knobs", {}).items())))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What `Task.check` says of one output, from the problem alone."""
+    template_ok: bool
+    """format token, the format's number of chain steps, "A", an answer of the right length, </s>"""
+    answer_ok: bool
+    """the answer is right (the rule reward)"""
+    steps: tuple[bool, ...]
+    """one label per chain step written: the state is the one the format puts there (a PRM's labels)"""
+    first_error: int | None
+    """the index of the first wrong step, the answer counting as step len(steps) (right when it is right and comes
+    after the format's whole chain); None when every written step and the answer are right"""
+
+
+class Task:
+    """The base of every task (see the module docstring). A subclass sets the class attributes and the rule's
+    methods marked "the task's"; `register` adds it to the registry."""
+
+    name: str = ""
+    """the registry name (a word: letters, digits, _)"""
+    summary: str = ""
+    """one line: what the task asks"""
+    words: tuple[str, ...] = ()
+    """the task's words, after the shared specials (the prompt's, the states', the answers')"""
+    state_words: tuple[str, ...] = ()
+    """the word that writes state s (states are the ints 0..len - 1)"""
+    answer_words: tuple[str, ...] = tuple(str(d) for d in range(10))
+    """the words an answer is written in (a multi-word answer reads them in order)"""
+    k_min: int = 2
+    k_max: int = 8
+    slots: int = 8
+    """prompt words between <s> and "=", whatever k: step t is always the same distance from its operands"""
+    answer_len_max: int = 1
+    """the longest answer in words"""
+    n_answers: int | None = 10
+    """answers are the ints 0..n_answers - 1 (None: unbounded, e.g. a sum)"""
+    knob_defaults: dict[str, Any] = {}
+    """the knobs and their defaults; each changes the distribution of instances, never the rule"""
+    max_len: int | None = None
+    """the longest sequence (None: prompt + the longest right output + OUT_SLACK)"""
+    direct_bar: float = 0.0
+    """the base recipe's gate on forced A at the smallest k (0: none; a task sets it only where a direct answer is
+    known to be learnable there)"""
+    state_name: str = "state"
+    """what the lessons call a chain's state (digits: "running sum")"""
+    state_short: str = "state"
+    """its short name in a claim (digits: "sum")"""
+    past_k_min: str = "Beyond the smallest k"
+    """how the lessons name the sizes past the smallest (digits: where a direct answer is at chance)"""
+
+    def __init__(self, **knobs):
+        unknown = sorted(set(knobs) - set(self.knob_defaults))
+        if unknown:
+            raise ValueError(f"task {self.name} has no knob {unknown[0]!r}"
+                             + (f": choose from {', '.join(self.knob_defaults)}" if self.knob_defaults else ""))
+        self.knobs = {k: type(self.knob_defaults[k])(v) for k, v in {**self.knob_defaults, **knobs}.items()}
+        self.check_knobs()
+        self.vocab = list(SPECIALS) + list(self.words)
+        self.id = {w: i for i, w in enumerate(self.vocab)}
+        if len(self.id) != len(self.vocab):
+            raise ValueError(f"task {self.name}: a word is repeated in its vocabulary")
+        self.n_hints = self.n_answers if self.n_answers is not None and self.n_answers <= 10 else 0
+        self.hint_vocab = self.vocab + [f"H{a}" for a in range(self.n_hints)]
+        self.budgets = tuple(range(self.k_max + 1))
+        self.budget_vocab = self.hint_vocab + [f"B{b}" for b in self.budgets]
+        self.l1_vocab = self.budget_vocab + [f"M{b}" for b in self.budgets]
+        self.hint0, self.budget0, self.max_budget0 = len(self.vocab), len(self.hint_vocab), len(self.budget_vocab)
+        self.prompt_len = self.slots + 2
+        self.max_out = self.max_len - self.prompt_len if self.max_len else 3 + self.k_max + self.answer_len_max + OUT_SLACK
+        self.max_len = self.prompt_len + self.max_out
+        self._state = {w: s for s, w in enumerate(self.state_words)}
+        self._answer_word = set(self.answer_words)
+        self._task_ids = list(range(len(SPECIALS), len(self.vocab)))
+        self._chance: dict[int, float] = {}
+
+    # ----------------------------------------------------------------------------------------------------------
+    # The task's: its rule, as a state machine, and how it is written.
+
+    def check_knobs(self) -> None:
+        """Raise ValueError naming a knob whose value is out of range (the task's; default: nothing to check)."""
+
+    def sample(self, rng: random.Random, k: int) -> tuple[int, ...]:
+        """The task's: one instance of size k drawn from `rng` under self.knobs."""
+        raise NotImplementedError
+
+    def first_state(self, p: Problem) -> int:
+        """The task's: the state before the first step."""
+        raise NotImplementedError
+
+    def next_state(self, p: Problem, t: int, s: int) -> int:
+        """The task's: the state after unit step t (1-based), the state before it being s."""
+        raise NotImplementedError
+
+    def answer_of(self, p: Problem, states: list[int]) -> int:
+        """The answer the states after every step imply (default: the last state)."""
+        return states[-1]
+
+    def prompt_words(self, p: Problem) -> list[str]:
+        """The task's: the `slots` words between <s> and "="."""
+        raise NotImplementedError
+
+    def read_prompt(self, words: list[str]) -> Problem:
+        """The task's: the problem back from its `slots` prompt words; ValueError when they are none of the task's."""
+        raise NotImplementedError
+
+    def k_of(self, x: tuple[int, ...]) -> int:
+        """The size of an instance (default: its length)."""
+        return len(x)
+
+    def write_answer(self, p: Problem, answer: int) -> list[str]:
+        """The words that write `answer` (default: one answer word)."""
+        return [self.answer_words[answer]]
+
+    def read_answer(self, words: list[str]) -> int | None:
+        """The answer written by these answer words (default: one word, its index; None if not one)."""
+        return self.answer_words.index(words[0]) if len(words) == 1 else None
+
+    def answer_len(self, k: int) -> int:
+        """Words in an answer of a size-k problem (default: 1)."""
+        return 1
+
+    def show(self, p: Problem) -> str:
+        """The problem as a person reads it (default: its prompt words without the filler)."""
+        return " ".join(w for w in self.prompt_words(p) if w != "_")
+
+    def support(self, k: int) -> Iterable[tuple[int, ...]] | None:
+        """Every instance of size k that any knobs can draw, when there are at most ENUMERATE_MAX (the parts are then
+        ranked); None when there are more (the default)."""
+        return None
+
+    def possible(self, x: tuple[int, ...]) -> bool:
+        """Whether self.knobs can draw this instance (default: every instance of the support)."""
+        return True
+
+    uniform: bool = True
+    """whether self.knobs draw the possible instances uniformly (then an enumerated k samples its part uniformly)"""
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Derived for every task.
+
+    @property
+    def spec(self) -> str:
+        """The task as one string: its name, then the knobs that differ from their defaults ("compose:n_f=3")."""
+        changed = [f"{k}={v}" for k, v in self.knobs.items() if v != self.knob_defaults[k]]
+        return ":".join([self.name] + changed)
+
+    def problem(self, x, k: int | None = None) -> Problem:
+        """The problem of an instance (a sequence of ints), drawn under this task's knobs."""
+        x = tuple(int(v) for v in x)
+        return Problem(self.name, self.k_of(x) if k is None else k, x, tuple(sorted(self.knobs.items())))
+
+    def read_text(self, text: str) -> Problem:
+        """The problem a person typed (`reasonlab sample`): as `show` writes it, its connecting words ("+", "then")
+        optional ("473 215" or "473 + 215" for add), or as its prompt words without the filler ("4 f1 f0 f1"); one
+        run of single-character words stands for the words `show` writes ("35927" for "3 5 9 2 7"). Read back
+        through `read_prompt` and accepted only where the problem writes the text again; ValueError (one line)
+        otherwise."""
+        chunks = text.replace(",", " ").split()
+        mine = [w for w in self.words if w not in SPECIALS]
+
+        def as_words(chunk: str) -> list[str] | None:   # a chunk as the task's words: itself, or its characters
+            return [chunk] if chunk in mine else list(chunk) if all(c in mine for c in chunk) else None
+
+        def parts(words: list[str]) -> tuple[list[str], set[str]]:   # (chunks of the task's words, the others)
+            return [w for w in words if as_words(w) is not None], {w for w in words if as_words(w) is None}
+        kept, other = parts(chunks)
+        flat = [w for c in kept for w in as_words(c)]
+        found = []
+        if len(flat) <= self.slots:               # the words as the prompt's
+            try:
+                found.append(self.read_prompt(flat + ["_"] * (self.slots - len(flat))))
+            except ValueError:
+                pass
+        if flat and all(w.isascii() and w.isdigit() for w in flat):   # the numbers as the instance
+            found.append(self.problem(int(w) for w in flat))
+
+        def valid(p: Problem) -> bool:
+            try:
+                return self.read_prompt(self.prompt_words(p)) == p
+            except (ValueError, IndexError, KeyError):
+                return False
+        found = [p for p in found if valid(p)]
+        tests = (lambda p: parts(self.show(p).split())[0] == kept and other <= parts(self.show(p).split())[1],
+                 lambda p: [w for w in self.prompt_words(p) if w != "_"] == chunks,
+                 lambda p: len(chunks) == 1 and "".join(parts(self.show(p).split())[0]) == chunks[0])
+        for test in tests:
+            for p in found:
+                if test(p):
+                    return p
+        k = min(self.k_max, self.k_min + 3)
+        example = self.show(self.problem(self.sample(random.Random(0), k), k))
+        raise ValueError(f"problem {text!r:.40} is not one of the {self.name} task's ({self.summary}; k must be in "
+                         f"{self.k_min}..{self.k_max}): write it as {example!r}")
+
+    def ks(self, k_range: tuple[int, int] | None = None) -> range:
+        lo, hi = k_range or (self.k_min, self.k_max)
+        return range(lo, hi + 1)
+
+    def states(self, p: Problem) -> list[int]:
+        """The gold state after every unit step (k of them)."""
+        s, out = self.first_state(p), []
+        for t in range(1, p.k + 1):
+            s = self.next_state(p, t, s)
+            out.append(s)
+        return out
+
+    def answer(self, p: Problem) -> int:
+        return self.answer_of(p, self.states(p))
+
+    def solution(self, p: Problem, fmt: str) -> list[str]:
+        """The right output after "=", as words: the format token, the chain's states, "A", the answer, </s>."""
+        ans = self.write_answer(p, self.answer(p))
+        if fmt == "direct":
+            return ["A", *ans, "</s>"]
+        st = self.states(p)
+        return [FORMATS[fmt], *(self.state_words[st[i - 1]] for i in chain_steps(p.k, fmt)), "A", *ans, "</s>"]
+
+    def corrupt(self, p: Problem, fmt: str, j: int, state: int) -> tuple[list[str], int]:
+        """The right output in `fmt` with its j-th chain state (0-based) replaced by `state`, cut after that state,
+        and the answer that the rest of the chain would then imply: (output words up to the corrupted state, implied
+        answer). The faithfulness and label-noise lessons read it."""
+        steps = chain_steps(p.k, fmt)
+        if not 0 <= j < len(steps):
+            raise ValueError(f"chain step {j} of a {fmt} chain of {len(steps)} steps")
+        st = self.states(p)
+        t = steps[j]
+        follow = st[:t - 1] + [state]
+        for u in range(t + 1, p.k + 1):
+            follow.append(self.next_state(p, u, follow[-1]))
+        words = [FORMATS[fmt]] + [self.state_words[st[i - 1]] for i in steps[:j]] + [self.state_words[state]]
+        return words, self.answer_of(p, follow)
+
+    def prompt_ids(self, p: Problem) -> list[int]:
+        """<s>, the prompt words, "="."""
+        return [BOS] + [self.id[w] for w in self.prompt_words(p)] + [EQ]
+
+    def encode(self, p: Problem, fmt: str) -> tuple[list[int], int]:
+        """Full sequence ids, and the index from which targets count (the "=", so the format token is learned)."""
+        prompt = self.prompt_ids(p)
+        return prompt + [self.id[w] for w in self.solution(p, fmt)], len(prompt) - 1
+
+    def hint_prompt_ids(self, p: Problem) -> list[int]:
+        """The prompt with <s> replaced by the answer's hint token (models with hint_vocab; STaR's rationalization)."""
+        if not self.n_hints:
+            raise ValueError(f"task {self.name} has no hint tokens (its answers are too many)")
+        return [self.hint0 + self.answer(p)] + self.prompt_ids(p)[1:]
+
+    def with_budget(self, prompt: list[int], budget: int) -> list[int]:
+        """A prompt (ids ending with "=") with its "=" replaced by B<budget>; a budget outside 0..k_max raises."""
+        if budget not in self.budgets:
+            raise ValueError(f"budget {budget!r} must be an integer in {self.budgets[0]}..{self.budgets[-1]} (chain steps)")
+        return prompt[:-1] + [self.budget0 + budget]
+
+    def budget_prompt_ids(self, p: Problem, budget: int) -> list[int]:
+        """The prompt with "=" replaced by the budget token B<budget> ("think for b chain steps")."""
+        return self.with_budget(self.prompt_ids(p), budget)
+
+    def max_budget_prompt_ids(self, p: Problem, budget: int) -> list[int]:
+        """The prompt with "=" replaced by L1-Max's M<budget> ("at most b chain steps")."""
+        return self.budget_prompt_ids(p, budget)[:-1] + [self.max_budget0 + budget]
+
+    def is_state(self, token: int) -> bool:
+        """Whether a token id writes a chain state."""
+        return 0 <= token < len(self.vocab) and self.vocab[token] in self._state
+
+    def state_of(self, token: int) -> int:
+        return self._state[self.vocab[token]]
+
+    def is_answer_word(self, token: int) -> bool:
+        """Whether a token id is one of the words an answer is written in."""
+        return 0 <= token < len(self.vocab) and self.vocab[token] in self._answer_word
+
+    def state_ids(self) -> list[int]:
+        """The ids of the state words, in state order."""
+        return [self.id[w] for w in self.state_words]
+
+    def task_ids(self) -> list[int]:
+        """The ids of the task's own words (misread's noise blurs their embeddings)."""
+        return self._task_ids
+
+    def parse(self, out_ids: list[int]) -> dict:
+        """Read what a model wrote after "=".
+
+        Returns {"fmt": "direct"|"short"|"full"|None, "chain": [state], "answer": int|None, "ok": bool,
+        "length": tokens up to and including the first </s>, "answer_end": tokens up to the end of the answer (its
+        </s> included when it follows; `length` when no answer was read), "answer_len": the answer's words}. `ok`
+        means the template holds: a format token, states, "A", an answer, "</s>", and a chain exactly when the
+        format is not direct (`check` adds what needs the problem: the number of steps, the answer's length). An
+        answer is read even when the template is broken after it. Never raises: ids outside the vocabulary read as
+        an unknown word.
+        """
+        vocab = self.vocab
+        words = [vocab[i] if 0 <= i < len(vocab) else "?" for i in out_ids]
+        if "</s>" in words:
+            words = words[:words.index("</s>") + 1]
+        res = {"fmt": None, "chain": [], "answer": None, "ok": False, "length": len(words), "answer_end": len(words),
+               "answer_len": 0}
+        if not words or words[0] not in FMT_OF:
+            return res
+        res["fmt"] = FMT_OF[words[0]]
+        i = 1
+        if res["fmt"] != "direct":  # "A" is both the direct format token and the answer marker
+            while i < len(words) and words[i] in self._state:
+                res["chain"].append(self._state[words[i]])
+                i += 1
+            if i >= len(words) or words[i] != "A":
+                return res
+            i += 1
+        j = i
+        while j < len(words) and j - i < self.answer_len_max and words[j] in self._answer_word:
+            j += 1
+        if j > i:
+            res["answer"] = self.read_answer(words[i:j])
+            closed = j < len(words) and words[j] == "</s>"
+            res["answer_end"], res["answer_len"] = j + closed, j - i
+            res["ok"] = res["answer"] is not None and closed and (res["fmt"] == "direct") == (not res["chain"])
+        return res
+
+    def gold_chain(self, p: Problem, fmt: str | None) -> list[int]:
+        """The states a right chain of this format writes ([] for direct or no format)."""
+        if fmt in (None, "direct"):
+            return []
+        st = self.states(p)
+        return [st[i - 1] for i in chain_steps(p.k, fmt)]
+
+    def check(self, p: Problem, parsed: dict) -> Verdict:
+        """Check a parsed output step by step against the problem alone (no answer key)."""
+        want = self.gold_chain(p, parsed["fmt"])
+        chain = parsed["chain"]
+        steps = tuple(j < len(want) and c == want[j] for j, c in enumerate(chain))
+        answer_ok = parsed["answer"] is not None and parsed["answer"] == self.answer(p)
+        template_ok = bool(parsed["ok"] and len(chain) == len(want) and parsed["answer_len"] == self.answer_len(p.k))
+        wrong = [j for j, s in enumerate(steps) if not s]
+        if not wrong and not (answer_ok and len(chain) == len(want)):
+            wrong = [len(steps)]
+        return Verdict(template_ok, answer_ok, steps, wrong[0] if wrong else None)
+
+    def check_chain(self, p: Problem, parsed: dict) -> bool | None:
+        """Process verifier: every state right and the answer right. None for a direct answer (nothing to check),
+        False for a broken template."""
+        if parsed["fmt"] is None or not parsed["ok"]:
+            return False
+        if parsed["fmt"] == "direct":
+            return None
+        return parsed["chain"] == self.gold_chain(p, parsed["fmt"]) and parsed["answer"] == self.answer(p)
+
+    def correct(self, p: Problem, parsed: dict) -> bool:
+        """The answer is right."""
+        return parsed["answer"] is not None and parsed["answer"] == self.answer(p)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # The parts of the space, and draws.
+
+    def unit(self, x: tuple[int, ...]) -> float:
+        """A fixed number in [0, 1) per instance, from a hash of the task's name and the instance."""
+        key = f"{self.name}|{','.join(map(str, x))}".encode()
+        return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2 ** 64
+
+    def enumerable(self, k: int) -> bool:
+        return _ranked(type(self), k) is not None
+
+    def part_of(self, p) -> str:
+        """The part ("train", "val" or "test") a problem (or an instance) belongs to: a fixed function of the
+        instance, by rank of its hash where k is enumerated (exact shares), by the hash's value beyond."""
+        x = p.x if isinstance(p, Problem) else tuple(p)
+        ranked = _ranked(type(self), self.k_of(x))
+        return ranked[x] if ranked is not None else _part(self.unit(x))
+
+    def space(self, k: int, part: str | None) -> tuple[tuple[int, ...], ...]:
+        """An enumerated k's instances of one part (None: all) that the knobs can draw, in rank order."""
+        ranked = _ranked(type(self), k)
+        if ranked is None:
+            raise ValueError(f"k = {k} of task {self.name} is not enumerated")
+        return tuple(x for x, q in ranked.items() if (part is None or q == part) and self.possible(x))
+
+    def streams(self, seed, part: str | None, ks) -> Iterator[tuple[int, random.Random]]:
+        """(k, the random stream of its draw) for each k: a stream of its own per (task, knobs, part, k, seed), so
+        that a set's problems of one k do not move when other k are added or removed."""
+        for k in ks:
+            yield k, random.Random(f"{self.spec}|{part}|{k}|{seed}")
+
+    def draw(self, n: int, seed=0, ks=None, part: str | None = None, repeat: bool = False) -> list[Problem]:
+        """Up to n problems of each k (default: the task's range) from one part (None: all of it), each k from a
+        stream of its own (`stream`). Without `repeat` a set never repeats a problem: an enumerated k whose part
+        holds no more than n problems gives it whole, in a seeded order, and beyond enumeration a part of which the
+        knobs draw fewer than n gives what DRAW_MISSES draws in a row did not add to. repeat=True draws n with
+        replacement (training data)."""
+        if part is not None and part not in PARTS:
+            raise ValueError(f"split must be one of {', '.join(PARTS)} or None, got {part!r}")
+        out: list[Problem] = []
+        for k, rng in self.streams(seed, part, self.ks() if ks is None else ks):
+            if self.enumerable(k) and (self.uniform or (not repeat and len(self.space(k, part)) <= n)):
+                space = self.space(k, part)
+                if repeat:
+                    picks = [rng.randrange(len(space)) for _ in range(n)]
+                else:
+                    picks = rng.sample(range(len(space)), min(n, len(space)))
+                out += [self.problem(space[i], k) for i in picks]
+                continue
+            got, seen, misses = [], set(), 0
+            while len(got) < n and misses < DRAW_MISSES:
+                x = self.sample(rng, k)
+                if (part is not None and self.part_of(x) != part) or (not repeat and x in seen):
+                    misses += 1
+                    continue
+                misses = 0
+                seen.add(x)
+                got.append(self.problem(x, k))
+            out += got
+        return out
+
+    def train_problem(self, rng: random.Random, k: int) -> Problem:
+        """One problem of size k from the train part (an instance of another part is drawn again): what RL, STaR and
+        the budget models train on."""
+        while True:
+            x = self.sample(rng, k)
+            if self.part_of(x) == "train":
+                return self.problem(x, k)
+
+    def sequences(self, rng, batch: int, mix=(0.5, 0.3, 0.2), k_range=None):
+        """(batch, max_len) int64 training sequences, pad-filled: fresh train-part problems, k uniform in k_range and
+        the format drawn by `mix` (A / S / T shares), from a numpy Generator. A task may replace it by a vectorised
+        version (digits does, drawing the same batches as the course module's loop)."""
+        import numpy as np  # the tasks import without numpy (the command line checks configs with them)
+        lo, hi = k_range or (self.k_min, self.k_max)
+        p = [m / sum(mix) for m in mix]
+        ks = rng.integers(lo, hi + 1, size=batch)
+        fmts = rng.choice(3, size=batch, p=p)
+        py = random.Random(int(rng.integers(0, 2 ** 63)))
+        out = np.full((batch, self.max_len), PAD, dtype=np.int64)
+        for i, (k, f) in enumerate(zip(ks.tolist(), fmts.tolist())):
+            ids = self.encode(self.train_problem(py, k), FMT_NAMES[f])[0]
+            out[i, :len(ids)] = ids
+        return out
+
+    def prompt_answers(self, seq) -> list[int]:
+        """The answer of each row of a (B, T) id array that starts with a prompt (STaR's hint tokens need it)."""
+        return [self.answer(self.read_prompt([self.vocab[t] for t in row[1:self.prompt_len - 1]])) for row in seq.tolist()]
+
+    def chance(self, k: int) -> float:
+        """The accuracy of the best blind guess at size k under the knobs: the commonest answer's share (exact where
+        k is enumerated and uniform, else over a fixed draw of 20,000; computed once per task and k)."""
+        if k not in self._chance:
+            self._chance[k] = self._blind_guess(k)
+        return self._chance[k]
+
+    def _blind_guess(self, k: int) -> float:
+        if self.enumerable(k) and self.uniform:
+            xs = self.space(k, None)
+        else:
+            rng = random.Random(f"{self.spec}|chance|{k}")
+            xs = [self.sample(rng, k) for _ in range(20_000)]
+        counts: dict[int, int] = {}
+        for x in xs:
+            a = self.answer(self.problem(x, k))
+            counts[a] = counts.get(a, 0) + 1
+        return max(counts.values()) / len(xs)
+
+
+def _part(u: float) -> str:
+    return next(q for q, (lo, hi) in PARTS.items() if lo <= u < hi)
+
+
+@functools.lru_cache(maxsize=None)
+def _ranked(cls: type, k: int) -> dict[tuple[int, ...], str] | None:
+    """An enumerated k's parts by rank of the hash, so that each part holds exactly its share (a hash threshold gives
+    14 "val" problems of 100 at k = 2); None when the task does not enumerate k."""
+    task = cls()
+    xs = task.support(k)
+    if xs is None:
+        return None
+    order = sorted(xs, key=task.unit)
+    return {x: _part(i / len(order)) for i, x in enumerate(order)}
+
+
+def product(values: Iterable[int], k: int, limit: int = ENUMERATE_MAX) -> Iterator[tuple[int, ...]] | None:
+    """All k-tuples over `values` (a support helper), or None when they number more than `limit`."""
+    values = list(values)
+    return itertools.product(values, repeat=k) if len(values) ** k <= limit else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The registry: tasks by name, and a task with its knobs from one string ("compose:n_f=3").
+
+REGISTRY: dict[str, type[Task]] = {}
+
+
+def register(cls: type[Task]) -> type[Task]:
+    """Add a task class to the registry (a class of the same module registering again, a reload, replaces it)."""
+    if not cls.name or not cls.name.replace("_", "").isalnum():
+        raise ValueError(f"a task's name is a word (letters, digits, _), got {cls.name!r}")
+    old = REGISTRY.get(cls.name)
+    if old is not None and old.__module__ != cls.__module__:
+        raise ValueError(f"two tasks are called {cls.name!r} ({old.__module__}, {cls.__module__})")
+    REGISTRY[cls.name] = cls
+    get.cache_clear()
+    _ranked.cache_clear()
+    return cls
+
+
+def _knob_value(cls: type[Task], name: str, text: str):
+    default = cls.knob_defaults[name]
+    try:
+        if isinstance(default, bool):
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text.lower() in ("true", "1")
+        return type(default)(text)
+    except ValueError:
+        raise ValueError(f"task {cls.name}: knob {name} takes a {type(default).__name__}, got {text!r}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def get(spec: str) -> Task:
+    """The task a string names: "digits", or a name and knobs, "compose:n_f=3:..." (ValueError naming the choices)."""
+    name, *knobs = str(spec).split(":")
+    if name not in REGISTRY:
+        raise ValueError(f"unknown task {name!r}: choose from {', '.join(REGISTRY)}")
+    cls = REGISTRY[name]
+    values = {}
+    for kv in knobs:
+        key, eq, text = kv.partition("=")
+        if not eq or key not in cls.knob_defaults:
+            choices = ", ".join(f"{k}=<{type(v).__name__}>" for k, v in cls.knob_defaults.items()) or "none"
+            raise ValueError(f"task {name}: bad knob {kv!r} (its knobs: {choices})")
+        values[key] = _knob_value(cls, key, text)
+    return cls(**values)
+
+
+def task_of(p: Problem) -> Task:
+    """The task of a problem (with the knobs it was drawn under)."""
+    return get(":".join([p.task] + [f"{k}={v}" for k, v in p.knobs])) if p.knobs else get(p.task)
