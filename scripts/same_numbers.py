@@ -1,5 +1,5 @@
 """Compare two lab runs' numbers: every per-seed result and findings.json, wall-clock fields left out (keys ending
-in _s, seconds or _time; the store's keys), and the findings' bookkeeping (experiment, primary). A refactor that
+in _s, seconds or _time; the store's keys), and the findings' bookkeeping (experiment, primary, task). A refactor that
 claims to change no number runs the quick lab before and after on one machine and one model cache:
 
     reasonlab lab --quick --out /tmp/before --cache-dir /tmp/cache --fresh     # on the old commit
@@ -14,6 +14,7 @@ import os
 import sys
 
 WALL = ("_s", "seconds", "_time")
+BOOKKEEPING = ("experiment", "primary", "task")
 
 
 def numbers(o):
@@ -45,7 +46,7 @@ def main(a, b):
     differ = sorted(k for k in ra.keys() | rb.keys() if ra.get(k) != rb.get(k))
     for k in sorted(ra.keys() | rb.keys()):
         print(f"{k}: {'DIFFERENT' if k in differ else 'identical'}")
-    fa, fb = ([{k: v for k, v in f.items() if k not in ("experiment", "primary")} for f in load(os.path.join(r, "findings.json"))]
+    fa, fb = ([{k: v for k, v in f.items() if k not in BOOKKEEPING} for f in load(os.path.join(r, "findings.json"))]
               for r in (a, b))
     print(f"findings.json ({len(fa)} claims): {'identical' if fa == fb else 'DIFFERENT'}")
     return 0 if not differ and fa == fb else 1

@@ -2,9 +2,12 @@
 import json
 import os
 
+import pytest
+
 NOTEBOOK = os.path.join(os.path.dirname(__file__), "..", "notebooks", "lecture.ipynb")
 
 
+@pytest.mark.slow     # ~40-60 s on 2 cores: the default suite stays under 5 minutes; tests/test_api.py walks its API
 def test_lecture_notebook_runs_in_quick_mode(quick_cache, monkeypatch, capsys):
     monkeypatch.setenv("REASONLAB_QUICK", "1")
     monkeypatch.setenv("REASONLAB_CACHE", quick_cache)

@@ -17,7 +17,7 @@ import threading
 
 from .. import __version__
 from .. import experiments as X
-from ..core.config import add_flags, check_numbers, given, make
+from ..core.config import add_flags, check_numbers, field_list, given, make
 from ..runner.executor import keep_freed_memory
 from .commands import COMMANDS, EXPERIMENT_SKIP, SKIP, VALIDATED_LATER, RunExperiment
 from .guard import UsageError, preflight
@@ -58,7 +58,13 @@ def build_parser(argv: list[str] | None = None) -> Parser:
             p = sub.add_parser(name, help=help_, description=help_)
         add_flags(p, cls, skip=SKIP.get(name, ()))
         p.set_defaults(command=name)
-    named = next((a for a in argv or [] if not a.startswith("-")), None)
+    words = [a for a in argv or [] if not a.startswith("-")]
+    named = words[0] if words else None
+    if named == "sweep" and len(words) > 1 and words[1] in X.BUILTIN:       # `sweep NAME --help`: NAME's fields
+        sweep_p = sub.choices["sweep"]
+        sweep_p.formatter_class = argparse.RawDescriptionHelpFormatter
+        sweep_p.epilog = "\n".join([f"fields of {words[1]}'s config that --grid and --set may name:",
+                                     *field_list(X.get(words[1]).Config)])
     for name, question in X.BUILTIN.items():
         p = sub.add_parser(name, help=f"experiment: {question}", description=f"The {name} experiment: {question}")
         p.set_defaults(command=name)

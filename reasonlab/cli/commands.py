@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.config import flag
+from ..core.config import EVAL_N_MAX, flag
 from ..runner.config import LabConfig, SweepConfig
+from ..tasks import get, load_file
 from ..train.config import RLConfig
 
 ReportTo = Literal["none", "tensorboard"]
@@ -19,6 +20,15 @@ def positive(obj, *names: str) -> None:
         v = getattr(obj, n)
         if v is not None and not v > 0:
             raise ValueError(f"{flag(n)} must be positive, got {v}")
+
+
+def known_task(obj) -> None:
+    """--task-file's tasks registered, then --task names a registered task with valid knobs (ValueError naming the
+    choices)."""
+    for path in obj.task_file:
+        load_file(path)
+    if obj.task is not None:
+        get(obj.task)
 
 
 def at_least_zero(obj, *names: str) -> None:
@@ -81,6 +91,10 @@ class Sweep:
 
 @dataclass
 class Pretrain:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
+    task_file: tuple[str, ...] = ()
+    """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     seed: int = 0
     """the base model's seed"""
     recipe: Literal["base", "spec"] = "base"
@@ -101,6 +115,7 @@ class Pretrain:
     """where the model is cached and trained"""
 
     def validate(self) -> None:
+        known_task(self)
         positive(self, "lr", "batch", "n")
         if self.steps and min(self.steps) < 1:
             raise ValueError(f"--steps must be positive, got {min(self.steps)}")
@@ -108,6 +123,11 @@ class Pretrain:
 
 @dataclass
 class Eval:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4"); with
+    --checkpoint the checkpoint's: --task may only change its knobs"""
+    task_file: tuple[str, ...] = ()
+    """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     n: int = 500
     """problems per k"""
     problem_seed: int = 12345
@@ -120,13 +140,20 @@ class Eval:
     """where the model is cached and run"""
 
     def validate(self) -> None:
+        known_task(self)
         positive(self, "n")
 
 
 @dataclass
 class Sample:
     problem: str
-    """the digits, e.g. "3 5 9 2 7\""""
+    """the problem as the task shows it, its connecting words optional: digits "3 5 9 2 7" (or 35927), modprod
+    "3 5 0 2", compose "4 then f1 f0 f1", add "473 215" (or "473 + 215"); or the prompt's words without the filler"""
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4"); with
+    --checkpoint the checkpoint's: --task may only change its knobs"""
+    task_file: tuple[str, ...] = ()
+    """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     force: str | None = None
     """force a format: A, S or T"""
     temperature: float = 0.0
@@ -134,24 +161,28 @@ class Sample:
     n: int = 1
     """number of samples"""
     budget: int | None = None
-    """chain steps allowed, 0..8 (needs a budget model: `reasonlab l1` saves one per variant and seed in the model
-    cache, e.g. --checkpoint ~/.cache/reasonlab/l1-exact-seed0)"""
+    """chain steps allowed, 0..the task's largest k (needs a budget model: `reasonlab l1` saves one per variant and
+    seed in the model cache, e.g. --checkpoint ~/.cache/reasonlab/l1-exact-seed0)"""
     model: Model = field(default_factory=Model)
     """which model"""
     machine: Machine = field(default_factory=Machine)
     """where the model is cached and run"""
 
     def validate(self) -> None:
+        known_task(self)
         positive(self, "n")
         at_least_zero(self, "temperature")
-        if self.budget is not None and not 0 <= self.budget <= 8:
-            raise ValueError(f"--budget must be in 0..8, got {self.budget}")
+        budgets = get(self.task).budgets      # the checkpoint's task is checked again once it is known (guard)
+        if self.budget is not None and self.budget not in budgets:
+            raise ValueError(f"--budget must be in {budgets[0]}..{budgets[-1]}, got {self.budget}")
 
 
 @dataclass
 class Train:
     rl: RLConfig = field(default_factory=RLConfig)
     """the RL config: --algo picks the preset, every other flag overrides one of its fields"""
+    task_file: tuple[str, ...] = ()
+    """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     out: str | None = None
     """the run directory: config.json, metrics.jsonl, checkpoints, plots (default runs/train-<algo>-seed<seed>)"""
     resume: bool = False
@@ -159,7 +190,7 @@ class Train:
     eval_every: int = 0
     """greedy evaluation every N steps (0: never)"""
     eval_n: int = 200
-    """problems per k for --eval-every"""
+    """problems per k of the greedy evaluation on validation problems (every --eval-every steps, and at the end)"""
     log_kl: bool = False
     """log KL to the base even when beta = 0"""
     report_to: ReportTo = "none"
@@ -170,6 +201,8 @@ class Train:
     """where models are cached and trained"""
 
     def validate(self) -> None:
+        for path in self.task_file:        # before the RL config's check of its task
+            load_file(path)
         positive(self, "eval_n")
         at_least_zero(self, "eval_every")
 
@@ -186,6 +219,8 @@ class FindingsDiff:
 class FindingsReadme:
     findings: str = "results/lab/findings.json"
     """the findings the block is written from"""
+    tasks: str | None = "results/tasks"
+    """the lab run the tasks' table is written from (its base experiment per task; "" or none: leave the table)"""
     readme: str = "README.md"
     """the README holding the block"""
     check: bool = False
@@ -198,12 +233,18 @@ class ExportHF:
     """the directory to write (new, empty, or an earlier export, which is replaced)"""
     card_eval: int = 200
     """test problems per k for the model card's accuracy table (0: no table)"""
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4"); with
+    --checkpoint the checkpoint's: --task may only change its knobs"""
+    task_file: tuple[str, ...] = ()
+    """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     model: Model = field(default_factory=Model)
     """which model"""
     machine: Machine = field(default_factory=Machine)
     """where the model is cached and run"""
 
     def validate(self) -> None:
+        known_task(self)
         at_least_zero(self, "card_eval")
 
 
@@ -211,19 +252,27 @@ class ExportHF:
 class ExportDataset:
     dir: str
     """the directory to write (new, empty, or an earlier dataset export, which is replaced)"""
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
+    task_file: tuple[str, ...] = ()
+    """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     style: Literal["trl", "verl"] = "trl"
     """trl: a DatasetDict saved with save_to_disk; verl: train/validation/test.parquet in verl's layout"""
     n_train: int = 1000
-    """training problems per k (drawn with repeats from the training part)"""
+    """training problems per k (drawn with repeats from the training part; at most 100,000)"""
     n_eval: int = 100
-    """validation and test problems per k (distinct)"""
+    """validation and test problems per k (distinct; at most EVAL_N_MAX, 25,000: digits' k = 5 has no more)"""
     seed: int = 0
     """seed of the draws"""
     budget: Literal["none", "exact", "max"] = "none"
     """budget prompts for budget models (a budget column, for L1's rewards): B<b> (exact) or M<b> (max)"""
 
     def validate(self) -> None:
+        known_task(self)
         positive(self, "n_train", "n_eval")
+        for name, most in (("n_train", 100_000), ("n_eval", EVAL_N_MAX)):
+            if getattr(self, name) > most:
+                raise ValueError(f"{flag(name)} must be at most {most:,}, got {getattr(self, name):,}")
 
 
 @dataclass
@@ -235,6 +284,14 @@ class ImportHF:
     """checkpoint stem to write (default <cache>/imported/<the directory's name>)"""
     cache_dir: str | None = None
     """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)"""
+    task: str | None = None
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4"; default: the
+    one the directory's config.json names, else digits); another task than config.json's is refused"""
+    task_file: tuple[str, ...] = ()
+    """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
+
+    def validate(self) -> None:
+        known_task(self)
 
 
 COMMANDS = {
@@ -247,7 +304,7 @@ COMMANDS = {
     "findings diff": (FindingsDiff, "the claims whose verdict differs between two runs"),
     "findings readme": (FindingsReadme, "write (or --check) the README's findings block from a findings.json"),
     "export hf": (ExportHF, "write a model as a Hugging Face directory (transformers loads it; safetensors + JSON)"),
-    "export dataset": (ExportDataset, "write the task's train/validation/test parts for TRL or verl"),
+    "export dataset": (ExportDataset, "write a task's train/validation/test parts for TRL or verl"),
     "import hf": (ImportHF, "bring a Hugging Face directory (e.g. trained by TRL) back as a checkpoint"),
 }
 """Every command but the experiments' own: its arguments and its one-line help (a two-word name is a command with

@@ -8,9 +8,12 @@ from __future__ import annotations
 import os
 import re
 
-from ..core.config import GEN_ROW, N_K, TRAIN_ROW, fits
-from ..core.task import K_MAX, K_MIN, format_name
+from ..core.config import GEN_ROW, TRAIN_ROW, fits
 from ..io.files import cache_dir, check_name, regular_file, resolve, writable_dir, writable_file
+from ..tasks import Problem, Task, format_name, get
+
+TASK_COMMANDS = ("sample", "eval", "pretrain", "train", "export", "import")
+"""The commands that work on one task (--task, or a --checkpoint's)."""
 
 
 class UsageError(ValueError):
@@ -18,16 +21,40 @@ class UsageError(ValueError):
     when raised by a second copy of the CLI's module.)"""
 
 
-def parse_digits(text: str) -> list[int]:
-    parts = text.replace(",", " ").split()
-    if len(parts) == 1 and len(parts[0]) > 1 and re.fullmatch(r"[0-9]+", parts[0]):
-        parts = list(parts[0])
-    # ASCII digits only: str.isdigit() also accepts "٣" (Arabic-Indic) and "²", which int() reads or rejects
-    if not all(re.fullmatch(r"[0-9]", p) for p in parts):
-        raise UsageError(f"problem {text!r}: digits must be single digits 0-9, e.g. \"3 5 9 2 7\"")
-    if not K_MIN <= len(parts) <= K_MAX:
-        raise UsageError(f"problem {text!r} has {len(parts)} digits; k must be in {K_MIN}..{K_MAX}")
-    return [int(p) for p in parts]
+def read_problem(task: Task, text: str) -> Problem:
+    """The problem the user typed, read by the task (Task.read_text); UsageError, one line, if it is none."""
+    try:
+        return task.read_text(text)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _checkpoint_files(stem: str) -> None:
+    for ext in (".json", ".safetensors"):   # regular files only: a FIFO named X.json would hang the reader
+        if os.path.lexists(stem + ext):
+            regular_file(stem + ext, "checkpoint")
+
+
+def command_task(args) -> Task | None:
+    """The task the command works on, its spec put in args.task: --task, or with --checkpoint the checkpoint's
+    (train.zoo.checkpoint_task), which a --task the user gave must name (UsageError otherwise; its knobs may differ:
+    they change the problems drawn, not the rule, and the user's are taken). None for the commands without one, and
+    for `import hf` without --task (the directory's config.json names it)."""
+    if args.cmd not in TASK_COMMANDS or (args.cmd == "import" and args.task is None):
+        return None
+    given = (args.given.get("rl", {}) if args.cmd == "train" else args.given).get("task")
+    task = get(args.task)
+    checkpoint = getattr(args, "checkpoint", None)
+    if checkpoint and os.path.lexists(resolve(checkpoint) + ".json"):   # a missing one is said where it is loaded
+        stem = resolve(checkpoint)
+        _checkpoint_files(stem)
+        from ..train.zoo import checkpoint_task  # loads torch: only where a checkpoint is named
+        saved = get(checkpoint_task(stem))
+        if given is not None and task.name != saved.name:
+            raise UsageError(f"--task {task.spec}: the checkpoint {stem} is a model of task {saved.spec}")
+        task = task if given is not None else saved
+    args.task = task.spec
+    return task
 
 
 def check_device(device: str) -> str:
@@ -43,10 +70,11 @@ def check_device(device: str) -> str:
     return device
 
 
-def _sizes(args) -> None:
+def _sizes(args, task: Task | None) -> None:
     cmd = args.cmd
+    n_k = len(task.ks()) if task is not None else 0     # evaluation commands draw n problems per k
     if cmd in ("eval", "pretrain"):
-        fits("-n", args.n * N_K, GEN_ROW, N_K)
+        fits("-n", args.n * n_k, GEN_ROW, n_k)
     if cmd == "pretrain" and args.batch:
         fits("--batch", args.batch, TRAIN_ROW)
     if cmd == "sample":
@@ -55,7 +83,7 @@ def _sizes(args) -> None:
         rows = args.prompts_per_step * args.num_generations
         fits("--prompts-per-step", rows, TRAIN_ROW, args.num_generations)
         fits("--num-generations", rows, TRAIN_ROW, args.prompts_per_step)
-        fits("--eval-n", args.eval_n * N_K, GEN_ROW, N_K)
+        fits("--eval-n", args.eval_n * n_k, GEN_ROW, n_k)
 
 
 def _paths(args) -> None:
@@ -68,10 +96,7 @@ def _paths(args) -> None:
     if uses_cache or getattr(args, "cache_dir", None):
         writable_dir(cache_dir(getattr(args, "cache_dir", None)), "model cache")
     if getattr(args, "checkpoint", None):
-        stem = resolve(args.checkpoint)
-        for ext in (".json", ".safetensors"):   # regular files only: a FIFO named X.json would hang the reader
-            if os.path.lexists(stem + ext):
-                regular_file(stem + ext, "checkpoint")
+        _checkpoint_files(resolve(args.checkpoint))
     if cmd == "sweep" and args.config is not None:   # a FIFO would hang the reader
         regular_file(args.config, "--config")
     out = getattr(args, "out", None)
@@ -79,21 +104,25 @@ def _paths(args) -> None:
         writable_file(resolve(out) + ".json", "--out")
         out = None
     if out is not None:
-        writable_dir(out, "--out")
+        writable_dir(out, "--out", create=False)       # made by the command once its input is valid
     if getattr(args, "json", None):
         writable_file(args.json, "--json")
 
 
 def preflight(args) -> None:
-    """What needs the OS or the inputs' contents: the device, the problem, names, memory estimates, paths."""
+    """What needs the OS or the inputs' contents: the device, the task (a checkpoint's), the problem, names, memory
+    estimates, paths."""
     if hasattr(args, "device"):
         check_device(args.device)
+    task = command_task(args)
     if args.cmd == "sample":
-        parse_digits(args.problem)
+        read_problem(task, args.problem)
         if args.force is not None:
             format_name(args.force)
+        if args.budget is not None and args.budget not in task.budgets:
+            raise UsageError(f"--budget must be in {task.budgets[0]}..{task.budgets[-1]}, got {args.budget}")
     if args.cmd == "pretrain" and args.name is not None:
         check_name(args.name)
-    _sizes(args)
+    _sizes(args, task)
     _paths(args)
 

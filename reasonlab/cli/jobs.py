@@ -15,7 +15,7 @@ from ..core.config import make
 from ..core.evaluate import evaluate
 from ..core.problems import PROBE_SEED, problems_per_k
 from ..io import report, tblog
-from ..io.checkpoint import write_json
+from ..io.checkpoint import save_model, write_json
 from ..io.report import plot_format_share, plot_rl_runs
 from ..io.runs import precheck
 from ..io.tblog import JsonlFollower
@@ -109,8 +109,8 @@ def cmd_sweep(args):
 
 def cmd_train(args):
     """`reasonlab train`: one RL run in a run directory that resumes, its curves and format shares drawn."""
-    cfg = RLConfig.preset(args.algo, **{k: v for k, v in args.given.get("rl", {}).items() if k != "algo"},
-                          seed=args.seed)
+    cfg = RLConfig.preset(args.algo, **{k: v for k, v in args.given.get("rl", {}).items() if k not in ("algo", "task")},
+                          seed=args.seed, task=args.task)      # --task, or the checkpoint's (preflight)
     run_dir = args.out or os.path.join("runs", f"train-{args.algo}-seed{args.seed}")
     precheck(run_dir, args.resume)   # before any work: usable, locked (a second process is refused), no clobbering
     tblog.check(args.report_to)
@@ -125,24 +125,32 @@ def cmd_train(args):
     if follow:
         follow.close()
     print(f"done in {time.perf_counter() - t0:.1f}s")
-    if evals:
-        write_json(os.path.join(run_dir, "eval.json"), evals)
+    save_model(os.path.join(run_dir, "model"), policy, {"task": cfg.task, "algo": args.algo, "seed": args.seed,
+                                                        "steps": len(hist)})
+    final = greedy_eval_on_val(args, policy, {"step": len(hist)})
+    write_json(os.path.join(run_dir, "eval.json"), evals + [dict(final, final=True)])
     plot_rl_runs({args.algo: [hist]}, os.path.join(run_dir, "curves.png"), f"{args.algo}, seed {args.seed}")
     plot_format_share(hist, os.path.join(run_dir, "formats.png"), f"{args.algo}, seed {args.seed}")
-    print(f"wrote {run_dir}/ (config.json, metrics.jsonl, ckpt-*/state.*, curves.png, formats.png)")
+    print(f"wrote {run_dir}/ (model.safetensors + model.json: the trained policy, for --checkpoint {run_dir}/model; "
+          f"config.json, metrics.jsonl, eval.json, ckpt-*/state.* to resume, curves.png, formats.png)")
+
+
+def greedy_eval_on_val(args, model, rec: dict, label: str = "final") -> dict:
+    """Greedy accuracy, format shares and length on --eval-n problems per k of the validation part (the task's probe
+    draw, as the rl experiment probes), printed."""
+    r = evaluate(model, problems_per_k(args.eval_n, seed=PROBE_SEED, split="val", task=args.task))
+    out = {"step": rec["step"], "acc": r["acc"], "share": r["share"], "length": r["length"],
+           "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()}}
+    print(f"  {label} step {rec['step']}: greedy acc {r['acc']:.3f} on validation problems | A/S/T "
+          f"{r['share']['direct']:.2f}/{r['share']['short']:.2f}/{r['share']['full']:.2f} | length {r['length']:.2f}")
+    return out
 
 
 def step_hook(args, evals: list[dict], follow):
-    """After each step: a greedy evaluation every --eval-every steps, and the TensorBoard files kept up."""
-    probs = problems_per_k(args.eval_n, seed=PROBE_SEED)
-
-    def greedy_eval(rec, model):
-        r = evaluate(model, probs)
-        evals.append({"step": rec["step"], "acc": r["acc"], "share": r["share"], "length": r["length"],
-                      "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()}})
-        print(f"  eval step {rec['step']}: greedy acc {r['acc']:.3f} | A/S/T {r['share']['direct']:.2f}/"
-              f"{r['share']['short']:.2f}/{r['share']['full']:.2f} | length {r['length']:.2f}")
-    greedy_eval = every_n_steps(args.eval_every, greedy_eval)
+    """After each step: a greedy evaluation every --eval-every steps (greedy_eval_on_val), and the TensorBoard files
+    kept up."""
+    greedy_eval = every_n_steps(args.eval_every, lambda rec, model: evals.append(
+        greedy_eval_on_val(args, model, rec, "eval")))
 
     def on_step(rec, model):
         greedy_eval(rec, model)

@@ -195,7 +195,7 @@ def add_flags(p: argparse.ArgumentParser, cls, skip=()) -> None:
         if optional and "type" in kw and "nargs" not in kw:
             inner = kw["type"]
             kw["type"] = lambda s, t=inner: None if s.lower() == "none" else t(s)
-            kw["help"] += "; 'none' for None"
+            kw["help"] += "; none: unset (as described)"
         if default is dataclasses.MISSING:
             p.add_argument(f.name, **kw)
         else:
@@ -304,6 +304,20 @@ def _type_name(tp) -> str:
     if typing.get_origin(tp) is typing.Literal:
         return "one of " + ", ".join(map(str, typing.get_args(tp)))
     return getattr(tp, "__name__", str(tp))
+
+
+def field_list(cls, prefix: str = "") -> list[str]:
+    """One line per field a grid may name (nested configs' fields dotted): its type, its default and its doc."""
+    docs, out = field_docs(cls), []
+    for f in dataclasses.fields(cls):
+        tp = _unwrap(hints(cls)[f.name])[0]
+        if _is_config(tp):
+            out += field_list(tp, f"{prefix}{f.name}.")
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        shown = "+".join(map(str, default)) if isinstance(default, tuple) else default
+        out.append(f"  {prefix}{f.name} ({_type_name(tp)}; default {shown}): {docs.get(f.name, '')}")
+    return out
 
 
 def with_values(obj, values: dict):

@@ -1,56 +1,63 @@
-"""Rewards: pure functions of (digits, parsed output) -> float. No reward model, so nothing to hack."""
+"""Rewards: pure functions of (problem, parsed output) -> float, for every task (a problem may be given as the course
+module's list of digits). No reward model, so nothing to hack."""
 from __future__ import annotations
 
 import math
 
 import torch
 
-from .task import MAX_OUT
+from ..tasks import Problem, problem_of, task_of
 
 
-def rule_reward(digits: list[int], parsed: dict, format_bonus: float = 0.1) -> float:
+def rule_reward(problem: Problem | list[int], parsed: dict, format_bonus: float = 0.1) -> float:
     """R1-Zero's rule reward: 1 for the right answer, plus format_bonus when the whole template holds."""
-    r = 1.0 if parsed["answer"] == sum(digits) % 10 else 0.0
-    return r + (format_bonus if parsed["ok"] else 0.0)
+    return correct(problem, parsed) + (format_bonus if parsed["ok"] else 0.0)
+
+
+def correct(problem: Problem | list[int], parsed: dict) -> float:
+    """1 for the right answer, else 0."""
+    p = problem_of(problem)
+    return 1.0 if task_of(p).correct(p, parsed) else 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Length- and cost-aware rewards (adaptive thinking). Per-sample rewards are functions of (digits, parsed);
+# Length- and cost-aware rewards (adaptive thinking). Per-sample rewards are functions of (problem, parsed);
 # group rewards reshape a (P, G) reward tensor with the group's parses (they need the other samples).
 
 
-
-def correct(digits: list[int], parsed: dict) -> float:
-    return 1.0 if parsed["answer"] == sum(digits) % 10 else 0.0
-
-
-def token_cost_reward(digits: list[int], parsed: dict, alpha: float = 0.2) -> float:
-    """Correctness discounted by length, c * (1 - alpha * n / MAX_OUT) (Arora & Zanette 2025, arXiv 2502.04463,
-    with a fixed length scale instead of their per-prompt standardisation). alpha = 0 is the plain accuracy reward."""
-    return correct(digits, parsed) * (1.0 - alpha * parsed["length"] / MAX_OUT)
+def token_cost_reward(problem: Problem, parsed: dict, alpha: float = 0.2) -> float:
+    """Correctness discounted by length, c * (1 - alpha * n / the task's longest output) (Arora & Zanette 2025, arXiv
+    2502.04463, with a fixed length scale instead of their per-prompt standardisation). alpha = 0 is the plain
+    accuracy reward."""
+    p = problem_of(problem)
+    return correct(p, parsed) * (1.0 - alpha * parsed["length"] / task_of(p).max_out)
 
 
-def format_reward(digits: list[int], parsed: dict, values=(1.0, 0.75, 0.5), wrong: float = -1.0) -> float:
+def format_reward(problem: Problem, parsed: dict, values=(1.0, 0.75, 0.5), wrong: float = -1.0) -> float:
     """Thinkless (Fang et al. 2025, arXiv 2505.13379): a right answer is worth more the less it thought
     (A / S / T = 1 / 0.75 / 0.5); a wrong one costs `wrong`."""
-    if not correct(digits, parsed):
+    if not correct(problem, parsed):
         return wrong
     return {"direct": values[0], "short": values[1], "full": values[2]}.get(parsed["fmt"], wrong)
 
 
-def overlong_reward(digits: list[int], parsed: dict, max_len: int = MAX_OUT, buffer: int = 4) -> float:
+def overlong_reward(problem: Problem, parsed: dict, max_len: int | None = None, buffer: int = 4) -> float:
     """DAPO's soft overlong punishment (arXiv 2503.14476) added to correctness: 0 up to max_len - buffer, then a
-    linear ramp to -1 at max_len; an output cut at max_len without a complete template is truncated: -1."""
+    linear ramp to -1 at max_len (None: the task's longest output); an output cut at max_len without a complete
+    template is truncated: -1."""
+    p = problem_of(problem)
+    max_len = task_of(p).max_out if max_len is None else max_len
     n = parsed["length"]
     truncated = n >= max_len and not parsed["ok"]
     pen = 0.0 if n <= max_len - buffer else ((max_len - buffer) - n) / buffer
-    return correct(digits, parsed) + (-1.0 if truncated else pen)
+    return correct(p, parsed) + (-1.0 if truncated else pen)
 
 
-def adaptthink_reward(digits: list[int], parsed: dict, ref_acc: dict, delta: float = 0.05) -> float:
+def adaptthink_reward(problem: Problem, parsed: dict, ref_acc: dict, delta: float = 0.05) -> float:
     """AdaptThink (Zhang et al. 2025, arXiv 2505.13417): c - mean reference accuracy on this difficulty
     + delta for not thinking. ref_acc maps k to the reference model's accuracy when it thinks."""
-    return correct(digits, parsed) - ref_acc[len(digits)] + (delta if parsed["fmt"] == "direct" else 0.0)
+    p = problem_of(problem)
+    return correct(p, parsed) - ref_acc[p.k] + (delta if parsed["fmt"] == "direct" else 0.0)
 
 
 def kimi_length_reward(r, parsed_groups, step: int = 0, steps: int = 1, weight: float = 0.5):

@@ -7,12 +7,29 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..tasks import Task, get
+from ..tasks.base import EOS, PAD, SPECIALS
 from . import fast
 from .fast import KVCache, additive
 from .model import GPT
-from .task import BUDGET_VOCAB, ID, MAX_LEN, with_budget
 
-PAD, EOS = ID["<pad>"], ID["</s>"]
+SPECIAL_ID = {w: i for i, w in enumerate(SPECIALS)}   # the format tokens a `force` writes are shared by every task
+
+
+def _forced(force: list[str] | None, task: str | Task = "digits") -> list[int]:
+    """The ids of the words `force` writes: the shared specials (A, S, T, ...), or any of the task's words."""
+    if not force:
+        return []
+    if all(w in SPECIAL_ID for w in force):
+        return [SPECIAL_ID[w] for w in force]
+    ids = (task if isinstance(task, Task) else get(task)).id
+    return [ids[w] for w in force]
+
+
+def _new_tokens(model: GPT, t0: int, max_new: int | None) -> int:
+    """Tokens to generate after t0: max_new (None: any), never past the model's context."""
+    room = model.cfg.max_len - t0
+    return max(0, room if max_new is None else min(max_new, room))
 
 
 def pick(logits: torch.Tensor, gen: torch.Generator | None, temperature: float) -> torch.Tensor:
@@ -46,26 +63,29 @@ def _finish(seqs: torch.Tensor, start: int) -> list[list[int]]:
 
 @torch.no_grad()
 def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None = None, temperature: float = 1.0,
-             force: list[str] | None = None, max_new: int = 16, budget: int | None = None) -> list[list[int]]:
+             force: list[str] | None = None, max_new: int | None = None, budget: int | None = None,
+             task: str | Task = "digits") -> list[list[int]]:
     """Generate after each prompt (a list of ids ending with "="); returns the outputs, forced prefix included.
 
-    Greedy when gen is None or temperature == 0, otherwise sampled from `gen`. `force` (e.g. ["T"]) is written
-    before generation starts. An output ends at its first </s>, after max_new generated tokens, or at MAX_LEN.
-    Every row is sampled at every step, so the random stream does not depend on when other rows finish.
-    `budget` (0..8 chain steps) puts the budget token in place of each prompt's "=" (task.budget_prompt_ids);
-    a model without budget tokens (budget.py trains those) raises ValueError.
+    Greedy when gen is None or temperature == 0, otherwise sampled from `gen`. `force` (e.g. ["T"]; a word other
+    than the shared specials is one of `task`'s) is written before generation starts. An output ends at its first
+    </s>, after max_new generated tokens (None: no limit), or at the model's max_len. Every row is sampled at every
+    step, so the random stream does not depend on when other rows finish. `budget` (0..k_max chain steps) puts `task`'s budget token in place of each prompt's "="
+    (Task.budget_prompt_ids); a model without budget tokens (budget.py trains those) raises ValueError.
     """
     if budget is not None:
-        if model.cfg.vocab_size < len(BUDGET_VOCAB):
+        task = task if isinstance(task, Task) else get(task)
+        if model.cfg.vocab_size < len(task.budget_vocab):
             raise ValueError(f"budget={budget}: this model has no budget tokens (vocabulary {model.cfg.vocab_size} < "
-                             f"{len(BUDGET_VOCAB)}); train one with `reasonlab l1` (it keeps its models in the cache)")
-        prompts = [with_budget(p, budget) for p in prompts]
-    return generate_n(model, prompts, 1, gen, temperature, force, max_new)
+                             f"{len(task.budget_vocab)}); train one with `reasonlab l1` (it keeps its models in the cache)")
+        prompts = [task.with_budget(p, budget) for p in prompts]
+    return generate_n(model, prompts, 1, gen, temperature, force, max_new, task=task)
 
 
 @torch.inference_mode()   # lighter than no_grad (no version counters); the outputs are plain lists
 def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
-               temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16) -> list[list[int]]:
+               temperature: float = 1.0, force: list[str] | None = None, max_new: int | None = None,
+               task: str | Task = "digits") -> list[list[int]]:
     """n outputs per prompt (problem-major: prompt 0's n outputs first), decoded on the tree of distinct prefixes
     (`tree_walk`). The outputs are `generate`'s on each prompt repeated n times, token for token on CPU (tested
     against the naive decoder); on CUDA a batch of another size may take another GEMM kernel, move a logit in its
@@ -74,7 +94,7 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
         model.eval()
     device = next(model.parameters()).device
     outs: list[list[int] | None] = [None] * (len(prompts) * n)
-    forced = [ID[w] for w in force] if force else []
+    forced = _forced(force, task)
     for plen, rows in _groups(prompts).items():
         seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)  # (P, t)
         toks, _ = tree_walk(model, seq, n, gen, temperature, max_new)
@@ -85,7 +105,7 @@ def generate_n(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generato
 
 
 def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None, temperature: float,
-              max_new: int = 16, logit_hook=None, want_logp: bool = False, keep_frac: float = 0.5):
+              max_new: int | None = None, logit_hook=None, want_logp: bool = False, keep_frac: float = 0.5):
     """The one decoder: n continuations of each row of seq (P, t0), on the tree of distinct prefixes. Rows that
     have written the same tokens so far (at first, the n rows of a prompt and of the prompts equal to it) share one
     forward pass and one KV-cache row, and finished rows drop out. A group's samples often agree (a chain that is
@@ -102,7 +122,7 @@ def tree_walk(model: GPT, seq: torch.Tensor, n: int, gen: torch.Generator | None
     """
     P, V = seq.shape[0], model.cfg.vocab_size
     device = seq.device
-    n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
+    n_new = _new_tokens(model, seq.shape[1], max_new)
     # (U, V): one row per distinct prompt. The cache has room for twice as many rows, so that branches take rows in
     # place (KVCache.grow), and no more than there are output rows (a live prefix or an ended row holds a cache row,
     # and each has output rows of its own); past the room, the cache is copied into twice what it then holds
@@ -233,7 +253,8 @@ def last_logits(model: GPT, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
 
 @torch.no_grad()
 def generate_naive(model: GPT, prompts: list[list[int]], gen: torch.Generator | None = None, temperature: float = 1.0,
-                   force: list[str] | None = None, max_new: int = 16) -> list[list[int]]:
+                   force: list[str] | None = None, max_new: int | None = None, task: str | Task = "digits"
+                   ) -> list[list[int]]:
     """Reference decoder: recompute the whole sequence for every new token, one prompt-length group at a time.
 
     Same sampling order as `generate` (every row, every step), so the two agree token for token.
@@ -241,10 +262,10 @@ def generate_naive(model: GPT, prompts: list[list[int]], gen: torch.Generator | 
     model.eval()
     device = next(model.parameters()).device
     outs: list[list[int] | None] = [None] * len(prompts)
-    forced = [ID[w] for w in force] if force else []
+    forced = _forced(force, task)
     for plen, rows in _groups(prompts).items():
         seq = torch.tensor([prompts[i] + forced for i in rows], dtype=torch.long, device=device)
-        n_new = max(0, min(max_new, MAX_LEN - seq.shape[1]))
+        n_new = _new_tokens(model, seq.shape[1], max_new)
         done = torch.zeros(len(rows), dtype=torch.bool, device=device)
         for t in range(n_new):
             logits, _ = model(seq)
@@ -368,7 +389,8 @@ def seq_logprobs(model: GPT, prompts: list[list[int]], outputs: list[list[int]])
 
 @torch.inference_mode()
 def sample_tree(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generator | None = None,
-                temperature: float = 1.0, force: list[str] | None = None, max_new: int = 16, logit_hook=None):
+                temperature: float = 1.0, force: list[str] | None = None, max_new: int | None = None, logit_hook=None,
+                task: str | Task = "digits"):
     """n samples per prompt on the tree of distinct prefixes (`tree_walk`, the decoder of `generate_n`: the same
     samples), with their sequence log-probabilities; the cost grows with the number of distinct prefixes, not with
     n (a confident model writes few). Prompts must have equal length.
@@ -381,7 +403,7 @@ def sample_tree(model: GPT, prompts: list[list[int]], n: int, gen: torch.Generat
     if len({len(p) for p in prompts}) > 1:
         raise ValueError("sample_tree needs prompts of equal length")
     model.eval()
-    forced = [ID[w] for w in force] if force else []
+    forced = _forced(force, task)
     seq = torch.tensor([p + forced for p in prompts], dtype=torch.long, device=next(model.parameters()).device)
     toks, logp = tree_walk(model, seq, n, gen, temperature, max_new, logit_hook, want_logp=True)
     return toks[:, len(prompts[0]):], logp

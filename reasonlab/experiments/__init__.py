@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import tasks
 from ..core.config import check_choices, check_numbers
 
 ENTRY_POINTS = "reasonlab.experiments"
@@ -47,14 +48,15 @@ class Env:
     """a saved model (stem) every seed starts from in place of its base model (one trained elsewhere and brought
     in by `reasonlab import hf`, say); None: the seed's base model"""
 
-    def base(self, seed: int):
-        """The seed's starting model: the checkpoint if one is set, else the seed's base model from the cache
-        (trained under its lock the first time); memoized per process."""
+    def base(self, seed: int, task: str = "digits"):
+        """The seed's starting model for `task`: the checkpoint if one is set (trained on that task: the lab checks
+        it before any work), else the seed's base model from the cache (trained under its lock the first time);
+        memoized per process."""
         from ..train.sft import base_cfg, base_name  # torch: imported on first use, so `reasonlab --help` stays light
         from ..train.zoo import cached_model, checkpoint_model
         if self.checkpoint is not None:
             return checkpoint_model(self.checkpoint, device=self.device)
-        return cached_model(base_name(seed, self.quick), base_cfg(seed, self.quick), cache=self.cache,
+        return cached_model(base_name(seed, self.quick, task), base_cfg(seed, self.quick, task=task), cache=self.cache,
                             device=self.device, progress=True)
 
 
@@ -91,16 +93,25 @@ class Experiment:
     takes_checkpoint: bool = True
     """whether run() starts from env.base(seed), which `--checkpoint` replaces (False: it starts elsewhere, e.g. from
     the erring thinker, so a checkpoint would be ignored: the lab refuses it)"""
+    supports: Callable[[Any], str | None] | None = None
+    """supports(task) -> None where the experiment can run on the task, else why not in a few words (the command
+    refuses the task with it before any work; None: every task)"""
 
     def config(self, quick: bool = False):
         return (self.quick if quick and self.quick is not None else self.Config())
 
     def validate(self, config) -> None:
-        """The config's own validate() if it has one, and its Literal choices."""
+        """The config's own validate() if it has one, its Literal choices, and its task: registered, and one the
+        experiment can run on (`supports`)."""
         if not isinstance(config, self.Config):
             raise ValueError(f"{self.name}: expected a {self.Config.__name__}, got {type(config).__name__}")
         check_choices(config, self.name)
         check_numbers(config, self.name)
+        if hasattr(config, "task"):
+            task = tasks.get(config.task)             # an unknown task or knob: ValueError naming the choices
+            why = self.supports(task) if self.supports else None
+            if why:
+                raise ValueError(f"{self.name} cannot run on task {config.task}: {why}")
         if hasattr(config, "validate"):
             config.validate()
 
@@ -145,6 +156,11 @@ def _builtins() -> dict[str, Experiment]:
         if f"{__name__}.{name}" not in sys.modules:
             importlib.import_module(f".{name}", __name__)
     return REGISTRY
+
+
+def task_of(r: dict) -> tasks.Task:
+    """The task a result ran on: its "task" key, or its stored config's (a digits result may name none)."""
+    return tasks.get(r.get("task") or r.get("config", {}).get("task", "digits"))
 
 
 def register(exp: Experiment) -> Experiment:

@@ -17,19 +17,20 @@ from typing import Literal
 
 import numpy as np
 
+from .. import tasks
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import sample_pool
 from ..core.problems import problems_per_k, test_problems
-from ..core.task import FMT_NAMES
-from ..io.report import log_x, md_table, plt, save
+from ..io.report import chance_level, log_x, md_table, plt, save
 from ..methods import tts
 from ..methods.adaptive import METHODS, Method, method_parts, reference_accuracy
 from ..stats import findings
 from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pareto
+from ..tasks import FMT_NAMES, Problem, Task
 from ..train.rl import RLConfig, train
-from . import Experiment, register
+from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 CONTROL = "fixed_per_k"
@@ -41,6 +42,8 @@ TOL = 0.005
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     steps: int = 200
     """RL steps per adaptive-thinking run"""
     methods: tuple[Arm, ...] = ("thinkless_fmt",)
@@ -70,16 +73,16 @@ def point(model: GPT, problems, force=None) -> dict:
     return {"acc": r["acc"], "tokens": r["length"], "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()},
             "share_by_k": {k: v["share"] for k, v in r["per_k"].items()},
             "tokens_by_k": {k: v["length"] for k, v in r["per_k"].items()},
-            "n_by_k": {k: sum(len(d) == k for d in problems) for k in r["per_k"]}}
+            "n_by_k": {k: sum(p.k == k for p in problems) for k in r["per_k"]}}
 
 
-def run_method(base: GPT, name: str, seed: int, probs: list[list[int]], steps: int = 200, lr: float = 1e-4,
+def run_method(base: GPT, name: str, seed: int, probs: list[Problem], steps: int = 200, lr: float = 1e-4,
                ref_acc: dict | None = None, beta: float = 0.04, progress: bool = False, **overrides) -> dict:
-    """Train a copy of `base` with one method's reward and evaluate it greedily on `probs` (the seed's test draw);
-    overrides are RLConfig fields."""
+    """Train a copy of `base` with one method's reward on the task of `probs` and evaluate it greedily on `probs`
+    (the seed's test draw); overrides are RLConfig fields."""
     reward_fn, group_fn, fields = method_parts(name, ref_acc)
-    cfg = RLConfig.preset("grpo", **{**dict(steps=steps, learning_rate=lr, seed=seed, log_every=0, beta=beta), **fields,
-                                     **overrides})
+    cfg = RLConfig.preset("grpo", **{**dict(steps=steps, learning_rate=lr, seed=seed, log_every=0, beta=beta,
+                                            task=tasks.of(probs).spec), **fields, **overrides})
     policy = copy.deepcopy(base)
     t = time.perf_counter()
     hist = train(policy, copy.deepcopy(base), cfg, reward_fn=reward_fn, group_fn=group_fn, log=None, progress=progress)
@@ -99,7 +102,7 @@ def fixed_method(fixed: dict, pick: dict, seed: int) -> dict:
             "n_by_k": at("n_by_k"), "direct_acc_by_k": dict(fixed["A"]["acc_by_k"]), "share_direct_over_steps": []}
 
 
-def fixed_points(base: GPT, probs: list[list[int]]) -> dict:
+def fixed_points(base: GPT, probs: list[Problem]) -> dict:
     """Always-A / always-S / always-T (forced, greedy) on `probs`: accuracy, tokens, and both per k."""
     return {f: point(base, probs, force=[f]) for f in ("A", "S", "T")}
 
@@ -133,7 +136,7 @@ def score_per_k(fixed: dict, pick: dict) -> dict:
             "tokens": sum(n[k] * fixed[pick[k]]["tokens_by_k"][k] for k in pick) / tot, "per_k": dict(pick)}
 
 
-def tts_points(base: GPT, probs: list[list[int]]) -> dict:
+def tts_points(base: GPT, probs: list[Problem]) -> dict:
     """Two test-time-compute points for the plane: maj@8 of direct answers and maj@4 of short chains, on the
     methods' and fixed formats' problems (the seed's test draw), so the whole table compares on one set."""
     out = {}
@@ -143,23 +146,25 @@ def tts_points(base: GPT, probs: list[list[int]]) -> dict:
     return out
 
 
-def selection_set(n: int, seed: int) -> list[list[int]]:
+def selection_set(n: int, seed: int, task: str | Task = "digits") -> list[Problem]:
     """The seed's selection problems: n per k from the val part, disjoint from every test draw."""
-    return problems_per_k(n, seed=f"adaptive-select-{seed}", split="val")
+    return problems_per_k(n, seed=f"adaptive-select-{seed}", split="val", task=task)
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    model = env.base(seed)
-    probs = test_problems(cfg.eval_n, "adaptive", seed)
-    selection = fixed_points(model, selection_set(cfg.select_n, seed))
+    spec = tasks.get(cfg.task).spec
+    model = env.base(seed, cfg.task)
+    probs = test_problems(cfg.eval_n, "adaptive", seed, task=cfg.task)
+    selection = fixed_points(model, selection_set(cfg.select_n, seed, cfg.task))
     fixed = fixed_points(model, probs)
     pick = pick_per_k(selection)
-    ref_acc = reference_accuracy(model)
+    ref_acc = reference_accuracy(model, task=cfg.task)
     runs = [fixed_method(fixed, pick, seed) if m == CONTROL else
             run_method(model, m, seed, probs, steps=cfg.steps, lr=cfg.lr, ref_acc=ref_acc, beta=cfg.beta, progress=True)
             for m in cfg.methods]
-    return {"runs": runs, "fixed": fixed, "selection": selection, "control": score_per_k(fixed, pick),
-            "tts": tts_points(model, probs)}
+    out = {"runs": runs, "fixed": fixed, "selection": selection, "control": score_per_k(fixed, pick),
+           "tts": tts_points(model, probs)}
+    return out if spec == "digits" else {**out, "task": spec}     # a digits result keeps the keys it always had
 
 
 def summarize(runs: list[dict], fixed: dict) -> dict:
@@ -247,7 +252,9 @@ def plot_heatmap(summary: dict, path: str) -> str:
 
 def plot_frontier(summary: dict, path: str) -> str:
     """Accuracy against mean generated tokens: one point per method (mean +- std over seeds), the fixed formats,
-    test-time-compute points, and the Pareto front; the right panel zooms in on the learned policies."""
+    test-time-compute points, and the Pareto front; the right panel zooms in on the learned policies, around always-S
+    (summary["task"]: the chance line's task, default digits)."""
+    task = summary.get("task") or tasks.get("digits")
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
     pts = [(v["tokens"][0], v["acc"][0]) for v in summary["methods"].values()]
     pts += [(v["tokens"], v["acc"]) for v in summary["fixed"].values()] + [(v["tokens"], v["acc"]) for v in summary.get("tts", {}).values()]
@@ -268,12 +275,14 @@ def plot_frontier(summary: dict, path: str) -> str:
             ax.annotate(name, (v["tokens"], v["acc"]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="grey")
         ax.plot([t for t, _ in line], [a for _, a in line], color="k", lw=1, ls="--", label="Pareto front")
         ax.set_xlabel("mean generated tokens per problem")
-    axes[0].axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    chance = chance_level(task)
+    axes[0].axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.2g})")
     log_x(axes[0])
-    axes[0].set_ylabel("greedy accuracy (k = 2..8)")
+    axes[0].set_ylabel(f"greedy accuracy (k = {task.k_min}..{task.k_max})")
     axes[0].set_title("the whole plane (log tokens)", fontsize=9)
-    axes[1].set_xlim(6.0, 7.0)
-    axes[1].set_ylim(0.97, 1.004)
+    s = summary["fixed"]["S"]                         # digits: always-S at about 6.7 tokens, so 6.0 to 7.0
+    axes[1].set_xlim(s["tokens"] - 0.7, s["tokens"] + 0.3)
+    axes[1].set_ylim(min(0.97, s["acc"] - 0.03), 1.004)
     axes[1].set_title("zoom: learned policies against always-S", fontsize=9)
     axes[1].legend(fontsize=7, loc="lower right")
     return save(fig, path)
@@ -315,7 +324,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     ctl = [r["control"] for r in rs]
     picks = sorted({"".join(c["per_k"][k] for k in sorted(c["per_k"], key=int)) for c in ctl})
     summary = {"methods": summarize(runs, fixed), "fixed": fixed, "tts": rs[0]["tts"],
-               "seeds": sorted({x["seed"] for x in runs}),
+               "seeds": sorted({x["seed"] for x in runs}), "task": task_of(rs[0]),
                "control": {"acc": mean_std([c["acc"] for c in ctl]), "tokens": mean_std([c["tokens"] for c in ctl]),
                            "picks": "formats by k: " + " or ".join(picks)}}
     plot_heatmap(summary, os.path.join(out, "adaptive", "heatmap.png"))

@@ -1,12 +1,12 @@
 """Thinking budgets: s1's budget forcing on the base model's chains (Muennighoff et al. 2025, arXiv 2501.19393).
 
-Capping a chain at b steps (the answer marker forced once the chain has b running sums) trades accuracy for tokens:
-T capped at 0 steps is a direct answer, at 8 steps the full chain. That holds by construction, so it is a premise.
-The open question is s1's "Wait": the end of thinking suppressed so the chain runs past its natural end. s1 reports
-a gain on a model that re-checks its work; this model was never shown a chain longer than its digits. Forced `extend`
-steps past its natural end (T writes k running sums; here it must write k + extend before it may answer), does its
-accuracy fall below the uncapped chain's? The control is the uncapped chain on the same problems; the placebo
-forces nothing (extend = 0).
+Capping a chain at b steps (the answer marker forced once the chain has b states: on digits, running sums) trades
+accuracy for tokens: T capped at 0 steps is a direct answer, at k_max steps (digits: 8) the full chain. That holds by
+construction, so it is a premise. The open question is s1's "Wait": the end of thinking suppressed so the chain runs
+past its natural end. s1 reports a gain on a model that re-checks its work; this model was never shown a chain
+longer than k steps. Forced `extend` steps past its natural end (T writes k states; here it must write k + extend
+before it may answer), does its accuracy fall below the uncapped chain's? The control is the uncapped chain on the
+same problems; the placebo forces nothing (extend = 0).
 """
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .. import tasks
 from ..core.config import EVAL_N_MAX
-from ..core.problems import ENUMERATE_UP_TO, test_problems
-from ..io.report import TOKEN_COLOR, md_table, plt, save
+from ..core.problems import test_problems
+from ..io.report import TOKEN_COLOR, chance_level, md_table, plt, save
 from ..methods import tts
 from ..stats import findings
 from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pm
-from . import Experiment, register
+from ..tasks import Problem, chain_steps
+from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 SEC = "budgets"
@@ -30,28 +32,30 @@ SEC = "budgets"
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     n: int = 200
-    """test problems per k (this seed's own draw; k = 2 has 25, k = 3 250)"""
+    """test problems per k (this seed's own draw; digits' k = 2 has 25, k = 3 250)"""
     extend: int = 1
-    """the primary's forcing: running sums the full chain must write past its natural end (k) before it may answer
+    """the primary's forcing: states the full chain must write past its natural end (k) before it may answer
     (s1's "Wait", appended once per step); 0: no forcing (the placebo)"""
     shown: tuple[int, ...] = (2, 3, 4)
     """further forcings shown beside the primary's (steps past the natural end)"""
 
     def validate(self) -> None:
         if self.n > EVAL_N_MAX:
-            raise ValueError(f"n must be at most {EVAL_N_MAX:,} (k = {ENUMERATE_UP_TO + 1} has no more test problems), "
+            raise ValueError(f"n must be at most {EVAL_N_MAX:,} (digits' k = 5 has no more test problems), "
                              f"got {self.n:,}")
         if self.extend < 0 or any(w < 1 for w in self.shown):
             raise ValueError(f"extend must be >= 0 and shown >= 1, got extend {self.extend}, shown {self.shown}")
 
 
-def past_the_end(model, probs: list[list[int]], wait: int) -> dict:
-    """Greedy forced T with at least k + wait running sums before the answer (each k forced to its own length;
+def past_the_end(model, probs: list[Problem], wait: int) -> dict:
+    """Greedy forced T with at least k + wait states before the answer (each k forced to its own length;
     wait = 0: the uncapped chain, no hook): accuracy and tokens, overall and per k."""
     rows = {}
-    for k in sorted({len(d) for d in probs}):
-        group = [d for d in probs if len(d) == k]
+    for k in sorted({p.k for p in probs}):
+        group = [p for p in probs if p.k == k]
         if wait:
             rows[k] = tts.budget_sweep(model, group, "T", [k + wait], kind="min")[0] | {"n": len(group)}
         else:
@@ -63,11 +67,15 @@ def past_the_end(model, probs: list[list[int]], wait: int) -> dict:
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    model = env.base(seed)
-    probs = test_problems(cfg.n, "budgets", seed)
-    return {"budgets": tts.budget_sweep(model, probs, "T", range(0, 9)) + tts.budget_sweep(model, probs, "S", range(0, 5)),
-            "uncapped": past_the_end(model, probs, 0),
-            "forced": [past_the_end(model, probs, w) for w in sorted({cfg.extend, *cfg.shown})], "extend": cfg.extend}
+    task = tasks.get(cfg.task)
+    model = env.base(seed, cfg.task)
+    probs = test_problems(cfg.n, "budgets", seed, task=task)
+    short = len(chain_steps(task.k_max, "short"))     # the longest short chain: its caps 0..short
+    out = {"budgets": tts.budget_sweep(model, probs, "T", task.budgets) + tts.budget_sweep(model, probs, "S",
+                                                                                          range(0, short + 1)),
+           "uncapped": past_the_end(model, probs, 0),
+           "forced": [past_the_end(model, probs, w) for w in sorted({cfg.extend, *cfg.shown})], "extend": cfg.extend}
+    return out if task.spec == "digits" else {**out, "task": task.spec}   # a digits result keeps its keys
 
 
 def _forced(r: dict, wait: int) -> dict:
@@ -94,9 +102,9 @@ def caps_trade_accuracy_for_tokens(rs: list[dict]) -> dict:
 
 def wait_lowers_accuracy(rs: list[dict]) -> dict:
     """The primary: the uncapped chain's accuracy minus the forced one's (`wait` steps past the natural end)."""
-    w = rs[0]["extend"]
+    w, state = rs[0]["extend"], task_of(rs[0]).state_name
     return findings.primary(seed_check(
-        SEC, f"s1's \"Wait\" does not carry over: forced {w} running sum(s) past its natural end, the full chain "
+        SEC, f"s1's \"Wait\" does not carry over: forced {w} {state}(s) past its natural end, the full chain "
         "answers less accurately than uncapped (what differs: the end of the chain suppressed)",
         f"acc(T, uncapped) - acc(T, at least k + {w} steps)", [r["uncapped"]["acc"] - _forced(r, w)["acc"] for r in rs],
         TH["budgets.wait_loss"], control="the uncapped chain (T, no forcing), same problems"))
@@ -116,9 +124,11 @@ def placebo(cfg: Config) -> Config:
     return replace(cfg, extend=0, shown=())
 
 
-def plot_budgets(caps: list[dict], forced: list[dict], path: str) -> str:
+def plot_budgets(caps: list[dict], forced: list[dict], path: str, task=None) -> str:
     """Greedy accuracy against thinking tokens: chains capped at b steps (± std over seeds), and the full chain
-    forced past its natural end."""
+    forced past its natural end; chance of `task` (default: digits)."""
+    task = task or tasks.get("digits")
+    chance = chance_level(task)
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for f in ("S", "T"):
         rows = [b for b in caps if b["format"] == f]
@@ -128,9 +138,9 @@ def plot_budgets(caps: list[dict], forced: list[dict], path: str) -> str:
     ax.errorbar([b["thinking_tokens"] for b in forced], [b["acc"] for b in forced],
                 yerr=[[b["acc"] - b["lo"] for b in forced], [b["hi"] - b["acc"] for b in forced]], ls="--", marker="s",
                 ms=3, color=TOKEN_COLOR["T"], label="T, forced w steps past its end (w = 0: uncapped)")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    ax.axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.2g})")
     ax.set_xlabel("thinking tokens (chain steps written)")
-    ax.set_ylabel("greedy accuracy (k = 2..8)")
+    ax.set_ylabel(f"greedy accuracy (k = {task.k_min}..{task.k_max})")
     ax.legend(fontsize=8)
     return save(fig, path)
 
@@ -144,7 +154,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     caps = [{**b, **_avg([r["budgets"][i] for r in rs])} for i, b in enumerate(rs[0]["budgets"])]
     forced = [{"wait": 0, **_avg([r["uncapped"] for r in rs])}] + [
         {"wait": f["wait"], **_avg([_forced(r, f["wait"]) for r in rs])} for f in rs[0]["forced"] if f["wait"]]
-    plot_budgets(caps, forced, os.path.join(out, "budgets", "budgets.png"))
+    plot_budgets(caps, forced, os.path.join(out, "budgets", "budgets.png"), task_of(rs[0]))
     table = md_table(["format", "chain budget", "chain steps written", "accuracy"],
                      [[b["format"], f"at most {b['budget']}", f"{b['thinking_tokens']:.2f}",
                        pm([r["budgets"][i]["acc"] for r in rs])] for i, b in enumerate(caps)]
@@ -166,13 +176,13 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 {table}
 
-Greedy decoding on this seed's test problems; "at most b": once the chain has b running sums the answer marker is
-forced (s1's budget cap); "at least k + w": the end of the chain is suppressed until w sums past its natural
+Greedy decoding on this seed's test problems; "at most b": once the chain has b states the answer marker is
+forced (s1's budget cap); "at least k + w": the end of the chain is suppressed until w states past its natural
 length are written (s1's "Wait"). Mean ± std over seeds; tokens count up to the end of the answer.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* s1: simple test-time scaling (Muennighoff et al. 2025, arXiv 2501.19393).
-*Explore:* `tts.budget_hook(max_chain=b)` on any generation; `reasonlab sampling --budgets` adds the budget-forced
+*Explore:* `tts.budget_hook(task, max_chain=b)` on any generation; `reasonlab sampling --budgets` adds the budget-forced
 points to the sampling frontier.
 """
     return [(md, head)]

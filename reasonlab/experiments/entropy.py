@@ -5,7 +5,7 @@ grow) and GRPO with an entropy bonus (Cui et al. 2025, "The Entropy Mechanism of
 
 The task has one right output per format, so the entropy that matters is the format choice (A, S or T at "="):
 content entropy should reach zero. Every few steps the policy is probed exactly, by teacher forcing on held-out
-problems: the entropy of the format token, the entropy at the chain sums and at the answer of each format's correct
+problems: the entropy of the format token, the entropy at the chain states and at the answer of each format's correct
 solution (per role: a token mean would move with the format mix, since T is longer), and greedy accuracy; each
 step's share of groups whose rewards all agree (`frac_reward_zero_std`, no learning signal) comes from the run.
 
@@ -32,13 +32,14 @@ from typing import Literal
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
-from ..core.sampling import output_logits
-from ..core.task import FORMATS, ID, VOCAB, prompt_ids, solution
+from ..core.sampling import SPECIAL_ID, output_logits
 from ..io.report import band, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
+from ..tasks import FORMATS
 from ..train.rl import RLConfig, entropy, every_n_steps, train
 from ..train.zoo import get_erring_model, on_erring
 from . import Experiment, register
@@ -51,6 +52,8 @@ COLORS = {"grpo": "#4C72B0", "clip_higher": "#DD8452", "bonus": "#55A868"}
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     start: Literal["erring", "base"] = "erring"
     """the model every run starts from: the erring thinker or the base model"""
     steps: int = 80
@@ -75,23 +78,27 @@ class Config:
 
 
 @torch.no_grad()
-def probe(model, probs: list[list[int]]) -> dict:
-    """Exact entropies on teacher-forced correct solutions: the format token at "=", and per format the chain sums
-    and the answer digit; with the mean format probabilities and greedy accuracy."""
+def probe(model, probs: list) -> dict:
+    """Exact entropies on teacher-forced correct solutions: the format token at "=", and per format the chain states
+    and the answer (its words' mean, where it has several); with the mean format probabilities and greedy accuracy."""
+    probs = tasks.problems_of(probs)
+    task = tasks.of(probs)
     out = {"roles": {}}
-    prompts = [prompt_ids(d) for d in probs]
+    prompts = [task.prompt_ids(p) for p in probs]
+    size = torch.tensor([task.answer_len(p.k) for p in probs])    # answer words per problem
     for name in FORMATS:
-        outs = [[ID[w] for w in solution(d, name)] for d in probs]
+        outs = [[task.id[w] for w in task.solution(p, name)] for p in probs]
         logits, _, mask = output_logits(model, prompts, outs)
         h, n = entropy(logits), mask.sum(1)
         if name == "direct":   # the format token's distribution is the same under every format's forcing
             out["format_H"] = h[:, 0].mean().item()
             p = torch.softmax(logits[:, 0], -1)
-            out["p_format"] = {f: p[:, ID[t]].mean().item() for f, t in FORMATS.items()}
-        rows = torch.arange(len(probs), device=h.device)
-        role = {"answer": h[rows, n - 2].mean().item()}            # the digit after "A", before "</s>"
-        if name != "direct":                                       # positions 1 .. n - 4: the running sums
-            role["chain"] = float(np.mean([h[i, 1:n[i] - 3].mean().item() for i in range(len(probs))]))
+            out["p_format"] = {f: p[:, SPECIAL_ID[t]].mean().item() for f, t in FORMATS.items()}
+        end = (n - 1).tolist()                                     # "</s>": the answer's words sit just before it
+        first = (n - 1 - size.to(n.device)).tolist()               # after "A"
+        role = {"answer": torch.stack([h[i, a:b].mean() for i, (a, b) in enumerate(zip(first, end))]).mean().item()}
+        if name != "direct":                                       # positions 1 .. before "A": the chain's states
+            role["chain"] = float(np.mean([h[i, 1:first[i] - 1].mean().item() for i in range(len(probs))]))
         out["roles"][name] = role
     out["acc"] = evaluate(model, probs)["acc"]
     return out
@@ -101,13 +108,13 @@ def arm_config(arm: str, cfg: Config, seed: int) -> RLConfig:
     """GRPO with the experiment's rate and updates, no KL; clip-higher and the bonus change one field each."""
     extra = {"clip_higher": {"epsilon_high": cfg.epsilon_high}, "bonus": {"entropy_coef": cfg.entropy_coef}}
     return RLConfig.preset("grpo", steps=cfg.steps, seed=seed, log_every=0, learning_rate=cfg.learning_rate,
-                           num_iterations=cfg.num_iterations, beta=0.0, **extra.get(arm, {}))
+                           num_iterations=cfg.num_iterations, beta=0.0, task=cfg.task, **extra.get(arm, {}))
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    base = env.base(seed) if cfg.start == "base" else get_erring_model(seed, cache=env.cache, device=env.device,
-                                                                       log=None)
-    probs = test_problems(cfg.probe_n, "entropy", seed)
+    base = env.base(seed, cfg.task) if cfg.start == "base" else get_erring_model(
+        seed, cache=env.cache, device=env.device, log=None, task=cfg.task)
+    probs = test_problems(cfg.probe_n, "entropy", seed, task=cfg.task)
     out = {"start": probe(base, probs), "start_model": START_NAME[cfg.start], "steps": cfg.steps, "arms": {},
            "settings": {"learning_rate": cfg.learning_rate, "num_iterations": cfg.num_iterations,
                         "epsilon_high": cfg.epsilon_high, "entropy_coef": cfg.entropy_coef}}
@@ -180,9 +187,10 @@ def premises(rs: list[dict]) -> list[dict]:
 
 
 def room(cfg: Config) -> tuple[float, float]:
-    """The primary's range by the design: a format entropy over the vocabulary lies in [0, ln V], so a difference of
-    two lies within +-ln V."""
-    return -math.log(len(VOCAB)), math.log(len(VOCAB))
+    """The primary's range by the design: a format entropy over the task's vocabulary lies in [0, ln V], so a
+    difference of two lies within +-ln V."""
+    V = len(tasks.get(cfg.task).vocab)
+    return -math.log(V), math.log(V)
 
 
 def placebo(cfg: Config) -> Config:
@@ -265,7 +273,8 @@ From the {rs[0]['start_model']}, {rs[0]['steps']} steps per arm, 16 problems × 
 tokens, {pm([100 * clipped(r, 'clip_higher') for r in rs], '{:.2f}')} % of clip-higher's), the bonus arm adds
 {st['entropy_coef']:g} × entropy. Entropies are exact (teacher-forced on each format's correct solution to the
 held-out probe problems), chain and answer entropies per role, at the last probe (A's answer, written without a
-chain, stays a guess); mean ± std over seeds, bands min..max. {" ".join(findings.verdict_line(f) for f in fs)}
+chain, stays a guess where a direct answer is at chance); mean ± std over seeds, bands min..max.
+{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* DAPO (Yu et al. 2025, arXiv 2503.14476); Cui et al. 2025, "The Entropy Mechanism of Reinforcement
 Learning for Reasoning Language Models" (arXiv 2505.22617).

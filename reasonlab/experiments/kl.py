@@ -1,8 +1,8 @@
 """Exact KL: the KL estimators of the RL loss and their gradients against the exact KL, and the reward-KL frontier.
 
-Which KL is exact here: the per-position KL(pi || pi_ref) over the whole 18-token vocabulary, at a given prefix
-(`methods.kl.exact_kl`; the RL loop's `kl_exact` is this, at its sampled prefixes). The sequence KL needs a sum over
-outputs: on the frontier it is estimated by Rao-Blackwellisation (the exact per-position KL summed along outputs
+Which KL is exact here: the per-position KL(pi || pi_ref) over the whole vocabulary (digits: 18 tokens), at a given
+prefix (`methods.kl.exact_kl`; the RL loop's `kl_exact` is this, at its sampled prefixes). The sequence KL needs a sum
+over outputs: on the frontier it is estimated by Rao-Blackwellisation (the exact per-position KL summed along outputs
 sampled from the policy: unbiased, not exact) and bounded below exactly by kl(P_pi(correct) || P_ref(correct)),
 where P(correct) sums the teacher-forced probability of each format's one correct output; in (c) it is summed over
 the enumerated outputs (exact but for the left-out probability, which can only add to it).
@@ -32,10 +32,10 @@ from typing import Literal
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import generate_n, output_logits
-from ..core.task import prompt_ids
 from ..io.report import md_table, plt, save
 from ..methods import kl as M
 from ..stats import findings
@@ -47,6 +47,8 @@ from .thresholds import THRESHOLDS as TH
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     steps: int = 40
     """RL steps per run"""
     algos: tuple[str, ...] = ("grpo", "dr_grpo", "dapo", "reinforce_baseline")
@@ -73,7 +75,8 @@ class Config:
 
     def validate(self) -> None:
         if any(a not in ALGOS for a in self.algos) or "grpo" not in self.algos or self.probe_beta not in self.betas:
-            raise ValueError(f"algos must be among {', '.join(ALGOS)} and include grpo; probe_beta one of betas")
+            raise ValueError(f"algos must be among {', '.join(ALGOS)} and include grpo (got {', '.join(self.algos)}); "
+                             f"probe_beta must be one of betas {self.betas} (got {self.probe_beta})")
         if self.seq_n < 1 or not 0 < self.seq_eps < 1:
             raise ValueError("seq_n must be >= 1 and seq_eps in (0, 1)")
 
@@ -99,10 +102,12 @@ def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator) -> dict:
     return rec
 
 
-def finish(policy, ref, test: list[list[int]], p_ref: torch.Tensor, samples: int, gen: torch.Generator) -> dict:
+def finish(policy, ref, test: list, p_ref: torch.Tensor, samples: int, gen: torch.Generator) -> dict:
     """Greedy accuracy, exact P(correct), the RB sequence KL and its exact Bernoulli lower bound (held-out problems)."""
-    prompts = [prompt_ids(d) for d in test for _ in range(samples)]
-    outs = generate_n(policy, [prompt_ids(d) for d in test], samples, gen, 1.0)
+    test = tasks.problems_of(test)
+    task = tasks.of(test)
+    prompts = [task.prompt_ids(p) for p in test for _ in range(samples)]
+    outs = generate_n(policy, [task.prompt_ids(p) for p in test], samples, gen, 1.0)
     p = M.p_correct(policy, test)
     return {"acc": evaluate(policy, test)["acc"], "p_correct": p.mean().item(),
             "seq_kl": M.rb_seq_kl(policy, ref, prompts, outs), "bound": M.kl_bernoulli(p, p_ref).mean().item()}
@@ -126,18 +131,19 @@ def probe_hook(every: int, ref, prompts: list[list[int]], seed: int, probes: lis
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    base = env.base(seed)
+    task = tasks.get(cfg.task)
+    base = env.base(seed, cfg.task)
     ref = copy.deepcopy(base).eval()
-    test = test_problems(cfg.eval_n, "kl", seed)
-    probe_prompts = [prompt_ids(d) for d in test_problems(cfg.probe_n, "kl-probe", seed)]
-    seq_prompts = [prompt_ids(d) for d in test_problems(cfg.seq_n, "kl-probe", seed)]
+    test = test_problems(cfg.eval_n, "kl", seed, task=task)
+    probe_prompts = [task.prompt_ids(p) for p in test_problems(cfg.probe_n, "kl-probe", seed, task=task)]
+    seq_prompts = [task.prompt_ids(p) for p in test_problems(cfg.seq_n, "kl-probe", seed, task=task)]
     p_ref = M.p_correct(ref, test)
     frontier, probes, seq = {}, [], None
     for algo in cfg.algos:
         for beta in cfg.betas:
             policy = copy.deepcopy(base)
             probed = algo == "grpo" and beta == cfg.probe_beta
-            rl = RLConfig.preset(algo, steps=cfg.steps, seed=seed, log_every=0, beta=beta,
+            rl = RLConfig.preset(algo, steps=cfg.steps, seed=seed, log_every=0, beta=beta, task=cfg.task,
                                  kl_estimator=cfg.estimator if probed else "k3")
             hook = probe_hook(cfg.probe_every, ref, probe_prompts, seed, probes) if probed else None
             train(policy, ref, rl, callback=hook, log=None)
@@ -146,7 +152,8 @@ def run(cfg: Config, seed: int, env) -> dict:
             frontier[f"{algo}/{beta:g}"] = {"algo": algo, "beta": beta, **finish(
                 policy, ref, test, p_ref, cfg.kl_samples, torch.Generator().manual_seed(seed + 1))}
     return {"probes": probes, "frontier": frontier, "base_p_correct": p_ref.mean().item(), "steps": cfg.steps,
-            "probe_beta": cfg.probe_beta, "estimator": cfg.estimator, "sequence": seq}
+            "probe_beta": cfg.probe_beta, "estimator": cfg.estimator, "sequence": seq,
+            **({} if task.spec == "digits" else {"task": task.spec})}
 
 
 def last(r: dict) -> dict:
@@ -282,6 +289,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     est, runs, seq_table = tables(rs)
     p = [last(r) for r in rs]
     sq = [r["sequence"] for r in rs]
+    vocab = len(tasks.get(rs[0].get("task", "digits")).vocab)
     fs = findings.gate(claims(rs))
     gap = pm([x["grad"]["k3"]["rel_err"] for x in p], "{:.2f}")
     norm = pm([x["grad"]["k3"]["norm"] / x["grad"]["grad_norm"] for x in p], "{:.2f}")
@@ -300,7 +308,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 {runs}
 
 Left and middle: one GRPO run per seed (beta = {rs[0]['probe_beta']:g}, {rs[0].get('estimator', 'k3')} in the loss), probed every few steps on prefixes the
-policy samples on held-out prompts; each number is a sum over the 18-token vocabulary, not a sample. k1 and k3 are
+policy samples on held-out prompts; each number is a sum over the {vocab}-token vocabulary, not a sample. k1 and k3 are
 unbiased (bias 0), k2 is not; as losses, k1's expected gradient is 0, k2's is that of KL(pi || pi_ref), k3's that of
 the forward KL(pi_ref || pi): at the last probe it is {gap} of the reverse gradient off, at
 {pm([x['kl'] for x in p])} nats per token (forward KL {pm([x['kl_fwd'] for x in p])}), {where} (cosine

@@ -17,28 +17,34 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from ..core.problems import test_problems
-from ..core.task import BUDGETS, MAX_OUT, chain_steps
-from ..io.report import md_table, plt, save
+from .. import tasks
+from ..core.problems import as_task, test_problems
+from ..io.report import chance_at, chance_level, md_table, plt, save
 from ..methods import budget
 from ..methods.budget import STRIDE_GROUPS
 from ..stats import findings
 from ..stats.summary import pm
+from ..tasks import Task, chain_steps
 from ..train.zoo import store
-from . import Experiment, register
+from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 Variant = Literal["exact", "max", "exact+sft", "max+sft"]
 VARIANTS = get_args(Variant)
 
-MAX_STEPS = MAX_OUT - 1
-"""the most chain steps an output can hold (its format token, then a running sum in every other slot): steps
-written are in 0..MAX_STEPS whatever the model does, so a spread (steps at b = 8 minus at b = 0) is within
-±MAX_STEPS"""
+
+
+def max_steps(task: str | Task) -> int:
+    """The most chain steps an output of the task can hold (its format token, then a state in every other slot;
+    digits: 13): steps written are in 0..max_steps whatever the model does, so a spread (steps at the largest budget
+    minus at b = 0) is within ±max_steps."""
+    return as_task(task).max_out - 1
 
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     variants: tuple[Variant, ...] = ("exact",)
     """budget models trained: L1-Exact or L1-Max, each optionally (+sft) after an SFT warm start on budget-annotated
     chains. The first is the primary's treatment; its control, always trained, is the same variant with alpha = 0"""
@@ -98,8 +104,9 @@ def placebo(cfg: Config) -> Config:
 
 
 def room(cfg: Config) -> tuple[float, float]:
-    """The primary's statistic by the design: each arm's spread is within ±MAX_STEPS, their difference twice that."""
-    return (-2.0 * MAX_STEPS, 2.0 * MAX_STEPS)
+    """The primary's statistic by the design: each arm's spread is within ±max_steps, their difference twice that."""
+    most = max_steps(cfg.task)
+    return (-2.0 * most, 2.0 * most)
 
 
 def model_name(variant: str, seed: int, quick: bool = False) -> str:
@@ -110,8 +117,16 @@ def model_name(variant: str, seed: int, quick: bool = False) -> str:
 
 
 def stored_config(cfg: Config) -> dict:
-    """The config as a result records it: every field, the training log's interval resolved."""
-    return {**asdict(cfg), "log_every": cfg.every}
+    """The config as a result records it: every field, the training log's interval resolved; the task as its spec,
+    left out for digits (a digits result keeps the keys it always had)."""
+    out = {**asdict(cfg), "log_every": cfg.every}
+    spec = tasks.get(cfg.task).spec
+    return {k: v for k, v in out.items() if k != "task"} if spec == "digits" else {**out, "task": spec}
+
+
+def budgets_of(r: dict) -> tuple[int, ...]:
+    """The budgets a result was evaluated at: its task's (digits: 0..8)."""
+    return task_of(r).budgets
 
 
 def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, env, name: str) -> dict:
@@ -120,7 +135,7 @@ def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, e
     tr = budget.train_variant(base, variant, seed, steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
                               num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
                               alpha=alpha, delta=cfg.delta, sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr,
-                              log_every=cfg.every, progress=True)
+                              log_every=cfg.every, progress=True, task=cfg.task)
     store(name, {"experiment": "l1", "variant": variant, "seed": seed, **stored_config(cfg), "alpha": alpha},
           tr["model"], cache=env.cache)
     return {"variant": variant, "alpha": alpha, "train_seconds": round(tr["seconds"], 1),
@@ -132,8 +147,8 @@ def run(cfg: Config, seed: int, env) -> dict:
     """Train every variant from the seed's base model, and the first again with alpha = 0 (the control: same seed,
     same draws); save each in the model cache and evaluate it at every budget on the seed's own test problems; then
     s1 forcing, the fixed formats and the base model's free choice on the same problems."""
-    base = env.base(seed).eval()
-    probs = test_problems(cfg.eval_n, "l1", seed)
+    base = env.base(seed, cfg.task).eval()
+    probs = test_problems(cfg.eval_n, "l1", seed, task=cfg.task)
     res: dict = {"seed": seed, "config": stored_config(cfg), "variants": {}}
     for v in cfg.variants:
         res["variants"][v] = train_arm(cfg, v, cfg.alpha, base, seed, probs, env, model_name(v, seed, env.quick))
@@ -163,7 +178,7 @@ def methods_of(r: dict) -> dict:
     out["s1 forcing (T cut at b)"] = r["forcing"]
     out["s1 forcing (S cut at b)"] = r["forcing_S"]
     for f in "AST":
-        out[f"always {f}"] = {b: r["fixed"][f] for b in BUDGETS}
+        out[f"always {f}"] = {b: r["fixed"][f] for b in budgets_of(r)}
     return out
 
 
@@ -198,20 +213,23 @@ def mean_cells(m: dict, key: str, cells) -> float:
 
 def cells_where(r: dict, low: bool | None) -> list[tuple[int, int]]:
     """(b, k) cells with b < ceil(k/2) (low=True), b >= ceil(k/2) (low=False), or all (None)."""
-    return [(b, k) for b in BUDGETS for k in ks_of(r) if low is None or (b < needs(k)) == low]
+    return [(b, k) for b in budgets_of(r) for k in ks_of(r) if low is None or (b < needs(k)) == low]
 
 
 def spread(m: dict, ks: list[int]) -> float:
-    """Chain steps at b = 8 minus at b = 0, mean over k, for one method's cells: 0 for a model that ignores b."""
-    return float(np.mean([m[8][k]["steps"] - m[0][k]["steps"] for k in ks]))
+    """Chain steps at the largest budget (digits: 8) minus at b = 0, mean over k, for one method's cells: 0 for a
+    model that ignores b."""
+    top = max(m)
+    return float(np.mean([m[top][k]["steps"] - m[0][k]["steps"] for k in ks]))
 
 
 def pays(r: dict, kind: str) -> float:
     """What reading the budget is worth under L1-<kind>'s reward with the base model's formats (A, S, T forced, at
     their accuracies and steps on this seed's problems): the best budget-aware policy's expected reward minus the
-    best budget-blind one's, budgets uniform over 0..8 (budget.best_policies)."""
+    best budget-blind one's, budgets uniform over the task's (digits: 0..8; budget.best_policies)."""
     opts = [[(r["fixed"][f][k]["acc"], r["fixed"][f][k]["steps"]) for f in "AST"] for k in ks_of(r)]
-    got = budget.best_policies(opts, kind, r["config"]["alpha"], r["config"]["delta"], reachable=False)
+    got = budget.best_policies(opts, kind, r["config"]["alpha"], r["config"]["delta"], reachable=False,
+                               task=task_of(r))
     return got["aware"] - got["blind"]
 
 
@@ -220,9 +238,10 @@ def s1_metrics(m: dict, ks: list[int]) -> dict:
     within budget (steps <= b); Scaling = the mean slope of accuracy against compute over pairs of budgets (per-budget
     means over k), over the pairs whose compute differs (None when compute does not vary: undefined);
     Performance = best per-budget accuracy."""
-    acc = [np.mean([m[b][k]["acc"] for k in ks]) for b in BUDGETS]
-    tok = [np.mean([m[b][k]["tokens"] for k in ks]) for b in BUDGETS]
-    within = [m[b][k].get("within", float(m[b][k]["steps"] <= b)) for b in BUDGETS for k in ks]
+    bs = sorted(m)
+    acc = [np.mean([m[b][k]["acc"] for k in ks]) for b in bs]
+    tok = [np.mean([m[b][k]["tokens"] for k in ks]) for b in bs]
+    within = [m[b][k].get("within", float(m[b][k]["steps"] <= b)) for b in bs for k in ks]
     slopes = [(acc[j] - acc[i]) / (tok[j] - tok[i]) for i in range(len(tok)) for j in range(i + 1, len(tok))
               if abs(tok[j] - tok[i]) > 1e-6]
     return {"control": float(np.mean(within)), "scaling": float(np.mean(slopes)) if slopes else None,
@@ -235,7 +254,7 @@ def equal_token_gain(m: dict, ref: dict, cells) -> float:
     gains = []
     for b, k in cells:
         c = m[b][k]
-        pts = sorted((ref[bb][k]["tokens"], ref[bb][k]["acc"]) for bb in BUDGETS)
+        pts = sorted((ref[bb][k]["tokens"], ref[bb][k]["acc"]) for bb in ref)
         t, a = zip(*pts)
         gains.append(c["acc"] - float(np.interp(c["tokens"], t, a)))
     return float(np.mean(gains))
@@ -244,7 +263,7 @@ def equal_token_gain(m: dict, ref: dict, cells) -> float:
 def blind(m: dict, r: dict) -> dict:
     """The budget-blind control as a curve per k: the base model's fixed formats A, S and T (accuracy against
     tokens), in budget slots so that equal_token_gain reads it like a method."""
-    return {b: r["fixed"]["AST"[min(b, 2)]] for b in BUDGETS}
+    return {b: r["fixed"]["AST"[min(b, 2)]] for b in budgets_of(r)}
 
 
 PAYS = {"exact": "reading pays under L1-Exact", "max": "reading pays under L1-Max"}
@@ -254,10 +273,11 @@ with that reward require"""
 
 def premises(results: list[dict], kinds: list[str]) -> list[dict]:
     """Per reward trained with: reading the budget pays at least the design bound with the base model's formats."""
+    top = budgets_of(results[0])[-1]
     return [findings.premise(findings.seed_check(
         "l1", f"reading the budget pays under L1-{kind.capitalize()}: with the base model's formats (A, S, T), the "
         f"best budget-aware policy earns at least {TH['l1.aware_gap'].value:g} more L1-{kind.capitalize()} reward "
-        "than the best budget-blind one (b = 0..8)", f"aware - blind, expected L1-{kind.capitalize()} reward",
+        f"than the best budget-blind one (b = 0..{top})", f"aware - blind, expected L1-{kind.capitalize()} reward",
         [pays(r, kind) for r in results], TH["l1.aware_gap"]), PAYS[kind]) for kind in kinds]
 
 
@@ -271,20 +291,21 @@ def claims(results: list[dict]) -> list[dict]:
     ks = [ks_of(r) for r in results]
     allc = [cells_where(r, None) for r in results]
     first, ctl = f"L1-{vs[0]}", control_name(results[0])
+    top = budgets_of(results[0])[-1]
     treat = [spread(m[first], k) for m, k in zip(ms, ks)]
     base = [spread(m[ctl], k) for m, k in zip(ms, ks)]
     out = premises(results, [kind for kind in ("exact", "max") if kind in map(reward_of, vs)])
     out.append(findings.primary(findings.seed_check(
         "l1", f"{first} {start_of(vs[0])} reads its budget more than the same RL whose reward ignores it ({ctl}: "
         "correctness alone; same seed and draws, the arms differ only in the reward's budget term): its spread "
-        "(chain steps at b = 8 minus at b = 0) is more than one step larger",
+        f"(chain steps at b = {top} minus at b = 0) is more than one step larger",
         "spread(treatment) - spread(control), steps, mean over k", [t - c for t, c in zip(treat, base)],
         TH["l1.reads_over_blind"], control=ctl, requires=[PAYS[reward_of(vs[0])]],
         spread_treatment=[round(x, 4) for x in treat], spread_control=[round(x, 4) for x in base])))
     for v in vs:
         name, req = f"L1-{v}", [PAYS[reward_of(v)]]
         out.append(findings.seed_check("l1", f"{name} reads its budget: it writes more than one chain step more at "
-                                       "b = 8 than at b = 0", "steps(b = 8) - steps(b = 0), mean over k",
+                                       f"b = {top} than at b = 0", f"steps(b = {top}) - steps(b = 0), mean over k",
                                        [spread(m[name], k) for m, k in zip(ms, ks)], TH["l1.reads"], requires=req))
         if reward_of(v) == "max":
             out.append(findings.seed_check("l1", f"{name} keeps the budget (s1's Control): share of outputs with "
@@ -333,40 +354,43 @@ def checked(results: list[dict]) -> list[dict]:
 
 def plot_accuracy(results: list[dict], path: str) -> str:
     """Accuracy against budget per k, one line per method (mean over seeds, band = min..max), chance dashed."""
-    ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7.5), sharey=True, layout="constrained")
+    ks, ms, bs, task = ks_of(results[0]), [methods_of(r) for r in results], budgets_of(results[0]), task_of(results[0])
+    cols = (len(ks) + 2) // 2                          # a panel per k and one for the legend (digits: 2 x 4)
+    fig, axes = plt.subplots(2, cols, figsize=(4 * cols, 7.5), sharey=True, layout="constrained")
     for ax, k in zip(axes.flat, ks):
         for name in ms[0]:
-            acc = np.array([[m[name][b][k]["acc"] for b in BUDGETS] for m in ms])
+            acc = np.array([[m[name][b][k]["acc"] for b in bs] for m in ms])
             style = ":" if name.startswith("always") else "--" if name.startswith("s1") else "-"
-            ax.plot(BUDGETS, acc.mean(0), style, marker="o" if style == "-" else None, ms=3, label=name)
+            ax.plot(bs, acc.mean(0), style, marker="o" if style == "-" else None, ms=3, label=name)
             if style == "-":
-                ax.fill_between(BUDGETS, acc.min(0), acc.max(0), alpha=0.15)
-        ax.axhline(0.1, color="grey", lw=0.8, ls="--")
+                ax.fill_between(bs, acc.min(0), acc.max(0), alpha=0.15)
+        ax.axhline(chance_at(task, k), color="grey", lw=0.8, ls="--")
         ax.axvline(needs(k) - 0.5, color="k", lw=0.5, alpha=0.4)
         ax.set_title(f"k = {k} (S needs {needs(k)} steps)")
         ax.set_xlabel("budget b (chain steps)")
     axes.flat[0].set_ylabel("greedy accuracy")
-    axes.flat[-1].axis("off")
+    for ax in axes.flat[len(ks):]:
+        ax.axis("off")
     h, lab = axes.flat[0].get_legend_handles_labels()
-    axes.flat[-1].legend(h + [plt.Line2D([], [], color="grey", ls="--")], lab + ["chance 0.1"], loc="center")
+    axes.flat[-1].legend(h + [plt.Line2D([], [], color="grey", ls="--")], lab + [f"chance ({chance_level(task):.2g})"],
+                         loc="center")
     fig.suptitle("Accuracy against budget (mean over seeds, band = min..max; vertical line: b = ceil(k/2))")
     return save(fig, path)
 
 
 def plot_strides(results: list[dict], path: str) -> str:
     """Stride mix of the trained models' chains, by budget (x) and k (panels), mean over seeds."""
-    names, ks = list(arms(results[0])), ks_of(results[0])
+    names, ks, bs = list(arms(results[0])), ks_of(results[0]), budgets_of(results[0])
     colors = dict(zip(STRIDE_GROUPS, ["#4C72B0", "#55A868", "#DD8452", "#C44E52", "#8172B2", "#937860", "#999999"]))
     fig, axes = plt.subplots(len(names), len(ks), figsize=(2.3 * len(ks), 2.4 * len(names) + 0.6), sharey=True,
                              squeeze=False, layout="constrained")
     for i, n in enumerate(names):
         for j, k in enumerate(ks):
-            ax, bottom = axes[i][j], np.zeros(len(BUDGETS))
+            ax, bottom = axes[i][j], np.zeros(len(bs))
             for g in STRIDE_GROUPS:
                 y = np.array([np.mean([arms(r)[n]["eval"][b][k]["strides"].get(g, 0.0) for r in results])
-                              for b in BUDGETS])
-                ax.bar(BUDGETS, y, bottom=bottom, color=colors[g], label=g, width=0.85)
+                              for b in bs])
+                ax.bar(bs, y, bottom=bottom, color=colors[g], label=g, width=0.85)
                 bottom += y
             ax.axvline(needs(k) - 0.5, color="k", lw=0.8)
             ax.set_title(f"{n}, k = {k}", fontsize=8)
@@ -380,16 +404,16 @@ def plot_strides(results: list[dict], path: str) -> str:
 def plot_adherence(results: list[dict], path: str) -> str:
     """Left: steps written against budget (mean over k and seeds) per method, diagonal = exact adherence.
     Right: share within budget during training, per trained arm (mean over budgets and seeds)."""
-    ks, ms = ks_of(results[0]), [methods_of(r) for r in results]
+    ks, ms, bs = ks_of(results[0]), [methods_of(r) for r in results], budgets_of(results[0])
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     for name in ms[0]:
         if name.startswith("always"):
             continue
-        y = np.array([[np.mean([m[name][b][k]["steps"] for k in ks]) for b in BUDGETS] for m in ms])
-        a1.errorbar(BUDGETS, y.mean(0), yerr=y.std(0), marker="o", ms=3, capsize=2, label=name)
-    a1.plot(BUDGETS, BUDGETS, "k:", lw=0.8, label="steps = b")
+        y = np.array([[np.mean([m[name][b][k]["steps"] for k in ks]) for b in bs] for m in ms])
+        a1.errorbar(bs, y.mean(0), yerr=y.std(0), marker="o", ms=3, capsize=2, label=name)
+    a1.plot(bs, bs, "k:", lw=0.8, label="steps = b")
     a1.set_xlabel("budget b")
-    a1.set_ylabel("chain steps written (mean over k = 2..8)")
+    a1.set_ylabel(f"chain steps written (mean over k = {ks[0]}..{ks[-1]})")
     a1.legend(fontsize=8)
     for n in arms(results[0]):
         logs = [arms(r)[n]["logs"] for r in results]
@@ -409,9 +433,14 @@ def _ms(xs, f="{:.2f}") -> str:
     return pm(xs, f)
 
 
-def by_budget(first: list[str], last: list[str] = ()) -> list[str]:
-    """A header: the first columns, one per budget, the last ones."""
-    return [*first, *(f"b={b}" for b in BUDGETS), *last]
+def by_budget(first: list[str], bs, last: list[str] = ()) -> list[str]:
+    """A header: the first columns, one per budget of bs, the last ones."""
+    return [*first, *(f"b={b}" for b in bs), *last]
+
+
+def budgets_in(ms: list[dict]) -> list[int]:
+    """The budgets of the methods' cells (every method has its task's)."""
+    return sorted(next(iter(ms[0].values())))
 
 
 def trained(results: list[dict]) -> list[str]:
@@ -421,23 +450,26 @@ def trained(results: list[dict]) -> list[str]:
 
 def table_accuracy(ms: list[dict], ks: list[int]) -> str:
     """Accuracy (mean ± std over seeds) with mean tokens in brackets, by method and budget, mean over k."""
-    return md_table(by_budget(["method"]), [
+    bs = budgets_in(ms)
+    return md_table(by_budget(["method"], bs), [
         [n] + [_ms([np.mean([m[n][b][k]["acc"] for k in ks]) for m in ms])
-               + f" ({np.mean([m[n][b][k]['tokens'] for m in ms for k in ks]):.1f})" for b in BUDGETS]
+               + f" ({np.mean([m[n][b][k]['tokens'] for m in ms for k in ks]):.1f})" for b in bs]
         for n in ms[0]])
 
 
 def table_within(ms: list[dict], ks: list[int], names: list[str]) -> str:
     """Right within budget (right answer and steps <= b), by method and budget, mean over k."""
-    return md_table(by_budget(["method"]), [
-        [n] + [_ms([np.mean([m[n][b][k]["acc_within"] for k in ks]) for m in ms]) for b in BUDGETS] for n in names])
+    bs = budgets_in(ms)
+    return md_table(by_budget(["method"], bs), [
+        [n] + [_ms([np.mean([m[n][b][k]["acc_within"] for k in ks]) for m in ms]) for b in bs] for n in names])
 
 
 def table_per_k(ms: list[dict], ks: list[int]) -> str:
     """Accuracy / mean tokens for every method but the fixed formats, k and budget, mean over seeds."""
-    return md_table(by_budget(["method", "k"]), [
+    bs = budgets_in(ms)
+    return md_table(by_budget(["method", "k"], bs), [
         [n, k] + [f"{np.mean([m[n][b][k]['acc'] for m in ms]):.2f} / {np.mean([m[n][b][k]['tokens'] for m in ms]):.1f}"
-                  for b in BUDGETS]
+                  for b in bs]
         for n in ms[0] if n not in ("always A", "always S", "always T") for k in ks])
 
 
@@ -450,12 +482,13 @@ def table_fixed(ms: list[dict], ks: list[int]) -> str:
 
 def table_adherence(ms: list[dict], ks: list[int], names: list[str]) -> str:
     """Share within budget / mean |steps - b| by method and budget (and over all budgets), mean over k and seeds."""
-    def cell(n, bs):
-        w = [np.mean([m[n][bb][k]["within"] for bb in bs for k in ks]) for m in ms]
-        e = [np.mean([m[n][bb][k]["abs_err"] for bb in bs for k in ks]) for m in ms]
+    def cell(n, cells):
+        w = [np.mean([m[n][bb][k]["within"] for bb in cells for k in ks]) for m in ms]
+        e = [np.mean([m[n][bb][k]["abs_err"] for bb in cells for k in ks]) for m in ms]
         return f"{np.mean(w):.2f} / {np.mean(e):.2f}"
-    return md_table(by_budget(["method"], ["all"]),
-                    [[n] + [cell(n, (b,)) for b in BUDGETS] + [cell(n, BUDGETS)] for n in names])
+    bs = budgets_in(ms)
+    return md_table(by_budget(["method"], bs, ["all"]),
+                    [[n] + [cell(n, (b,)) for b in bs] + [cell(n, bs)] for n in names])
 
 
 def table_s1(ms: list[dict], ks: list[int], names: list[str]) -> str:
@@ -510,7 +543,7 @@ def stride_examples(r: dict) -> str:
 def table_training_log(results: list[dict]) -> str:
     """The GRPO samples' within / |steps - b| / accuracy / tokens per budget at the first, middle and last log
     record, mean over seeds."""
-    rows = []
+    rows, bs = [], budgets_of(results[0])
     for n in arms(results[0]):
         for i in (0, len(arms(results[0])[n]["logs"]) // 2, -1):
             lg = [arms(r)[n]["logs"][i] for r in results]
@@ -519,16 +552,17 @@ def table_training_log(results: list[dict]) -> str:
                 xs = [c[key] for c in (log["by_budget"].get(b) for log in lg) if c]
                 return f"{np.mean(xs):.2f}" if xs else "–"
             rows.append([n, lg[0]["step"]] + [
-                " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in BUDGETS])
-    return md_table(by_budget(["arm", "step"]), rows)
+                " / ".join(at(b, key) for key in ("within", "abs_err", "acc", "tokens")) for b in bs])
+    return md_table(by_budget(["arm", "step"], bs), rows)
 
 
 def headline(results: list[dict], ms: list[dict], fs: list[dict]) -> str:
-    """The primary's arms: each one's spread (steps at b = 8 minus at b = 0), their difference and its verdict."""
+    """The primary's arms: each one's spread (steps at the largest budget minus at b = 0), their difference and its
+    verdict."""
     prim = next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)
     first, ctl = f"L1-{variants_of(results[0])[0]}", control_name(results[0])
-    return (f"spread (steps at b = 8 - b = 0): {first} {_ms(prim['spread_treatment'])}, {ctl} "
-            f"{_ms(prim['spread_control'])}; difference {prim['value']:+.2f} [{findings._num(prim['ci95'][0])}, "
+    return (f"spread (steps at b = {budgets_of(results[0])[-1]} - b = 0): {first} {_ms(prim['spread_treatment'])}, "
+            f"{ctl} {_ms(prim['spread_control'])}; difference {prim['value']:+.2f} [{findings._num(prim['ci95'][0])}, "
             f"{findings._num(prim['ci95'][1])}] ({prim['verdict']})")
 
 
@@ -541,12 +575,13 @@ def render(results: list[dict], out: str) -> list[tuple[str, str]]:
     plot_adherence(results, os.path.join(d, "adherence.png"))
     ks, ms, names = ks_of(results[0]), [methods_of(r) for r in results], trained(results)
     fs = checked(results)
-    cfg = results[0]["config"]
+    cfg, task = results[0]["config"], task_of(results[0])
+    top = task.budgets[-1]
     secs = "; ".join(f"{n} {_ms([arms(r)[n]['train_seconds'] for r in results], '{:.0f}')} s"
                      for n in arms(results[0]))
     md = f"""## Thinking on a budget: L1 against s1 forcing
 
-> **Question.** Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..8) and train
+> **Question.** Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..{top}) and train
 > the model with L1's rewards. Does L1's budget term teach RL from the base model to read the budget, against the
 > same RL whose reward ignores it? Does that beat cutting the chain (s1) at equal tokens, and what does the model do
 > with fewer steps than its shortest chain (S needs ⌈k/2⌉)?
@@ -557,8 +592,8 @@ def render(results: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![adherence](l1/adherence.png)
 
-**Accuracy against budget** (greedy, {cfg['eval_n']} test problems per k, mean over k = 2..8; mean ± std over
-{len(results)} seeds; mean tokens in brackets; chance 0.1):
+**Accuracy against budget** (greedy, {cfg['eval_n']} test problems per k, mean over k = {ks[0]}..{ks[-1]}; mean ± std
+over {len(results)} seeds; mean tokens in brackets; chance {chance_level(task, ks):.2g}):
 
 {table_accuracy(ms, ks)}
 
@@ -583,7 +618,7 @@ mean tokens over pairs of budgets (undefined when compute does not vary), Perfor
 
 {table_s1(ms, ks, names + ["s1 forcing (S cut at b)"])}
 
-**What the model does when b < ⌈k/2⌉** (chains classified automatically by stride: the digits summed per step),
+**What the model does when b < ⌈k/2⌉** (chains classified automatically by stride: the unit steps per written state),
 share of outputs over those (b, k) cells:
 
 {table_strides(results, ms, names)}
@@ -606,12 +641,13 @@ greedy before RL), mean over seeds:
 
 {findings.table(fs)}
 
-{method_note(cfg, secs)}"""
+{method_note(cfg, secs, top)}"""
     return [(md, headline(results, ms, fs))]
 
 
-def method_note(cfg: dict, secs: str) -> str:
-    """The section's closing paragraphs: the training settings, the controls, where L1 differs, the papers."""
+def method_note(cfg: dict, secs: str, top: int = 8) -> str:
+    """The section's closing paragraphs: the training settings, the controls, where L1 differs, the papers (top: the
+    largest budget)."""
     first = cfg["variants"][0]
     return f"""GRPO ({cfg['steps']} steps, {cfg['prompts_per_step']} problems × {cfg['num_generations']} samples, lr
 {cfg['learning_rate']:g}, β {cfg['beta']:g}), one budget drawn uniformly per problem; α = {cfg['alpha']:g} per
@@ -623,7 +659,7 @@ GRPO, a reward that pays correctness alone, so whatever budget reading it shows 
 RL, not from L1's budget term; the placebo (`reasonlab lab --placebo`) trains the treatment with α = 0 too.
 Whether reading pays at all is a premise per reward: the best budget-aware policy over the base model's forced
 formats (A, S, T, at their accuracies and steps on the seed's test problems) must earn at least
-{TH['l1.aware_gap'].value:g} more expected reward than the best budget-blind one, b uniform over 0..8
+{TH['l1.aware_gap'].value:g} more expected reward than the best budget-blind one, b uniform over 0..{top}
 (`budget.best_policies`); the claims on the variants trained with that reward require it. The other controls:
 s1 forcing forces a T (or S) chain on the base model and forces "A" after b steps (`tts.budget_hook`); equal tokens:
 each budget model's accuracy minus the control's curve (per k, interpolated at the same mean tokens; tokens up to

@@ -3,7 +3,7 @@ checkpoint on mixed prompts; budgets a chain can reach; and a check, before each
 pays (Aggarwal & Welleck 2025, "L1: Controlling How Long A Reasoning Model Thinks With Reinforcement Learning", arXiv
 2503.04697, section 3; cmu-l3/l1's training scripts).
 
-The lab's `l1` experiment trains L1 straight from the base model, on budgets 0..8 whatever k. Here
+The lab's `l1` experiment trains L1 straight from the base model, on every budget (digits: 0..8) whatever k. Here
 (methods.budget.train_recipe): an SFT warm start on reachable budgets (the longest of A / S / T that fits), GRPO with
 L1-Exact, then GRPO with a 50/50 mix of Exact prompts (B<b>) and Max prompts (M<b>, their own tokens) from the Exact
 checkpoint.
@@ -20,23 +20,24 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from .. import tasks
 from ..core.problems import test_problems
-from ..core.task import BUDGETS, K_MAX, K_MIN
 from ..io.report import band, md_table, plt, save
 from ..methods import budget
 from ..stats import findings
 from ..stats.summary import pm
-from . import Experiment, register
-from .l1 import MAX_STEPS, check_training
+from . import Experiment, register, task_of
+from .l1 import check_training, max_steps
 from .thresholds import THRESHOLDS as TH
 
-KS = range(K_MIN, K_MAX + 1)
 CURVES = {"start": "SFT start, B<b>", "exact": "L1-Exact, B<b>", "max_exact": "L1-Max, B<b>",
           "max_max": "L1-Max, M<b> (at most b)"}
 
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     sft_steps: int = 300
     """supervised warm-start steps on reachable budgets (the longest fixed format that fits)"""
     exact_steps: int = 100
@@ -72,44 +73,56 @@ def placebo(cfg: Config) -> Config:
 
 
 def room(cfg: Config) -> tuple[float, float]:
-    """The primary's statistic by the design: a cell's L1-Exact reward c - alpha |b - n| is in [-alpha MAX_STEPS, 1]
-    (c in 0..1, b in 0..k, n in 0..MAX_STEPS), so a difference of two models' rewards is within ±(1 + alpha
-    MAX_STEPS)."""
-    most = 1.0 + cfg.alpha * MAX_STEPS
+    """The primary's statistic by the design: a cell's L1-Exact reward c - alpha |b - n| is in [-alpha max_steps, 1]
+    (c in 0..1, b in 0..k, n in 0..max_steps: l1.max_steps, digits 13), so a difference of two models' rewards is
+    within ±(1 + alpha max_steps)."""
+    most = 1.0 + cfg.alpha * max_steps(cfg.task)
     return (-most, most)
 
 
+def stored_config(cfg: Config) -> dict:
+    """The config as a result records it: every field, the task as its spec, left out for digits (a digits result
+    keeps the keys it always had)."""
+    spec = tasks.get(cfg.task).spec
+    out = asdict(cfg)
+    return {k: v for k, v in out.items() if k != "task"} if spec == "digits" else {**out, "task": spec}
+
+
 def run(cfg: Config, seed: int, env) -> dict:
-    base = env.base(seed)
+    task = tasks.get(cfg.task)
+    ks = task.ks()
+    base = env.base(seed, cfg.task)
     tr = budget.train_recipe(base, seed, exact_steps=cfg.exact_steps, max_steps=cfg.max_steps,
                              prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
                              learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=cfg.alpha, delta=cfg.delta,
-                             sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr)
-    probs = test_problems(cfg.eval_n, "l1_recipe", seed)
+                             sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr, task=task)
+    probs = test_problems(cfg.eval_n, "l1_recipe", seed, task=task)
     fixed = budget.eval_fixed(base, probs)             # forced A, S, T on the base: per k, accuracy and steps
-    fixed_opts = [[(fixed[f][k]["acc"], fixed[f][k]["steps"]) for f in "AST"] for k in KS]
+    fixed_opts = [[(fixed[f][k]["acc"], fixed[f][k]["steps"]) for f in "AST"] for k in ks]
     ev = lambda m, kind: budget.eval_recipe(m, probs, kind, cfg.alpha, cfg.delta)  # noqa: E731
     res = {"start": ev(tr["start"], "exact"), "exact": ev(tr["exact"], "exact"),
            "max_exact": ev(tr["max"], "exact"), "max_max": ev(tr["max"], "max"), "fixed": fixed_opts,
-           "alpha": cfg.alpha, "delta": cfg.delta, "seconds": round(tr["seconds"], 1), "config": asdict(cfg)}
+           "alpha": cfg.alpha, "delta": cfg.delta, "seconds": round(tr["seconds"], 1), "config": stored_config(cfg)}
     exact_opts = [[(res["exact"][b][i]["acc"], res["exact"][b][i]["steps"]) for b in range(k + 1)]
-                  for i, k in enumerate(KS)]
-    res["precheck"] = {
-        "exact_from_base": budget.best_policies(fixed_opts, "exact", cfg.alpha, cfg.delta),
-        "max_from_base_0to8": budget.best_policies(fixed_opts, "max", cfg.alpha, cfg.delta, reachable=False),
-        "max_from_exact": budget.best_policies(exact_opts, "max", cfg.alpha, cfg.delta)}
+                  for i, k in enumerate(ks)]
+    res["precheck"] = {               # "max_from_base_0to8": every budget of the task (digits: 0..8)
+        "exact_from_base": budget.best_policies(fixed_opts, "exact", cfg.alpha, cfg.delta, task=task),
+        "max_from_base_0to8": budget.best_policies(fixed_opts, "max", cfg.alpha, cfg.delta, reachable=False, task=task),
+        "max_from_exact": budget.best_policies(exact_opts, "max", cfg.alpha, cfg.delta, task=task)}
     return res
 
 
 def reachable(r: dict, curve: str, key: str) -> float:
     """A cell value over the reachable (b, k), weighted as training draws them (and best_policies averages): the mean
     over k of the mean over b = 0..k."""
-    return float(np.mean([np.mean([r[curve][b][i][key] for b in range(k + 1)]) for i, k in enumerate(KS)]))
+    ks = task_of(r).ks()
+    return float(np.mean([np.mean([r[curve][b][i][key] for b in range(k + 1)]) for i, k in enumerate(ks)]))
 
 
 def spread(r: dict, curve: str) -> float:
     """Chain steps at the largest reachable budget (b = k) minus at b = 0, mean over k."""
-    return float(np.mean([r[curve][k][i]["steps"] - r[curve][0][i]["steps"] for i, k in enumerate(KS)]))
+    ks = task_of(r).ks()
+    return float(np.mean([r[curve][k][i]["steps"] - r[curve][0][i]["steps"] for i, k in enumerate(ks)]))
 
 
 def gap(r: dict, name: str) -> float:
@@ -166,16 +179,19 @@ def checked(rs: list[dict]) -> list[dict]:
 
 def curve(r: dict, name: str, key: str) -> list[float]:
     """A cell value against b, mean over the k that can reach b."""
-    return [float(np.mean([r[name][b][i][key] for i, k in enumerate(KS) if b <= k])) for b in BUDGETS]
+    task = task_of(r)
+    return [float(np.mean([r[name][b][i][key] for i, k in enumerate(task.ks()) if b <= k])) for b in task.budgets]
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
+    task = task_of(rs[0])
+    bs = task.budgets
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     for name, c in zip(CURVES, ("#8C8C8C", "#4C72B0", "#55A868", "#C44E52")):
         for ax, key in zip(axes, ("steps", "acc")):
-            band(ax, BUDGETS, [curve(r, name, key) for r in rs], alpha=0.12, marker="o", ms=3, color=c,
+            band(ax, bs, [curve(r, name, key) for r in rs], alpha=0.12, marker="o", ms=3, color=c,
                  label=CURVES[name])
-    axes[0].plot(BUDGETS, BUDGETS, ls=":", color="k", lw=1, label="steps = b")
+    axes[0].plot(bs, bs, ls=":", color="k", lw=1, label="steps = b")
     axes[0].set_ylabel("chain steps written (mean over k >= b)")
     axes[1].set_ylabel("accuracy (mean over k >= b)")
     for ax in axes:
@@ -185,7 +201,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     prices = md_table(["before", "reward", "best budget-blind", "best budget-aware", "aware - blind"], [
         [label, rw, pm([r["precheck"][name]["blind"] for r in rs]), pm([r["precheck"][name]["aware"] for r in rs]),
          pm([gap(r, name) for r in rs])]
-        for name, label, rw in (("max_from_base_0to8", "L1-Max from the base (b in 0..8, as in the `l1` experiment)", "Max"),
+        for name, label, rw in (("max_from_base_0to8", f"L1-Max from the base (b in 0..{bs[-1]}, as in the `l1` "
+                                 "experiment)", "Max"),
                                 ("exact_from_base", "L1-Exact from the warm start (A / S / T), reachable b", "Exact"),
                                 ("max_from_exact", "L1-Max from the Exact checkpoint, reachable b", "Max"))])
     trained = md_table(["model, prompt", "steps(b = k) - steps(b = 0)", "accuracy", "L1-Exact reward", "L1-Max reward"], [
@@ -230,7 +247,7 @@ at least {TH['l1.aware_gap'].value:g} before it). {" ".join(findings.verdict_lin
 
 def check(result) -> None:
     if any(key not in result for key in (*CURVES, "precheck", "fixed", "config")) or \
-            len(result["max_max"]) != len(BUDGETS):
+            len(result["max_max"]) != len(task_of(result).budgets):
         raise ValueError("an l1_recipe result needs every model's cells at every budget, the pre-checks and its config")
 
 

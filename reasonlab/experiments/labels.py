@@ -28,10 +28,10 @@ from typing import Literal
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.pool import sample_pool
 from ..core.problems import test_problems
 from ..core.sampling import generate_n
-from ..core.task import PROMPT_LEN, parse, prompt_ids
 from ..io.report import md_table, plt, save
 from ..methods.config import VerifierConfig
 from ..methods.search import Scorer, best_of_n
@@ -54,6 +54,8 @@ SEC = "labels"
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     n: int = 100
     """test problems per k (one sampled S chain each; every step before the answer is labelled)"""
     prm_n: int = 200
@@ -70,15 +72,16 @@ class Config:
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    thinker = thinker_model("erring", seed, env.cache, env.device)
-    probs = test_problems(cfg.n, "labels", seed)
+    task = tasks.get(cfg.task)
+    thinker = thinker_model("erring", seed, env.cache, env.device, task=task)
+    probs = test_problems(cfg.n, "labels", seed, task=task)
     pool = sample_pool(thinker, probs, 1, ["S"], 1.0, seed=seed, keep_outputs=True)
     todo = []                                               # (k, exact label, rollout prompt, answer)
-    for d, (out,) in zip(probs, pool.outputs):
-        exact = oracle_labels(d, out)
-        for (i, _, is_answer), lab in zip(steps(out), exact):
+    for p, (out,) in zip(probs, pool.outputs):
+        exact = oracle_labels(p, out)
+        for (i, _, is_answer), lab in zip(steps(out, task), exact):
             if not is_answer:
-                todo.append((len(d), lab, prompt_ids(d) + out[:i + 1], sum(d) % 10))
+                todo.append((p.k, lab, task.prompt_ids(p) + out[:i + 1], task.answer(p)))
     gen = torch.Generator().manual_seed(seed)
     hits: list[list[bool]] = [[] for _ in todo]
     by_len: dict[int, list[int]] = {}
@@ -88,8 +91,8 @@ def run(cfg: Config, seed: int, env) -> dict:
     for idx in by_len.values():
         outs = generate_n(thinker, [todo[j][2] for j in idx], R, gen, 1.0)
         for a, j in enumerate(idx):
-            prefix = todo[j][2][PROMPT_LEN:]
-            hits[j] = [parse(prefix + o)["answer"] == todo[j][3] for o in outs[a * R:(a + 1) * R]]
+            prefix = todo[j][2][task.prompt_len:]
+            hits[j] = [task.parse(prefix + o)["answer"] == todo[j][3] for o in outs[a * R:(a + 1) * R]]
     cells = {}
     for (k, lab, _, _), h in zip(todo, hits):
         c = cells.setdefault(f"{k}/{int(lab)}", {"n": 0, **{f"any{r}": 0 for r in ROLLOUTS}})
@@ -104,14 +107,15 @@ def prms(cfg: Config) -> dict[str, tuple[str, int]]:
     return {**PRMS, "exact": (cfg.treatment, 8 if cfg.treatment == "prm-mc" else 1)}
 
 
-def to_first_error(digs, outs) -> tuple[np.ndarray, np.ndarray]:
+def to_first_error(problems, outs) -> tuple[np.ndarray, np.ndarray]:
     """Over every step of every output (in order): whether it is a chain step up to and including its output's
     first wrong step (the steps PRM800K labels; answer steps left out), and its exact label."""
+    problems = tasks.problems_of(problems)
     keep, exact = [], []
-    for d, o in zip(digs, outs):
-        lab = oracle_labels(d, o)
+    for p, o in zip(problems, outs):
+        lab = oracle_labels(p, o)
         upto = len(first_error(lab))
-        keep += [not a and j < upto for j, (_, _, a) in enumerate(steps(o))]
+        keep += [not a and j < upto for j, (_, _, a) in enumerate(steps(o, tasks.task_of(p)))]
         exact += lab
     return np.array(keep, dtype=bool), np.array(exact)
 
@@ -123,14 +127,14 @@ def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
     (best-of-1) and a single sample's over the same samples."""
     N = cfg.best_of
     pool = sample_pool(thinker, probs, N, ["S"], 1.0, seed=10_000 + seed, keep_outputs=True)
-    digs, outs = pool.flat()
-    keep, exact = to_first_error(digs, outs)
+    ps, outs = pool.flat()
+    keep, exact = to_first_error(ps, outs)
     prm = {}
     for name, (kind, R) in prms(cfg).items():
         vc = VerifierConfig(kind=kind, n_per_k=cfg.prm_n, rollouts=R, formats=("S",), format_weights=(1.0,))
-        sc = Scorer(train_verifier(kind, thinker, seed, vc, cache=cache, log=None))
-        flat = np.array([x for r in sc.steps(digs, outs) for x in r])
-        scores = sc.values(digs, outs, "min").reshape(len(probs), N)
+        sc = Scorer(train_verifier(kind, thinker, seed, vc, cache=cache, log=None, task=cfg.task))
+        flat = np.array([x for r in sc.steps(ps, outs) for x in r])
+        scores = sc.values(ps, outs, "min").reshape(len(probs), N)
         prm[name] = {"auroc": auroc(flat[keep], exact[keep]), "bon": float(best_of_n(pool, scores, N).mean())}
     return {"prm": prm, "majority": float(majority(pool, N).mean()), "first": float(pool.correct[:, 0].mean()),
             "single": float(pool.correct.mean()), "wrong_chain_steps": int((exact[keep] == 0).sum()), "best_of": N,

@@ -5,10 +5,11 @@ already sample; ProRL, arXiv 2505.24864: prolonged RL solves problems where the 
 
 Here pass@N is exact: a sample is counted right only when its whole chain is (an S or T output equal to the one
 right output), so p(x) = p_S(x) + p_T(x) comes from teacher forcing (`core.exact`) and pass@N = 1 - (1 - p(x))^N.
-Direct answers are left out on purpose: a guesser answers right with 0.1 per sample, 1 - 0.9^N (0.9988 at N = 64),
-so answer-only pass@N at large N measures guessing, not reasoning (drawn in the plot as that control).
+Direct answers are left out on purpose: a guesser answers right with the task's chance per sample (digits: 0.1, so
+1 - 0.9^N, 0.9988 at N = 64), so answer-only pass@N at large N measures guessing, not reasoning (drawn in the plot as
+that control).
 
-The start is the erring thinker (digits misread, fixed in its weights). Over whole k's its pass@256 is near 1:
+The start is the erring thinker (its task's words misread, fixed in its weights). Over whole k's its pass@256 is near 1:
 no room for RL to show anything there. So the primary reads the problems where the start has room by the design:
 those it practically never samples (p < NEVER, so its pass@N there is at most 1 - (1 - NEVER)^N, 0.23 at N = 256),
 chosen on the start's exact p alone, never on RL's. If RL only sharpens, they stay out of reach; the claim needs RL's
@@ -24,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .. import tasks
 from ..core.config import NS as POOL_NS
 from ..core.exact import pass_exact, right_probs
 from ..core.problems import test_problems
@@ -45,6 +47,8 @@ SECTION = "passk"
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     rl_steps: int = 100
     """GRPO steps from the start (0: the placebo, the RL arm is the start)"""
     n: int = 200
@@ -60,14 +64,15 @@ class Config:
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    start = thinker_model("erring", seed, env.cache, env.device)
+    spec = tasks.get(cfg.task).spec
+    start = thinker_model("erring", seed, env.cache, env.device, task=cfg.task)
     policy = copy.deepcopy(start)
     if cfg.rl_steps:
         train(policy, copy.deepcopy(start), RLConfig.preset("grpo", steps=cfg.rl_steps, seed=seed, beta=cfg.beta,
-                                                            log_every=0), log=None)
-    probs = test_problems(cfg.n, "passk", seed)
-    ks = np.array([len(d) for d in probs])
-    out = {"steps": cfg.rl_steps, "pass_n": cfg.pass_n}
+                                                            log_every=0, task=cfg.task), log=None)
+    probs = test_problems(cfg.n, "passk", seed, task=cfg.task)
+    ks = np.array([p.k for p in probs])
+    out = {"steps": cfg.rl_steps, "pass_n": cfg.pass_n, **({} if spec == "digits" else {"task": spec})}
     for name, model in (("start", start), ("rl", policy)):
         p = right_probs(model, probs)
         chain = p[:, 1] + p[:, 2]
@@ -152,6 +157,14 @@ def pm_seeds(xs) -> str:
     return pm(xs) if xs else "—"
 
 
+def guessing(r: dict, N: int) -> float:
+    """pass@N of a guesser that answers right with the task's chance at each k (`Task.chance`) per sample, over one
+    seed's test draw (every k weighted by its problems)."""
+    spec = r.get("task", "digits")
+    c = np.concatenate([np.full(len(r["start_p"][k]), tasks.get(spec).chance(int(k))) for k in r["start_p"]])
+    return float(np.mean(1 - (1 - c) ** N))
+
+
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     ax = axes[0]
@@ -161,7 +174,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
         if ys[0]:
             ax.plot(NS, [np.mean(y) for y in ys], ls=":", marker="x", ms=3, color=c,
                     label=f"{label}, problems with p(start) < {NEVER:g}")
-    ax.plot(NS, [1 - 0.9 ** N for N in NS], ls="--", color="grey", label="guessing the answer (answer-only control)")
+    ax.plot(NS, [guessing(rs[0], N) for N in NS], ls="--", color="grey",
+            label="guessing the answer (answer-only control)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N samples")
     ax.set_ylabel("chain-verified pass@N")
@@ -172,7 +186,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
         for N, ls in ((1, "-"), (NS[-1], ":")):
             ax.plot(ks, [np.mean([r[arm][k]["pass"][N] for r in rs]) for k in ks], ls=ls, marker="o", ms=3, color=c,
                     label=f"{'start' if arm == 'start' else 'GRPO'} pass@{N}")
-    ax.set_xlabel("k (digits)")
+    ax.set_xlabel("k (problem size)")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=8)
     save(fig, os.path.join(out, "passk", "pass_at_n.png"))

@@ -18,14 +18,14 @@ import numpy as np
 
 from ..core.evaluate import evaluate
 from ..core.model import GPT
-from ..core.problems import problems_per_k, test_problems
-from ..core.task import FMT_NAMES
-from ..io.report import md_table, plot_format_share, plot_rl_runs
+from ..core.problems import as_task, problems_per_k, test_problems
+from ..io.report import chance_level, k_label, md_table, plot_format_share, plot_rl_runs
 from ..stats import findings
 from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
+from ..tasks import FMT_NAMES, Problem, Task
 from ..train.rl import ALGOS, Algo, RLConfig, every_n_steps, train
-from . import Experiment, register
+from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 OVERRIDES = ("learning_rate", "beta", "epsilon", "num_iterations", "prompts_per_step", "num_generations",
@@ -36,6 +36,8 @@ SECTION = "rl"
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     steps: int = 60
     """RL steps per run (censoring: a run that never reaches 0.99 counts this many steps)"""
     algos: tuple[Algo, ...] = ("grpo", "reinforce", "reinforce_baseline", "dr_grpo")
@@ -77,39 +79,41 @@ class Config:
             raise ValueError(f"rl: eval_every must be in 1..steps ({self.steps}), got {self.eval_every}")
         for a in self.algos:                  # every algorithm's preset must take the overrides
             try:
-                RLConfig.preset(a, steps=self.steps, **self.overrides())
+                RLConfig.preset(a, steps=self.steps, task=self.task, **self.overrides())
             except ValueError as e:
                 raise ValueError(f"rl: {a}: {e}") from None
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    model = env.base(seed)
-    start = base_eval(model, cfg.eval_n, seed)
+    model = env.base(seed, cfg.task)
+    start = base_eval(model, cfg.eval_n, seed, cfg.task)
     out = {}
     for a in dict.fromkeys(cfg.algos):
         out[a] = rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n, progress=True, start=start,
-                        overrides=cfg.overrides())
+                        overrides=cfg.overrides(), task=cfg.task)
         roles = [role for role, algo in (("treatment", cfg.treatment), ("control", cfg.control)) if algo == a]
         if roles:                             # the primary's arms (one run is both under the placebo)
             out[a]["roles"] = roles
     return out
 
 
-def probe_set(n: int, seed: int) -> list[list[int]]:
+def probe_set(n: int, seed: int, task: str | Task = "digits") -> list[Problem]:
     """The seed's probe problems for time-to-solve: n per k from the val part (never trained on, never scored)."""
-    return problems_per_k(n, seed=f"rl-probe-{seed}", split="val")
+    return problems_per_k(n, seed=f"rl-probe-{seed}", split="val", task=task)
 
 
 def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
-           progress: bool = False, start: dict | None = None, overrides: dict | None = None) -> dict:
-    """One RL run from `base` with the spec's defaults for `algo` (RLConfig fields in `overrides` replace them):
-    greedy accuracy on the seed's probe set every `every` steps until the first probe at >= 0.99 (time to solve;
-    seconds count training only), then a final evaluation on the seed's test draw. start: base_eval(base, eval_n,
-    seed), when the caller has it (the same for every algorithm). The overrides are kept in the result (only when
-    there are some)."""
+           progress: bool = False, start: dict | None = None, overrides: dict | None = None,
+           task: str | Task = "digits") -> dict:
+    """One RL run on `task` from `base` with the spec's defaults for `algo` (RLConfig fields in `overrides` replace
+    them): greedy accuracy on the seed's probe set every `every` steps until the first probe at >= 0.99 (time to
+    solve; seconds count training only), then a final evaluation on the seed's test draw. start: base_eval(base,
+    eval_n, seed, task), when the caller has it (the same for every algorithm). The overrides are kept in the result
+    (only when there are some), and so is the task (only when it is not digits)."""
+    spec = as_task(task).spec
     policy = copy.deepcopy(base)
-    cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed, log_every=0), **(overrides or {})})
-    probe = probe_set(probe_n, seed)
+    cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed, log_every=0, task=spec), **(overrides or {})})
+    probe = probe_set(probe_n, seed, spec)
     state = {"eval_s": 0.0, "solved": None, "curve": []}
     t0 = time.perf_counter()
 
@@ -127,7 +131,8 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
     # the reference is always passed so KL is logged; with beta = 0 (REINFORCE) it does not enter the loss
     hist = train(policy, copy.deepcopy(base), cfg, callback=every_n_steps(every, check), log=None, progress=progress)
     train_s = time.perf_counter() - t0 - state["eval_s"]
-    final, start = evaluate(policy, test_problems(eval_n, "rl", seed)), start or base_eval(base, eval_n, seed)
+    final, start = evaluate(policy, test_problems(eval_n, "rl", seed, task=spec)), start or base_eval(base, eval_n, seed,
+                                                                                                     spec)
     tail = [h for h in hist if not h.get("skipped")][-10:]   # DAPO may skip steps: they have no metrics
     sampled = {key: float(np.mean([h[key] for h in tail])) for key in ("acc", "length", "kl_exact", "entropy")}
     sampled["direct"] = float(np.mean([h["share"]["direct"] for h in tail]))
@@ -135,12 +140,12 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
             "sampled_last10": sampled, "base_acc": start["acc"], "acc": final["acc"], "share": final["share"],
             "length": final["length"], "acc_by_k": {k: v["acc"] for k, v in final["per_k"].items()},
             "share_by_k": {k: v["share"] for k, v in final["per_k"].items()}, "curve": state["curve"], "hist": hist,
-            **({"overrides": overrides} if overrides else {})}
+            **({"overrides": overrides} if overrides else {}), **({} if spec == "digits" else {"task": spec})}
 
 
-def base_eval(base: GPT, eval_n: int, seed: int) -> dict:
+def base_eval(base: GPT, eval_n: int, seed: int, task: str | Task = "digits") -> dict:
     """Greedy free generation of the base model on the seed's test draw: where every RL run starts."""
-    return evaluate(base, test_problems(eval_n, "rl", seed))
+    return evaluate(base, test_problems(eval_n, "rl", seed, task=task))
 
 
 def steps_to_solve(run: dict) -> float:
@@ -208,9 +213,9 @@ def claims(rs: list[dict]) -> list[dict]:
 
 def length_bias(rs: list[dict]) -> dict:
     """Dr. GRPO's length bias through the format choice: GRPO divides each completion's loss by its own length, so
-    a long wrong output (a T chain, 12 tokens) is pushed down less per token than a short wrong one (A, 3 tokens);
-    Dr. GRPO divides by a constant (and, as its paper does, does not scale the advantage by the group's std). Same
-    seed, same first samples: the sampled length over the last 10 steps."""
+    a long wrong output (a T chain, on digits up to 12 tokens) is pushed down less per token than a short wrong one
+    (A, 3 tokens on digits); Dr. GRPO divides by a constant (and, as its paper does, does not scale the advantage by
+    the group's std). Same seed, same first samples: the sampled length over the last 10 steps."""
     claim = ("GRPO drifts toward longer outputs than Dr. GRPO (the two differ in the per-sequence mean, which favours "
              "long wrong outputs, and in the advantage's std scaling)")
     if "grpo" not in rs[0] or "dr_grpo" not in rs[0]:
@@ -234,20 +239,22 @@ def rl_table(runs: list[dict]) -> str:
                      pm([r["sampled_last10"]["acc"] for r in rs]), pm([r["sampled_last10"]["direct"] for r in rs], "{:.2f}"),
                      pm([r["sampled_last10"]["kl_exact"] for r in rs], "{:.3f}")])
     base = [r["base_acc"] for r in runs if r["algo"] == runs[0]["algo"]]
-    table = md_table(["algo", "greedy acc (k = 2..8)", "min over k", "greedy share A / S / T", "greedy length",
-                      "solved (acc ≥ 0.99)", "steps to solve", "seconds to solve", "sampled acc, last 10 steps",
-                      "sampled share A", "KL to base (exact)"], rows)
-    return (f"{table}\n\nBase model (free, greedy): accuracy {pm(base)}. Chance: 0.1. Mean ± std over seeds "
-            f"{sorted({r['seed'] for r in runs})}.")
+    task = task_of(runs[0])
+    table = md_table(["algo", f"greedy acc (k = {task.k_min}..{task.k_max})", "min over k", "greedy share A / S / T",
+                      "greedy length", "solved (acc ≥ 0.99)", "steps to solve", "seconds to solve",
+                      "sampled acc, last 10 steps", "sampled share A", "KL to base (exact)"], rows)
+    return (f"{table}\n\nBase model (free, greedy): accuracy {pm(base)}. Chance: {chance_level(task):.2g}. Mean ± std "
+            f"over seeds {sorted({r['seed'] for r in runs})}.")
 
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     algos = [a for a in ALGOS if a in rs[0]]
     runs = [r[a] for a in algos for r in rs]
+    task = task_of(runs[0])
     plot_rl_runs({a: [r[a]["hist"] for r in rs] for a in algos}, os.path.join(out, "rl", "curves.png"),
-                 "RL from the base model (mean over seeds; band = min..max)")
+                 "RL from the base model (mean over seeds; band = min..max)", chance=chance_level(task))
     plot_format_share(rs[0][algos[0]]["hist"], os.path.join(out, "rl", f"formats_{algos[0]}.png"),
-                      f"{algos[0]}, first seed")
+                      f"{algos[0]}, first seed", xlabel=k_label(task))
 
     def solved(a):
         st = [r[a]["solved"]["step"] for r in rs if r[a]["solved"]]

@@ -4,9 +4,10 @@ One seed samples a pool of n_max outputs per problem for each format, decodes gr
 chain capped at b steps, and reads every method's curve over N, per k, and Snell et al.'s compute-optimal
 frontier off those pools (methods.tts). The report has two sections: voting, and verifiers with the frontier.
 
-A demonstration: it asks no open question. Voting over direct answers stays below a chain at every k >= 3: the
-base recipe trains until the chains are right, and a direct answer beyond a few digits is at or near chance, with
-no reasoning path for the vote to marginalise over. That is a premise; the frontier's saving is a secondary.
+A demonstration: it asks no open question. Voting over direct answers stays below a chain at every k above the
+smallest (digits: k >= 3): the base recipe trains until the chains are right, and a direct answer beyond a few
+digits is at or near chance, with no reasoning path for the vote to marginalise over. That is a premise; the
+frontier's saving is a secondary.
 """
 from __future__ import annotations
 
@@ -17,25 +18,29 @@ from typing import Literal
 
 import numpy as np
 
-from ..core.config import N_K, NS, SAMPLE_ROW, fits
+from .. import tasks
+from ..core.config import NS, SAMPLE_ROW, fits
 from ..core.model import GPT
 from ..core.pool import Pool, sample_pool
 from ..core.problems import problems_per_k, test_problems
-from ..io.report import TOKEN_COLOR, log_x, md_table, plt, save
+from ..io.report import TOKEN_COLOR, chance_at, chance_level, log_x, md_table, plt, save
 from ..methods import tts
 from ..stats import findings
 from ..stats.findings import both, finding, missing, seed_check
-from ..stats.summary import bootstrap_ci, chance, pareto, pm
-from . import Experiment, register
+from ..stats.summary import bootstrap_ci, pareto, pm
+from ..tasks import Problem, Task, chain_steps
+from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 N_MOST = 50_000
 """The most problems per k: half are drawn from the validation part and half from the test part, all distinct, and
-k = 5 (the smallest k drawn at random rather than enumerated) has 25,171 and 25,213 problems there."""
+digits' k = 5 (the smallest k drawn at random rather than enumerated) has 25,171 and 25,213 problems there."""
 
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     n: int = 500
     """problems per k in the sampling grid (half from the validation part, half from the test part: this seed's own
     draws)"""
@@ -54,33 +59,38 @@ class Config:
             raise ValueError(f"formats must be distinct ones of {', '.join(tts.FORCE)}, got "
                              f"{' '.join(map(str, self.formats)) or 'none'}")
         if self.n > N_MOST:
-            raise ValueError(f"n must be at most {N_MOST:,} (k = 5 has about 25,000 distinct problems in each of the "
-                             f"validation and test parts), got {self.n:,}")
-        per_problem = N_K * self.n_max * len(self.formats)
+            raise ValueError(f"n must be at most {N_MOST:,} (digits' k = 5 has about 25,000 distinct problems in each "
+                             f"of the validation and test parts), got {self.n:,}")
+        per_problem = len(tasks.get(self.task).ks()) * self.n_max * len(self.formats)
         fits("n", self.n * per_problem, SAMPLE_ROW, per_problem)
 
 
-BUDGET_CAPS = (("T", range(0, 8)), ("S", range(0, 4)))
-"""The frontier's budget-forced candidates: greedy chains capped at b steps, for each b below a format's full chain."""
+def budget_caps(task: Task) -> tuple[tuple[str, range], ...]:
+    """The frontier's budget-forced candidates: greedy chains capped at b steps, for each b below a format's full
+    chain at the task's largest k (digits: T capped at 0..7, S at 0..3)."""
+    return (("T", range(0, task.k_max)), ("S", range(0, len(chain_steps(task.k_max, "short")))))
 
 
-def problem_set(n: int, seed: int) -> list[list[int]]:
+def problem_set(n: int, seed: int, task: str | Task = "digits") -> list[Problem]:
     """n problems per k for the whole grid: half from the validation part of the problem space, half from the test
     part (core.problems.part_of), so that the frontier selects and scores on disjoint problems; each seed draws its
-    own (k = 2 has 25 in each part, all of them)."""
-    return (problems_per_k(n // 2, seed=f"sampling-val-{seed}", split="val")
-            + test_problems(n - n // 2, "sampling", seed))
+    own (digits' k = 2 has 25 in each part, all of them)."""
+    return (problems_per_k(n // 2, seed=f"sampling-val-{seed}", split="val", task=task)
+            + test_problems(n - n // 2, "sampling", seed, task=task))
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    return grid(env.base(seed), cfg, seed)
+    return grid(env.base(seed, cfg.task), cfg, seed)
 
 
 def grid(model: GPT, cfg: Config, seed: int) -> dict:
     """The test-time-compute grid on one model: one seed's JSON-able result (with cfg.budgets, also the budget
     sweep under "budgets")."""
-    problems = problem_set(cfg.n, seed)
+    task = tasks.get(cfg.task)
+    problems = problem_set(cfg.n, seed, task)
     res = {"n_per_k": cfg.n, "n_max": cfg.n_max, "seed": seed, "formats": list(cfg.formats), "timing": {}}
+    if task.spec != "digits":                         # a digits result keeps the keys it always had
+        res["task"] = task.spec
     pools = {}
     t0 = time.perf_counter()
     for fmt in cfg.formats:
@@ -91,17 +101,18 @@ def grid(model: GPT, cfg: Config, seed: int) -> dict:
     res["timing"]["greedy"] = round(time.perf_counter() - t0 - sum(res["timing"].values()), 2)
     res.update(summarize(pools, greedy, cfg.n_max, seed))
     capped = {f"{f}<={b}": sample_pool(model, problems, 1, force=tts.FORCE[f], temperature=0.0,
-                                       logit_hook=tts.budget_hook(max_chain=b))
-              for f, bs in BUDGET_CAPS if f in cfg.formats for b in bs}
+                                       logit_hook=tts.budget_hook(task, max_chain=b))
+              for f, bs in budget_caps(task) if f in cfg.formats for b in bs}
     res["frontier"] = tts.frontier(tts.candidates(pools, greedy, capped), problems, seed)
     res["timing"]["grid"] = round(time.perf_counter() - t0, 2)
     if cfg.budgets:
         t = time.perf_counter()
-        probs = test_problems(min(cfg.n, 500), "sampling", seed)
-        res["budgets"] = (tts.budget_sweep(model, probs, "T", range(0, 9))
-                          + tts.budget_sweep(model, probs, "S", range(0, 5))
-                          + tts.budget_sweep(model, probs, "T", range(9, 13), kind="min")
-                          + tts.budget_sweep(model, probs, "S", range(5, 9), kind="min"))
+        probs = test_problems(min(cfg.n, 500), "sampling", seed, task=task)
+        t_end, s_end = task.k_max + 1, len(chain_steps(task.k_max, "short")) + 1   # digits: 9 and 5
+        res["budgets"] = (tts.budget_sweep(model, probs, "T", range(0, t_end))
+                          + tts.budget_sweep(model, probs, "S", range(0, s_end))
+                          + tts.budget_sweep(model, probs, "T", range(t_end, t_end + 4), kind="min")
+                          + tts.budget_sweep(model, probs, "S", range(s_end, s_end + 4), kind="min"))
         res["timing"]["budgets"] = round(time.perf_counter() - t, 2)
     return res
 
@@ -125,21 +136,34 @@ def summarize(pools: dict[str, Pool], greedy: dict[str, Pool], n_max: int, seed:
     return out
 
 
+def chance(task: Task, method: str, N: int, ks=None) -> float:
+    """Guessing blindly, mean over ks (default: the task's range): the best guess's accuracy (`Task.chance`) for one
+    answer, 1 - (1 - chance)^N for pass@N, N guesses each right with that chance (digits: 0.1 and 1 - 0.9^N)."""
+    c = chance_level(task, ks)
+    if method not in ("pass", "verified_pass"):
+        return c
+    cs = [chance_at(task, k) for k in (task.ks() if ks is None else ks)]
+    return 1 - (1 - c) ** N if len(set(cs)) == 1 else float(np.mean([1 - (1 - x) ** N for x in cs]))
+
+
 def vote_below_chain(sampling: list[dict]) -> dict:
-    """The premise: voting does not buy what a chain buys. At every k >= 3, maj@N of direct answers stays below the
-    greedy chain (the better of S and T): the base recipe trains until the chains are right, and a direct answer
-    beyond a few digits has no reasoning path for the vote to marginalise over."""
+    """The premise: voting does not buy what a chain buys. At every k above the task's smallest (digits: k >= 3),
+    maj@N of direct answers stays below the greedy chain (the better of S and T): the base recipe trains until the
+    chains are right, and a direct answer beyond a few digits has no reasoning path for the vote to marginalise
+    over."""
     n = sampling[0]["n_max"]
+    k0 = task_of(sampling[0]).k_min + 1
     chains = [f for f in ("S", "T") if f in sampling[0]["per_k"]]
-    claim = f"Voting does not buy what a chain buys: maj@{n} of direct answers stays below the greedy chain at every k >= 3"
+    claim = (f"Voting does not buy what a chain buys: maj@{n} of direct answers stays below the greedy chain at every "
+             f"k >= {k0}")
     if "A" not in sampling[0]["per_k"] or not chains:
         return findings.premise(missing("sampling", claim, "needs the A pool and an S or T pool"), "vote_below_chain")
 
     def gap(r):
         return min(max(r["per_k"][f][k]["greedy"] for f in chains) - r["per_k"]["A"][k]["maj"][n]
-                   for k in r["per_k"]["A"] if k >= 3)
+                   for k in r["per_k"]["A"] if k >= k0)
     return findings.premise(seed_check(
-        "sampling", claim, f"min over k >= 3 of acc(greedy chain) - acc(A maj@{n})", [gap(r) for r in sampling],
+        "sampling", claim, f"min over k >= {k0} of acc(greedy chain) - acc(A maj@{n})", [gap(r) for r in sampling],
         TH["sampling.chain_over_vote"]), "vote_below_chain")
 
 
@@ -187,6 +211,7 @@ def _ci_line(ax, xs, cells, label, style, color=None):
 
 def plot_vs_n(res: dict, path: str) -> str:
     """Accuracy against N per format, every method, with 95 % bootstrap bands and both chance curves."""
+    task = task_of(res)
     fmts = res["formats"]
     fig, axes = plt.subplots(1, len(fmts), figsize=(5 * len(fmts), 3.8), sharey=True)
     for ax, f in zip(np.atleast_1d(axes), fmts):
@@ -195,12 +220,14 @@ def plot_vs_n(res: dict, path: str) -> str:
             Ns = sorted(int(n) for n in c[m])
             _ci_line(ax, Ns, [c[m][n] for n in Ns], label, style)
         ax.axhline(c["greedy"]["acc"], color="k", lw=1, label="greedy")
-        ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance, one answer (0.1)")
-        ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=1, label="chance, pass@N (1 - 0.9^N)")
+        c1 = chance(task, "maj", 1)
+        ax.axhline(c1, color="grey", ls=":", lw=1, label=f"chance, one answer ({c1:.2g})")
+        ax.plot(Ns, [chance(task, "pass", n) for n in Ns], color="grey", ls="--", lw=1,
+                label=f"chance, pass@N (1 - {1 - c1:.2g}^N)")
         log_x(ax, 2)
         ax.set_xlabel("samples per problem N")
         ax.set_title(f"forced {f}" if f != "free" else "free format")
-    np.atleast_1d(axes)[0].set_ylabel("accuracy (k = 2..8)")
+    np.atleast_1d(axes)[0].set_ylabel(f"accuracy (k = {task.k_min}..{task.k_max})")
     np.atleast_1d(axes)[-1].legend(fontsize=7, loc="lower right")
     return save(fig, path)
 
@@ -208,6 +235,7 @@ def plot_vs_n(res: dict, path: str) -> str:
 def plot_frontier(res: dict, path: str) -> str:
     """Accuracy against generated tokens per problem: every (format, method, N), the budget-forcing points, the
     Pareto front, and the per-k compute-optimal choices."""
+    task = task_of(res)
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     pts = res["frontier"]["points"]
     colors = TOKEN_COLOR
@@ -226,10 +254,11 @@ def plot_frontier(res: dict, path: str) -> str:
     if ad:
         ax.scatter([t["adaptive"]["tokens"] for t in ad], [t["adaptive"]["acc"] for t in ad], marker="*", s=120,
                    color="crimson", zorder=5, label="compute-optimal per k (chosen on validation)")
-    ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    c1 = chance(task, "maj", 1)
+    ax.axhline(c1, color="grey", ls=":", lw=1, label=f"chance ({c1:.2g})")
     log_x(ax)
     ax.set_xlabel("generated tokens per problem (log)")
-    ax.set_ylabel("accuracy, test half (k = 2..8)")
+    ax.set_ylabel(f"accuracy, test half (k = {task.k_min}..{task.k_max})")
     ax.legend(fontsize=7, loc="lower right")
     if res.get("budgets"):
         ax.set_title("x: budget forcing (chain capped at b steps, greedy)", fontsize=9)
@@ -238,6 +267,7 @@ def plot_frontier(res: dict, path: str) -> str:
 
 def plot_per_k(res: dict, path: str) -> str:
     """One panel per k: maj@N per format and pass@N of direct answers, with chance."""
+    task = task_of(res)
     ks = sorted(int(k) for k in res["per_k"][res["formats"][0]])
     fig, axes = plt.subplots(1, len(ks), figsize=(2.6 * len(ks), 3.0), sharey=True)
     colors = TOKEN_COLOR
@@ -253,8 +283,8 @@ def plot_per_k(res: dict, path: str) -> str:
                                 alpha=0.2)
             if f == "A":
                 ax.plot(Ns, [d["pass"][n] for n in Ns], ls=":", color=colors[f], label="A pass@N")
-        ax.plot(Ns, [chance("pass", n) for n in Ns], color="grey", ls="--", lw=0.8)
-        ax.axhline(0.1, color="grey", ls=":", lw=0.8)
+        ax.plot(Ns, [chance(task, "pass", n, [k]) for n in Ns], color="grey", ls="--", lw=0.8)
+        ax.axhline(chance(task, "maj", 1, [k]), color="grey", ls=":", lw=0.8)
         log_x(ax, 2)
         ax.set_title(f"k = {k}")
         ax.set_xlabel("N")
@@ -271,6 +301,7 @@ def render_sampling(rs: list[dict], out: str) -> tuple[str, str]:
     plot_per_k(rs[0], os.path.join(out, "sampling", "per_k.png"))
     n = rs[0]["n_max"]
     fmts = rs[0]["formats"]
+    task = task_of(rs[0])
 
     def acc(f, m, N):
         return pm([r["curves"][f][m][N]["acc"] for r in rs])
@@ -278,10 +309,10 @@ def render_sampling(rs: list[dict], out: str) -> tuple[str, str]:
                      [[f, pm([r["curves"][f]["greedy"]["acc"] for r in rs]), acc(f, "maj", 1), acc(f, "maj", min(8, n)),
                        acc(f, "maj", n), acc(f, "pass", n), f"{np.mean([r['curves'][f]['tokens'][n] for r in rs]):.0f}"]
                       for f in fmts]
-                     + [["chance", *(f"{chance(m, n):.3f}" for m in ("maj", "maj", "maj", "maj", "pass")), ""]])
+                     + [["chance", *(f"{chance(task, m, n):.3f}" for m in ("maj", "maj", "maj", "maj", "pass")), ""]])
     if "A" in fmts:
         head = f"A maj@{n} {acc('A', 'maj', n)} vs greedy A {pm([r['curves']['A']['greedy']['acc'] for r in rs])}"
-        direct = f"pass@{n} of direct answers is {acc('A', 'pass', n)} where guessing gives {chance('pass', n):.3f}."
+        direct = f"pass@{n} of direct answers is {acc('A', 'pass', n)} where guessing gives {chance(task, 'pass', n):.3f}."
     else:
         head, direct = f"{fmts[0]} maj@{n} {acc(fmts[0], 'maj', n)}", ""
     greedy = "; ".join(f"greedy {f} {pm([r['curves'][f]['greedy']['acc'] for r in rs])}" for f in fmts)
@@ -297,7 +328,7 @@ def render_sampling(rs: list[dict], out: str) -> tuple[str, str]:
 {table}
 
 {rs[0]['n_per_k']} problems per k, N up to {n} samples at temperature 1, mean ± std over seeds (the picture: first
-seed, 95 % bootstrap bands over problems; grey: chance for one answer and for pass@N, 1 − 0.9^N).
+seed, 95 % bootstrap bands over problems; grey: chance for one answer and for pass@N, 1 − (1 − chance)^N).
 A demonstration: {findings.verdict_line(vote_below_chain(rs))} {direct} For comparison: {greedy}. Whether
 voting helps chains that err is measured on the erring thinker (the `search` and `voting` experiments).
 

@@ -11,8 +11,8 @@ correctness and token counts (io.pack strings), so the claims can go over proble
 
 Compute, per problem: generated and verifier tokens as methods.search counts them (best-of-N: the N samples'
 lengths, each sample read once by the verifier; majority and greedy read none), and
-FLOPs = 2 * P_gen * (PROMPT_LEN + generated tokens) + 2 * P_ver * verifier tokens (Kaplan et al. 2020's forward
-cost, 2 FLOPs per parameter per token; attention's share is negligible at length 24; the generator reads its
+FLOPs = 2 * P_gen * (prompt length + generated tokens) + 2 * P_ver * verifier tokens (Kaplan et al. 2020's forward
+cost, 2 FLOPs per parameter per token; attention's share is negligible at digits' length 24; the generator reads its
 prompt once per problem). The oracle's FLOPs use P_ver = a learned verifier's size (the thinker's).
 
 The report has two sections: the search, then the verifiers' quality.
@@ -28,10 +28,10 @@ from typing import Literal
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.config import NS
 from ..core.pool import sample_pool
 from ..core.problems import problems_per_k, test_problems
-from ..core.task import PROMPT_LEN, parse
 from ..io.pack import pack_bits, pack_ints, unpack_bits, unpack_ints
 from ..io.report import log_x, md_table, plt, save
 from ..methods.config import KINDS, VerifierConfig
@@ -40,8 +40,9 @@ from ..methods.tts import majority
 from ..methods.verifier import OracleVerifier, UniformVerifier, train_verifier, verifier_quality
 from ..stats import findings
 from ..stats.summary import pm
+from ..tasks import Task
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, register
+from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 SEARCH_METHODS = ("bon", "weighted", "beam", "beam_dedup", "dvts")
@@ -51,6 +52,8 @@ SEARCHES = ("beam", "beam_dedup", "dvts")
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     thinker: Literal["erring", "base", "quick"] = "erring"
     """the generator: the erring thinker (train.zoo.get_erring_model), the standard base model (the contrast), or the
     lab's quick base model (train.sft.QUICK_CFG: its S chains err; for tests and quick runs)"""
@@ -128,9 +131,9 @@ def verifiers(cfg: Config, seed: int, thinker, cache: str | None) -> tuple[dict,
     learned, quality, seconds = {}, {"seed": seed, "thinker": cfg.thinker, "kinds": {}}, 0.0
     for kind in cfg.verifiers:
         t = time.perf_counter()
-        v = learned[kind] = train_verifier(kind, thinker, seed, vcfg, cache=cache, log=None)
+        v = learned[kind] = train_verifier(kind, thinker, seed, vcfg, cache=cache, log=None, task=cfg.task)
         seconds += time.perf_counter() - t
-        q = verifier_quality(v, thinker, seed, cfg.n_test, vcfg)
+        q = verifier_quality(v, thinker, seed, cfg.n_test, vcfg, task=cfg.task)
         quality["kinds"][kind] = {**q, "train": {k: v.meta[k] for k in TRAIN_KEYS}}
     return learned, quality, seconds
 
@@ -138,7 +141,7 @@ def verifiers(cfg: Config, seed: int, thinker, cache: str | None) -> tuple[dict,
 def run(cfg: Config, seed: int, env) -> dict:
     """The verifiers' quality ("verifiers"), then every method x verifier x N on the validation and test problems
     ("search")."""
-    thinker = thinker_model(cfg.thinker, seed, env.cache, env.device)
+    thinker = thinker_model(cfg.thinker, seed, env.cache, env.device, task=cfg.task)
     learned, quality, seconds = verifiers(cfg, seed, thinker, env.cache)
     return {"verifiers": quality, "search": grid(cfg, seed, thinker, learned, {"verifiers": round(seconds, 1)})}
 
@@ -152,17 +155,26 @@ def grid(cfg: Config, seed: int, model, learned: dict, timing: dict) -> dict:
                  **({"uniform": UniformVerifier()} if cfg.weigh_with == "uniform" else {})}
     n_params = sum(p.numel() for p in model.parameters())
     scorers = {k: Scorer(v) for k, v in verifiers.items()}
-    problems = {"val": problems_per_k(cfg.n_val, f"search-{seed}", split="val"),
-                "test": test_problems(cfg.n_test, "search", seed)}
-    res = {"config": asdict(cfg), "seed": seed, "n_params": n_params,
+    problems = {"val": problems_per_k(cfg.n_val, f"search-{seed}", split="val", task=cfg.task),
+                "test": test_problems(cfg.n_test, "search", seed, task=cfg.task)}
+    res = {"config": stored_config(cfg), "seed": seed, "n_params": n_params,
            "ver_params": {k: (v.flops_per_token / 2 or n_params + model.cfg.d_model + 1) for k, v in verifiers.items()},
-           "k": {s: [len(d) for d in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
+           "k": {s: [p.k for p in ps] for s, ps in problems.items()}, "strategies": {}, "timing": timing}
     for split, probs in problems.items():
         sampled(res, cfg, seed, model, scorers, split, probs)
         searched(res, cfg, seed, model, scorers, split, probs)
     timing["verifier_sequences_read"] = {k: s.calls for k, s in scorers.items()}
     timing["total"] = round(time.perf_counter() - t_all + timing.get("verifiers", 0.0), 1)
     return res
+
+
+def stored_config(cfg: Config) -> dict:
+    """The config as a result keeps it: every field, the task as its spec, left out on digits (whose results keep
+    the keys they had)."""
+    out = {**asdict(cfg), "task": tasks.get(cfg.task).spec}
+    if out["task"] == "digits":
+        del out["task"]
+    return out
 
 
 def put(res: dict, name: str, split: str, N: int, correct, gen, ver, ver_inc=None) -> None:
@@ -187,7 +199,7 @@ def sampled(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str,
     for sc in scorers.values():
         sc.add_prefixes(flat_d, flat_o)
     timing[f"score_{split}"] = round(time.perf_counter() - t, 1)
-    vt = PROMPT_LEN + pool.length                                   # verifier tokens per sample
+    vt = task_of(res).prompt_len + pool.length                      # verifier tokens per sample
     for N in cfg.Ns:
         gen = pool.length[:, :N].sum(1)
         put(res, "majority", split, N, majority(pool, N), gen, np.zeros(len(probs)))
@@ -202,7 +214,8 @@ def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str
     """Beam search (with and without filter_duplicates) and DVTS with each search verifier at every N, each from
     its own generator."""
     t = time.perf_counter()
-    truth = np.array([sum(d) % 10 for d in probs])
+    task = tasks.of(probs)
+    truth = np.array([task.answer(p) for p in probs])
     device = next(model.parameters()).device
     for m in (m for m in SEARCHES if m in cfg.methods):
         for k in cfg.search_verifiers:
@@ -211,7 +224,7 @@ def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str
                     seed * 1000 + N + 100 * (m == "dvts") + 50 * (split == "test"))
                 r = chunked(m, model, scorers[k], probs, N, cfg.width, gen, force=cfg.force,
                             temperature=cfg.temperature, agg=cfg.agg)
-                ans = np.array([-1 if (a := parse(o)["answer"]) is None else a for o in r["pick"]])
+                ans = np.array([-1 if (a := task.parse(o)["answer"]) is None else a for o in r["pick"]])
                 put(res, f"{m}/{k}", split, N, ans == truth, r["gen_tokens"], r["ver_tokens"], r["ver_tokens_inc"])
     res["timing"][f"search_{split}"] = round(time.perf_counter() - t, 1)
 
@@ -232,7 +245,7 @@ def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = No
     m = np.ones(len(ks), bool) if k is None else ks == k
     gen, ver = unpack_ints(c["gen"])[m], unpack_ints(c["ver"])[m]
     vk = name.split("/")[1] if "/" in name else None
-    flops = 2 * res["n_params"] * (PROMPT_LEN + gen) + (2 * res["ver_params"][vk] * ver if vk else 0.0)
+    flops = 2 * res["n_params"] * (task_of(res).prompt_len + gen) + (2 * res["ver_params"][vk] * ver if vk else 0.0)
     return unpack_bits(c["correct"])[m].astype(float), gen, ver, flops
 
 
@@ -514,6 +527,8 @@ def search_page(results: list[dict], out: str, fs: list[dict]) -> str:
     plot_tokens(results, os.path.join(out, "search", "tokens.png"))
     c = results[0]["config"]
     P = len(results[0]["k"]["test"])
+    task, k0 = task_of(results[0]), min(results[0]["k"]["test"])
+    whole = (f', whose "test" quarter holds {len(task.space(k0, "test"))}' if task.enumerable(k0) else "")
     return f"""## Verifiers and search
 
 > **Question.** With a thinker whose chains err and verifiers learned from its own samples, which search turns
@@ -528,15 +543,15 @@ def search_page(results: list[dict], out: str, fs: list[dict]) -> str:
 
 {table(results)}
 
-{P} distinct test problems (up to {c['n_test']} per k; {results[0]['k']['test'].count(2)} at k = 2, whose "test"
-quarter holds 25) and up to {c['n_val']} validation problems
-per k, from the "test" and "val" quarters of the problem space (no verifier trains on them); the {c['thinker']}
-thinker writes forced {c['force']} chains at temperature {c['temperature']}; seeds
-{', '.join(str(r['seed']) for r in results)} (mean ± std over seeds). Every method scores an output by `{c['agg']}`
-of its step scores. Beam search and DVTS are search-and-learn's (M = {c['width']}; `beam_dedup` with its
-filter_duplicates). Compute: generated tokens include the forced format token; verifier tokens = prompt + output
-per scored sequence, every round re-read; FLOPs = 2 · P_gen · (prompt + generated) + 2 · P_ver · verifier tokens.
-Chance is 0.1.
+{P} distinct test problems (up to {c['n_test']} per k; {results[0]['k']['test'].count(k0)} at k = {k0}{whole})
+and up to {c['n_val']} validation problems per k, from the "test" and "val" quarters of the problem space (no
+verifier trains on them); the {c['thinker']} thinker writes forced {c['force']} chains at temperature
+{c['temperature']}; seeds {', '.join(str(r['seed']) for r in results)} (mean ± std over seeds). Every method
+scores an output by `{c['agg']}` of its step scores. Beam search and DVTS are search-and-learn's (M = {c['width']};
+`beam_dedup` with its filter_duplicates). Compute: generated tokens include the forced format token; verifier
+tokens = prompt + output per scored sequence, every round re-read; FLOPs = 2 · P_gen · (prompt + generated) +
+2 · P_ver · verifier tokens. Chance (the best blind guess) is
+{chance_text(task, sorted(set(results[0]['k']['test'])))}.
 
 **Compute-optimal per k against the best single strategy** (first seed; the per-k choice is cross-fitted on the
 validation problems, both are read on test):
@@ -595,9 +610,23 @@ def curve(results: list[dict], name: str, x: str = "N", k: int | None = None):
     return np.array(xs), np.array(m), np.array(s)
 
 
+def chance(res: dict, k: int | None = None) -> float:
+    """The best blind guess's accuracy on the test problems (`Task.chance`; of one k, or over all of them)."""
+    task = task_of(res)
+    if k is not None:
+        return task.chance(k)
+    return float(np.mean([task.chance(kk) for kk in res["k"]["test"]]))
+
+
+def chance_text(task: Task, ks: list[int]) -> str:
+    """Chance in words: one number where it is the same at every k (digits: 0.1), else its range over k."""
+    cs = [task.chance(k) for k in ks]
+    return f"{cs[0]:.3g}" if len(set(cs)) == 1 else f"{min(cs):.3g} to {max(cs):.3g} (by k)"
+
+
 def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
     """Test accuracy against N (or FLOPs) for every strategy; one panel for all k, then one per k; band = ± std
-    over seeds; grey: chance (0.1)."""
+    over seeds; grey: chance (`Task.chance`; digits: 0.1)."""
     ks = sorted(set(results[0]["k"]["test"]))
     panels = [None] + ks
     cols = 4
@@ -615,7 +644,8 @@ def plot_curves(results: list[dict], path: str, x: str = "N") -> str:
             line, = ax.plot(xs, m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o", ms=2,
                             label=name)
             ax.fill_between(xs, m - s, m + s, color=line.get_color(), alpha=0.12)
-        ax.axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+        c = chance(results[0], k)
+        ax.axhline(c, color="grey", ls=":", lw=1, label=f"chance ({c:.3g})")
         log_x(ax, 2 if x == "N" else 10)
         ax.set_title("all k" if k is None else f"k = {k}", fontsize=9)
         ax.set_xlabel({"N": "N (samples / beams)", "flops": "FLOPs per problem (generator + verifier)"}[x], fontsize=8)
@@ -640,7 +670,7 @@ def plot_tokens(results: list[dict], path: str) -> str:
             xs, m, _ = curve(results, name, x)
             ax.plot(np.maximum(xs, 1), m, ls=VER_STYLE.get(ver or None, "-"), color=METHOD_COLOR[meth], marker="o",
                     ms=2, label=name)
-        ax.axhline(0.1, color="grey", ls=":", lw=1)
+        ax.axhline(chance(results[0]), color="grey", ls=":", lw=1)
         log_x(ax)
         ax.set_xlabel({"gen": "generated tokens per problem", "ver": "verifier tokens per problem"}[x])
     axes[0].set_ylabel("test accuracy (all k)")
@@ -689,7 +719,7 @@ def plot_quality(results: list[dict], path: str) -> str:
     a1.set_xlabel("verifier score (step)")
     a1.set_ylabel("share of steps right (oracle)")
     a1.set_title("calibration, held-out steps")
-    a2.set_xlabel("k (digits)")
+    a2.set_xlabel("k (problem size)")
     a2.set_ylabel("step AUROC vs oracle")
     a2.set_title("step AUROC per k")
     a1.legend(fontsize=8)
@@ -744,7 +774,7 @@ def verifiers_page(results: list[dict], out: str, margin: float = 0.05, time_bud
 {chr(10).join(l + chr(10) for l in lines)}
 The {results[0]['thinker']} thinker's samples (temperature 1, formats forced S / T / A) of held-out problems
 ({n_out} outputs per seed, problems from a quarter of problem space no verifier trains on); seeds {seeds};
-mean ± std over seeds. Step AUROC: steps (chain sums and the answer) scored against the rule's step labels (0.5 =
+mean ± std over seeds. Step AUROC: steps (chain states and the answer) scored against the rule's step labels (0.5 =
 chance), on the steps up to each output's first wrong step (what PRM800K labels, and all a weakest-step score reads:
 a step after an error is wrong by inheritance) and on all steps; outcome AUROC: the aggregated score against the
 final answer being right. ECE over 10 equal-width bins (the reliability plot: all steps). The ORM learns from the

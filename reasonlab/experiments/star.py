@@ -1,7 +1,8 @@
 """STaR where reasoning, not the format choice, must improve: one round of self-training on the erring thinker.
 
 On the base model STaR's gain is a format switch (its forced S chains are already right: STaR only teaches it to
-pick S). The erring thinker misreads digits, so its forced S chains err (train.sft.ERR_CFG), and here the chains
+pick S). The erring thinker misreads its prompts' words (digits: the digits), so its forced S chains err
+(train.sft.ERR_CFG), and here the chains
 themselves must get better. One round: sample forced S chains from the thinker on train-part problems, keep what
 passes a filter, fine-tune the thinker on the kept data alone (no fresh rows with the spec's chains: every right
 step it learns it wrote itself), and read greedy forced S accuracy on this seed's own test problems. The arms share
@@ -10,7 +11,7 @@ the samples (one draw, kept by each filter), the recipe and the steps; each diff
     star    STaR: the right answers with their chains (Zelikman et al. 2022, arXiv 2203.14465);
     direct  STaR's direct fine-tuning control: the same problems and right answers without their chains ("A x");
     none    the no-filter control: every complete chain, right or wrong (fine-tuning on its own samples alone);
-    chain   RFT's step check: the right answers whose every running sum checks (Yuan et al. 2023, arXiv 2308.01825).
+    chain   RFT's step check: the right answers whose every chain state checks (Yuan et al. 2023, arXiv 2308.01825).
 
 The primary: does STaR raise forced S accuracy above direct fine-tuning on the same right answers (what differs:
 the chains)? `methods.star` has the loop over rounds and its other knobs (rationalization, pooling, the few-chains
@@ -27,19 +28,22 @@ from typing import Callable, Literal
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.config import GEN_ROW, fits
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.problems import test_problems
 from ..io.checkpoint import cache_key, fingerprint, weights_hash
-from ..io.report import md_table, plt, save
+from ..io.report import chance_level, k_label, md_table, plt, save
 from ..methods import star as star_method
 from ..methods.config import StarConfig
 from ..stats import findings
 from ..stats.findings import at_most, both, finding, seed_check
 from ..stats.summary import pm
+from ..tasks import Problem, Task
+from ..train.sft import model_name
 from ..train.zoo import get_model, on_erring, thinker_model
-from . import Experiment, register
+from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 ARMS = ("star", "direct", "none", "chain")
@@ -50,14 +54,16 @@ SEC = "star"
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     problems: int = 3000
-    """training problems sampled, k uniform in 2..8, from the train part"""
+    """training problems sampled, k uniform over the task's range (digits: 2..8), from the train part"""
     samples: int = 4
     """forced S chains sampled per problem at temperature 1 (at most one kept per problem)"""
     steps: int = 100
     """fine-tuning steps of every arm (batch 64, warmup 30, cosine)"""
     eval_n: int = 100
-    """greedy test problems per k (this seed's own draw; k = 2 has 25)"""
+    """greedy test problems per k (this seed's own draw; digits' k = 2 has 25)"""
     treatment: Literal["chains", "direct"] = "chains"
     """what the STaR arm fine-tunes on: its kept chains (STaR), or the same right answers without their chains (the
     direct control's data: the placebo)"""
@@ -86,7 +92,7 @@ def cached_fine_tune(start: str, cache: str | None, progress: bool = False) -> C
 _EVALS: dict = {}
 
 
-def evaluation(model: GPT, probs: list[list[int]], fmts: tuple[str, ...] = ("S", "A", "free")) -> dict:
+def evaluation(model: GPT, probs: list[Problem], fmts: tuple[str, ...] = ("S", "A", "free")) -> dict:
     """Greedy accuracy of each of `fmts` (a forced format, or free), overall and per k, and the free format's shares.
     Memoized on the weights and problems in this process: arms that train one model evaluate it once."""
     key = (weights_hash(model), str(probs), fmts)
@@ -103,15 +109,15 @@ def evaluation(model: GPT, probs: list[list[int]], fmts: tuple[str, ...] = ("S",
 
 
 def star_rounds(model: GPT, start: str, sc: StarConfig, eval_n: int, cache: str | None,
-                progress: bool = False) -> list[dict]:
-    """STaR's loop (methods.star.train) from `model` (cached as `start`), the start and each round's model evaluated
-    greedily on test problems (forced S, A, T and free): one record per round, round 0 the start. For exploring the
-    loop's knobs (the notebook, benchmarks/star_round.py); the experiment runs its one round by hand, so that its
-    arms share one draw of samples."""
-    probs, fmts = test_problems(eval_n, "star", sc.seed), ("S", "A", "T", "free")
+                progress: bool = False, task: str | Task = "digits") -> list[dict]:
+    """STaR's loop (methods.star.train) on `task` from `model` (cached as `start`), the start and each round's model
+    evaluated greedily on test problems (forced S, A, T and free): one record per round, round 0 the start. For
+    exploring the loop's knobs (the notebook, benchmarks/star_round.py); the experiment runs its one round by hand,
+    so that its arms share one draw of samples."""
+    probs, fmts = test_problems(eval_n, "star", sc.seed, task=task), ("S", "A", "T", "free")
     hist = [{"round": 0, **evaluation(model, probs, fmts)}]
     star_method.train(model, sc, cached_fine_tune(start, cache, progress),
-                      callback=lambda rec, m: hist.append({**rec, **evaluation(m, probs, fmts)}))
+                      callback=lambda rec, m: hist.append({**rec, **evaluation(m, probs, fmts)}), task=task)
     return hist
 
 
@@ -119,7 +125,7 @@ def arms_data(thinker: GPT, cfg: Config, seed: int) -> dict[str, dict]:
     """Every arm's kept data from one draw of samples: the answer, chain and no filter on the same samples, and the
     answer filter's kept set without its chains (direct)."""
     sc = star_config(cfg, seed)
-    problems = star_method.problems_of_round(random.Random(sc.seed), sc.problems)
+    problems = star_method.problems_of_round(random.Random(sc.seed), sc.problems, cfg.task)
     gen = torch.Generator(device=next(thinker.parameters()).device).manual_seed(sc.seed)
     samples = star_method.sample(thinker, problems, sc, gen)
     data = {f: star_method.select(problems, samples, replace(sc, filter=f)) for f in ("answer", "none", "chain")}
@@ -129,16 +135,17 @@ def arms_data(thinker: GPT, cfg: Config, seed: int) -> dict[str, dict]:
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    thinker = thinker_model("erring", seed, env.cache, env.device)
-    probs = test_problems(cfg.eval_n, "star", seed)
-    fine_tune = cached_fine_tune(f"erring-seed{seed}", env.cache)
+    spec = tasks.get(cfg.task).spec
+    thinker = thinker_model("erring", seed, env.cache, env.device, task=cfg.task)
+    probs = test_problems(cfg.eval_n, "star", seed, task=cfg.task)
+    fine_tune = cached_fine_tune(model_name("erring", seed, cfg.task), env.cache)
     sc = star_config(cfg, seed)
     out = {"start": evaluation(thinker, probs)}
     for arm, data in arms_data(thinker, cfg, seed).items():
-        model = fine_tune(1, star_method.round_recipe(sc, 1, data["kept"]), thinker)
+        model = fine_tune(1, star_method.round_recipe(sc, 1, data["kept"], cfg.task), thinker)
         out[arm] = {**evaluation(model, probs), "n_kept": data["n_kept"], "used": data["used"],
                     "false_positive_rate": data["false_positive_rate"]}
-    return out
+    return out if spec == "digits" else {**out, "task": spec}     # a digits result keeps the keys it always had
 
 
 def _diff(rs: list[dict], a: str, b: str, fmt: str = "S") -> list[float]:
@@ -190,6 +197,7 @@ def placebo(cfg: Config) -> Config:
 
 def plot(rs: list[dict], path: str) -> str:
     """Forced S accuracy per k: the thinker before STaR and each arm after its round (mean over seeds)."""
+    task = task_of(rs[0])
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
     ks = sorted(rs[0]["start"]["S_by_k"])
     for arm, c, ls in (("start", "#8C8C8C", ":"), ("star", "#4C72B0", "-"), ("direct", "#DD8452", "-"),
@@ -197,8 +205,8 @@ def plot(rs: list[dict], path: str) -> str:
         y = [np.mean([r[arm]["S_by_k"][k] for r in rs]) for k in ks]
         ax.plot(ks, y, marker="o", ms=3, ls=ls, color=c,
                 label="the erring thinker (before)" if arm == "start" else SHOWN[arm])
-    ax.axhline(0.1, color="grey", ls=":", lw=1)
-    ax.set_xlabel("k (digits)")
+    ax.axhline(chance_level(task), color="grey", ls=":", lw=1)
+    ax.set_xlabel(k_label(task))
     ax.set_ylabel("greedy forced S accuracy")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7)
@@ -207,9 +215,10 @@ def plot(rs: list[dict], path: str) -> str:
 
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     plot(rs, os.path.join(out, "star", "star.png"))
-    table = md_table(["model", "forced S", "forced S, k = 8", "forced A", "free", "kept"],
+    top = task_of(rs[0]).k_max
+    table = md_table(["model", "forced S", f"forced S, k = {top}", "forced A", "free", "kept"],
                      [[SHOWN.get(a, "the erring thinker (before)"), pm([r[a]["S"] for r in rs]),
-                       pm([r[a]["S_by_k"][8] for r in rs]), pm([r[a]["A"] for r in rs]),
+                       pm([r[a]["S_by_k"][top] for r in rs]), pm([r[a]["A"] for r in rs]),
                        pm([r[a]["free"] for r in rs]), pm([r[a]["n_kept"] for r in rs], "{:.0f}") if a != "start" else ""]
                       for a in ("start", *ARMS)])
     fs = findings.gate(claims(rs))
@@ -217,7 +226,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"fine-tuning {pm([r['direct']['S'] for r in rs])} in one round")
     md = f"""## STaR where reasoning must improve: the erring thinker
 
-> **Question.** A thinker whose chains err (it misreads digits) samples its own chains and is fine-tuned on those
+> **Question.** A thinker whose chains err (it misreads its prompts) samples its own chains and is fine-tuned on those
 > with the right answer. Do its chains get better than fine-tuning on the same right answers without the chains
 > would make them, and does checking every step matter?
 

@@ -13,29 +13,33 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 
 from reasonlab.core.evaluate import evaluate
-from reasonlab.core.problems import problems_per_k
+from reasonlab.core.problems import test_problems
 from reasonlab.experiments import Experiment, register
 from reasonlab.io.report import save
 from reasonlab.stats.findings import seed_check, verdict_line
 from reasonlab.stats.summary import pm
+from reasonlab.tasks import get
 
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     n: int = 200
     """test problems per k"""
     k: int = 8
     """the problem size the claim is about"""
 
     def validate(self) -> None:
-        if self.n < 1 or not 2 <= self.k <= 8:
-            raise ValueError("n must be positive and k in 2..8")
+        task = get(self.task)
+        if self.n < 1 or self.k not in task.ks():
+            raise ValueError(f"n must be positive and k in {task.k_min}..{task.k_max}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     """One seed: greedy accuracy per k of forced A and forced T (a JSON-able dict; int keys come back as ints)."""
-    model = env.base(seed)
-    probs = problems_per_k(cfg.n, seed=1000 + seed)
+    model = env.base(seed, cfg.task)
+    probs = test_problems(cfg.n, "my_idea", seed, task=cfg.task)      # this seed's own draw from the test part
     out = {"k": cfg.k}
     for fmt in ("A", "T"):
         r = evaluate(model, probs, force=[fmt])
@@ -56,7 +60,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     for fmt in ("A", "T"):
         ks = sorted(rs[0][fmt])
         ax.plot(ks, [sum(r[fmt][k] for r in rs) / len(rs) for k in ks], marker="o", label=f"forced {fmt}")
-    ax.set_xlabel("k (digits)")
+    ax.set_xlabel("k (problem size)")
     ax.set_ylabel("greedy accuracy")
     ax.legend()
     save(fig, os.path.join(out, "my_idea", "accuracy.png"))

@@ -2,11 +2,12 @@
 against one whose misreadings are drawn afresh for every sample (Wang et al. 2022, "Self-Consistency Improves Chain
 of Thought Reasoning in Language Models", arXiv 2203.11171: sample several chains, take the most frequent answer).
 
-The lab's erring thinker reads the digits through one noise direction fixed in its embeddings: a problem it misreads
-it misreads in every sample, so a vote repeats the error. The per-sample thinker reads through a fresh direction in
-each sample (sample j decodes with the base model misread by draw j), at a noise scale calibrated, like the erring
-thinker's, so that greedy forced S at k = 8 is right on 45 % of probe problems on average over draws. Both write
-forced S chains at temperature 1; greedy is one greedy decode (the per-sample thinker's: draw 0).
+The lab's erring thinker reads its task's words (digits: the digits) through one noise direction fixed in its
+embeddings: a problem it misreads it misreads in every sample, so a vote repeats the error. The per-sample thinker
+reads through a fresh direction in each sample (sample j decodes with the base model misread by draw j), at a noise
+scale calibrated, like the erring thinker's, so that greedy forced S at the largest k (digits: 8) is right on 45 % of
+probe problems on average over draws. Both write forced S chains at temperature 1; greedy is one greedy decode (the
+per-sample thinker's: draw 0).
 
 The per-sample thinker's vote converges by its design (a premise); the open question, the primary claim, is the
 erring thinker's: how much of its error is fixed in the weights, and how much a vote over its samples still fixes.
@@ -40,13 +41,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.config import NS
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import pool_of, sample_pool
-from ..core.problems import test_problems
+from ..core.problems import as_task, test_problems
 from ..core.sampling import generate, generate_n
-from ..core.task import parse, prompt_ids
 from ..io.report import band, md_table, plt, save
 from ..methods.readers import Readers
 from ..methods.search import Scorer, best_of_n, chunked
@@ -54,8 +55,9 @@ from ..methods.tts import majority
 from ..methods.verifier import Verifier, VerifierConfig, train_verifier, training_problems
 from ..stats import findings
 from ..stats.summary import pm
-from ..train.sft import ERR_CFG, calibrate_misread, misread
-from ..train.zoo import on_erring, thinker_model
+from ..tasks import Problem, Task
+from ..train.sft import calibrate_misread, misread
+from ..train.zoo import erring_cfg, on_erring, thinker_model
 from . import Experiment, register
 from .search import no_fall
 from .thresholds import THRESHOLDS as TH
@@ -80,6 +82,8 @@ estimate), the PRM's weakest step (Lightman et al. 2023; Math-Shepherd)"""
 
 @dataclass
 class Config:
+    task: str = "digits"
+    """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     n: int = 100
     """test problems per k"""
     samples: int = 64
@@ -104,59 +108,65 @@ class Config:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
-def reader(base: GPT, sigma: float, draw: int) -> GPT:
-    """The base model reading its digits through noise draw `draw` at scale sigma (train.sft.misread)."""
-    return misread(copy.deepcopy(base), sigma, draw)
+def reader(base: GPT, sigma: float, draw: int, task: str | Task = "digits") -> GPT:
+    """The base model reading its task's words through noise draw `draw` at scale sigma (train.sft.misread)."""
+    return misread(copy.deepcopy(base), sigma, draw, task)
 
 
-def calibrate(base: GPT, seed: int, draws: int) -> float:
-    """The noise scale at which greedy forced S at k = 8 is right on ERR_CFG's share of its probe, on average over
-    `draws` draws (the erring thinker's calibration, train.sft.calibrate_misread, over these draws' directions)."""
-    return calibrate_misread(base, ERR_CFG["misread"], [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)])
+def calibrate(base: GPT, seed: int, draws: int, task: str | Task = "digits") -> float:
+    """The noise scale at which greedy forced S at the erring thinker's k (digits: 8) is right on its recipe's share
+    of its probe, on average over `draws` draws (the erring thinker's calibration, train.sft.calibrate_misread, over
+    these draws' directions)."""
+    return calibrate_misread(base, erring_cfg(seed, task)["misread"],
+                             [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)], task)
 
 
-def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=None) -> dict[str, Verifier]:
+def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=None,
+              task: str | Task = "digits") -> dict[str, Verifier]:
     """An ORM and a PRM trained (`steps` AdamW steps) on `thinker`'s forced S samples of n_per_k training problems
-    per k, or on `samples` (digits, outputs) with `thinker` as the start (cached)."""
+    per k, or on `samples` (problems, outputs) with `thinker` as the start (cached)."""
     return {kind: train_verifier(kind, thinker, seed, VerifierConfig(kind=kind, n_per_k=n_per_k, formats=("S",),
                                                                      format_weights=(1.0,), steps=steps),
-                                 cache=cache, log=None, samples=samples)
+                                 cache=cache, log=None, samples=samples, task=task)
             for kind in AGG}
 
 
-def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int) -> tuple[list, list]:
+def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int,
+                        task: str | Task = "digits") -> tuple[list[Problem], list]:
     """Two forced S samples at temperature 1 of each verifier training problem, problem i written by reader draw
-    DRAW0 * (seed + 1) + VERIFIER_DRAW + i mod VERIFIER_DRAWS: (digits per row, output ids per row)."""
-    probs = training_problems(n_per_k, seed)
+    DRAW0 * (seed + 1) + VERIFIER_DRAW + i mod VERIFIER_DRAWS: (problem per row, output ids per row)."""
+    task = as_task(task)
+    probs = training_problems(n_per_k, seed, task)
     gen = torch.Generator().manual_seed(seed + 1)
-    digs, outs = [], []
+    rows, outs = [], []
     for j in range(VERIFIER_DRAWS):
         ps = probs[j::VERIFIER_DRAWS]
         if ps:
-            model = reader(base, sigma, DRAW0 * (seed + 1) + VERIFIER_DRAW + j)
-            outs += generate_n(model, [prompt_ids(d) for d in ps], 2, gen, 1.0, force=["S"])
-            digs += [d for d in ps for _ in range(2)]
-    return digs, outs
+            model = reader(base, sigma, DRAW0 * (seed + 1) + VERIFIER_DRAW + j, task)
+            outs += generate_n(model, [task.prompt_ids(p) for p in ps], 2, gen, 1.0, force=["S"])
+            rows += [p for p in ps for _ in range(2)]
+    return rows, outs
 
 
 def bon(pool, scorers: dict[str, Scorer]) -> dict:
     """Best-of-N accuracy at every N in NS for each verifier, on the pool's kept outputs, each scored as the search
     experiment scores it (Scorer.values with the verifier's AGG: an output that ends without an answer scores 0;
     each distinct problem and output read once)."""
-    digs, outs = pool.flat()
+    ps, outs = pool.flat()
     res = {}
     for kind, sc in scorers.items():
-        scores = sc.values(digs, outs, AGG[kind]).reshape(len(pool.problems), pool.n)
+        scores = sc.values(ps, outs, AGG[kind]).reshape(len(pool.problems), pool.n)
         res[kind] = {N: float(best_of_n(pool, scores, N).mean()) for N in NS if N <= pool.n}
     return res
 
 
-def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed: int, n_max: int,
+def searched(model: GPT | Readers, scorer: Scorer, probs: list[Problem], seed: int, n_max: int,
              temperature: float = 1.0) -> dict:
     """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
     each N in SEARCH_NS up to n_max, forced S at `temperature`: {"beam": {N: acc}, "dvts": {N: acc}}."""
     device = next((model.model if isinstance(model, Readers) else model).parameters()).device
-    truth = [sum(d) % 10 for d in probs]
+    task = tasks.of(probs)
+    truth = [task.answer(p) for p in probs]
     out = {}
     for name in ("beam", "dvts"):
         out[name] = {}
@@ -164,7 +174,7 @@ def searched(model: GPT | Readers, scorer: Scorer, probs: list[list[int]], seed:
             gen = torch.Generator(device=device).manual_seed(seed * 1000 + N + 100 * (name == "dvts"))
             picks = chunked(name, model, scorer, probs, N, WIDTH, gen, force="S", temperature=temperature,
                             agg=AGG["prm"])["pick"]
-            out[name][N] = float(np.mean([parse(o)["answer"] == t for o, t in zip(picks, truth)]))
+            out[name][N] = float(np.mean([task.parse(o)["answer"] == t for o, t in zip(picks, truth)]))
     return out
 
 
@@ -177,24 +187,25 @@ def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, se
 
 
 def run(cfg: Config, seed: int, env) -> dict:
-    probs = test_problems(cfg.n, "voting", seed)
-    fixed = thinker_model("erring", seed, env.cache, env.device)
+    task = tasks.get(cfg.task)
+    probs = test_problems(cfg.n, "voting", seed, task=task)
+    fixed = thinker_model("erring", seed, env.cache, env.device, task=task)
     pool = sample_pool(fixed, probs, cfg.samples, force=["S"], temperature=cfg.temperature, seed=seed,
                        keep_outputs=True)
     out = {"fixed": curve(pool, evaluate(fixed, probs, force=["S"])["acc"],
-                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache), fixed, seed,
-                          cfg.temperature)}
-    base = env.base(seed)
-    sigma = calibrate(base, seed, cfg.calib_draws)
+                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache, task=task), fixed,
+                          seed, cfg.temperature)}
+    base = env.base(seed, cfg.task)
+    sigma = calibrate(base, seed, cfg.calib_draws, task)
     gen = torch.Generator().manual_seed(seed)
-    prompts = [prompt_ids(d) for d in probs]
-    outs = [generate(reader(base, sigma, DRAW0 * (seed + 1) + j), prompts, gen, cfg.temperature, force=["S"])
+    prompts = [task.prompt_ids(p) for p in probs]
+    outs = [generate(reader(base, sigma, DRAW0 * (seed + 1) + j, task), prompts, gen, cfg.temperature, force=["S"])
             for j in range(cfg.samples)]
     pool = pool_of(probs, [[outs[j][i] for j in range(cfg.samples)] for i in range(len(probs))])
-    greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1)), probs, force=["S"])["acc"]
+    greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1), task), probs, force=["S"])["acc"]
     vs = verifiers(base, seed, cfg.verifier_n, cfg.verifier_steps, env.cache,
-                   samples=per_sample_training(base, sigma, seed, cfg.verifier_n))
-    out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma), seed, cfg.temperature), "sigma": sigma}
+                   samples=per_sample_training(base, sigma, seed, cfg.verifier_n, task), task=task)
+    out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma, task), seed, cfg.temperature), "sigma": sigma}
     return out
 
 
@@ -400,8 +411,8 @@ weakest step. Each thinker's verifiers learn from its own samples of training pr
 from samples that {VERIFIER_DRAWS} draws of their own wrote (many misreadings, as its test samples have), starting
 from the base model. Where best-of-N with a verifier falls from one sample to {top} (its interval wholly below 0),
 the verifier ranks one problem's answers worse than chance at the top of its scale: every claim that reads it is
-untestable, naming it. The ORM's answer step must judge the whole chain at one token, which this model cannot do (a
-direct answer is at chance from k = 3), so among {top} samples a wrong answer it scores too high is picked more
+untestable, naming it. The ORM's answer step must judge the whole chain at one token, which this model cannot do (on
+digits a direct answer is at chance from k = 3), so among {top} samples a wrong answer it scores too high is picked more
 often the more it is given to choose from (over-optimisation, Gao et al. 2022, arXiv 2210.10760). The PRM stopped
 falling when its labels stopped at the first error: labelled past it, its answer step learned to doubt an answer that
 follows from a wrong chain and with it the check that the answer follows from the chain, and a right chain closed by
@@ -418,7 +429,7 @@ the PRM rejects is sampled again by a reader that may not misread. On the erring
 (arXiv 2408.03314); Hugging Face search-and-learn (beam search, DVTS).
 *Explore:* `reasonlab lab --only voting`; `voting.reader(base, sigma, draw)` is one sample's misreading model;
 `voting.verifiers(thinker, seed, n_per_k, steps, cache)` trains a thinker's ORM and PRM; `methods.readers.Readers(base,
-sigma)` is the per-sample thinker, which methods.search.beam_search and dvts take in place of a model.
+sigma, task)` is the per-sample thinker, which methods.search.beam_search and dvts take in place of a model.
 """
     return [(md, head)]
 

@@ -1,9 +1,12 @@
-"""The Hugging Face bridge: the lab's models as transformers directories and back, the task as a dataset, the lab's
-rewards in the signatures of TRL, verl and OpenRLHF, and RLConfig as TRL's GRPOConfig.
+"""The Hugging Face bridge, for every task: the lab's models as transformers directories and back, a task as a
+dataset, the lab's rewards in the signatures of TRL, verl and OpenRLHF, and RLConfig as TRL's GRPOConfig.
 
-    export    export_hf / import_hf: GPT2LMHeadModel + a word-level tokenizer (safetensors and JSON only)
-    data      dataset(): the task's train / validation / test parts as a DatasetDict (TRL) or verl's parquet rows
-    rewards   rule, correct, template, chain, L1 Exact / Max for TRL; compute_score (verl); reward_func (OpenRLHF)
+    export    export_hf / import_hf: GPT2LMHeadModel + a word-level tokenizer of the task's words (safetensors and
+              JSON only; config.json names the task)
+    data      dataset(): a task's train / validation / test parts as a DatasetDict (TRL) or verl's parquet rows, each
+              row with its problem as JSON
+    rewards   rule, correct, template, chain, L1 Exact / Max for TRL; compute_score (verl); reward_func (OpenRLHF);
+              each scores a row by its problem's task
     trl       grpo_kwargs / grpo_config: the GRPOConfig that trains as an RLConfig does, or one line saying why not
 
 Names are loaded on first use (PEP 562): transformers, datasets and trl (the optional extra `reasonlab[hf]`) are
@@ -12,7 +15,7 @@ imported only by the functions that need them.
 import importlib
 
 _HOME = {
-    **dict.fromkeys(["export_hf", "import_hf", "HFImportError", "vocab_words"], "export"),
+    **dict.fromkeys(["export_hf", "import_hf", "HFImportError", "vocab_words", "vocab_sizes"], "export"),
     **dict.fromkeys(["dataset", "rows"], "data"),
     **dict.fromkeys(["grpo_kwargs", "grpo_config"], "trl"),
     "rewards": None,

@@ -11,10 +11,13 @@ nn.Linear's (out, in), and c_attn's output is [q | k | v], each split by head, a
     ln_f -> transformer.ln_f         blocks.i.attn.proj-> transformer.h.i.attn.c_proj   (transposed)
     head -> lm_head                  blocks.i.mlp.0/2  -> transformer.h.i.mlp.c_fc/c_proj (transposed)
 
-The tokenizer is word-level: tokenizers' WordLevel model over the lab's words (the vocabularies nest: 18, 28 with
-the hint tokens, 37 with the budget tokens, 46 with L1's maximum-budget tokens), split on whitespace, with <pad>,
+The tokenizer is word-level: tokenizers' WordLevel model over the task's words in its vocabulary layout (the
+vocabularies nest: `task.vocab`, `hint_vocab` with STaR's hint tokens, `budget_vocab` with the budget tokens,
+`l1_vocab` with L1's maximum-budget tokens; digits' are 18, 28, 37 and 46 words), split on whitespace, with <pad>,
 <s>, </s> as special tokens and no post-processor (every prompt already starts with <s>). tokenizer.json is
-written as the JSON tokenizers 0.23 serializes (checked against it in tests/hf).
+written as the JSON tokenizers 0.23 serializes (checked against it in tests/hf). config.json names the task
+(`reasonlab_task`: its spec), so that `import_hf` knows the vocabulary and the positions to expect; a directory
+without it holds a digits model (the exports before tasks were named).
 
 A directory from elsewhere is untrusted input: `import_hf` reads config.json, tokenizer.json and model.safetensors
 only (never a pickle, never code), checks the architecture, the sizes, the vocabulary and every tensor's name,
@@ -35,11 +38,12 @@ from safetensors import safe_open
 from safetensors.torch import save as save_bytes
 
 from ..core.model import GPT
-from ..core.task import ID, L1_VOCAB, MAX_LEN
 from ..io.checkpoint import MAX_FILE_BYTES, MODEL_BOUNDS, check_finite, umask
+from ..tasks import Task, get
+from ..tasks.base import BOS, EOS, EQ, PAD
 
-VOCAB_SIZES = (18, 28, 37, 46)
-"""The lab's vocabularies, each a prefix of the next (task.py): plain, + hints, + budgets, + L1's maximum budgets."""
+TASK_KEY = "reasonlab_task"
+"""config.json's key naming the model's task (its spec)."""
 MAX_JSON_BYTES = 1 << 20   # config.json and tokenizer.json of a 46-word model are a few KB
 WEIGHTS = "model.safetensors"
 PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index")
@@ -54,32 +58,47 @@ class HFImportError(ValueError):
     """A directory that is not a model the lab can load (reported as one line, exit code 2)."""
 
 
-def vocab_words(vocab_size: int) -> list[str]:
-    """The words of the lab's vocabulary of this size, id order."""
-    if vocab_size not in VOCAB_SIZES:
-        raise ValueError(f"vocabulary of {vocab_size} tokens is none of the lab's ({', '.join(map(str, VOCAB_SIZES))})")
-    return L1_VOCAB[:vocab_size]
+def as_task(task: str | Task) -> Task:
+    return task if isinstance(task, Task) else get(task)
+
+
+def vocab_sizes(task: str | Task = "digits") -> tuple[int, ...]:
+    """The sizes of a task's vocabularies, each a prefix of the next: its words, + hints, + budgets, + L1's maximum
+    budgets (a task without hint tokens has one size fewer)."""
+    t = as_task(task)
+    return tuple(sorted({len(t.vocab), len(t.hint_vocab), len(t.budget_vocab), len(t.l1_vocab)}))
+
+
+def vocab_words(vocab_size: int, task: str | Task = "digits") -> list[str]:
+    """The words of the task's vocabulary of this size, id order."""
+    t = as_task(task)
+    if vocab_size not in vocab_sizes(t):
+        raise ValueError(f"vocabulary of {vocab_size} tokens is none of the lab's for task {t.spec} "
+                         f"({', '.join(map(str, vocab_sizes(t)))})")
+    return t.l1_vocab[:vocab_size]
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Config, weights, tokenizer.
 
-def hf_config(model: GPT) -> dict:
-    """config.json: GPT2LMHeadModel with our sizes and the two switches; dropout 0 (TRL trains in train mode)."""
+def hf_config(model: GPT, task: str | Task = "digits") -> dict:
+    """config.json: GPT2LMHeadModel with our sizes and the two switches; dropout 0 (TRL trains in train mode); the
+    task's spec under TASK_KEY (transformers keeps an unknown key as an attribute of the config)."""
     c = model.cfg
     return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": c.vocab_size,
             "n_positions": c.max_len, "n_embd": c.d_model, "n_layer": c.n_layers, "n_head": c.n_heads,
             "n_inner": None, "activation_function": "gelu", "resid_pdrop": 0.0, "embd_pdrop": 0.0,
             "attn_pdrop": 0.0, "layer_norm_epsilon": 1e-5, "initializer_range": 0.02, "scale_attn_weights": True,
             "scale_attn_by_inverse_layer_idx": False, "reorder_and_upcast_attn": False, "use_cache": True,
-            "bos_token_id": ID["<s>"], "eos_token_id": ID["</s>"], "pad_token_id": ID["<pad>"],
-            "tie_word_embeddings": False, "dtype": "float32"}
+            "bos_token_id": BOS, "eos_token_id": EOS, "pad_token_id": PAD,
+            "tie_word_embeddings": False, "dtype": "float32", TASK_KEY: as_task(task).spec}
 
 
-def generation_config() -> dict:
-    """generation_config.json: greedy, ending at </s> or at the position table's end."""
-    return {"bos_token_id": ID["<s>"], "eos_token_id": ID["</s>"], "pad_token_id": ID["<pad>"], "do_sample": False,
-            "max_length": MAX_LEN}
+def generation_config(task: str | Task = "digits") -> dict:
+    """generation_config.json: greedy, ending at </s> or after the task's longest output (max_new_tokens: a caller's
+    own max_new_tokens then replaces it without transformers' warning about max_length set too)."""
+    return {"bos_token_id": BOS, "eos_token_id": EOS, "pad_token_id": PAD, "do_sample": False,
+            "max_new_tokens": as_task(task).max_out}
 
 
 def _renames(n_layers: int) -> list[tuple[str, str, bool]]:
@@ -125,18 +144,18 @@ def hf_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
 def tokenizer_json(words: list[str]) -> dict:
     """tokenizer.json as tokenizers serializes a WordLevel model with a WhitespaceSplit pre-tokenizer, the three
     special tokens added and no post-processor, normalizer or decoder (decoding joins words with spaces)."""
-    special = [{"id": ID[w], "content": w, "single_word": False, "lstrip": False, "rstrip": False,
+    special = [{"id": words.index(w), "content": w, "single_word": False, "lstrip": False, "rstrip": False,
                 "normalized": False, "special": True} for w in ("<pad>", "<s>", "</s>")]
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special, "normalizer": None,
             "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None, "decoder": None,
             "model": {"type": "WordLevel", "vocab": {w: i for i, w in enumerate(words)}, "unk_token": "<unk>"}}
 
 
-def tokenizer_config() -> dict:
+def tokenizer_config(task: str | Task = "digits") -> dict:
     """tokenizer_config.json: PreTrainedTokenizerFast named, or AutoTokenizer would take GPT-2's BPE tokenizer for a
     gpt2 model; left padding for generation; no cleanup of spaces (it would join "A ." style punctuation)."""
     return {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
-            "pad_token": "<pad>", "padding_side": "left", "model_max_length": MAX_LEN,
+            "pad_token": "<pad>", "padding_side": "left", "model_max_length": as_task(task).max_len,
             "clean_up_tokenization_spaces": False, "chat_template": CHAT_TEMPLATE}
 
 
@@ -147,18 +166,23 @@ def special_tokens_map() -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # Export.
 
-def export_hf(model: GPT, directory: str, card: str = "") -> str:
-    """Write `model` as a Hugging Face directory: config, generation config, model.safetensors, tokenizer files and
-    the model card `card` (README.md). Written whole or not at all (replace_dir); returns its absolute path.
-    Only the lab's language models export: a verifier's head (with a bias, or a scalar) has no GPT-2 counterpart."""
-    words = vocab_words(model.cfg.vocab_size)
+def export_hf(model: GPT, directory: str, card: str = "", task: str | Task = "digits") -> str:
+    """Write `model`, a model of `task`, as a Hugging Face directory: config (naming the task), generation config,
+    model.safetensors, tokenizer files (the task's words) and the model card `card` (README.md). Written whole or
+    not at all (replace_dir); returns its absolute path. Only the lab's language models export: a verifier's head
+    (with a bias, or a scalar) has no GPT-2 counterpart."""
+    task = as_task(task)
+    words = vocab_words(model.cfg.vocab_size, task)
+    if model.cfg.max_len != task.max_len:
+        raise ValueError(f"export: the model has {model.cfg.max_len} positions, the {task.spec} task's sequences take "
+                         f"{task.max_len}: not a model of this task")
     extra = sorted(set(model.state_dict()) - {ours for ours, _, _ in _renames(model.cfg.n_layers)})
     if extra or tuple(model.head.weight.shape) != (model.cfg.vocab_size, model.cfg.d_model):
         raise ValueError(f"export: not a language model of the lab ({', '.join(extra) or 'its head'} has no place in "
                          "GPT2LMHeadModel): verifiers do not export")
-    files = {"config.json": _json(hf_config(model)), "generation_config.json": _json(generation_config()),
+    files = {"config.json": _json(hf_config(model, task)), "generation_config.json": _json(generation_config(task)),
              WEIGHTS: save_bytes(to_hf_state(model), metadata={"format": "pt"}),
-             "tokenizer.json": _json(tokenizer_json(words)), "tokenizer_config.json": _json(tokenizer_config()),
+             "tokenizer.json": _json(tokenizer_json(words)), "tokenizer_config.json": _json(tokenizer_config(task)),
              "special_tokens_map.json": _json(special_tokens_map()), "README.md": card.encode()}
 
     def write(tmp: str) -> None:
@@ -217,10 +241,12 @@ def _json(obj) -> bytes:
 # ---------------------------------------------------------------------------------------------------------------
 # Import: untrusted input, checked before anything is loaded.
 
-def import_hf(directory: str) -> tuple[GPT, dict]:
+def import_hf(directory: str, task: str | Task | None = None) -> tuple[GPT, dict]:
     """A GPT from a Hugging Face directory (an export of ours, trained elsewhere, e.g. by TRL), and what was read:
-    {"source", "vocab_size", "dtype"}. HFImportError, one line, for anything that is not a GPT-2 of the lab's shape
-    and vocabulary in safetensors; nothing is unpickled and no code in the directory runs."""
+    {"source", "vocab_size", "dtype", "task"}. The task is the one config.json names; `task`, when given, must be
+    that one, its knobs aside (and stands for it where config.json names none; digits where neither does). HFImportError, one line,
+    for anything that is not a GPT-2 of the lab's shape and the task's vocabulary in safetensors; nothing is
+    unpickled and no code in the directory runs."""
     d = os.path.abspath(directory)
     if not os.path.isdir(d):
         raise HFImportError(f"import: {d} is not a directory")
@@ -233,17 +259,39 @@ def import_hf(directory: str) -> tuple[GPT, dict]:
             raise HFImportError(f"import: {d} holds only {pickled[0]} (pickled or another framework's weights), "
                                 "which is never loaded: save it with safetensors (save_pretrained's default)")
         raise HFImportError(f"import: {d} has no {WEIGHTS}")
-    cfg = check_hf_config(_read_json(d, "config.json"), d)
-    check_vocab(_read_json(d, "tokenizer.json"), cfg["vocab_size"], d)
+    hf = _read_json(d, "config.json")
+    task = config_task(hf, d, task)
+    cfg = check_hf_config(hf, d, task)
+    check_vocab(_read_json(d, "tokenizer.json"), cfg["vocab_size"], d, task)
     state, dtype = read_weights(os.path.join(d, WEIGHTS), cfg)
     check_finite(state, f"import: {d}")
     model = GPT(**cfg)
     model.load_state_dict(from_hf_state(state, cfg["n_layers"]), strict=True)
     with torch.no_grad():
-        logits, _ = model.eval()(torch.tensor([[ID["<s>"], ID["="]]]))
+        logits, _ = model.eval()(torch.tensor([[BOS, EQ]]))
     if not bool(torch.isfinite(logits).all()):
         raise HFImportError(f"import: {d} gives non-finite logits")
-    return model, {"source": d, "vocab_size": cfg["vocab_size"], "dtype": dtype}
+    return model, {"source": d, "vocab_size": cfg["vocab_size"], "dtype": dtype, "task": task.spec}
+
+
+def config_task(hf: dict, d: str, task: str | Task | None = None) -> Task:
+    """The model's task: `task` where given, which must be the one config.json names (TASK_KEY) where it names one
+    (HFImportError, one line; its knobs may differ: they change the problems drawn, not the rule); else the one
+    config.json names; digits where neither says."""
+    named = hf.get(TASK_KEY)
+    if named is not None:
+        try:
+            if not isinstance(named, str):
+                raise ValueError("not a string")
+            named = get(named)
+        except ValueError as e:
+            raise HFImportError(f"import: {d}/config.json: {TASK_KEY} = {named!r:.40}: {' '.join(str(e).split())}"
+                                ) from None
+    wanted = None if task is None else as_task(task)
+    if named is not None and wanted is not None and named.name != wanted.name:
+        raise HFImportError(f"import: {d} holds a model of task {named.spec} (its config.json's {TASK_KEY}), not of "
+                            f"task {wanted.spec}")
+    return wanted or named or get("digits")
 
 
 def _read_json(d: str, name: str) -> dict:
@@ -276,8 +324,9 @@ GPT2_DEFAULTS = {"activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, 
                  "n_inner": None}
 
 
-def check_hf_config(hf: dict, d: str) -> dict:
-    """config.json -> our GPT config, or HFImportError naming what does not fit."""
+def check_hf_config(hf: dict, d: str, task: str | Task = "digits") -> dict:
+    """config.json -> our GPT config for a model of `task`, or HFImportError naming what does not fit."""
+    task = as_task(task)
     def bad(msg):
         raise HFImportError(f"import: {d}/config.json: {msg}")
     if "auto_map" in hf:
@@ -304,23 +353,31 @@ def check_hf_config(hf: dict, d: str) -> dict:
         bad(f"n_embd = {cfg['d_model']} is not divisible by n_head = {cfg['n_heads']}")
     if hf.get("n_inner") not in (None, 4 * cfg["d_model"]):
         bad(f"n_inner = {hf.get('n_inner')!r:.40}, the lab's MLP is 4 x n_embd")
-    if cfg["max_len"] != MAX_LEN:
-        bad(f"n_positions = {cfg['max_len']}, the lab's sequences take {MAX_LEN}")
-    if cfg["vocab_size"] not in VOCAB_SIZES:
-        bad(f"vocab_size = {cfg['vocab_size']}, none of the lab's vocabularies ({', '.join(map(str, VOCAB_SIZES))})")
+    if cfg["max_len"] != task.max_len:
+        bad(f"n_positions = {cfg['max_len']}, the {task.spec} task's sequences take {task.max_len}")
+    if cfg["vocab_size"] not in vocab_sizes(task):
+        bad(f"vocab_size = {cfg['vocab_size']}, none of the lab's vocabularies of the {task.spec} task "
+            f"({', '.join(map(str, vocab_sizes(task)))})")
     return cfg
 
 
-def check_vocab(tok: dict, vocab_size: int, d: str) -> None:
-    """tokenizer.json must be a WordLevel model whose words and ids are the lab's, in order."""
+def check_vocab(tok: dict, vocab_size: int, d: str, task: str | Task = "digits") -> None:
+    """tokenizer.json must be a WordLevel model whose words and ids are the task's, in order."""
+    task = as_task(task)
     model = tok.get("model")
     if not isinstance(model, dict) or model.get("type") != "WordLevel" or not isinstance(model.get("vocab"), dict):
         raise HFImportError(f"import: {d}/tokenizer.json is not a word-level tokenizer")
-    want = {w: i for i, w in enumerate(vocab_words(vocab_size))}
-    if model["vocab"] != want:
-        diff = sorted(set(model["vocab"].items()) ^ set(want.items()), key=str)[:3]
-        raise HFImportError(f"import: {d}/tokenizer.json's vocabulary is not the lab's {vocab_size} words "
-                            f"(differs at {', '.join(f'{w!r:.12}={i!r:.8}' for w, i in diff)})")
+    want = {w: i for i, w in enumerate(vocab_words(vocab_size, task))}
+    got = model["vocab"]
+    if got != want:
+        diff = []
+        for w in sorted(set(got) | set(want), key=lambda w: (want.get(w, len(want)), w)):
+            if w not in got or w not in want or got[w] != want[w]:
+                here = f"id {got[w]!r:.8}" if w in got else "absent"
+                there = f"id {want[w]}" if w in want else "no word of the task's"
+                diff.append(f"{w!r:.12} {here} in the file, {there} expected")
+        raise HFImportError(f"import: {d}/tokenizer.json's vocabulary is not the lab's {vocab_size} words of the "
+                            f"{task.spec} task (differs at {'; '.join(diff[:3])})")
 
 
 FLOAT_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}

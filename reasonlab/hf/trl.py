@@ -8,9 +8,9 @@ token means, dapo = one mean over all tokens, dr_grpo = sum / (B * max_completio
 step with our loss code and compares the weight updates.
 
 What changes from TRL's defaults: loss_type, beta and num_iterations are ours (TRL: dapo, 0, 1);
-max_completion_length is the 14 tokens after the prompt (TRL: 512, past the 24-position table); bf16 and gradient
-checkpointing are off; the learning rate is constant, with no warm-up and no weight decay (our Adam), the gradient
-clipped at grad_clip. One TRL step is one generation batch of prompts_per_step x num_generations completions and one
+max_completion_length is the task's longest output, `task.max_out` (digits: the 14 tokens after the prompt; TRL:
+512, past the position table); bf16 and gradient checkpointing are off; the learning rate is constant, with no
+warm-up and no weight decay (our Adam), the gradient clipped at grad_clip. One TRL step is one generation batch of prompts_per_step x num_generations completions and one
 optimizer update, so steps x num_iterations optimizer steps make our run.
 
 What TRL cannot express is refused with one line: no clip (plain REINFORCE), RLOO's leave-one-out baseline or no
@@ -19,7 +19,7 @@ outside the dapo loss (TRL's bonus is one mean over tokens whatever the loss typ
 """
 from __future__ import annotations
 
-from ..core.task import MAX_OUT
+from ..tasks import get
 from ..train.config import RLConfig
 
 
@@ -48,8 +48,9 @@ def refusal(cfg: RLConfig) -> str | None:
 
 def grpo_kwargs(cfg: RLConfig, output_dir: str) -> dict:
     """The keyword arguments of trl.GRPOConfig that train as cfg does (ValueError, one line, where TRL cannot).
-    Needs no TRL; the dataset (k_range) and the reward (format_bonus) are the caller's: reasonlab.hf.dataset() and
-    reasonlab.hf.rewards.trl_reward("rule", format_bonus=cfg.format_bonus)."""
+    Needs no TRL; the dataset (task, k_range) and the reward (format_bonus) are the caller's:
+    reasonlab.hf.dataset(task=cfg.task, k_range=cfg.k_range) and reasonlab.hf.rewards.trl_reward("rule",
+    format_bonus=cfg.format_bonus)."""
     cfg.validate()
     why = refusal(cfg)
     if why:
@@ -60,7 +61,7 @@ def grpo_kwargs(cfg: RLConfig, output_dir: str) -> dict:
         # one generation batch per optimizer round: P problems x G completions, updated num_iterations times
         per_device_train_batch_size=cfg.prompts_per_step * cfg.num_generations, gradient_accumulation_steps=1,
         num_generations=cfg.num_generations, max_steps=cfg.steps * cfg.num_iterations,
-        num_iterations=cfg.num_iterations, max_completion_length=MAX_OUT, temperature=cfg.temperature,
+        num_iterations=cfg.num_iterations, max_completion_length=get(cfg.task).max_out, temperature=cfg.temperature,
         top_p=1.0, top_k=0,
         # the loss
         loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards, beta=cfg.beta, epsilon=cfg.epsilon,

@@ -46,7 +46,7 @@ def umask() -> int:
 def atomic_write(path: str, write: Callable[[str], None]) -> None:
     """Call write(tmp) on a temporary file beside `path`, then rename it into place. The temp name is unique
     (mkstemp), so two writers never share one; on any failure (ENOSPC included) it is removed. The file gets the
-    mode a plain open() would give it (0666 less the umask), not mkstemp's 0600."""
+    mode a plain open() would give it (0666 less the umask), not mkstemp's 0600. An OSError names `path`."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=os.path.basename(path))
     os.close(fd)
@@ -54,9 +54,11 @@ def atomic_write(path: str, write: Callable[[str], None]) -> None:
         os.chmod(tmp, 0o666 & ~umask())
         write(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.remove(tmp)
+        if isinstance(e, OSError) and e.filename in (None, tmp):      # name the file the user asked for
+            raise OSError(e.errno, e.strerror or str(e), path) from e
         raise
 
 

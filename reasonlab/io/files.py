@@ -31,15 +31,23 @@ def regular_file(path: str, what: str = "file") -> str:
     return path
 
 
-def writable_dir(path: str, what: str = "directory") -> str:
-    """Create `path` if needed and prove it writable by creating and removing a unique temp file in it, so a bad
-    --cache-dir / --out / --json fails at once, not after minutes of work."""
+def writable_dir(path: str, what: str = "directory", create: bool = True) -> str:
+    """Prove `path` writable by creating and removing a unique temp file in it, so a bad --cache-dir / --out / --json
+    fails at once, not after minutes of work. create=False: a directory that does not exist yet is not made; its
+    nearest existing parent is probed instead (a command refused after this check leaves nothing on disk)."""
     path = os.path.abspath(os.path.expanduser(path))
     try:
         if os.path.exists(path) and not os.path.isdir(path):
             raise PathError(f"{what} {path} is a file, not a directory")
-        os.makedirs(path, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".tmp-probe-")
+        probe_in = path
+        if create:
+            os.makedirs(path, exist_ok=True)
+        else:
+            while not os.path.exists(probe_in):
+                probe_in = os.path.dirname(probe_in)
+            if not os.path.isdir(probe_in):
+                raise PathError(f"{what} {path}: {probe_in} is a file, not a directory")
+        fd, probe = tempfile.mkstemp(dir=probe_in, prefix=".tmp-probe-")
         os.close(fd)
         os.remove(probe)
     except PathError:

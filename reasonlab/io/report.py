@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import shutil
@@ -11,7 +12,9 @@ import tempfile
 import markdown
 import numpy as np
 
-from ..core.task import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR
+from ..stats.findings import cell
+from ..tasks import FMT_COLOR, FMT_LABEL, FMT_NAMES, FORMATS, FREE_COLOR
+from ..tasks import get as get_task
 from .checkpoint import atomic_write, write_text
 from .files import writable_config_home
 
@@ -32,9 +35,10 @@ DPI = 90
 
 
 def md_table(header: list[str], rows: list[list]) -> str:
-    """A markdown table: the header, its rule and a line per row (cells are written as given: format numbers first)."""
-    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
+    """A markdown table: the header, its rule and a line per row (cells are written as given, pipes escaped: format
+    numbers first)."""
+    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(map(cell, r)) + " |" for r in rows])
 
 
 def save(fig, path: str) -> str:
@@ -65,8 +69,32 @@ def band(ax, x, ys, alpha: float = 0.15, **line):
     return drawn
 
 
-def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") -> str:
-    """Reward, accuracy, length and KL over steps; one line per method (mean over seeds, band = min..max)."""
+def k_label(task) -> str:
+    """The x label of a plot over k: "k (digits)" on the digits task, "k (problem size)" on any other."""
+    return "k (digits)" if task.name == "digits" else "k (problem size)"
+
+
+@functools.lru_cache(maxsize=None)
+def _chance(spec: str, k: int) -> float:
+    return get_task(spec).chance(k)
+
+
+def chance_at(task, k: int) -> float:
+    """The best blind guess's accuracy at size k (`Task.chance`, which may count a draw of 20,000: kept per task and
+    k, as a report reads it many times)."""
+    return _chance(task.spec, int(k))
+
+
+def chance_level(task, ks=None) -> float:
+    """The best blind guess's accuracy (chance_at), mean over ks (default: the task's range): one chance line on a
+    plot, one number in a text (digits: 0.1 at every k)."""
+    cs = [chance_at(task, k) for k in (task.ks() if ks is None else ks)]
+    return cs[0] if len(set(cs)) == 1 else float(np.mean(cs))
+
+
+def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "", chance: float = 0.1) -> str:
+    """Reward, accuracy, length and KL over steps; one line per method (mean over seeds, band = min..max); the
+    accuracy panel's chance line at `chance` (chance_level)."""
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
     for name, hists in runs.items():
         for ax, key in zip(axes, ("reward", "acc", "length", "kl_exact")):
@@ -79,15 +107,16 @@ def plot_rl_runs(runs: dict[str, list[list[dict]]], path: str, title: str = "") 
     for ax, t in zip(axes, ("reward", "sample accuracy", "mean output length (tokens)", "KL(pi || ref), exact")):
         ax.set_title(t)
         ax.set_xlabel("step")
-    axes[1].axhline(0.1, color="grey", ls=":", lw=1, label="chance (0.1)")
+    axes[1].axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.2g})")
     axes[1].legend(fontsize=8)
     if title:
         fig.suptitle(title, y=1.03)
     return save(fig, path)
 
 
-def plot_format_share(hist: list[dict], path: str, title: str = "") -> str:
-    """Format share over steps (stacked area) and format share by k at the last step (stacked bars)."""
+def plot_format_share(hist: list[dict], path: str, title: str = "", xlabel: str = "k (digits)") -> str:
+    """Format share over steps (stacked area) and format share by k at the last step (stacked bars; x label
+    `xlabel`, k_label)."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.6), gridspec_kw={"width_ratios": [2, 1]})
     recs = [h for h in hist if "share" in h]
     x = [h["step"] for h in recs]
@@ -106,7 +135,7 @@ def plot_format_share(hist: list[dict], path: str, title: str = "") -> str:
                       for kk in ks])
         b.bar(ks, v, bottom=bottom, color=c)
         bottom += v
-    b.set_xlabel("k (digits)")
+    b.set_xlabel(xlabel)
     b.set_ylim(0, 1)
     b.set_title(f"format by k, steps {tail[0]['step']}-{tail[-1]['step']}")
     if title:

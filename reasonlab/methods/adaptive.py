@@ -45,9 +45,9 @@ def method_parts(name: str, ref_acc: dict | None = None) -> tuple:
     raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
 
 
-def reference_accuracy(model: GPT, n: int = 200, seed: int = 3) -> dict:
+def reference_accuracy(model: GPT, n: int = 200, seed: int = 3, task="digits") -> dict:
     """The base model's sampled accuracy per k when it thinks (forced S), on train-part problems (it is part of the
     reward): AdaptThink's reference."""
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
-    r = evaluate(model, problems_per_k(n, seed=seed, split="train"), gen=gen, temperature=1.0, force=["S"])
+    r = evaluate(model, problems_per_k(n, seed=seed, split="train", task=task), gen=gen, temperature=1.0, force=["S"])
     return {k: v["acc"] for k, v in r["per_k"].items()}

@@ -1,6 +1,6 @@
 """Thinking on a budget: the user sets it, the model learns to keep it (L1 / LCPO), compared with s1's forcing.
 
-A budget model reads B<b> in place of "=" (task.budget_prompt_ids): "think for b chain steps", b = 0..8. It starts
+A budget model reads B<b> in place of "=" (Task.budget_prompt_ids): "think for b chain steps", b = 0..k_max. It starts
 from the base model (the budget embeddings are copies of "="'s, so at step 0 it behaves exactly as the base model) and
 is trained with GRPO (rl.train) on L1's rewards, one budget drawn uniformly per prompt:
     L1-Exact  r = c - alpha * |b - n|
@@ -31,32 +31,18 @@ from __future__ import annotations
 import copy
 import random
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.model import GPT
-from ..core.problems import problems_per_k, train_digits
+from ..core.problems import as_task, problems_per_k
 from ..core.sampling import generate, sample_tree
-from ..core.task import (
-    BUDGET0,
-    BUDGET_VOCAB,
-    BUDGETS,
-    ID,
-    IGNORE,
-    K_MAX,
-    K_MIN,
-    L1_VOCAB,
-    MAX_LEN,
-    VOCAB,
-    budget_prompt_ids,
-    chain_steps,
-    max_budget_prompt_ids,
-    parse,
-    prompt_ids,
-    solution,
-)
+from ..tasks import IGNORE, Problem, Task, chain_steps
+from ..tasks.base import EQ, PAD
 from ..train.rl import RLConfig, every_n_steps, train
 from ..train.sft import train_on_batches
 from .tts import budget_hook
@@ -74,16 +60,18 @@ def grow_vocab(model: GPT, size: int, new_rows: torch.Tensor) -> GPT:
     tok, head = m.tok.weight.detach().clone(), m.head.weight.detach().clone()
     tok[:V], head[:V] = sd["tok.weight"], sd["head.weight"]
     tok[V:] = new_rows
-    head[V:] = sd["head.weight"][ID["<pad>"]]
+    head[V:] = sd["head.weight"][PAD]
     sd["tok.weight"], sd["head.weight"] = tok, head
     m.load_state_dict(sd)
     return m.eval()
 
 
-def budget_model(base: GPT) -> GPT:
-    """The base model with BUDGET_VOCAB: old rows copied; each B<b> embedding a copy of "="'s (so the model starts as
-    the base model on every budget); the new output rows copies of <pad>'s (never a target, so never written)."""
-    if base.cfg.vocab_size >= len(BUDGET_VOCAB):
+def budget_model(base: GPT, task: str | Task = "digits") -> GPT:
+    """The base model with the task's budget vocabulary: old rows copied; each B<b> embedding a copy of "="'s (so the
+    model starts as the base model on every budget); the new output rows copies of <pad>'s (never a target, so never
+    written)."""
+    task = as_task(task)
+    if base.cfg.vocab_size >= len(task.budget_vocab):
         return copy.deepcopy(base)
     c = base.cfg
     # B<b> = "=" + (b - 4)/4 * v, v a fixed random direction of norm 4 (a quarter of the embeddings' ~8 norm... times
@@ -94,10 +82,10 @@ def budget_model(base: GPT) -> GPT:
     g = torch.Generator().manual_seed(1234)
     v = torch.randn(c.d_model, generator=g)
     v = 4.0 * v / v.norm()
-    eq = base.tok.weight.detach()[ID["="]]
-    new = eq.expand(len(BUDGET_VOCAB) - c.vocab_size, -1).clone()
-    new[BUDGET0 - c.vocab_size:] += torch.tensor([(b - 4) / 4 for b in BUDGETS])[:, None] * v.to(new.device)
-    return grow_vocab(base, len(BUDGET_VOCAB), new)
+    eq = base.tok.weight.detach()[EQ]
+    new = eq.expand(len(task.budget_vocab) - c.vocab_size, -1).clone()
+    new[task.budget0 - c.vocab_size:] += torch.tensor([(b - 4) / 4 for b in task.budgets])[:, None] * v.to(new.device)
+    return grow_vocab(base, len(task.budget_vocab), new)
 
 
 def steps_of(parsed: dict) -> int:
@@ -121,25 +109,34 @@ def l1_reward(kind: str, correct: float, budget: int, steps: int, alpha: float, 
     return l1_exact(correct, budget, steps, alpha) if kind == "exact" else l1_max(correct, budget, steps, alpha, delta)
 
 
-class BudgetProblem(list):
-    """A problem's digits carrying the budget its prompt asks for (rl.train's problem_fn / prompt_fn / reward_fn see
-    the digits only, so the budget rides along), and which reward its prompt asks for (L1's recipe mixes them)."""
+@dataclass(frozen=True)
+class BudgetProblem(Problem):
+    """A problem carrying the budget its prompt asks for (rl.train's problem_fn / prompt_fn / reward_fn see the
+    problem only, so the budget rides along), and which reward its prompt asks for (L1's recipe mixes them)."""
     budget: int = 0
     kind: str = "exact"
 
 
-def draw_problem(rng: random.Random, k: int) -> BudgetProblem:
-    """k digits and a budget drawn uniformly from BUDGETS, per prompt as in L1."""
-    p = BudgetProblem(train_digits(rng, k))
-    p.budget = rng.choice(BUDGETS)
-    return p
+def with_budget(p: Problem, budget: int, kind: str = "exact") -> BudgetProblem:
+    return BudgetProblem(p.task, p.k, p.x, p.knobs, budget, kind)
+
+
+def draw_problem(task: str | Task = "digits") -> Callable:
+    """draw(rng, k): a train-part problem of size k and a budget drawn uniformly from the task's budgets, per prompt
+    as in L1."""
+    task = as_task(task)
+
+    def draw(rng: random.Random, k: int) -> BudgetProblem:
+        p = task.train_problem(rng, k)
+        return with_budget(p, rng.choice(task.budgets))
+    return draw
 
 
 def reward_fn(kind: str, alpha: float, delta: float, log: dict | None = None) -> Callable:
-    """(digits, parsed) -> L1 reward (kind "mixed": the reward each problem's prompt asks for); also adds the sample
+    """(problem, parsed) -> L1 reward (kind "mixed": the reward each problem's prompt asks for); also adds the sample
     to `log` (budget -> running sums) when given."""
     def r(d: BudgetProblem, p: dict) -> float:
-        c = float(p["answer"] == sum(d) % 10)
+        c = float(tasks.task_of(d).correct(d, p))
         n, b = steps_of(p), d.budget
         if log is not None:
             s = log.setdefault(b, np.zeros(5))
@@ -148,65 +145,67 @@ def reward_fn(kind: str, alpha: float, delta: float, log: dict | None = None) ->
     return r
 
 
-def annotated_output(digits: list[int], budget: int) -> list[str]:
+def annotated_output(p: Problem, budget: int) -> list[str]:
     """The SFT warm start's target: the longest fixed format whose chain fits the budget (T, else S, else A)."""
-    k = len(digits)
-    fmt = "full" if budget >= k else "short" if budget >= len(chain_steps(k, "short")) else "direct"
-    return solution(digits, fmt)
+    fmt = "full" if budget >= p.k else "short" if budget >= len(chain_steps(p.k, "short")) else "direct"
+    return tasks.task_of(p).solution(p, fmt)
 
 
-def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64, draw: Callable = draw_problem
-                   ) -> list[dict]:
+def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64, draw: Callable | None = None,
+                   task: str | Task = "digits") -> list[dict]:
     """Supervised fine-tuning on budget prompts with annotated outputs (train.train_on_batches: warmup + cosine);
-    `draw(rng, k)` draws each problem and its budget."""
+    `draw(rng, k)` draws each problem and its budget (default: draw_problem(task))."""
+    task = as_task(task)
+    draw = draw or draw_problem(task)
     rng = random.Random(seed + 10_000)
 
     def get_batch(step):
-        seq = np.full((batch, MAX_LEN), ID["<pad>"], dtype=np.int64)
+        seq = np.full((batch, task.max_len), PAD, dtype=np.int64)
         for i in range(batch):
-            p = draw(rng, rng.randint(K_MIN, K_MAX))
-            ids = budget_prompt_ids(p, p.budget) + [ID[w] for w in annotated_output(p, p.budget)]
+            p = draw(rng, rng.randint(task.k_min, task.k_max))
+            ids = task.budget_prompt_ids(p, p.budget) + [task.id[w] for w in annotated_output(p, p.budget)]
             seq[i, :len(ids)] = ids
         inp, tgt = torch.from_numpy(seq[:, :-1].copy()), torch.from_numpy(seq[:, 1:].copy())
-        tgt[:, :K_MAX + 1] = IGNORE          # targets from "=" on (the format token is learned)
-        tgt[tgt == ID["<pad>"]] = IGNORE
+        tgt[:, :task.prompt_len - 1] = IGNORE          # targets from "=" on (the format token is learned)
+        tgt[tgt == PAD] = IGNORE
         return inp, tgt
     return train_on_batches(model, get_batch, steps, lr=lr, warmup=max(1, steps // 10), log=None)
 
 
 def grpo_config(steps: int, seed: int, prompts_per_step: int, num_generations: int, learning_rate: float,
-                beta: float) -> RLConfig:
+                beta: float, task: str = "digits") -> RLConfig:
     """GRPO's settings for a budget model's RL stage (rl.train logs nothing: the budget log is kept here)."""
     return RLConfig.preset("grpo", steps=steps, prompts_per_step=prompts_per_step, num_generations=num_generations,
-                           learning_rate=learning_rate, beta=beta, seed=seed, log_every=0)
+                           learning_rate=learning_rate, beta=beta, seed=seed, log_every=0, task=task)
 
 
 def train_variant(base: GPT, variant: str, seed: int, *, steps: int = 100, prompts_per_step: int = 16,
                   num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
                   delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, log_every: int = 10,
-                  progress: bool = False) -> dict:
+                  progress: bool = False, task: str | Task = "digits") -> dict:
     """One budget model: (SFT warm start of sft_steps when the variant ends in "+sft",) GRPO for `steps` with the
     variant's L1 reward ("exact" or "max"), a budget drawn per prompt; returns the model, the per-budget training
     log (step 0: greedy before RL, then one record per log_every GRPO steps), the GRPO rewards and the seconds
     spent (SFT and RL, without evaluation)."""
+    task = as_task(task)
     kind = variant.split("+")[0]
     t0 = time.perf_counter()
-    policy = budget_model(base)
+    policy = budget_model(base, task)
     sft = []
     if variant.endswith("+sft") and sft_steps:
-        sft = sft_warm_start(policy, sft_steps, sft_lr, seed)
+        sft = sft_warm_start(policy, sft_steps, sft_lr, seed, task=task)
     t_sft = time.perf_counter() - t0
     ref = copy.deepcopy(policy) if beta > 0 else None
     window: dict[int, np.ndarray] = {}
-    logs: list[dict] = [{"step": 0, "by_budget": quick_adherence(policy, seed)}]
+    logs: list[dict] = [{"step": 0, "by_budget": quick_adherence(policy, seed, task=task)}]
 
     def flush(rec, model):                # every log_every steps: the window's per-budget logs
         logs.append({"step": rec["step"], "by_budget": {b: cell(s) for b, s in sorted(window.items())}})
         window.clear()
-    rcfg = grpo_config(steps, seed, prompts_per_step, num_generations, learning_rate, beta)
+    rcfg = grpo_config(steps, seed, prompts_per_step, num_generations, learning_rate, beta, task.spec)
     hist = train(policy, ref, rcfg, reward_fn=reward_fn(kind, alpha, delta, window), log=None,
-                 progress=progress, callback=every_n_steps(log_every, flush), problem_fn=draw_problem,
-                 prompt_fn=lambda d: budget_prompt_ids(d, d.budget))
+                 progress=progress, callback=every_n_steps(log_every, flush), problem_fn=draw_problem(task),
+                 prompt_fn=lambda d: task.budget_prompt_ids(d, d.budget))
     return {"model": policy, "logs": logs, "seconds": time.perf_counter() - t0, "sft_seconds": t_sft,
             "sft_loss": sft[-1]["loss"] if sft else None, "reward": [h.get("reward") for h in hist]}
 
@@ -217,15 +216,16 @@ def cell(s: np.ndarray) -> dict:
     return {"n": int(s[0]), "within": s[1] / n, "abs_err": s[2] / n, "acc": s[3] / n, "tokens": s[4] / n}
 
 
-def quick_adherence(model: GPT, seed: int, n: int = 8) -> dict:
+def quick_adherence(model: GPT, seed: int, n: int = 8, task: str | Task = "digits") -> dict:
     """Greedy adherence per budget on a few problems per k from the val part (the training log's step 0)."""
-    probs = problems_per_k(n, seed=seed + 555, split="val")
+    task = as_task(task)
+    probs = problems_per_k(n, seed=seed + 555, split="val", task=task)
     out = {}
-    for b in BUDGETS:
+    for b in task.budgets:
         s = np.zeros(5)
-        for d, o in zip(probs, generate(model, [budget_prompt_ids(d, b) for d in probs])):
-            p = parse(o)
-            s += (1, steps_of(p) <= b, abs(steps_of(p) - b), p["answer"] == sum(d) % 10, tokens_used(p))
+        for d, o in zip(probs, generate(model, [task.budget_prompt_ids(d, b) for d in probs])):
+            p = task.parse(o)
+            s += (1, steps_of(p) <= b, abs(steps_of(p) - b), task.correct(d, p), tokens_used(p))
         out[b] = cell(s)
     return out
 
@@ -234,87 +234,97 @@ def quick_adherence(model: GPT, seed: int, n: int = 8) -> dict:
 # L1's own recipe (Aggarwal & Welleck 2025, section 3 and cmu-l3/l1's scripts): L1-Exact first, from a policy that
 # already writes several lengths (here the SFT warm start: A, S or T by budget); L1-Max from the Exact checkpoint, on
 # a 50/50 mix of Exact and Max prompts told apart by their tokens (B<b>, M<b>); budgets drawn from what a chain can
-# reach (0..k steps for k digits). Whether there is anything to learn is checked before each RL stage
+# reach (0..k steps for a problem of size k). Whether there is anything to learn is checked before each RL stage
 # (`best_policies`).
 
-def l1_model(model: GPT) -> GPT:
-    """A budget model with L1_VOCAB: each M<b> embedding is B<b>'s plus one fixed random offset of norm 4 (copies
-    alone would stay too close to be told apart, as budget_model's comment says of B<b>), its output row a copy of
-    <pad>'s (never written)."""
+def l1_model(model: GPT, task: str | Task = "digits") -> GPT:
+    """A budget model with the task's L1 vocabulary: each M<b> embedding is B<b>'s plus one fixed random offset of
+    norm 4 (copies alone would stay too close to be told apart, as budget_model's comment says of B<b>), its output
+    row a copy of <pad>'s (never written)."""
+    task = as_task(task)
     c = model.cfg
-    if c.vocab_size != len(BUDGET_VOCAB):
-        raise ValueError(f"l1_model needs a budget model (vocabulary {len(BUDGET_VOCAB)}), got {c.vocab_size}")
+    if c.vocab_size != len(task.budget_vocab):
+        raise ValueError(f"l1_model needs a budget model (vocabulary {len(task.budget_vocab)}), got {c.vocab_size}")
     u = torch.randn(c.d_model, generator=torch.Generator().manual_seed(4321))
-    b_rows = model.tok.weight.detach()[BUDGET0:BUDGET0 + len(BUDGETS)]
-    return grow_vocab(model, len(L1_VOCAB), b_rows + (4.0 * u / u.norm()).to(b_rows.device))
+    b_rows = model.tok.weight.detach()[task.budget0:task.budget0 + len(task.budgets)]
+    return grow_vocab(model, len(task.l1_vocab), b_rows + (4.0 * u / u.norm()).to(b_rows.device))
 
 
-def draw_reachable(kinds: tuple[str, ...] = ("exact",)) -> Callable:
-    """draw(rng, k): k digits, a budget uniform in 0..k (a chain writes at most k running sums) and a prompt kind
-    uniform over `kinds`."""
+def draw_reachable(kinds: tuple[str, ...] = ("exact",), task: str | Task = "digits") -> Callable:
+    """draw(rng, k): a train-part problem of size k, a budget uniform in 0..k (a chain writes at most k states) and a
+    prompt kind uniform over `kinds`."""
+    task = as_task(task)
+
     def draw(rng: random.Random, k: int) -> BudgetProblem:
-        p = BudgetProblem(train_digits(rng, k))
-        p.budget, p.kind = rng.randint(0, k), rng.choice(kinds)
-        return p
+        p = task.train_problem(rng, k)
+        budget = rng.randint(0, k)
+        return with_budget(p, budget, rng.choice(kinds))
     return draw
 
 
-PROMPTS = {"exact": budget_prompt_ids, "max": max_budget_prompt_ids}
-"""the prompt of each kind of L1 budget: B<b> ("exactly b steps") or M<b> ("at most b")"""
+def prompt_of(kind: str, p: Problem, budget: int) -> list[int]:
+    """The prompt of each kind of L1 budget: B<b> ("exact": "exactly b steps") or M<b> ("max": "at most b")."""
+    task = tasks.task_of(p)
+    return task.budget_prompt_ids(p, budget) if kind == "exact" else task.max_budget_prompt_ids(p, budget)
 
 
 def recipe_prompt(d: BudgetProblem) -> list[int]:
-    return PROMPTS[d.kind](d, d.budget)
+    return prompt_of(d.kind, d, d.budget)
 
 
 def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int = 100, prompts_per_step: int = 16,
                  num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
-                 delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, progress: bool = False) -> dict:
+                 delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, progress: bool = False,
+                 task: str | Task = "digits") -> dict:
     """SFT warm start (reachable budgets), L1-Exact GRPO for exact_steps, then L1-Max GRPO from the Exact
     checkpoint on mixed prompts for max_steps (a stage of 0 steps leaves its model as it starts). Returns the three
     models and the seconds."""
+    task = as_task(task)
     t0 = time.perf_counter()
-    policy = budget_model(base)
-    sft_warm_start(policy, sft_steps, sft_lr, seed, draw=draw_reachable())
+    policy = budget_model(base, task)
+    sft_warm_start(policy, sft_steps, sft_lr, seed, draw=draw_reachable(task=task), task=task)
     start = copy.deepcopy(policy)
 
     def grpo(model, steps, kinds, reward, run_seed):     # 0 steps: the model as it is
         if not steps:
             return
-        rcfg = grpo_config(steps, run_seed, prompts_per_step, num_generations, learning_rate, beta)
+        rcfg = grpo_config(steps, run_seed, prompts_per_step, num_generations, learning_rate, beta, task.spec)
         train(model, copy.deepcopy(model) if beta > 0 else None, rcfg, log=None, progress=progress,
-              reward_fn=reward_fn(reward, alpha, delta), problem_fn=draw_reachable(kinds), prompt_fn=recipe_prompt)
+              reward_fn=reward_fn(reward, alpha, delta), problem_fn=draw_reachable(kinds, task),
+              prompt_fn=recipe_prompt)
     grpo(policy, exact_steps, ("exact",), "exact", seed)
     exact = copy.deepcopy(policy)
-    mixed = l1_model(policy)
+    mixed = l1_model(policy, task)
     grpo(mixed, max_steps, ("exact", "max"), "mixed", seed + 1)
     return {"start": start, "exact": exact, "max": mixed, "seconds": time.perf_counter() - t0}
 
 
-def eval_recipe(model: GPT, problems: list[list[int]], kind: str, alpha: float, delta: float) -> list[list[dict]]:
-    """Greedy on `kind` prompts ("exact": B<b>, "max": M<b>) at every budget: [b][k - K_MIN] -> mean accuracy,
+def eval_recipe(model: GPT, problems: list[Problem], kind: str, alpha: float, delta: float) -> list[list[dict]]:
+    """Greedy on `kind` prompts ("exact": B<b>, "max": M<b>) at every budget: [b][k - k_min] -> mean accuracy,
     chain steps and L1-Exact and L1-Max rewards (every k must be among the problems)."""
+    task = tasks.of(problems)
     out = []
-    for b in BUDGETS:
+    for b in task.budgets:
         by_k: dict[int, list] = {}
-        for d, o in zip(problems, generate(model, [PROMPTS[kind](d, b) for d in problems])):
-            p = parse(o)
-            c, n = float(p["answer"] == sum(d) % 10), steps_of(p)
-            by_k.setdefault(len(d), []).append((c, n, l1_exact(c, b, n, alpha), l1_max(c, b, n, alpha, delta)))
+        for d, o in zip(problems, generate(model, [prompt_of(kind, d, b) for d in problems])):
+            p = task.parse(o)
+            c, n = float(task.correct(d, p)), steps_of(p)
+            by_k.setdefault(d.k, []).append((c, n, l1_exact(c, b, n, alpha), l1_max(c, b, n, alpha, delta)))
         out.append([dict(zip(("acc", "steps", "exact_r", "max_r"), np.mean(by_k[k], 0).tolist()))
-                    for k in range(K_MIN, K_MAX + 1)])
+                    for k in task.ks()])
     return out
 
 
 def best_policies(options: list[list[tuple[float, float]]], kind: str, alpha: float, delta: float,
-                  reachable: bool = True) -> dict:
+                  reachable: bool = True, task: str | Task = "digits") -> dict:
     """The expected L1 reward of the best budget-blind policy (one option per k, whatever the budget) and of the
-    best budget-aware one (an option per k and budget), budgets uniform over 0..k (reachable) or 0..8. options[i]:
-    the (accuracy, chain steps) a policy can choose from at k = K_MIN + i; an option's reward at budget b is taken
-    at its mean steps (exact for a policy whose steps do not vary within a cell)."""
+    best budget-aware one (an option per k and budget), budgets uniform over 0..k (reachable) or all the task's.
+    options[i]: the (accuracy, chain steps) a policy can choose from at k = k_min + i; an option's reward at budget b
+    is taken at its mean steps (exact for a policy whose steps do not vary within a cell)."""
+    task = as_task(task)
     blind, aware = [], []
     for i, opts in enumerate(options):
-        bs = range(K_MIN + i + 1) if reachable else BUDGETS
+        bs = range(task.k_min + i + 1) if reachable else task.budgets
         r = np.array([[l1_reward(kind, a, b, n, alpha, delta) for b in bs] for a, n in opts])  # (options, budgets)
         blind.append(r.mean(1).max())
         aware.append(r.max(0).mean())
@@ -324,17 +334,18 @@ def best_policies(options: list[list[tuple[float, float]]], kind: str, alpha: fl
 # ---------------------------------------------------------------------------------------------------------------
 # What a chain does: its stride.
 
-def classify_chain(digits: list[int], chain: list[int]) -> str:
-    """Name a chain by the digits it sums per step: "none" (no chain), "stride s" (running sums after every s-th digit
-    and after the last: s = 1 is T, 2 is S, s >= k one step, the total), "truncated s" (right running sums of stride
-    s that stop before the last digit), "irregular" (right running sums at positions of no single stride, ending
-    at the last digit) or "wrong". Values are digits mod 10, so a chain can match a pattern by coincidence; the known
-    chains come first (T, S, then T or S cut short) and only then new strides (3 up), so that "stride >= 3" is never
-    a cut T or S chain whose values happen to match (a one-step T chain equals the total one time in ten)."""
+def classify_chain(problem: Problem, chain: list[int]) -> str:
+    """Name a chain by the unit steps it takes per written state: "none" (no chain), "stride s" (the states after
+    every s-th step and after the last: s = 1 is T, 2 is S, s >= k one state, the last), "truncated s" (right states
+    of stride s that stop before the last step), "irregular" (right states at positions of no single stride, ending
+    at the last step) or "wrong". States take few values (digits' ten), so a chain can match a pattern by
+    coincidence; the known chains come first (T, S, then T or S cut short) and only then new strides (3 up), so that
+    "stride >= 3" is never a cut T or S chain whose values happen to match (a one-step T chain equals the total one
+    time in ten in digits)."""
     if not chain:
         return "none"
-    k = len(digits)
-    pref = [sum(digits[:i]) % 10 for i in range(1, k + 1)]
+    k = problem.k
+    pref = tasks.task_of(problem).states(problem)
     strides = [[i for i in range(1, k + 1) if i % s == 0 or i == k] for s in range(1, k + 1)]
     full = lambda s: chain == [pref[i - 1] for i in strides[s - 1]]
     cut = lambda s: len(chain) < len(strides[s - 1]) and chain == [pref[i - 1] for i in strides[s - 1][:len(chain)]]
@@ -368,19 +379,20 @@ def stride_group(label: str) -> str:
 # Evaluation: every (budget, k) cell, for budget models, s1 forcing on the base model and the fixed formats.
 
 def tokens_used(p: dict) -> int:
-    """Tokens up to the answer and a closing </s> (chain steps + 4, or 3 for a direct answer): s1 stops generating at
-    the answer, so what a cut chain writes after it (the base model, forced to "A" mid-chain, often goes on) is not
-    counted; the whole output when no answer was read."""
+    """Tokens up to the answer and a closing </s> (chain steps + 3 + the answer's words, or 2 + the answer's words for
+    a direct answer: digits' 4 and 3): s1 stops generating at the answer, so what a cut chain writes after it (the
+    base model, forced to "A" mid-chain, often goes on) is not counted; the whole output when no answer was read."""
     if p["answer"] is None:
         return p["length"]
-    return 3 if p["fmt"] == "direct" else len(p["chain"]) + 4
+    return (1 if p["fmt"] == "direct" else len(p["chain"]) + 2) + p["answer_len"] + 1
 
 
-def score(problems: list[list[int]], outs: list[list[int]], b: int | None, keep_examples: int = 0) -> dict:
+def score(problems: list[Problem], outs: list[list[int]], b: int | None, keep_examples: int = 0) -> dict:
     """Per-k cells {acc, tokens, steps, within, abs_err, strides} for outputs at budget b (None: no budget)."""
+    task = tasks.of(problems)
     by_k: dict[int, list] = {}
     for d, o in zip(problems, outs):
-        by_k.setdefault(len(d), []).append((d, o, parse(o)))
+        by_k.setdefault(d.k, []).append((d, o, task.parse(o)))
     res = {}
     for k, rows in sorted(by_k.items()):
         n = len(rows)
@@ -389,53 +401,58 @@ def score(problems: list[list[int]], outs: list[list[int]], b: int | None, keep_
         groups: dict[str, int] = {}
         for lab in labels:
             groups[stride_group(lab)] = groups.get(stride_group(lab), 0) + 1
-        c = {"acc": sum(p["answer"] == sum(d) % 10 for d, _, p in rows) / n,
+        c = {"acc": sum(task.correct(d, p) for d, _, p in rows) / n,
              "tokens": sum(tokens_used(p) for _, _, p in rows) / n, "steps": sum(steps) / n,
              "strides": {g: v / n for g, v in groups.items()},
              "stride_labels": {lab: labels.count(lab) / n for lab in sorted(set(labels))}}
         if b is not None:
             c["within"] = sum(s <= b for s in steps) / n
             c["abs_err"] = sum(abs(s - b) for s in steps) / n
-            c["acc_within"] = sum(p["answer"] == sum(d) % 10 and s <= b for (d, _, p), s in zip(rows, steps)) / n
+            c["acc_within"] = sum(task.correct(d, p) and s <= b for (d, _, p), s in zip(rows, steps)) / n
         if keep_examples:
             ex: dict[str, list] = {}
             for (d, o, p), lab in zip(rows, labels):
                 g = stride_group(lab)
                 if len(ex.setdefault(g, [])) < keep_examples:
-                    words = " ".join(VOCAB[t] if t < len(VOCAB) else "?" for t in o)
-                    ex[g].append(f"{' '.join(map(str, d))} = {words}  ({lab}; answer {sum(d) % 10})")
+                    words = " ".join(task.vocab[t] if t < len(task.vocab) else "?" for t in o)
+                    answer = " ".join(task.write_answer(d, task.answer(d)))
+                    ex[g].append(f"{task.show(d)} = {words}  ({lab}; answer {answer})")
             c["examples"] = ex
         res[k] = c
     return res
 
 
-def eval_budget_model(model: GPT, problems: list[list[int]], n_examples: int = 0) -> dict:
+def eval_budget_model(model: GPT, problems: list[Problem], n_examples: int = 0) -> dict:
     """{b: {k: cell}}: greedy, with each budget token."""
+    task = tasks.of(problems)
     out = {}
-    for b in BUDGETS:
-        outs = generate(model, [prompt_ids(d) for d in problems], budget=b)
+    for b in task.budgets:
+        outs = generate(model, [task.prompt_ids(d) for d in problems], budget=b, task=task)
         out[b] = score(problems, outs, b, n_examples)
     return out
 
 
-def eval_forcing(base: GPT, problems: list[list[int]], fmt: str = "T") -> dict:
+def eval_forcing(base: GPT, problems: list[Problem], fmt: str = "T") -> dict:
     """s1 budget forcing on the base model: a `fmt` chain, "A" forced after b steps (tts.budget_hook), greedy."""
+    task = tasks.of(problems)
     out = {}
-    for b in BUDGETS:
-        toks, _ = sample_tree(base, [prompt_ids(d) for d in problems], 1, None, 0.0, force=[fmt],
-                              logit_hook=budget_hook(max_chain=b))
+    for b in task.budgets:
+        toks, _ = sample_tree(base, [task.prompt_ids(d) for d in problems], 1, None, 0.0, force=[fmt],
+                              logit_hook=budget_hook(task, max_chain=b))
         out[b] = score(problems, toks.tolist(), b)
     return out
 
 
-def eval_fixed(base: GPT, problems: list[list[int]]) -> dict:
+def eval_fixed(base: GPT, problems: list[Problem]) -> dict:
     """The fixed formats A / S / T on the base model (forced, greedy), no budget."""
-    return {f: score(problems, generate(base, [prompt_ids(d) for d in problems], force=[f]), None) for f in "AST"}
+    task = tasks.of(problems)
+    return {f: score(problems, generate(base, [task.prompt_ids(d) for d in problems], force=[f]), None) for f in "AST"}
 
 
-def eval_baselines(base: GPT, problems: list[list[int]]) -> dict:
+def eval_baselines(base: GPT, problems: list[Problem]) -> dict:
     """s1 forcing, the fixed formats and the base model's free choice (blind to the budget) on the test problems."""
-    free = generate(base, [prompt_ids(d) for d in problems])
+    task = tasks.of(problems)
+    free = generate(base, [task.prompt_ids(d) for d in problems])
     return {"forcing": eval_forcing(base, problems), "forcing_S": eval_forcing(base, problems, "S"),
             "fixed": eval_fixed(base, problems),
-            "base_free": {b: score(problems, free, b) for b in BUDGETS}}
+            "base_free": {b: score(problems, free, b) for b in task.budgets}}

@@ -19,7 +19,6 @@ import torch.nn.functional as F
 
 from ..core.exact import right_probs
 from ..core.sampling import EOS, output_logits
-from ..core.task import MAX_LEN, PROMPT_LEN
 from ..train.rl import kl_terms
 
 ESTIMATORS = ("k1", "k2", "k3")
@@ -97,7 +96,7 @@ def rb_seq_kl(policy, ref, prompts: list[list[int]], outputs: list[list[int]]) -
     return ((exact_kl(lg.float(), ref_lg.float()) * mask).sum(1)).mean().item()
 
 
-def p_correct(model, problems: list[list[int]]) -> torch.Tensor:
+def p_correct(model, problems: list) -> torch.Tensor:
     """(n,) exact probability that the model writes a correct output: the sum over formats of the teacher-forced
     probability of that format's one correct output (core.exact)."""
     return torch.from_numpy(right_probs(model, problems).sum(1)).float()
@@ -118,15 +117,17 @@ def kl_bernoulli(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch.
 # sampled prefixes gives, and grad pi(s) KL_s, how a token changes the KL of the positions after it, which it drops.
 # k1 put in the reward (REINFORCE on log pi(y) - log pi_ref(y)) keeps both: E[rho(y) grad log pi(y)] is the gradient.
 
-def output_tree(policy, ref, prompts: list[list[int]], eps: float, max_new: int = MAX_LEN - PROMPT_LEN) -> dict:
+def output_tree(policy, ref, prompts: list[list[int]], eps: float, max_new: int | None = None) -> dict:
     """Every output prefix whose probability under the policy is at least eps, breadth first, with the policy's
     logits at each (differentiable when called with grad) and the reference's; prefixes of equal depth share one
-    forward pass. A prefix is expanded (its next-token law read) unless it ended with </s> or holds max_new tokens.
+    forward pass. A prefix is expanded (its next-token law read) unless it ended with </s> or holds max_new tokens
+    (None: until the model's context is full).
 
     Returns {"levels": [{"prompt", "logits", "ref", "logp" (log pi(prefix), differentiable), "rho" (log pi - log
     pi_ref of the prefix, detached)}] per depth, "leaves": {"prompt", "logp", "rho"} of the complete outputs of
     probability >= eps, "pruned": (P,) the probability of the outputs left out}."""
     device = next(policy.parameters()).device
+    max_new = policy.cfg.max_len - len(prompts[0]) if max_new is None else max_new
     P = len(prompts)
     prompt = torch.arange(P, device=device)
     seqs = torch.tensor(prompts, device=device)

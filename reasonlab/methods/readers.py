@@ -1,6 +1,6 @@
-"""A thinker whose misreadings are drawn per generation call: the base model reading its ten digit tokens through a
-fresh Gaussian direction each time it writes (train.sft.misread's noise, drawn per call instead of fixed in the
-weights). A best-of-N sample is one call; in beam search and DVTS each candidate step is one, and its reader re-reads
+"""A thinker whose misreadings are drawn per generation call: the base model reading its task's words (digits' ten
+digits) through a fresh Gaussian direction each time it writes (train.sft.misread's noise, drawn per call instead of
+fixed in the weights). A best-of-N sample is one call; in beam search and DVTS each candidate step is one, and its reader re-reads
 the whole prefix (prompt and chain so far) through its own direction, so a misreading at one step need not repeat at
 the next. `ReadTree` gives the search loops of methods.search the interface of their KV-cache tree; it has no
 cache (every row reads differently) and runs each step from the start of the sequence.
@@ -11,28 +11,31 @@ import torch
 
 from ..core import fast
 from ..core.model import GPT
-from ..core.sampling import EOS, pick
-from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
+from ..core.problems import as_task
+from ..core.sampling import EOS, SPECIAL_ID, pick
+from ..tasks import Task
 
 
 class Readers:
-    """The base model and a noise scale: sigma x the digit embeddings' std (misread's scale)."""
+    """The base model and a noise scale: sigma x the task's word embeddings' std (misread's scale)."""
 
-    def __init__(self, base: GPT, sigma: float):
-        self.model = base.eval()
-        self.scale = sigma * base.tok.weight.data[DIGIT0:DIGIT0 + 10].std()
+    def __init__(self, base: GPT, sigma: float, task: str | Task = "digits"):
+        self.model, self.task = base.eval(), as_task(task)
+        ids = self.task.task_ids()
+        self.first, self.n_words = ids[0], len(ids)
+        self.scale = sigma * base.tok.weight.data[self.first:self.first + self.n_words].std()
 
     def draw(self, n: int, gen: torch.Generator) -> torch.Tensor:
-        """(n, 10, C): n fresh directions, one per call, already scaled."""
+        """(n, W, C): n fresh directions over the task's W words, one per call, already scaled."""
         C = self.model.cfg.d_model
-        return self.scale * torch.randn(n, 10, C, generator=gen, device=gen.device)
+        return self.scale * torch.randn(n, self.n_words, C, generator=gen, device=gen.device)
 
     @torch.inference_mode()
     def logits(self, ids: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """(B, T) ids, row b read through direction z[b] -> the logits (B, V) of the next token."""
-        digit = (ids >= DIGIT0) & (ids < DIGIT0 + 10)
-        shift = z[torch.arange(len(ids), device=ids.device)[:, None], (ids - DIGIT0).clamp(0, 9)]
-        return fast.forward(self.model, ids, shift=shift * digit[..., None])[:, -1].float()
+        word = (ids >= self.first) & (ids < self.first + self.n_words)
+        shift = z[torch.arange(len(ids), device=ids.device)[:, None], (ids - self.first).clamp(0, self.n_words - 1)]
+        return fast.forward(self.model, ids, shift=shift * word[..., None])[:, -1].float()
 
     def tree(self, problems, force: str, gen: torch.Generator | None, temperature: float) -> "ReadTree":
         if gen is None:
@@ -42,13 +45,13 @@ class Readers:
 
 class ReadTree:
     """The partial outputs of a search, a row per live beam (methods.search._Tree's interface): `step` draws a reader
-    per candidate, which writes one chain digit, or from any other token on to </s>; `advance` keeps the chosen
+    per candidate, which writes one chain state, or from any other token on to </s>; `advance` keeps the chosen
     beams."""
 
     def __init__(self, readers: Readers, problems, force: str, gen: torch.Generator, temperature: float):
         self.r, self.gen, self.temperature = readers, gen, temperature
-        self.root = (ID[force],)
-        self.seqs = [tuple(prompt_ids(d)) + self.root for d in problems]      # prompt + output so far, per row
+        self.root = (SPECIAL_ID[force],)
+        self.seqs = [tuple(readers.task.prompt_ids(d)) + self.root for d in problems]   # prompt + output so far
         self.nodes = torch.arange(len(problems), device=gen.device)
 
     def step(self, node: torch.Tensor, texts: list[tuple]) -> tuple[list[tuple], torch.Tensor]:
@@ -56,8 +59,9 @@ class ReadTree:
         z = self.r.draw(len(ids), self.gen)
         tok = pick(self.r.logits(ids, z), self.gen, self.temperature)
         tl = tok.tolist()
-        room = MAX_LEN - PROMPT_LEN - len(texts[0])                         # tokens left, this one included
-        ends = [i for i, t in enumerate(tl) if not DIGIT0 <= t < DIGIT0 + 10 and t != EOS and room > 1]
+        task = self.r.task
+        room = task.max_len - task.prompt_len - len(texts[0])               # tokens left, this one included
+        ends = [i for i, t in enumerate(tl) if not task.is_state(t) and t != EOS and room > 1]
         tails = {i: [tl[i]] for i in ends}
         live = list(ends)
         while live and len(tails[live[0]]) < room:                          # the same reader writes the answer

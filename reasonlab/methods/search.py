@@ -11,7 +11,7 @@ search-and-learn (`src/sal/`) defines them:
 - beam search over steps (Snell et al. 2024, arXiv 2408.03314; `search/beam_search.py`): see `beam_search`;
   `beam_dedup` is the same with its `filter_duplicates` on;
 - DVTS (`search/diverse_verifier_tree_search.py`): see `dvts`.
-A step is one chain digit, or the answer marker "A" with the answer and "</s>". Every method scores an output by
+A step is one chain state, or the answer marker "A" with the answer's words and "</s>". Every method scores an output by
 its step scores aggregated with one `agg` (search-and-learn's agg_strategy). Best-of-N and weighted majority read
 the first N samples of a pool (search-and-learn's score.py draws its curves so); beam search and DVTS run afresh
 for each N (`chunked`). tests/methods/test_search.py replays both searches against a re-implementation of the
@@ -20,7 +20,7 @@ reference.
 Tokens a search counts, per problem:
 - generated tokens: every token the generator samples, every candidate's new step (pruned ones too) and the forced
   format token (as tts.tokens counts it).
-- verifier tokens: each scored sequence read from its start, prompt included (PROMPT_LEN + output length), as
+- verifier tokens: each scored sequence read from its start, prompt included (the prompt's length + the output's), as
   search-and-learn calls its PRM on the full text. Beam search and DVTS score every candidate at every round, so
   they read more verifier tokens than best-of-N at the same N. The oracle is charged what a learned verifier would
   read. `ver_inc`: what a causal verifier that keeps its cache reads (the prompt once per problem, then each
@@ -34,12 +34,13 @@ import functools
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core import fast
 from ..core.fast import KVCache
 from ..core.model import GPT
 from ..core.pool import Pool
-from ..core.sampling import EOS, last_logits, pick
-from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
+from ..core.sampling import EOS, SPECIAL_ID, last_logits, pick
+from ..tasks import Problem, Task
 from .readers import Readers
 from .tts import vote
 from .verifier import aggregate
@@ -50,7 +51,7 @@ from .verifier import steps as read_steps
 
 class Scorer:
     """A verifier's step scores, memoised per (problem, output): beam search at N = 64 re-scores the prefixes it
-    scored at N = 32, and best-of-N's pool holds most of them. Keys are (digits, output) tuples; callers that hold
+    scored at N = 32, and best-of-N's pool holds most of them. Keys are (problem, output) tuples; callers that hold
     tuples already (the searches) spare the copies, which were most of a search's Python time."""
 
     def __init__(self, verifier):
@@ -58,51 +59,52 @@ class Scorer:
         self.values_memo: dict[str, dict] = {}     # agg -> {key: aggregated score}
         self.calls = 0                       # sequences the verifier actually read (the counted tokens are nominal)
 
-    def keys(self, digits_list, outputs) -> list[tuple]:
+    def keys(self, problems, outputs) -> list[tuple]:
         """The memo keys of these outputs, each distinct one the verifier has not read yet scored now."""
-        keys = [(tuple(d), tuple(o)) for d, o in zip(digits_list, outputs)]
+        keys = [(d, tuple(o)) for d, o in zip(problems, outputs)]
         todo = list(dict.fromkeys(k for k in keys if k not in self.memo))
         if todo:
-            got = self.v.score_steps([list(d) for d, _ in todo], [list(o) for _, o in todo])
+            got = self.v.score_steps([d for d, _ in todo], [list(o) for _, o in todo])
             self.memo.update(zip(todo, got))
             self.calls += len(todo)
         return keys
 
-    def steps(self, digits_list, outputs) -> list[list[float]]:
+    def steps(self, problems, outputs) -> list[list[float]]:
         """Each output's step scores (verifier.score_steps), read once per distinct key."""
-        return [self.memo[k] for k in self.keys(digits_list, outputs)]
+        return [self.memo[k] for k in self.keys(problems, outputs)]
 
-    def add_prefixes(self, digits_list, outputs) -> None:
+    def add_prefixes(self, problems, outputs) -> None:
         """Memoise every step prefix of outputs already scored: a causal verifier's score at a step depends only on
         the tokens up to it, so a prefix's step scores are the first ones of any output that continues it (up to
         float rounding of another batch shape). Beam search then re-reads few of the pool's prefixes."""
-        for d, o in zip(digits_list, outputs):
-            full = self.memo.get((tuple(d), tuple(o)))
+        for d, o in zip(problems, outputs):
+            full = self.memo.get((d, tuple(o)))
             if full is None:
                 continue
-            for j, (i, _, _) in enumerate(read_steps(o)):
-                self.memo.setdefault((tuple(d), tuple(o[:i + 1])), full[:j + 1])
+            for j, (i, _, _) in enumerate(read_steps(o, tasks.task_of(d))):
+                self.memo.setdefault((d, tuple(o[:i + 1])), full[:j + 1])
 
-    def values(self, digits_list, outputs, agg: str) -> np.ndarray:
+    def values(self, problems, outputs, agg: str) -> np.ndarray:
         """One score per output: its step scores aggregated with `agg` (verifier.aggregate), memoised per key. An
         output that is over without an answer (it wrote </s> or filled the context: a cut-off chain, junk) scores
         0: the right steps of a chain that never answers must not outrank a finished one."""
         memo = self.values_memo.setdefault(agg, {})
-        keys = [(tuple(d), tuple(o)) for d, o in zip(digits_list, outputs)]
+        keys = [(d, tuple(o)) for d, o in zip(problems, outputs)]
         got = [memo.get(k) for k in keys]          # one pass when all are memoised (most calls of a search)
         if None in got:
             new = list(dict.fromkeys(k for k, v in zip(keys, got) if v is None))
             self.keys([d for d, _ in new], [o for _, o in new])   # the verifier reads those it has not read
             vals = aggregate([self.memo[k] for k in new], agg)
-            silent = [over(o) and not ((st := read_steps(o)) and st[-1][2]) for _, o in new]
+            task = tasks.task_of(new[0][0])
+            silent = [over(o, task) and not ((st := read_steps(o, task)) and st[-1][2]) for _, o in new]
             memo.update(zip(new, np.where(silent, 0.0, vals).tolist()))
             got = [memo[k] for k in keys]
         return np.array(got, dtype=np.float64)
 
 
-def over(output) -> bool:
-    """An output is over: it wrote </s>, or it fills the context (MAX_LEN tokens with the prompt)."""
-    return bool(output) and (output[-1] == EOS or PROMPT_LEN + len(output) >= MAX_LEN)
+def over(output, task: Task) -> bool:
+    """An output is over: it wrote </s>, or it fills the context (max_len tokens with the prompt)."""
+    return bool(output) and (output[-1] == EOS or task.prompt_len + len(output) >= task.max_len)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -141,26 +143,29 @@ def _finish(model: GPT, cache: KVCache, node: torch.Tensor, first: torch.Tensor,
 class _Tree:
     """The partial outputs of a search, every problem at once, on the generator's KV cache: a cache row per distinct
     prefix (as sampling.sample_tree), so beams that wrote the same tokens share a row and one forward pass. Live
-    beams all have the same length (one step is one chain digit), so they advance in lockstep."""
+    beams all have the same length (one step is one chain state), so they advance in lockstep."""
 
     def __init__(self, model: GPT, problems, force: str, gen, temperature: float):
         model.eval()
         self.model, self.gen, self.temperature = model, gen, temperature
+        self.task = tasks.of(problems)
         device = next(model.parameters()).device
-        self.root = (ID[force],)
-        seq = torch.tensor([prompt_ids(d) + list(self.root) for d in problems], dtype=torch.long, device=device)
+        self.root = (SPECIAL_ID[force],)
+        seq = torch.tensor([self.task.prompt_ids(d) + list(self.root) for d in problems], dtype=torch.long,
+                           device=device)
         self.cache = KVCache(model.cfg, len(problems), device=device, dtype=next(model.parameters()).dtype)
         self.logits = last_logits(model, seq, self.cache).float()          # (U, V): a row per distinct prefix
         self.nodes = torch.arange(len(problems), device=device)            # each problem's root
 
     def step(self, node: torch.Tensor, texts: list[tuple]) -> tuple[list[tuple], torch.Tensor]:
-        """One step for each beam (its prefix's row `node`, its text): a chain digit, or from any other token on to
+        """One step for each beam (its prefix's row `node`, its text): a chain state, or from any other token on to
         </s> (the answer marker ends the chain; a broken template is written out as a sampler writes it). Returns
         the beams' new texts and the token each wrote first (the decoder's own draw, sampling.pick)."""
         tok = pick(self.logits[node], self.gen, self.temperature)
         tl = tok.tolist()
-        room = MAX_LEN - PROMPT_LEN - len(texts[0])                         # tokens left, this one included
-        ends = [i for i, t in enumerate(tl) if not DIGIT0 <= t < DIGIT0 + 10 and t != EOS and room > 1]
+        task = self.task
+        room = task.max_len - task.prompt_len - len(texts[0])               # tokens left, this one included
+        ends = [i for i, t in enumerate(tl) if not task.is_state(t) and t != EOS and room > 1]
         tails = {}
         if ends:
             idx = torch.tensor(ends, device=node.device)
@@ -170,7 +175,7 @@ class _Tree:
         return [t + tuple(tails.get(i, (tl[i],))) for i, t in enumerate(texts)], tok
 
     def advance(self, node: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
-        """Keep these beams (a parent's row and the digit it wrote): the cache now holds only their prefixes."""
+        """Keep these beams (a parent's row and the state it wrote): the cache now holds only their prefixes."""
         self.cache, self.logits, new = _advance(self.model, self.cache, node, tok)
         return new
 
@@ -181,16 +186,16 @@ def _tree(model, problems, force: str, gen, temperature: float):
         _Tree(model, problems, force, gen, temperature)
 
 
-def _charge(tokens: dict, probs, texts, parents, first: bool) -> None:
+def _charge(tokens: dict, probs, texts, parents, first: bool, prompt_len: int) -> None:
     """Count a round of candidates: generated tokens (the forced format token with the first step), verifier tokens
     read from the start (search-and-learn calls its PRM on the full text) and read incrementally (a causal verifier
     that keeps its cache reads only a step's new tokens, the prompt and format token once per problem)."""
     new = np.array([len(t) - len(q) for t, q in zip(texts, parents)], dtype=float) + (1 if first else 0)
     np.add.at(tokens["gen"], probs, new)
-    np.add.at(tokens["ver"], probs, np.array([PROMPT_LEN + len(t) for t in texts], dtype=float))
+    np.add.at(tokens["ver"], probs, np.array([prompt_len + len(t) for t in texts], dtype=float))
     np.add.at(tokens["ver_inc"], probs, new - (1 if first else 0))
     if first:
-        tokens["ver_inc"] += PROMPT_LEN + 1
+        tokens["ver_inc"] += prompt_len + 1
 
 
 def _tokens(P: int) -> dict:
@@ -198,7 +203,7 @@ def _tokens(P: int) -> dict:
 
 
 @torch.inference_mode()
-def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
+def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[Problem], N: int, M: int, force: str = "S",
                 gen: torch.Generator | None = None, temperature: float = 1.0, agg: str = "last",
                 filter_duplicates: bool = False, sort_completed: bool = False, draws: list | None = None) -> dict:
     """search-and-learn's beam search (`src/sal/search/beam_search.py`, lookahead 0), per problem: N beams; each
@@ -213,7 +218,7 @@ def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[list[int]],
     completed output per problem], "gen_tokens", "ver_tokens", "ver_tokens_inc": (P,) each}."""
     M = min(M, N)
     P, tree = len(problems), _tree(model, problems, force, gen, temperature)
-    digits = [tuple(d) for d in problems]
+    probs, task = list(problems), tasks.of(problems)
     active = [[(int(tree.nodes[p]), tree.root)] for p in range(P)]    # (cache row, text) per live beam
     completed: list[list[tuple]] = [[] for _ in range(P)]
     tokens = _tokens(P)
@@ -224,15 +229,15 @@ def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[list[int]],
         node = torch.tensor([n for a in active for n, _ in a], device=tree.nodes.device)
         parents = [t for a in active for _, t in a]
         texts, tok = tree.step(node, parents)
-        _charge(tokens, prob, texts, parents, first)
-        scores = scorer.values([digits[p] for p in prob.tolist()], texts, agg)
+        _charge(tokens, prob, texts, parents, first, task.prompt_len)
+        scores = scorer.values([probs[p] for p in prob.tolist()], texts, agg)
         if draws is not None:
             draws.append([[(q, t[len(q):]) for t, q, pp in zip(texts, parents, prob) if pp == p] for p in range(P)])
         kept = []
         for p in range(P):
             rows = np.flatnonzero(prob == p)
-            completed[p] += [texts[i] for i in rows.tolist() if over(texts[i])]
-            live = [i for i in rows.tolist() if not over(texts[i])]
+            completed[p] += [texts[i] for i in rows.tolist() if over(texts[i], task)]
+            live = [i for i in rows.tolist() if not over(texts[i], task)]
             if filter_duplicates:                                     # the first beam of each text
                 first_of: dict[tuple, int] = {}
                 for i in live:
@@ -252,7 +257,7 @@ def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[list[int]],
     outputs, pools, picks = [], [], []
     for p in range(P):
         done = completed[p]
-        s = scorer.values([digits[p]] * len(done), done, agg) if done else np.zeros(0)
+        s = scorer.values([probs[p]] * len(done), done, agg) if done else np.zeros(0)
         order = sorted(range(len(done)), key=lambda i: -s[i]) if sort_completed else range(len(done))
         pool = [done[i] for i in order][:N]
         pool_s = [float(s[i]) for i in order][:N]
@@ -266,7 +271,7 @@ def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[list[int]],
 
 
 @torch.inference_mode()
-def dvts(model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int, M: int, force: str = "S",
+def dvts(model: GPT | Readers, scorer: Scorer, problems: list[Problem], N: int, M: int, force: str = "S",
          gen: torch.Generator | None = None, temperature: float = 1.0, agg: str = "last", draws: list | None = None
          ) -> dict:
     """search-and-learn's DVTS (`src/sal/search/diverse_verifier_tree_search.py`, lookahead 0), per problem: N/M
@@ -277,7 +282,7 @@ def dvts(model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int
     Returns what beam_search returns (without "completed")."""
     M = min(M, N)
     P, tree = len(problems), _tree(model, problems, force, gen, temperature)
-    digits = [tuple(d) for d in problems]
+    probs, task = list(problems), tasks.of(problems)
     B = N // M
     live = [(p, b, int(tree.nodes[p]), tree.root) for p in range(P) for b in range(B)]  # (problem, subtree, row, text)
     last: dict[tuple[int, int], tuple[list[tuple], np.ndarray]] = {}
@@ -288,8 +293,8 @@ def dvts(model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int
         parents = [t for *_, t in live for _ in range(M)]
         prob = np.repeat([p for p, *_ in live], M)
         texts, tok = tree.step(node, parents)
-        _charge(tokens, prob, texts, parents, first)
-        scores = scorer.values([digits[p] for p in prob.tolist()], texts, agg)
+        _charge(tokens, prob, texts, parents, first, task.prompt_len)
+        scores = scorer.values([probs[p] for p in prob.tolist()], texts, agg)
         if draws is not None:
             draws.append([[(q, t[len(q):]) for t, q, pp in zip(texts, parents, prob) if pp == p] for p in range(P)])
         kept, nxt = [], []
@@ -297,7 +302,7 @@ def dvts(model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int
             s = scores[j * M:(j + 1) * M]
             last[p, b] = (texts[j * M:(j + 1) * M], s)
             best = j * M + int(np.argmax(s))
-            if not over(texts[best]):
+            if not over(texts[best], task):
                 kept.append(best)
                 nxt.append((p, b, texts[best]))
         if not kept:
@@ -345,7 +350,7 @@ def weighted(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
     return vote(pool, N, weight=np.where(top > 0, s / np.where(top > 0, top, 1.0), 0.0))
 
 
-def chunked(method: str, model: GPT | Readers, scorer: Scorer, problems: list[list[int]], N: int, M: int,
+def chunked(method: str, model: GPT | Readers, scorer: Scorer, problems: list[Problem], N: int, M: int,
             gen: torch.Generator | None, force: str = "S", temperature: float = 1.0, agg: str = "last",
             rows: int = 4096) -> dict:
     """Beam search ("beam"; "beam_dedup" with filter_duplicates) or DVTS ("dvts") over the problems in chunks of

@@ -12,38 +12,42 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import tasks
 from ..core.config import NS
 from ..core.model import GPT
 from ..core.pool import Pool, sample_pool
-from ..core.problems import part_of
-from ..core.task import DIGIT0, ID, PROMPT_LEN
+from ..core.problems import as_task, part_of
+from ..core.sampling import SPECIAL_ID
 from ..stats.summary import bootstrap_ci
+from ..tasks import Problem, Task
 
 
-def budget_hook(max_chain: int | None = None, min_chain: int | None = None):
-    """s1-style budget forcing on the chain (the running sums after S or T), as a logit hook:
+def budget_hook(task: str | Task, max_chain: int | None = None, min_chain: int | None = None):
+    """s1-style budget forcing on the chain (the states written after S or T), as a logit hook:
     max_chain: once the chain has that many steps, the answer marker "A" is forced (think at most b steps);
-    min_chain: until it has that many, only digits may be written (think at least b steps: s1 suppresses the
-    end of thinking; here anything but a running sum would end or break the chain)."""
-    A = ID["A"]
+    min_chain: until it has that many, only state words may be written (think at least b steps: s1 suppresses the
+    end of thinking; here anything but a state would end or break the chain)."""
+    task = as_task(task)
+    A, S, T = SPECIAL_ID["A"], SPECIAL_ID["S"], SPECIAL_ID["T"]
+    state = torch.zeros(len(task.l1_vocab), dtype=torch.bool)
+    state[task.state_ids()] = True
 
     def hook(logits: torch.Tensor, paths: torch.Tensor) -> torch.Tensor:
-        out = paths[:, PROMPT_LEN:]
+        out = paths[:, task.prompt_len:]
         if out.shape[1] == 0:
             return logits
-        thinking = (out[:, 0] == ID["S"]) | (out[:, 0] == ID["T"])
+        is_state = state[:logits.shape[1]].to(logits.device)
+        thinking = (out[:, 0] == S) | (out[:, 0] == T)
         chain = out[:, 1:]
         open_ = thinking & ~(chain == A).any(1)                       # still writing the chain
-        steps = ((chain >= DIGIT0) & (chain < DIGIT0 + 10)).sum(1)
+        steps = is_state[chain.clamp(max=len(is_state) - 1)].sum(1)
         logits = logits.clone()
         if max_chain is not None:
             cut = open_ & (steps >= max_chain)
             logits[cut] = torch.where(torch.arange(logits.shape[1], device=logits.device) == A, 0.0, float("-inf"))
         if min_chain is not None:
             more = open_ & (steps < min_chain)
-            digit = (torch.arange(logits.shape[1], device=logits.device) >= DIGIT0) & \
-                    (torch.arange(logits.shape[1], device=logits.device) < DIGIT0 + 10)
-            logits[more[:, None] & ~digit[None, :]] = float("-inf")
+            logits[more[:, None] & ~is_state[None, :]] = float("-inf")
         return logits
     return hook
 
@@ -64,14 +68,23 @@ def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray 
     if only is not None:
         acc = only[:, :N]
         w = np.where(acc.any(1, keepdims=True), np.where(acc, w, 0.0), w)
-    tally = np.zeros((len(ans), 10))
-    np.add.at(tally, (np.repeat(np.arange(len(ans)), N), np.clip(ans, 0, 9).ravel()), w.ravel())
+    task = tasks.of(pool.problems)
+    truth = pool.truth
+    if task.n_answers is not None:   # answers 0..n-1: tally by value
+        code, right = np.clip(ans, 0, task.n_answers - 1), truth
+    else:                            # a row's distinct answers in order of first appearance
+        code, right = np.zeros(ans.shape, dtype=np.int64), np.full(len(ans), -1)
+        for i, row in enumerate(ans):
+            seen: dict[int, int] = {}
+            code[i] = [seen.setdefault(a, len(seen)) for a in row.tolist()]
+            right[i] = seen.get(int(truth[i]), -1)
+    tally = np.zeros((len(ans), task.n_answers or N))
+    np.add.at(tally, (np.repeat(np.arange(len(ans)), N), code.ravel()), w.ravel())
     top = tally.max(1, keepdims=True)
     tied = np.isclose(tally, top) & (top > 0)
     noise = np.random.default_rng([seed, N]).random(tally.shape)     # a random order among the tied answers
     pick = np.where(tied, noise, -1.0).argmax(1)
-    truth = np.array([sum(d) % 10 for d in pool.problems])
-    return ((pick == truth) & (tally.max(1) > 0)).astype(float)
+    return ((pick == right) & (tally.max(1) > 0)).astype(float)
 
 
 def majority(pool: Pool, N: int) -> np.ndarray:
@@ -140,11 +153,12 @@ def summarize_scores(x: np.ndarray, seed: int = 0) -> dict:
     return {"acc": float(x.mean()), "lo": lo, "hi": hi}
 
 
-def budget_sweep(model: GPT, problems: list[list[int]], fmt: str, budgets, kind: str = "max") -> list[dict]:
+def budget_sweep(model: GPT, problems: list[Problem], fmt: str, budgets, kind: str = "max") -> list[dict]:
     """Greedy accuracy and thinking tokens with the chain capped at (kind=max) or forced to (kind=min) b steps."""
+    task = tasks.of(problems)
     rows = []
     for b in budgets:
-        hook = budget_hook(max_chain=b) if kind == "max" else budget_hook(min_chain=b)
+        hook = budget_hook(task, max_chain=b) if kind == "max" else budget_hook(task, min_chain=b)
         pool = sample_pool(model, problems, 1, force=FORCE[fmt], temperature=0.0, logit_hook=hook)
         rows.append({"format": fmt, "kind": kind, "budget": b, **summarize_scores(pool.correct[:, 0].astype(float)),
                      "tokens": float(pool.length.mean()), "thinking_tokens": float(pool.chain.mean()),
@@ -171,7 +185,7 @@ def candidates(pools: dict[str, Pool], greedy: dict[str, Pool] | None = None, bu
     return out
 
 
-def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
+def frontier(cands: list[dict], problems: list[Problem], seed: int = 0,
              targets=(0.5, 0.8, 0.9, 0.95, 0.99)) -> dict:
     """Compute-optimal strategy per k (Snell et al.): for each target accuracy, on the validation problems pick,
     for each k, the cheapest candidate that reaches it; on the disjoint test problems (core.problems.part_of) compare its
@@ -179,7 +193,7 @@ def frontier(cands: list[dict], problems: list[list[int]], seed: int = 0,
     competes on both sides, greedy decoding included. The ratio is reported whatever it is (1 when one strategy is
     best everywhere)."""
     split = np.array([part_of(d) for d in problems])
-    kk = np.array([len(d) for d in problems])
+    kk = np.array([d.k for d in problems])
     ks = sorted(set(kk.tolist()))
     name = lambda c: f"{c['format']}/{c['method']}@{c['N']}"   # noqa: E731
     for c in cands:

@@ -1,14 +1,15 @@
 """Verifiers: score a chain step by step. Learned ones (ORM, PRM, Math-Shepherd PRM) and the rule's oracle.
 
-Steps. An output (token ids after "=", as `generate` returns them) is read as a list of steps: each running sum of
-the chain, then the answer. "S 8 9 6 A 6 </s>" has 4 steps (8, 9, 6 and the answer 6); "A 6 </s>" has one (the
-answer); a chain cut short ("T 3 8") has the sums written so far (2 steps); junk ("</s>") has none. A step's
-position is the token that writes it, so a verifier scores a partial chain as well as a finished one.
+Steps. An output (token ids after "=", as `generate` returns them) is read as a list of steps: each state of the
+chain, then the answer. In digits "S 8 9 6 A 6 </s>" has 4 steps (8, 9, 6 and the answer 6); "A 6 </s>" has one (the
+answer); a chain cut short ("T 3 8") has the states written so far (2 steps); junk ("</s>") has none. A step's
+position is the token that writes it (a multi-word answer: its last word), so a verifier scores a partial chain as
+well as a finished one.
 
 Interface (what search.py programs against):
 
-    v.score_steps(digits_list, outputs) -> list[list[float]]
-        one score in [0, 1] per step written (len == len(steps(output))), for each (prompt digits, output ids);
+    v.score_steps(problems, outputs) -> list[list[float]]
+        one score in [0, 1] per step written (len == len(steps(output))), for each (problem, output ids);
         a learned verifier reads each sequence once (batched) and returns the sigmoid of its logit for each step
         token (`position_logits`). `aggregate` makes them one score per output (search-and-learn's utils/score.py
         `aggregate_scores`; Lightman et al. 2023 use prod, Snell et al. 2024 and the HF blog use last).
@@ -16,9 +17,9 @@ Interface (what search.py programs against):
         2 * parameters for a learned verifier (Kaplan et al. 2020's forward cost), 0 for the oracle.
     v.kind -> "oracle" | "uniform" | "orm" | "prm" | "prm-mc"
 
-OracleVerifier: the rule (task.check_chain's arithmetic): a step scores 1.0 when it equals the true running sum at
-its place (the answer step: the true answer), else 0.0. Aggregated with "min", an output scores 1.0 exactly when
-every step it wrote is right.
+OracleVerifier: the rule (Task.check's): a step scores 1.0 when it equals the true state at its place (the answer
+step: the true answer), else 0.0. Aggregated with "min", an output scores 1.0 exactly when every step it wrote is
+right.
 UniformVerifier: every step scores 1.0 (a verifier that knows nothing; a placebo).
 
 Labels (what the learned verifiers train on, per step):
@@ -46,60 +47,66 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .. import tasks
 from ..core import fast
 from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
 from ..core.pool import sample_pool
-from ..core.problems import problems_per_k
-from ..core.sampling import generate_n
-from ..core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, chain_steps, prompt_ids
+from ..core.problems import as_task, problems_per_k
+from ..core.sampling import SPECIAL_ID, generate_n
 from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash
 from ..io.files import cache_dir, check_name
+from ..tasks import Problem, Task
+from ..tasks.base import EOS, PAD
 from ..train.zoo import base_model
 from .config import KINDS, Agg, VerifierConfig  # noqa: F401  (this method's public names)
 
-_A, _S, _T, EOS = ID["A"], ID["S"], ID["T"], ID["</s>"]
+_A, _S, _T = SPECIAL_ID["A"], SPECIAL_ID["S"], SPECIAL_ID["T"]
 LABEL_RULES = 2
 """the version of `make_labels`' rules, part of a cached verifier's key (2: "prm" labels stop at the first error)"""
 
 
-def _is_digit(t: int) -> bool:
-    return DIGIT0 <= t < DIGIT0 + 10
+def steps(output: list[int], task: str | Task = "digits") -> list[tuple[int, int, bool]]:
+    """The steps an output writes: [(index in output, value, is_answer)], chain states first, the answer last (its
+    value the answer read, its index that of its last word).
 
-
-def steps(output: list[int]) -> list[tuple[int, int, bool]]:
-    """The steps an output writes: [(index in output, digit, is_answer)], chain sums first, the answer last.
-
-    Reads the template as task.parse does: a format token, then (S / T) the chain's digits, "A", the answer digit.
+    Reads the template as Task.parse does: a format token, then (S / T) the chain's states, "A", the answer's words.
     """
+    task = as_task(task)
     out: list[tuple[int, int, bool]] = []
     if not output:
         return out
     i = 1
     if output[0] in (_S, _T):
-        while i < len(output) and _is_digit(output[i]):
-            out.append((i, output[i] - DIGIT0, False))
+        while i < len(output) and task.is_state(output[i]):
+            out.append((i, task.state_of(output[i]), False))
             i += 1
         if i >= len(output) or output[i] != _A:
             return out
         i += 1
     elif output[0] != _A:
         return out
-    if i < len(output) and _is_digit(output[i]):
-        out.append((i, output[i] - DIGIT0, True))
+    j = i
+    while j < len(output) and j - i < task.answer_len_max and task.is_answer_word(output[j]):
+        j += 1
+    if j > i:
+        value = task.read_answer([task.vocab[t] for t in output[i:j]])
+        if value is not None:
+            out.append((j - 1, value, True))
     return out
 
 
-def oracle_labels(digits: list[int], output: list[int]) -> list[float]:
-    """1.0 / 0.0 per step: the chain's j-th sum equals the true running sum at its place in the output's format
-    (a sum written past the chain's end is wrong); the answer step is right when it is the true answer, comes where
-    the format puts it (after the whole chain: "S 3 A 0" for 1 2 3 4 skips a sum) and the output closes after it
-    (</s> next, or nothing yet). So on an output that answers, the smallest step score is 1 exactly when
-    task.check_chain accepts it."""
-    st = steps(output)
+def oracle_labels(problem: Problem, output: list[int]) -> list[float]:
+    """1.0 / 0.0 per step: the chain's j-th state equals the true state at its place in the output's format (a state
+    written past the chain's end is wrong); the answer step is right when it is the true answer, comes where the
+    format puts it (after the whole chain: in digits "S 3 A 0" for 1 2 3 4 skips a sum) and the output closes after
+    it (</s> next, or nothing yet). So on an output that answers, the smallest step score is 1 exactly when
+    Task.check_chain accepts it."""
+    task = tasks.task_of(problem)
+    st = steps(output, task)
     fmt = {_S: "short", _T: "full"}.get(output[0]) if output else None
-    want = [sum(digits[:i]) % 10 for i in chain_steps(len(digits), fmt)] if fmt else []
-    answer = sum(digits) % 10
+    want = task.gold_chain(problem, fmt)
+    answer = task.answer(problem)
     lab = []
     for j, (i, d, is_answer) in enumerate(st):
         closes = i + 1 == len(output) or output[i + 1] == EOS
@@ -107,10 +114,11 @@ def oracle_labels(digits: list[int], output: list[int]) -> list[float]:
     return lab
 
 
-def outcome_label(digits: list[int], output: list[int]) -> float:
+def outcome_label(problem: Problem, output: list[int]) -> float:
     """1.0 when the output's answer is right (ORM's label), else 0.0 (no answer counts as wrong)."""
-    st = steps(output)
-    return float(bool(st) and st[-1][2] and st[-1][1] == sum(digits) % 10)
+    task = tasks.task_of(problem)
+    st = steps(output, task)
+    return float(bool(st) and st[-1][2] and st[-1][1] == task.answer(problem))
 
 
 def aggregate(step_scores: list[list[float]], agg: Agg = "last") -> np.ndarray:
@@ -127,8 +135,8 @@ class OracleVerifier:
     kind = "oracle"
     flops_per_token = 0.0
 
-    def score_steps(self, digits_list: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
-        return [oracle_labels(d, o) for d, o in zip(digits_list, outputs)]
+    def score_steps(self, problems: list[Problem], outputs: list[list[int]]) -> list[list[float]]:
+        return [oracle_labels(p, o) for p, o in zip(problems, outputs)]
 
 
 class UniformVerifier:
@@ -138,26 +146,25 @@ class UniformVerifier:
     kind = "uniform"
     flops_per_token = 0.0
 
-    def score_steps(self, digits_list: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
-        return [[1.0] * len(steps(o)) for o in outputs]
+    def score_steps(self, problems: list[Problem], outputs: list[list[int]]) -> list[list[float]]:
+        task = tasks.of(problems)
+        return [[1.0] * len(steps(o, task)) for o in outputs]
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Learned verifiers: the thinker's GPT with a verifier head (token or scalar).
 
-PAD = ID["<pad>"]
 
-
-def training_problems(n_per_k: int, seed: int = 0) -> list[list[int]]:
+def training_problems(n_per_k: int, seed: int = 0, task: str | Task = "digits") -> list[Problem]:
     """A verifier's training problems: n_per_k per k from the "train" part of the space (core.problems), with
     repetition where a k is small. Every check and search that scores a verifier draws from "val" or "test", so
     they are disjoint from these whatever the seeds."""
-    return problems_per_k(n_per_k, f"verifier-{seed}", split="train", repeat=True)
+    return problems_per_k(n_per_k, f"verifier-{seed}", split="train", repeat=True, task=task)
 
 
-def held_out_problems(n_per_k: int, seed: int = 0) -> list[list[int]]:
+def held_out_problems(n_per_k: int, seed: int = 0, task: str | Task = "digits") -> list[Problem]:
     """Up to n_per_k distinct problems per k no verifier trained on (the "test" part)."""
-    return problems_per_k(n_per_k, f"verifier-{seed}", split="test")
+    return problems_per_k(n_per_k, f"verifier-{seed}", split="test", task=task)
 
 
 def build_net(thinker: GPT | None = None, cfg: dict | None = None, head: str = "token") -> GPT:
@@ -184,11 +191,12 @@ def position_logits(net: GPT, ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([z.new_zeros(len(ids), 1), z[:, :-1].gather(-1, ids[:, 1:, None])[..., 0]], 1)
 
 
-def _batch(digits_list, outputs, device=None):
-    """(B, MAX_LEN) ids of prompt + output, pad-filled (outputs are cut to fit)."""
-    seq = np.full((len(outputs), MAX_LEN), PAD, dtype=np.int64)
-    for i, (d, o) in enumerate(zip(digits_list, outputs)):
-        ids = (prompt_ids(d) + list(o))[:MAX_LEN]
+def _batch(problems, outputs, device=None):
+    """(B, max_len) ids of prompt + output, pad-filled (outputs are cut to fit)."""
+    task = tasks.of(problems)
+    seq = np.full((len(outputs), task.max_len), PAD, dtype=np.int64)
+    for i, (d, o) in enumerate(zip(problems, outputs)):
+        ids = (task.prompt_ids(d) + list(o))[:task.max_len]
         seq[i, :len(ids)] = ids
     return torch.from_numpy(seq).to(device)
 
@@ -201,34 +209,36 @@ class Verifier:
         self.flops_per_token = 2.0 * sum(p.numel() for p in net.parameters())
 
     @torch.inference_mode()
-    def step_logits(self, digits_list, outputs, chunk: int = 4096) -> list[np.ndarray]:
+    def step_logits(self, problems, outputs, chunk: int = 4096) -> list[np.ndarray]:
         dev = next(self.net.parameters()).device
+        task = tasks.of(problems)
+        P, L = task.prompt_len, task.max_len
         out = []
         for s in range(0, len(outputs), chunk):
-            d, o = digits_list[s:s + chunk], outputs[s:s + chunk]
-            logit = position_logits(self.net, _batch(d, o, dev)).float().cpu().numpy()   # (B, MAX_LEN)
+            d, o = problems[s:s + chunk], outputs[s:s + chunk]
+            logit = position_logits(self.net, _batch(d, o, dev)).float().cpu().numpy()   # (B, max_len)
             for b, oo in enumerate(o):
-                idx = [PROMPT_LEN + i for i, _, _ in steps(oo) if PROMPT_LEN + i < MAX_LEN]
+                idx = [P + i for i, _, _ in steps(oo, task) if P + i < L]
                 out.append(logit[b, idx])
         return out
 
-    def score_steps(self, digits_list, outputs) -> list[list[float]]:
-        return [(1 / (1 + np.exp(-z))).tolist() for z in self.step_logits(digits_list, outputs)]
+    def score_steps(self, problems, outputs) -> list[list[float]]:
+        return [(1 / (1 + np.exp(-z))).tolist() for z in self.step_logits(problems, outputs)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Training data: the thinker's own samples, labelled.
 
-def sample_outputs(thinker: GPT, problems: list[list[int]], cfg: VerifierConfig, gen: torch.Generator
-                   ) -> tuple[list[list[int]], list[list[int]]]:
+def sample_outputs(thinker: GPT, problems: list[Problem], cfg: VerifierConfig, gen: torch.Generator
+                   ) -> tuple[list[Problem], list[list[int]]]:
     """cfg.samples outputs per problem at cfg.temperature, each problem's format forced by cfg.format_weights.
-    Returns (digits per row, output ids per row), problem-major.
+    Returns (problem per row, output ids per row), problem-major.
 
     Memoised on everything the samples depend on (the thinker's weights, the problems, the sampling settings and
     gen's state): the kinds of one seed draw the same training outputs and the same held-out ones, so the lab's
     search unit sampled six times what it needed twice. A repeat hands back the lists and leaves gen where the
     sampling left it, so what draws from gen next (prm-mc's rollouts) draws the same stream."""
-    key = (weights_hash(thinker), tuple(map(tuple, problems)), cfg.formats, cfg.format_weights, cfg.samples,
+    key = (weights_hash(thinker), tuple(problems), cfg.formats, cfg.format_weights, cfg.samples,
            cfg.temperature, gen.device.type, bytes(gen.get_state().numpy()))
     if key in _SAMPLED:
         digs, outs, state = _SAMPLED[key]
@@ -260,26 +270,27 @@ def _sample_outputs(thinker: GPT, problems, cfg: VerifierConfig, gen: torch.Gene
     return digs, outs
 
 
-def mc_labels(digits_list, outputs, complete) -> list[list[float]]:
+def mc_labels(problems, outputs, complete) -> list[list[float]]:
     """Math-Shepherd's soft labels: for each step, the share of the completions `complete` samples from the prefix
     that ends at that step which reach the right answer. complete(prompts) -> [list of completions per prompt]
     (prompts: prompt ids + the prefix). The answer step needs no rollout: its prefix already holds the answer
     (label 1.0 or 0.0). Each distinct (problem, prefix) is rolled out once."""
+    task = tasks.of(problems)
     todo: dict[tuple, None] = {}
-    for d, o in zip(digits_list, outputs):
-        for i, _, is_answer in steps(o):
+    for d, o in zip(problems, outputs):
+        for i, _, is_answer in steps(o, task):
             if not is_answer:
-                todo[(tuple(d), tuple(o[:i + 1]))] = None
+                todo[(d, tuple(o[:i + 1]))] = None
     keys = list(todo)
     share = {}
     if keys:
-        comps = complete([prompt_ids(list(d)) + list(p) for d, p in keys])
+        comps = complete([task.prompt_ids(d) + list(p) for d, p in keys])
         for (d, p), cs in zip(keys, comps):
-            share[(d, p)] = float(np.mean([outcome_label(list(d), list(p) + list(c)) for c in cs]))
+            share[(d, p)] = float(np.mean([outcome_label(d, list(p) + list(c)) for c in cs]))
     labels = []
-    for d, o in zip(digits_list, outputs):
-        labels.append([float(v == sum(d) % 10) if is_answer else share[(tuple(d), tuple(o[:i + 1]))]
-                       for i, v, is_answer in steps(o)])
+    for d, o in zip(problems, outputs):
+        labels.append([float(v == task.answer(d)) if is_answer else share[(d, tuple(o[:i + 1]))]
+                       for i, v, is_answer in steps(o, task)])
     return labels
 
 
@@ -298,25 +309,28 @@ def first_error(labels: list[float]) -> list[float]:
     return labels if wrong is None else labels[:wrong + 1]
 
 
-def make_labels(kind: str, thinker: GPT, digits_list, outputs, cfg: VerifierConfig, gen: torch.Generator):
+def make_labels(kind: str, thinker: GPT, problems, outputs, cfg: VerifierConfig, gen: torch.Generator):
     """Per-step targets in [0, 1] for one kind, for the first steps of each output (rows without steps get none;
     "prm" labels stop at the first wrong step)."""
+    task = tasks.of(problems)
     if kind == "orm":
-        return [[outcome_label(d, o)] * len(steps(o)) for d, o in zip(digits_list, outputs)]
+        return [[outcome_label(d, o)] * len(steps(o, task)) for d, o in zip(problems, outputs)]
     if kind == "prm":
-        return [first_error(oracle_labels(d, o)) for d, o in zip(digits_list, outputs)]
-    return mc_labels(digits_list, outputs, thinker_completer(thinker, cfg.rollouts, gen, cfg.temperature))
+        return [first_error(oracle_labels(d, o)) for d, o in zip(problems, outputs)]
+    return mc_labels(problems, outputs, thinker_completer(thinker, cfg.rollouts, gen, cfg.temperature))
 
 
-def _targets(digits_list, outputs, labels) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """ids (N, MAX_LEN), soft targets (N, MAX_LEN) and a mask of the step positions."""
-    ids = _batch(digits_list, outputs)
+def _targets(problems, outputs, labels) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ids (N, max_len), soft targets (N, max_len) and a mask of the step positions."""
+    task = tasks.of(problems)
+    P, L = task.prompt_len, task.max_len
+    ids = _batch(problems, outputs)
     y = torch.zeros(ids.shape)
     m = torch.zeros(ids.shape, dtype=torch.bool)
     for b, (o, lab) in enumerate(zip(outputs, labels)):
-        for (i, _, _), v in zip(steps(o), lab):
-            if PROMPT_LEN + i < MAX_LEN:
-                y[b, PROMPT_LEN + i], m[b, PROMPT_LEN + i] = v, True
+        for (i, _, _), v in zip(steps(o, task), lab):
+            if P + i < L:
+                y[b, P + i], m[b, P + i] = v, True
     return ids, y, m
 
 
@@ -353,19 +367,21 @@ def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:
 
 def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfig | None = None,
                    cache: str | None = None, name: str | None = None, log=print,
-                   samples: tuple[list, list] | None = None) -> Verifier:
-    """Train (or load from the cache) a verifier of `kind` on `thinker`'s own samples of training problems, or on
-    `samples` (digits per row, output ids per row) when given: the outputs of a generator that is not one model.
+                   samples: tuple[list, list] | None = None, task: str | Task = "digits") -> Verifier:
+    """Train (or load from the cache) a verifier of `kind` on `thinker`'s own samples of `task`'s training problems,
+    or on `samples` (problem per row, output ids per row) when given: the outputs of a generator that is not one
+    model.
 
     Cached as <cache>/<name> (default verifier-<kind>-<thinker hash>-<config hash>-seed<seed>, and the samples'
     fingerprint), safetensors + JSON, keyed by the config, the seed, the thinker's weights and the samples;
     name=None with cache="" disables caching (tests)."""
     cfg = VerifierConfig(**{**asdict(config or VerifierConfig()), "kind": kind})
     cfg.validate()
-    given = None if samples is None else [[list(map(int, d)) for d in samples[0]],
-                                          [list(map(int, o)) for o in samples[1]]]
-    key = cache_key({"verifier": asdict(cfg), "labels": LABEL_RULES, "seed": seed, **({"fixed": given} if given else {})},
-                    init=thinker)
+    task = as_task(task)
+    given = None if samples is None else [[list(d.x) for d in samples[0]], [list(map(int, o)) for o in samples[1]]]
+    on_task = {} if task.spec == "digits" else {"task": task.spec}     # digits' keys as they were
+    key = cache_key({"verifier": asdict(cfg), "labels": LABEL_RULES, "seed": seed, **on_task,
+                     **({"fixed": given} if given else {})}, init=thinker)
     stem = None
     if cache != "":
         # the thinker's hash and the config's: a quick and a full verifier of one thinker keep separate files
@@ -388,8 +404,8 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     t0 = time.perf_counter()
-    problems = training_problems(cfg.n_per_k, seed)
-    digs, outs = (given[0], given[1]) if given else sample_outputs(thinker, problems, cfg, gen)
+    problems = training_problems(cfg.n_per_k, seed, task)
+    digs, outs = (list(samples[0]), given[1]) if given else sample_outputs(thinker, problems, cfg, gen)
     if kind == "prm-mc" and cfg.mc_share < 1:     # rollouts are the cost: label a share of the outputs
         keep = np.random.default_rng(seed).random(len(outs)) < cfg.mc_share
         digs, outs = [d for d, k in zip(digs, keep) if k], [o for o, k in zip(outs, keep) if k]
@@ -399,7 +415,7 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     ids, y, m = _targets(digs, outs, labels)
     src = thinker if cfg.init == "thinker" else None
     if cfg.init == "base":
-        src = base_model(seed, cache=cache or None, log=log)
+        src = base_model(seed, cache=cache or None, log=log, task=task)
     net = build_net(src, cfg=thinker.config(), head=cfg.head)
     losses = fit(net, ids, y, m, cfg, seed)
     seconds = time.perf_counter() - t0
@@ -451,24 +467,25 @@ def calibration(scores, labels, n_bins: int = 10) -> dict:
     return {"ece": float(ece), "bins": bins}
 
 
-def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, config: VerifierConfig | None = None
-                     ) -> dict:
+def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, config: VerifierConfig | None = None,
+                     task: str | Task = "digits") -> dict:
     """Score the thinker's samples of held-out problems (the held-out quarter, disjoint from every training set)
     and compare with the oracle. Returns step-level AUROC, ECE and reliability bins (all steps, and chain steps
     alone), the step AUROC on the steps up to each output's first wrong step (what PRM800K labels, and all a
     weakest-step score reads: a step after an error is wrong by inheritance), outcome AUROC per aggregation (score
     vs answer right), and the counts."""
     cfg = config or VerifierConfig()
+    task = as_task(task)
     gen = torch.Generator().manual_seed(10_000 + seed)
-    digs, outs = sample_outputs(thinker, held_out_problems(n_per_k, seed), cfg, gen)
+    digs, outs = sample_outputs(thinker, held_out_problems(n_per_k, seed, task), cfg, gen)
     sc = verifier.score_steps(digs, outs)
     lab = [oracle_labels(d, o) for d, o in zip(digs, outs)]
     flat_s = np.array([x for r in sc for x in r])
     flat_y = np.array([x for r in lab for x in r])
-    is_chain = np.array([not a for o in outs for _, _, a in steps(o)])
+    is_chain = np.array([not a for o in outs for _, _, a in steps(o, task)])
     upto = np.array([j < len(first_error(r)) for r in lab for j in range(len(r))], dtype=bool)
     outcome = np.array([outcome_label(d, o) for d, o in zip(digs, outs)])
-    ks = np.array([len(d) for d in digs])
+    ks = np.array([d.k for d in digs])
     res = {"kind": verifier.kind, "n_outputs": len(outs), "n_steps": int(len(flat_y)),
            "step_positive_share": float(flat_y.mean()), "step_auroc": auroc(flat_s, flat_y),
            "chain_step_auroc": auroc(flat_s[is_chain], flat_y[is_chain]),

@@ -4,16 +4,29 @@ experiments)."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 import tomllib
 
 from .. import experiments as X
+from .. import tasks as T
 from ..core.config import check_numbers, parse_value, with_values
 from ..io import tblog
 from ..io.files import resolve
 from .executor import ExecConfig
+
+
+def group_of(exp: str, task: str) -> str:
+    """Where an experiment's results on a task go in a lab's store: <exp>/ for digits (the lab's first task, where
+    its results always were), <task>/<exp>/ for any other ("compose,n_f=4/rl": a task's knobs after commas)."""
+    return exp if task == "digits" else f"{task.replace(':', ',')}/{exp}"
+
+
+def split_group(group: str) -> tuple[str, str]:
+    """(experiment, task) of a lab's store group (group_of's inverse)."""
+    head, _, tail = group.rpartition("/")
+    return tail, head.replace(",", ":") if head else "digits"
 
 
 @dataclass
@@ -45,6 +58,12 @@ class LabConfig:
     have results)"""
     experiment: tuple[str, ...] = ()
     """extra experiment files to register (your idea in one file: docs/your_idea.md)"""
+    tasks: tuple[str, ...] = ()
+    """the tasks every experiment runs on, each its own results and its own column of the report ("all": every
+    registered task; knobs after colons, "compose:n_f=4"); none given: each experiment's config's own task (digits
+    unless a config says otherwise)"""
+    task_file: tuple[str, ...] = ()
+    """task files to register first (your task in one file: docs/your_task.md)"""
     configs: dict[str, Any] = field(default_factory=dict)
     """experiment name -> its Config; an experiment not named here runs its default (or, with quick, its quick) one"""
     execution: ExecConfig = field(default_factory=ExecConfig)
@@ -63,9 +82,34 @@ class LabConfig:
         names = self.only or tuple(n for n in X.names() if self.all or X.get(n).tier == "core")
         return tuple(n for n in names if X.get(n).placebo is not None) if self.placebo else names
 
-    def config_of(self, name: str):
-        cfg = self.configs.get(name) or X.get(name).config(self.quick)
-        return X.get(name).placebo(cfg) if self.placebo else cfg
+    def task_list(self) -> tuple[str, ...]:
+        """The tasks named (every registered one for "all"), as their specs; () when none were."""
+        if "all" in self.tasks:
+            return T.names()
+        return tuple(dict.fromkeys(T.get(t).spec for t in self.tasks))
+
+    def runs(self) -> list[tuple[str, Any]]:
+        """(store group, config) of every selected experiment on every task, in the report's order: task by task,
+        experiments in the registry's order."""
+        out = []
+        for task in self.task_list() or (None,):
+            for name in self.selected():
+                cfg = self.configs.get(name) or X.get(name).config(self.quick)
+                if task is not None and hasattr(cfg, "task"):
+                    cfg = replace(cfg, task=task)
+                cfg = X.get(name).placebo(cfg) if self.placebo else cfg
+                out.append((group_of(name, getattr(cfg, "task", "digits")), cfg))
+        return out
+
+    def config_of(self, group: str):
+        """The config a store group of this lab runs (a group: an experiment's name, or <task>/<experiment>)."""
+        found = dict(self.runs()).get(group)
+        if found is not None:
+            return found
+        exp, task = split_group(group)
+        cfg = self.configs.get(exp) or X.get(exp).config(self.quick)
+        cfg = replace(cfg, task=task) if hasattr(cfg, "task") else cfg
+        return X.get(exp).placebo(cfg) if self.placebo else cfg
 
     def env(self) -> X.Env:
         return X.Env(cache=self.cache_dir, device=self.device, quick=self.quick, checkpoint=self.checkpoint)
@@ -73,6 +117,8 @@ class LabConfig:
     def validate(self) -> None:
         self.execution.validate()
         tblog.check(self.report_to)
+        for path in self.task_file:
+            T.load_file(path)
         X.load_plugins(self.experiment)
         for name in self.only:
             X.get(name)
@@ -81,18 +127,24 @@ class LabConfig:
         if not self.seeds:
             raise ValueError("the lab needs at least one seed")
         check_numbers(self, "lab")
-        check_checkpoint(self.checkpoint, self.selected())
-        for name in self.selected():
-            X.get(name).validate(self.config_of(name))
+        self.task_list()                              # an unknown task or knob: ValueError naming the choices
+        runs = self.runs()
+        check_checkpoint(self.checkpoint, self.selected(), {getattr(c, "task", "digits") for _, c in runs})
+        for group, cfg in runs:
+            X.get(split_group(group)[0]).validate(cfg)
 
 
-def check_checkpoint(checkpoint: str | None, names) -> None:
-    """A checkpoint replaces the base model: it must load (a CheckpointError names what is wrong), and only
-    experiments that start from the base model may take one."""
+def check_checkpoint(checkpoint: str | None, names, tasks=("digits",)) -> None:
+    """A checkpoint replaces the base model: it must load (a CheckpointError names what is wrong), it must have been
+    trained on the task the experiments run on, and only experiments that start from the base model may take one."""
     if checkpoint is None:
         return
     from ..io.checkpoint import load_model  # torch, needed only here
-    load_model(resolve(checkpoint))
+    _, meta = load_model(resolve(checkpoint))
+    own = meta.get("task", "digits")
+    other = sorted(t for t in tasks if t != own)
+    if other:
+        raise ValueError(f"--checkpoint: {checkpoint} was trained on task {own}, the experiments run on {other[0]}")
     others = [n for n in names if not X.get(n).takes_checkpoint]
     if others:
         raise ValueError(f"--checkpoint: {', '.join(others)} start from another model (the erring thinker), not from "
@@ -123,6 +175,8 @@ class SweepConfig:
     """a saved model every seed starts from in place of its base model (as the lab's --checkpoint)"""
     experiment: tuple[str, ...] = ()
     """experiment files to register first (a sweep of your own idea)"""
+    task_file: tuple[str, ...] = ()
+    """task files to register first (a sweep over your own task: --grid task=my_task,digits)"""
     fresh: bool = False
     """rerun every unit even where a finished result with the same settings exists"""
     wait: bool = False
@@ -150,12 +204,14 @@ class SweepConfig:
         """Every cell's config is built and checked here, before any work."""
         self.execution.validate()
         tblog.check(self.report_to)
+        for path in self.task_file:
+            T.load_file(path)
         X.load_plugins(self.experiment)
         exp = X.get(self.exp)
         if not self.seeds:
             raise ValueError("a sweep needs at least one seed")
         check_numbers(self, "sweep")
-        check_checkpoint(self.checkpoint, [self.exp])
+        check_checkpoint(self.checkpoint, [self.exp], {getattr(self.config_of(c), "task", "digits") for c in self.cells()})
         if not self.grid and not self.fixed:
             raise ValueError(f"an empty sweep: give --grid FIELD=V1,V2 (fields of {self.exp}'s config: "
                              f"{', '.join(grid_fields(self.exp))})")

@@ -1,9 +1,10 @@
 """The lab: one command walks the lecture's path and writes a report.
 
-Every registered experiment (`reasonlab.experiments`) runs once per seed; its result goes to the store as
-<out>/<experiment>/seed<s>.json next to its plots. A finished (experiment, seed) whose key is unchanged is read
+Every registered experiment (`reasonlab.experiments`) runs once per seed on each task of the run; its result goes to
+the store as <out>/<experiment>/seed<s>.json next to its plots (digits), <out>/<task>/<experiment>/seed<s>.json (any
+other task: a "group" of the store, runner.config.group_of). A finished (group, seed) whose key is unchanged is read
 back instead of rerun, so an interrupted lab resumes where it stopped. The report (report.md, report.html,
-findings.json) is rebuilt from the store at the end.
+findings.json) is rebuilt from the store at the end, one report for every task, with a task column.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from dataclasses import asdict, replace
 from typing import Callable
 
 from .. import experiments as X
+from .. import tasks as T
 from ..experiments import thresholds
 from ..io import report, tblog
 from ..io.checkpoint import write_json
@@ -27,14 +29,14 @@ from ..io.files import cache_dir
 from ..io.runs import locked
 from ..stats import findings
 from . import units
-from .config import LabConfig
+from .config import LabConfig, group_of, split_group
 from .executor import UnitsFailed
 from .store import Store
 
 
-def unit_key(exp: str, seed: int, cfg: LabConfig) -> str:
-    """The store key of one (experiment, seed) of this lab (units.unit_key)."""
-    return units.unit_key(exp, seed, cfg.config_of(exp), cfg.quick, cfg.checkpoint)
+def unit_key(group: str, seed: int, cfg: LabConfig) -> str:
+    """The store key of one (group: an experiment on a task, seed) of this lab (units.unit_key)."""
+    return units.unit_key(split_group(group)[0], seed, cfg.config_of(group), cfg.quick, cfg.checkpoint)
 
 
 def run(cfg: LabConfig, log: Callable = print) -> dict:
@@ -61,12 +63,13 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
     store = Store(cfg.out, packed=cfg.pack)
     env = replace(cfg.env(), cache=cache_dir(cfg.cache_dir),      # workers elsewhere (another cwd or node): absolute
                   checkpoint=cfg.checkpoint and os.path.abspath(cfg.checkpoint))
-    only = cfg.selected()
-    arms = [units.Arm(exp, exp, cfg.config_of(exp)) for exp in only]
+    runs = cfg.runs()
+    arms = [units.Arm(group, split_group(group)[0], config) for group, config in runs]
     timing, failed = units.execute(arms, cfg.seeds, env, cfg.execution, store, os.path.abspath(os.path.join(cfg.out, "logs")),
-                                   cfg.fresh, tuple(os.path.abspath(p) for p in cfg.experiment), log)
+                                   cfg.fresh, tuple(os.path.abspath(p) for p in cfg.experiment), log,
+                                   tuple(os.path.abspath(p) for p in cfg.task_file))
     if cfg.pack:
-        store.pack(only, cfg.seeds)
+        store.pack([g for g, _ in runs], cfg.seeds)
     results = load_results(cfg.out, cfg.seeds)
     wall = time.perf_counter() - t_lab
     meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
@@ -92,7 +95,7 @@ def rebuild_report(cfg: LabConfig) -> dict:
 def _rebuild_report(cfg: LabConfig) -> dict:
     store = Store(cfg.out, packed=cfg.pack)
     if cfg.pack:
-        store.pack(X.names(), cfg.seeds)
+        store.pack(lab_groups(cfg.out), cfg.seeds)
     results = load_results(cfg.out, cfg.seeds)
     if not results:
         raise ValueError(f"--report-only: no finished experiments in {cfg.out} for seeds {list(cfg.seeds)}")
@@ -108,64 +111,100 @@ def _rebuild_report(cfg: LabConfig) -> dict:
                         config_of=cfg.config_of)
 
 
+def lab_groups(out: str) -> list[str]:
+    """The store groups a lab at `out` may hold, in the report's order: every registered experiment on digits
+    (<exp>/), then on each other task whose folder is there (<task>/<exp>/), tasks in the registry's order."""
+    found = []
+    if os.path.isdir(out):
+        for d in sorted(os.listdir(out)):
+            if d in X.names() or not os.path.isdir(os.path.join(out, d)):
+                continue
+            try:
+                found.append(T.get(d.replace(",", ":")).spec)
+            except ValueError:
+                continue
+    rank = {n: i for i, n in enumerate(T.names())}
+    found.sort(key=lambda spec: (rank.get(spec.split(":")[0], len(rank)), spec))
+    return [group_of(e, t) for t in ["digits", *found] for e in X.names()]
+
+
 def load_results(out: str, seeds) -> dict:
-    """{experiment: {"results": [per-seed results], "seconds": [...]}} for every registered experiment with a result
-    per seed in the store at `out` (a record of the wrong shape: BadRecord, naming the file)."""
-    return Store(out).collect(X.names(), seeds, check=lambda name: X.get(name).check_result)
+    """{group: {"results": [per-seed results], "seconds": [...]}} for every experiment on every task with a result
+    per seed in the store at `out` (a group: the experiment's name for digits, <task>/<experiment> for another task;
+    a record of the wrong shape: BadRecord, naming the file)."""
+    return Store(out).collect(lab_groups(out), seeds, check=lambda g: X.get(split_group(g)[0]).check_result)
 
 
-def render(exp: str, results: list[dict], out: str) -> list[tuple[str, str]]:
-    """One experiment's sections from its per-seed results."""
-    return X.get(exp).render(results, out)
+def render(group: str, results: list[dict], out: str) -> list[tuple[str, str]]:
+    """One experiment's sections on one task from its per-seed results: its plots under <out>/<task>/ for a task
+    other than digits, the links to them and the section titles rewritten to say so."""
+    exp, task = split_group(group)
+    if task == "digits":
+        return X.get(exp).render(results, out)
+    folder = group.rsplit("/", 1)[0]
+    secs = X.get(exp).render(results, os.path.join(out, folder))
+    return [(re.sub(r"\]\((?!https?:|/)([^)]+)\)", lambda m: f"]({folder}/{m.group(1)})", md, count=0)
+             .replace("\n", f" (task {task})\n", 1), head) for md, head in secs]
 
 
 def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
-    """One experiment's claims over its per-seed results, each with its experiment's name and kind, judged
-    (findings.judge: the primary against the design's room from `config`, every claim gated by its premises). An
-    experiment whose claims declare no kind has its first claim as its primary."""
+    """One experiment's claims over its per-seed results, each with its experiment's name, its task and its kind,
+    judged (findings.judge: the primary against the design's room from `config`, every claim gated by its
+    premises). An experiment whose claims declare no kind has its first claim as its primary."""
     e = X.get(name)
+    task = getattr(config, "task", "digits")
     fs = e.claims(rs)
     if not any("kind" in f for f in fs):
         fs = [{**f, "kind": findings.PRIMARY if i == 0 else findings.SECONDARY} for i, f in enumerate(fs)]
-    fs = [{**f, "experiment": name, "kind": findings.kind_of(f), "primary": findings.kind_of(f) == findings.PRIMARY}
-          for f in fs]
+    fs = [{**f, "experiment": name, "task": task, "kind": findings.kind_of(f),
+           "primary": findings.kind_of(f) == findings.PRIMARY} for f in fs]
     return findings.judge(fs, e.room(config) if e.room is not None and config is not None else None)
 
 
 def lab_findings(results: dict, config_of: Callable | None = None) -> list[dict]:
-    """Every claim of every experiment in `results` ({experiment: {"results": [per seed]}}), in the report's order
-    (experiment_findings; config_of(name): its config, for the primary's room); the primaries of the lab are
-    corrected for multiplicity together (findings.holm)."""
+    """Every claim of every experiment on every task in `results` ({group: {"results": [per seed]}}), in the report's
+    order (experiment_findings; config_of(group): its config, for the primary's room and its task); the primaries of
+    the lab, every task's, are corrected for multiplicity together (findings.holm)."""
     out = []
-    for name in X.names():
-        if name in results:
-            out += experiment_findings(name, results[name]["results"], config_of(name) if config_of else None)
+    for group in results:
+        exp, task = split_group(group)
+        config = config_of(group) if config_of else None
+        fs = experiment_findings(exp, results[group]["results"], config)
+        out += [{**f, "task": task} for f in fs]
     return findings.holm(out)
 
 
+def _primary(fs: list[dict], group: str) -> dict | None:
+    exp, task = split_group(group)
+    return next((f for f in fs if f.get("experiment") == exp and f.get("task", "digits") == task and f.get("primary")),
+                None)
+
+
 def glance(sections: dict, fs: list[dict]) -> str:
-    """Lessons at a glance: one row per experiment, its question, its primary claim's verdict and a thumbnail of its
-    first plot (read off the rendered sections, so nothing is typed twice)."""
-    rows = ["| experiment | question | primary claim | verdict | plot |", "|---|---|---|---|---|"]
-    for exp in X.names():
-        for md, _ in sections.get(exp, [])[:1]:             # an experiment's main section comes first
+    """Lessons at a glance: one row per experiment and task, its question, its primary claim's verdict and a
+    thumbnail of its first plot (read off the rendered sections, so nothing is typed twice)."""
+    rows = ["| experiment | task | question | primary claim | verdict | plot |", "|---|---|---|---|---|---|"]
+    for group, secs in sections.items():
+        for md, _ in secs[:1]:             # an experiment's main section comes first
             title = md.splitlines()[0].lstrip("# ").strip()
             q = re.search(r"> \*\*Question\.\*\*(.*?)(?:\n\n|\n[^>])", md, re.S)
             question = " ".join(re.sub(r"\n> ?", " ", q.group(1)).split()).replace("<", "&lt;") if q else ""
             img = re.search(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
             thumb = f'<img src="{img.group(1)}" width="180">' if img else ""
-            prim = next((f for f in fs if f.get("experiment") == exp and f.get("primary")), None)
+            prim = _primary(fs, group)
             verdict = f"**{prim['verdict']}**" if prim else "—"
-            rows.append(f"| {title} | {question} | {prim['claim'] if prim else '—'} | {verdict} | {thumb} |")
+            claim = findings.cell(prim["claim"]) if prim else "—"
+            rows.append(f"| {title} | {split_group(group)[1]} | {findings.cell(question)} | {claim} | "
+                        f"{verdict} | {thumb} |")
     return "\n".join(rows)
 
 
 _TO_RENDER: tuple = ()   # (results, out) for the forked rendering processes, which read it from the parent's memory
 
 
-def _render_forked(exp: str) -> list[tuple[str, str]]:
+def _render_forked(group: str) -> list[tuple[str, str]]:
     results, out = _TO_RENDER
-    return render(exp, results[exp]["results"], out)
+    return render(group, results[group]["results"], out)
 
 
 def render_all(results: dict, out: str, workers: int | None = None, also: Callable | None = None):
@@ -177,7 +216,8 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     rendering runs none (tests/runner/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
     rendering process dies, it renders here."""
     global _TO_RENDER
-    exps = [e for e in units.longest_first("render_cost") if e in results]
+    cost = {e: i for i, e in enumerate(units.longest_first("render_cost"))}
+    exps = sorted(results, key=lambda g: cost[split_group(g)[0]])
     workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
     here = lambda: {e: render(e, results[e]["results"], out) for e in exps}   # noqa: E731
     if workers < 2 or len(exps) < 2 or sys.platform != "linux":
@@ -200,45 +240,46 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
 
 
 def numbered(secs: dict) -> dict:
-    """The sections with their numbers: one count over the report, in the registry's order (a section's heading
+    """The sections with their numbers: one count over the report, in the report's order (a section's heading
     is "## <title>" as its experiment renders it; it reads "## <n>. <title>" in the report)."""
     n, out = 0, {}
-    for exp in X.names():
-        out[exp] = []
-        for md, head in secs.get(exp, []):
+    for group, parts in secs.items():
+        out[group] = []
+        for md, head in parts:
             n += 1
-            out[exp].append((md.replace("## ", f"## {n}. ", 1), head))
+            out[group].append((md.replace("## ", f"## {n}. ", 1), head))
     return out
 
 
 def placebo_verdicts(out: str) -> dict[str, dict]:
-    """{experiment: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
+    """{group: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
     `reasonlab lab --placebo --quick`), if there is one."""
     try:
         with open(os.path.join(out, "placebo", "findings.json"), encoding="utf-8") as f:
-            return {p["experiment"]: p for p in json.load(f) if p.get("primary")}
+            return {group_of(p["experiment"], p.get("task", "digits")): p for p in json.load(f) if p.get("primary")}
     except (OSError, ValueError, TypeError, KeyError):
         return {}
 
 
-def primaries_table(fs: list[dict], names, placebo: dict[str, dict]) -> str:
-    """One row per experiment: its primary claim with its control, the design's room, the placebo's verdict (before
-    its premises gate it: at quick size a premise may fail) and this run's value and verdict; "demonstration" for an
-    experiment with no primary (its premises only)."""
+def primaries_table(fs: list[dict], groups, placebo: dict[str, dict]) -> str:
+    """One row per experiment and task: its primary claim with its control, the design's room, the placebo's verdict
+    (before its premises gate it: at quick size a premise may fail) and this run's value and verdict;
+    "demonstration" for an experiment with no primary (its premises only)."""
     rows = []
-    for exp in names:
-        prim = next((f for f in fs if f.get("experiment") == exp and f.get("primary")), None)
+    for group in groups:
+        exp, task = split_group(group)
+        prim = _primary(fs, group)
         if prim is None:
-            rows.append([f"`{exp}`", "demonstration (premises only)", "", "", "", "", ""])
+            rows.append([f"`{exp}`", task, "demonstration (premises only)", "", "", "", "", ""])
             continue
         room = prim.get("room")
-        p = placebo.get(exp)
-        rows.append([f"`{exp}`", prim["claim"], prim.get("control", "—"),
+        p = placebo.get(group)
+        rows.append([f"`{exp}`", task, prim["claim"], prim.get("control", "—"),
                      f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
                      f"{p.get('ungated', p['verdict'])} ({findings._num(p['value'])})" if p else "not run",
                      f"{findings._num(prim['value'])} [{findings._num(prim['ci95'][0])}, "
                      f"{findings._num(prim['ci95'][1])}]", f"**{prim['verdict']}**"])
-    return report.md_table(["experiment", "primary claim", "control", "room (design)", "placebo (quick)",
+    return report.md_table(["experiment", "task", "primary claim", "control", "room (design)", "placebo (quick)",
                             "value [95 % CI]", "verdict"], rows)
 
 
@@ -249,22 +290,24 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     config (its primary's room)."""
     parts, heads = [], []
     secs, fs = render_all(results, out, workers, also=lambda: lab_findings(results, config_of))
-    secs = numbered(secs)
-    for exp in X.names():
-        for md, head in secs.get(exp, []):
+    secs = numbered({g: secs[g] for g in results if g in secs})
+    for group, parts_ in secs.items():
+        for md, head in parts_:
             parts.append(md)
-            heads.append(f"| {md.splitlines()[0][3:]} | {head} | {sum(results[exp]['seconds']):.0f} s |")
+            heads.append(f"| {md.splitlines()[0][3:]} | {head} | {sum(results[group]['seconds']):.0f} s |")
     write_json(os.path.join(out, "findings.json"), fs)
     premises = [f for f in fs if f["kind"] == findings.PREMISE]
     claims = [f for f in fs if f["kind"] != findings.PREMISE]
     seeds = ", ".join(map(str, meta["seeds"]))
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
              "results.\n" if meta["quick"] else "")
+    run_tasks = list(dict.fromkeys(split_group(g)[1] for g in results))
+    on = "; ".join(f"`{t}`, {T.get(t).summary}" for t in run_tasks)
     top = f"""# reasonlab: the lab report
 
-A 200K-parameter GPT learns "sum of k digits mod 10" (k = 2..8) and chooses how long to think: answer at once
+A 200K-parameter GPT learns a step-checkable task ({on}; k = 2..8) and chooses how long to think: answer at once
 (A), a short chain (S) or a full chain (T). Seeds {seeds}; mean ± std over seeds unless a line says otherwise;
-chance is 0.1 for any single answer. Lab wall time {meta['wall_s']:.0f} s; the base models took
+"chance" is the best blind guess (digits: 0.1). Lab wall time {meta['wall_s']:.0f} s; the base models took
 {meta.get('ran', {}).get('base models', 0.0):.0f} s of worker time to load or train (experiments reused from an
 earlier run count their original time in the table).{quick}
 
@@ -283,7 +326,7 @@ and a placebo: the same experiment with the treatment arm replaced by the contro
 not hold (`reasonlab lab --placebo --quick`, run by `make results` and by the tests; its verdict is read before the
 premises gate it, since the quick models fail some premises).
 
-{primaries_table(fs, [e for e in X.names() if e in results], placebo_verdicts(out))}
+{primaries_table(fs, list(results), placebo_verdicts(out))}
 
 ## Premises
 

@@ -1,5 +1,6 @@
-"""The README's findings block and the difference between two runs' findings, both read off findings.json files:
-the README never types a verdict. `make results` writes the block; a test fails when README and findings disagree.
+"""The README's generated blocks, the findings (read off a findings.json: the README never types a verdict) and the
+tasks' table (read off the base experiment's per-seed results per task), and the difference between two runs'
+findings. `make results` writes the blocks; a test fails when README and results disagree.
 """
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import json
 import os
 
 from .. import experiments as X
+from .. import tasks as T
 from ..io.checkpoint import write_text
-from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, counts
+from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, cell, counts
+from .config import group_of
+from .store import Store
 
 BEGIN = "<!-- findings: written by `make results` from results/lab/findings.json; do not edit by hand -->"
 END = "<!-- /findings -->"
+TASKS_BEGIN = "<!-- tasks: written by `make results` from results/tasks; do not edit by hand -->"
+TASKS_END = "<!-- /tasks -->"
 
 
 def _num(v) -> str:
@@ -30,19 +36,24 @@ def load(path: str) -> list[dict]:
 
 
 def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
-    """One row per experiment: its primary claim (with its control), the statistic's value and interval, the
-    verdict, or "demonstration" for one with no primary; then the counts."""
-    rows = ["| experiment: its question | primary claim (control) | value [95 % CI] | verdict |", "|---|---|---|---|"]
-    for exp in dict.fromkeys(f["experiment"] for f in fs):
+    """One row per experiment and task: its primary claim (with its control), the statistic's value and interval,
+    the verdict, or "demonstration" for one with no primary; then the counts. A task column where there are
+    several."""
+    many = len({f.get("task", "digits") for f in fs}) > 1
+    rows = ["| experiment: its question | " + ("task | " if many else "") + "primary claim (control) | "
+            "value [95 % CI] | verdict |", "|---|---|---|---|" + ("---|" if many else "")]
+    for exp, task in dict.fromkeys((f["experiment"], f.get("task", "digits")) for f in fs):
         name = f"`{exp}`: {X.BUILTIN[exp]}" if exp in X.BUILTIN else f"`{exp}`"
-        f = next((f for f in fs if f["experiment"] == exp and f.get("primary")), None)
+        name += f" | {task}" if many else ""
+        f = next((f for f in fs if f["experiment"] == exp and f.get("task", "digits") == task and f.get("primary")),
+                 None)
         if f is None:
             rows.append(f"| {name} | demonstration: its premises only | | |")
             continue
         ci = f["ci95"]
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
         control = f" (control: {f['control']})" if f.get("control") else ""
-        rows.append(f"| {name} | {f['claim']}{control} | {val} | {f['verdict']} |")
+        rows.append(f"| {name} | {cell(f['claim'] + control)} | {val} | {f['verdict']} |")
     n = counts(fs)
     claims = sum(f.get("kind") != PREMISE for f in fs)
     tail = (f"{claims} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
@@ -52,24 +63,61 @@ def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
     return "\n".join([BEGIN, *rows, "", tail, END])
 
 
-def sync(readme: str, findings: str, check: bool = False) -> bool:
-    """Write the block into `readme` between its markers; with check, only say whether it is up to date. Returns
-    whether the README is (check) or was (write) already up to date."""
+def tasks_block(run: str, report: str = "results/tasks/report.md") -> str:
+    """How far a direct answer goes on each task: the base experiment's forced A per k (mean over seeds), beside the
+    best blind guess and the chains' lowest accuracy over k (forced S and T), from the base results of the lab run
+    at `run` (its config.json names the seeds)."""
+    with open(os.path.join(run, "config.json"), encoding="utf-8") as f:
+        seeds = json.load(f)["seeds"]
+    found = Store(run).collect([group_of("base", t) for t in T.names()], seeds)    # the registry's tasks, in order
+    base = {t: found[group_of("base", t)]["results"] for t in T.names() if group_of("base", t) in found}
+    if not base:
+        raise ValueError(f"{run} holds no results of the base experiment")
+    ks = sorted({int(k) for rs in base.values() for k in rs[0]["A"]["acc_by_k"]})
+    def mean(rs: list[dict], fmt: str, k: int) -> float:           # the keys are ints, or strings as JSON wrote them
+        return sum({int(j): v for j, v in r[fmt]["acc_by_k"].items()}[k] for r in rs) / len(rs)
+    rows = ["| task: what it asks | chance | " + " | ".join(f"A, k = {k}" for k in ks) + " | S, T: lowest over k |",
+            "|---|---|" + "---|" * len(ks) + "---|"]
+    for spec, rs in base.items():
+        task, own = T.get(spec), [int(k) for k in rs[0]["A"]["acc_by_k"]]
+        cells = [f"{mean(rs, 'A', k):.2f}" if k in own else "" for k in ks]
+        chains = " / ".join(f"{min(mean(rs, f, k) for k in own):.2f}" for f in ("S", "T"))
+        worst = max(task.chance(k) for k in own)
+        chance = f"{worst:.2g}" if all(task.chance(k) == worst for k in own) else f"≤ {worst:.2g}"
+        rows.append(f"| `{spec}`: {task.summary} | {chance} | " + " | ".join(cells) + f" | {chains} |")
+    tail = (f"Greedy accuracy of the base model forced to answer at once (A) per k, mean over seeds {min(seeds)}–"
+            f"{max(seeds)}, each seed on its own test draw; chance: the commonest answer's share (at most, over k); per-seed values "
+            f"and plots in [the tasks' report]({report}).")
+    return "\n".join([TASKS_BEGIN, *rows, "", tail, TASKS_END])
+
+
+def _put(text: str, begin: str, end: str, body: str, readme: str) -> str:
+    if begin not in text or end not in text:
+        raise ValueError(f"{readme} has no generated block {begin} ... {end}")
+    head, rest = text.split(begin, 1)
+    return head + body + rest.split(end, 1)[1]
+
+
+def sync(readme: str, findings: str, check: bool = False, tasks: str | None = None) -> bool:
+    """Write the findings block (and, given the tasks' lab run, the tasks' table) into `readme` between their
+    markers; with check, only say whether it is up to date. Returns whether the README is (check) or was (write)
+    already up to date."""
     with open(readme, encoding="utf-8") as f:
         text = f.read()
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"{readme} has no findings block ({BEGIN} ... {END})")
-    head, rest = text.split(BEGIN, 1)
-    new = head + block(load(findings)) + rest.split(END, 1)[1]
+    new = _put(text, BEGIN, END, block(load(findings)), readme)
+    if tasks is not None:
+        new = _put(new, TASKS_BEGIN, TASKS_END, tasks_block(tasks), readme)
     if new != text and not check:
         write_text(readme, new)
     return new == text
 
 
 def diff(a: str, b: str) -> list[str]:
-    """What moved between two runs: each claim (matched by experiment and claim text) whose verdict changed, and the
-    claims only one run has."""
-    fa, fb = ({(f.get("experiment", f.get("section")), f["claim"]): f for f in load(p)} for p in (a, b))
+    """What moved between two runs: each claim (matched by experiment, task and claim text) whose verdict changed, and
+    the claims only one run has."""
+    fa, fb = ({(f.get("experiment", f.get("section")) + ("" if f.get("task", "digits") == "digits" else
+                                                         f" ({f['task']})"), f["claim"]): f for f in load(p)}
+              for p in (a, b))
     out = []
     for k in fa.keys() | fb.keys():
         x, y = fa.get(k), fb.get(k)

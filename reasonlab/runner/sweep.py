@@ -63,7 +63,8 @@ def _run(cfg: SweepConfig, log: Callable, report_only: bool) -> dict:
     timing, failed = {}, {}
     if not report_only:
         timing, failed = units.execute(arms, cfg.seeds, env, cfg.execution, store, os.path.join(out, "logs"),
-                                       cfg.fresh, tuple(os.path.abspath(p) for p in cfg.experiment), log)
+                                       cfg.fresh, tuple(os.path.abspath(p) for p in cfg.experiment), log,
+                                       tuple(os.path.abspath(p) for p in cfg.task_file))
     rows = [judge(cfg, arm, cid, params, store, out) for arm, cid, params in zip(arms, ids, cells)]
     summary = {"name": cfg.exp, "grid": cfg.grid, "fixed": cfg.fixed, "seeds": list(cfg.seeds), "cells": rows,
                "failed": failed, "ran": len([u for u in timing if u.startswith("cells/")]),

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from .. import experiments as X
+from .. import tasks as T
 from ..core.config import make
 from ..io.checkpoint import cache_key
 from ..io.files import resolve
@@ -40,23 +41,32 @@ def checkpoint_key(checkpoint: str) -> dict:
 
 
 def unit_key(exp: str, seed: int, config, quick: bool = False, checkpoint: str | None = None) -> str:
-    """What decides whether a finished result can be reused: the experiment and its config, the seed, the starting
-    model (the base model's recipe, or the checkpoint's weights), what else the experiment depends on, the package
-    and cache versions."""
+    """What decides whether a finished result can be reused: the experiment and its config (its task among it), the
+    seed, the starting model (the base model's recipe, or the checkpoint's weights), what else the experiment depends
+    on, the package and cache versions."""
     e = X.get(exp)
-    base = checkpoint_key(checkpoint) if checkpoint else cache_key(base_cfg(seed, quick))
+    base = checkpoint_key(checkpoint) if checkpoint else cache_key(base_cfg(seed, quick, task=task_of(config)))
     return store_key(exp=exp, seed=seed, config=asdict(config), base=base, **(e.depends(config) if e.depends else {}))
 
 
-def lab_base(env: X.Env, seed: int) -> dict:
-    """A unit that puts the seed's base model into the cache (trained under a lock, or found there)."""
-    env.base(seed)
-    return {"seed": seed}
+def task_of(config) -> str:
+    """The task a config runs on (an experiment's Config without a task field: digits)."""
+    return getattr(config, "task", "digits")
 
 
-def lab_unit(exp: str, seed: int, config: dict, env: X.Env, plugins: tuple = ()) -> dict:
-    """One (experiment, seed) unit, in whichever process runs it: the experiment looked up (its file loaded there
-    too), its config rebuilt, its run."""
+def lab_base(env: X.Env, seed: int, task: str = "digits", task_files: tuple = ()) -> dict:
+    """A unit that puts the seed's base model for a task into the cache (trained under a lock, or found there)."""
+    for path in task_files:
+        T.load_file(path)
+    env.base(seed, task)
+    return {"seed": seed, "task": task}
+
+
+def lab_unit(exp: str, seed: int, config: dict, env: X.Env, plugins: tuple = (), task_files: tuple = ()) -> dict:
+    """One (experiment, seed) unit, in whichever process runs it: the experiment and the task files looked up (their
+    files loaded there too), its config rebuilt, its run."""
+    for path in task_files:
+        T.load_file(path)
     if exp not in X.names():
         X.load_plugins(plugins)
     e = X.get(exp)
@@ -69,7 +79,7 @@ def longest_first(cost: str) -> list[str]:
 
 
 def execute(arms: list[Arm], seeds, env: X.Env, execution: ExecConfig, store: Store, logs: str, fresh: bool = False,
-            plugins: tuple = (), log: Callable = print) -> tuple[dict, dict]:
+            plugins: tuple = (), log: Callable = print, task_files: tuple = ()) -> tuple[dict, dict]:
     """Run (or reuse) every arm for every seed on `execution`, each result written to the store as it arrives.
     Returns ({unit id: seconds}, {unit id: error} of the units that still failed after their retries)."""
     units, where = [], {}
@@ -83,9 +93,10 @@ def execute(arms: list[Arm], seeds, env: X.Env, execution: ExecConfig, store: St
                 continue
             uid = f"{arm.group}/seed{seed}"
             units.append(Unit(uid, lab_unit, dict(exp=arm.exp, seed=seed, config=asdict(arm.config), env=env,
-                                                  plugins=plugins), log=os.path.join(logs, f"{uid.replace('/', '-')}.log")))
+                                                  plugins=plugins, task_files=task_files),
+                              log=os.path.join(logs, f"{uid.replace('/', '-')}.log")))
             where[uid] = (tag, arm.group, seed, key)
-    bases = base_units(units, env, execution, logs)
+    bases = base_units(units, env, execution, logs, task_files)
     timing: dict[str, float] = {}
 
     def on_start(u: Unit, attempt: int) -> None:
@@ -106,14 +117,20 @@ def execute(arms: list[Arm], seeds, env: X.Env, execution: ExecConfig, store: St
     return timing, failed
 
 
-def base_units(units: list[Unit], env: X.Env, execution: ExecConfig, logs: str) -> list[Unit]:
-    """The base models the units need and the cache lacks, one unit each (none with a checkpoint); the units are
-    sorted so that a seed's wait behind its model's training costs no worker time, longest experiments first."""
-    needed = {u.kwargs["seed"] for u in units if X.get(u.kwargs["exp"]).uses_base}
-    seeds = [] if env.checkpoint else sorted(
-        s for s in needed if not model_in_cache(base_name(s, env.quick), base_cfg(s, env.quick), env.cache))
-    wave = {s: i // max(1, execution.workers) for i, s in enumerate(seeds)}   # which round of training has it
+def base_units(units: list[Unit], env: X.Env, execution: ExecConfig, logs: str, task_files: tuple = ()) -> list[Unit]:
+    """The base models (seed, task) the units need and the cache lacks, one unit each (none with a checkpoint); the
+    units are sorted so that a seed's wait behind its model's training costs no worker time, longest experiments
+    first."""
+    def need(u: Unit) -> tuple[int, str]:
+        return u.kwargs["seed"], u.kwargs["config"].get("task", "digits")
+    needed = {need(u) for u in units if X.get(u.kwargs["exp"]).uses_base}
+    missing = [] if env.checkpoint else sorted(
+        (s, t) for s, t in needed
+        if not model_in_cache(base_name(s, env.quick, t), base_cfg(s, env.quick, task=t), env.cache))
+    wave = {st: i // max(1, execution.workers) for i, st in enumerate(missing)}   # which round of training has it
     order = {name: i for i, name in enumerate(longest_first("run_cost"))}
-    units.sort(key=lambda u: (wave.get(u.kwargs["seed"], 0), order[u.kwargs["exp"]]))
-    return [Unit(f"base-model/seed{s}", lab_base, dict(env=env, seed=s), log=os.path.join(logs, f"base-model-seed{s}.log"))
-            for s in seeds]
+    units.sort(key=lambda u: (wave.get(need(u), 0), order[u.kwargs["exp"]]))
+    def uid(s: int, t: str) -> str:                   # base-model/seed0 (digits), base-model/modprod/seed0
+        return "base-model/" + ("" if t == "digits" else t.replace(":", ",") + "/") + f"seed{s}"
+    return [Unit(uid(s, t), lab_base, dict(env=env, seed=s, task=t, task_files=task_files),
+                 log=os.path.join(logs, uid(s, t).replace("/", "-") + ".log")) for s, t in missing]

@@ -244,6 +244,11 @@ def counts(fs: list[dict]) -> dict[str, int]:
     return {v: sum(f["verdict"] == v for f in fs if kind_of(f) != PREMISE) for v in VERDICTS}
 
 
+def cell(v) -> str:
+    """A value as one markdown table cell: its pipes escaped (a claim such as "KL(pi || pi_ref)" would split it)."""
+    return str(v).replace("|", "\\|")
+
+
 def table(fs: list[dict]) -> str:
     """The findings table: claim (primary or secondary), evidence (value [95 % CI]; per seed), threshold, verdict."""
     rows = ["| section | claim | statistic | value [95 % CI] | per seed | threshold | verdict |",
@@ -254,8 +259,9 @@ def table(fs: list[dict]) -> str:
         kind = ("" if "kind" not in f and "primary" not in f      # an experiment's own table, before the lab's
                 else {PRIMARY: "**primary**: ", PREMISE: "premise: "}.get(kind_of(f), "secondary: "))
         why = f" ({f['untestable']})" if f.get("untestable") else f" ({f['holm']})" if f.get("holm") else ""
-        rows.append(f"| {f['section']} | {kind}{f['claim']} | {f['statistic']} | {val} | "
-                    f"{', '.join(_num(v) for v in f['per_seed'])} | {f['threshold']} | **{f['verdict']}**{why} |")
+        rows.append(f"| {f['section']} | {kind}{cell(f['claim'])} | {cell(f['statistic'])} | {val} | "
+                    f"{', '.join(_num(v) for v in f['per_seed'])} | {cell(f['threshold'])} | **{f['verdict']}**"
+                    f"{cell(why)} |")
     return "\n".join(rows)
 
 

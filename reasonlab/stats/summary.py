@@ -35,6 +35,7 @@ def pareto(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
-def chance(method: str, N: int) -> float:
-    """Guessing a digit: 0.1 for one answer; 1 - 0.9^N for pass@N (one of N guesses right)."""
-    return 1 - 0.9 ** N if method in ("pass", "verified_pass") else 0.1
+def chance(method: str, N: int, one: float) -> float:
+    """Guessing, where one guess is right with probability `one` (`Task.chance(k)`): `one` for one answer, and
+    1 - (1 - one)^N for pass@N (one of N independent guesses right)."""
+    return 1 - (1 - one) ** N if method in ("pass", "verified_pass") else one

@@ -1,5 +1,5 @@
 """add: two k-digit numbers, their sum written most significant digit first (Lee et al. 2023, "Teaching arithmetic
-to small transformers"; k = 2..8 digits).
+to small transformers"; k = 2..5 digits).
 
     <s> 3 5 7 1 4 2 _ .. _ =     A 0 6 8 8 </s>               473 + 215 = 688, written with k + 1 digits
     <s> 3 5 7 1 4 2 _ .. _ =     T 8c0 8c0 6c0 A 0 6 8 8 </s> one (digit, carry) step per column, lowest first
@@ -31,8 +31,9 @@ class Add(Task):
     state_words = STEPS
     answer_words = DIGITS
     n_answers = None
-    k_min, k_max, slots = 2, 8, 16
-    answer_len_max = 9
+    k_min, k_max, slots = 2, 5, 10         # k = 6..8 would need ~4x the base recipe's steps (docs/tasks.md)
+    answer_len_max = 6
+    recipe_steps = 3                        # at the digits recipe's 1,500, forced S stays under 0.9 at k = 4, 5
 
     def sample(self, rng: random.Random, k: int) -> tuple[int, ...]:
         return tuple(rng.randrange(10) for _ in range(2 * k))

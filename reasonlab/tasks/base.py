@@ -144,6 +144,8 @@ class Task:
     direct_bar: float = 0.0
     """the base recipe's gate on forced A at the smallest k (0: none; a task sets it only where a direct answer is
     known to be learnable there)"""
+    recipe_steps: float = 1.0
+    """the base recipe's gated phase may run this many times its steps (a task whose chains take longer to learn)"""
     state_name: str = "state"
     """what the lessons call a chain's state (digits: "running sum")"""
     state_short: str = "state"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from ..core.config import check_choices, check_numbers
-from ..core.task import K_MAX, K_MIN
+from ..tasks import get
 
 Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
 
@@ -16,6 +16,8 @@ ALGOS = get_args(Algo)
 
 @dataclass
 class RLConfig:
+    task: str = "digits"
+    """the task (a registered name, knobs after colons: "compose:n_f=3"; `reasonlab tasks` lists them)"""
     algo: Algo = "grpo"
     """name of the preset the other fields came from (grpo, dr_grpo, dapo, rloo, reinforce, reinforce_baseline, gspo)"""
     steps: int = 100
@@ -46,7 +48,7 @@ class RLConfig:
     scale_rewards: Literal["group", "batch", "none"] = "group"
     """divide the advantage by the group's std (group, GRPO), the batch's std (batch), or not (none, Dr. GRPO)"""
     loss_type: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
-    """aggregation: grpo = mean over sequences of token means; dapo = mean over all tokens; dr_grpo = sum / (G * MAX_OUT)"""
+    """aggregation: grpo = mean over sequences of token means; dapo = mean over all tokens; dr_grpo = sum / (G * the task's longest output)"""
     importance_sampling_level: Literal["token", "sequence"] = "token"
     """token ratios (PPO/GRPO) or one sequence ratio exp(mean log ratio) per completion (GSPO)"""
     dynamic_sampling: bool = False
@@ -68,8 +70,8 @@ class RLConfig:
     """completions per backward pass (0: all at once); the gradient does not depend on it"""
     seed: int = 0
     """seeds the problems and the sampling"""
-    k_range: tuple[int, int] = (K_MIN, K_MAX)
-    """problem lengths"""
+    k_range: tuple[int, int] | None = None
+    """problem sizes drawn, uniformly (None: the task's whole range)"""
     format_bonus: float = 0.1
     """the rule reward's bonus for a complete template"""
     log_every: int = 1
@@ -96,6 +98,13 @@ class RLConfig:
         cfg = RLConfig(algo=algo, **{**p, **overrides})
         cfg.validate()
         return cfg
+
+    def ks(self) -> tuple[int, int]:
+        """The sizes drawn: k_range, or the task's whole range."""
+        if self.k_range is not None:
+            return tuple(self.k_range)
+        task = get(self.task)
+        return task.k_min, task.k_max
 
     def validate(self) -> None:
         """Reject invalid values and combinations with a message naming the field."""
@@ -125,9 +134,13 @@ class RLConfig:
                 "use num_iterations=1 or clip=True")
         if self.importance_sampling_level == "sequence" and not self.clip:
             bad("importance_sampling_level='sequence' (GSPO) needs clip=True")
-        lo, hi = self.k_range
-        if not K_MIN <= lo <= hi <= K_MAX:
-            bad(f"k_range {self.k_range} must lie within {K_MIN}..{K_MAX}")
+        try:
+            task = get(self.task)
+        except ValueError as e:
+            bad(str(e))
+        lo, hi = self.ks()
+        if not task.k_min <= lo <= hi <= task.k_max:
+            bad(f"k_range {self.k_range} must lie within {task.k_min}..{task.k_max} (task {task.name})")
         for name in ("micro_batch", "max_resample", "log_every", "table_every", "checkpoint_every"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 bad(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")

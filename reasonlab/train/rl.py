@@ -2,7 +2,7 @@
 
 One step (the loop in `train` below, top to bottom):
     sample     prompts_per_step problems x num_generations completions at temperature 1 (KV-cache decoding)
-    verify     reward_fn(digits, parse(output)) for each completion: a rule, no reward model
+    verify     reward_fn(problem, task.parse(output)) for each completion: a rule, no reward model
     advantage  a baseline from the group (GRPO z-score, Dr. GRPO mean, RLOO leave-one-out, or none)
     loss       PPO-clipped ratio (token or sequence level) - beta * KL(pi || pi_ref) + entropy_coef * H(pi),
                aggregated over tokens
@@ -26,15 +26,15 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from .. import tasks
 from ..core.model import GPT
 from ..core.optim import AdamW
-from ..core.problems import train_digits
 from ..core.rewards import rule_reward
 from ..core.sampling import generate_n, layout, logits_at
-from ..core.task import FORMATS, K_MAX, K_MIN, MAX_OUT, VOCAB, parse, prompt_ids
 from ..io import runs
 from ..io.checkpoint import check_finite
 from ..io.runs import append_metric, save_checkpoint
+from ..tasks import FORMATS, Problem, Task, get
 from .config import ALGOS, Algo, RLConfig  # noqa: F401  (the loop's public names)
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: 
         return ((per_tok * mask).sum(1) / mask.sum(1).clamp(min=1)).sum() / n_seqs
     if cfg.loss_type == "dapo":                                                 # sum_{i,t} / sum_i |o_i|
         return (per_tok * mask).sum() / n_tokens
-    return (per_tok * mask).sum() / (n_seqs * MAX_OUT)                          # Dr. GRPO: sum / (G * L_max)
+    return (per_tok * mask).sum() / (n_seqs * get(cfg.task).max_out)             # Dr. GRPO: sum / (G * L_max)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def aggregate(per_tok: torch.Tensor, mask: torch.Tensor, n_seqs: int, n_tokens: 
 
 class Rollouts(NamedTuple):
     """One step's samples: P' problems (P' < prompts_per_step when dynamic sampling ran dry) x G completions."""
-    digits: list[list[int]]   # the problems
+    problems: list[Problem]   # the problems
     outs: list[list[int]]     # P' * G completions, problem-major
     parsed: list[dict]        # parse() of each completion
     rewards: torch.Tensor     # (P', G)
@@ -119,43 +119,45 @@ class Rollouts(NamedTuple):
 
 
 def sample_groups(policy: GPT, rng: random.Random, gen: torch.Generator, cfg: RLConfig, reward_fn: Callable,
-                  group_fn: Callable | None = None, step: int = 0, problem_fn: Callable = train_digits,
-                  prompt_fn: Callable = prompt_ids) -> Rollouts:
+                  group_fn: Callable | None = None, step: int = 0, problem_fn: Callable | None = None,
+                  prompt_fn: Callable | None = None) -> Rollouts:
     """prompts_per_step problems x num_generations completions, verified and rewarded.
 
     With dynamic_sampling, groups whose rewards all agree are dropped and new problems drawn, at most max_resample
     extra rounds; the step then trains on what it has (possibly nothing). A non-finite reward stops the run.
     """
     P, G = cfg.prompts_per_step, cfg.num_generations
-    digits, outs, parsed, rewards, forced = [], [], [], [], []
+    task = get(cfg.task)
+    problem_fn, prompt_fn = problem_fn or task.train_problem, prompt_fn or task.prompt_ids
+    problems, outs, parsed, rewards, forced = [], [], [], [], []
     zero_std = None
     for _ in range(1 + (cfg.max_resample if cfg.dynamic_sampling else 0)):
-        d = [problem_fn(rng, rng.randint(*cfg.k_range)) for _ in range(P - len(digits))]
+        drawn = [problem_fn(rng, rng.randint(*cfg.ks())) for _ in range(P - len(problems))]
         n_forced = round(G * cfg.force_direct)
-        o = generate_n(policy, [prompt_fn(x) for x in d], G - n_forced, gen, cfg.temperature)
+        o = generate_n(policy, [prompt_fn(x) for x in drawn], G - n_forced, gen, cfg.temperature)
         if n_forced:   # the last n_forced samples of each group answer directly
-            f = generate_n(policy, [prompt_fn(x) for x in d], n_forced, gen, cfg.temperature, force=["A"])
-            o = [row for i in range(len(d)) for row in o[i * (G - n_forced):(i + 1) * (G - n_forced)]
+            f = generate_n(policy, [prompt_fn(x) for x in drawn], n_forced, gen, cfg.temperature, force=["A"])
+            o = [row for i in range(len(drawn)) for row in o[i * (G - n_forced):(i + 1) * (G - n_forced)]
                  + f[i * n_forced:(i + 1) * n_forced]]
-        p = [parse(x) for x in o]
-        r = torch.tensor([reward_fn(d[i // G], p[i]) for i in range(len(o))], dtype=torch.float32).view(-1, G)
+        p = [task.parse(x) for x in o]
+        r = torch.tensor([reward_fn(drawn[i // G], p[i]) for i in range(len(o))], dtype=torch.float32).view(-1, G)
         if group_fn is not None:   # rewards that need the whole group (Kimi length reward, ARM scaling)
-            r = group_fn(r, [p[i * G:(i + 1) * G] for i in range(len(d))], step, cfg.steps)
+            r = group_fn(r, [p[i * G:(i + 1) * G] for i in range(len(drawn))], step, cfg.steps)
         if not torch.isfinite(r).all():
             raise NonFiniteError(f"non-finite reward at step {step + 1}")
         flat = (r.max(1).values == r.min(1).values)
         zero_std = flat.float().mean().item() if zero_std is None else zero_std
-        keep = (~flat).nonzero().flatten().tolist() if cfg.dynamic_sampling else range(len(d))
+        keep = (~flat).nonzero().flatten().tolist() if cfg.dynamic_sampling else range(len(drawn))
         for i in keep:
-            digits.append(d[i])
+            problems.append(drawn[i])
             outs.extend(o[i * G:(i + 1) * G])
             forced.extend([False] * (G - n_forced) + [True] * n_forced)
             parsed.extend(p[i * G:(i + 1) * G])
             rewards.append(r[i])
-        if len(digits) == P:
+        if len(problems) == P:
             break
     r = torch.stack(rewards) if rewards else torch.zeros(0, G)
-    return Rollouts(digits, outs, parsed, r, zero_std, forced)
+    return Rollouts(problems, outs, parsed, r, zero_std, forced)
 
 
 def forced_weights(forced: list[bool], cfg: RLConfig, L: int) -> torch.Tensor:
@@ -166,23 +168,25 @@ def forced_weights(forced: list[bool], cfg: RLConfig, L: int) -> torch.Tensor:
     return torch.cat([first, rest.expand(-1, L - 1)], 1)
 
 
-def format_shares(parsed: list[dict], digits: list[list[int]], G: int) -> tuple[dict, dict]:
+def format_shares(parsed: list[dict], problems: list[Problem], G: int) -> tuple[dict, dict]:
     """Format shares overall and per k (k -> {fmt: share})."""
     share = {f: sum(p["fmt"] == f for p in parsed) / max(1, len(parsed)) for f in FORMATS}
     by_k: dict[int, list[dict]] = {}
     for i, p in enumerate(parsed):
-        by_k.setdefault(len(digits[i // G]), []).append(p)
+        by_k.setdefault(problems[i // G].k, []).append(p)
     return share, {k: {f: sum(p["fmt"] == f for p in ps) / len(ps) for f in FORMATS} for k, ps in sorted(by_k.items())}
 
 
-def completion_table(digits, outs, r, adv, G: int, n_problems: int = 2) -> str:
+def completion_table(task: Task, problems, outs, r, adv, G: int, n_problems: int = 2) -> str:
     """A few problems with each of their completions, reward and advantage (for the console)."""
     lines = []
-    for i in range(min(n_problems, len(digits))):
-        lines.append(f"  problem {' '.join(map(str, digits[i]))}  (answer {sum(digits[i]) % 10})")
+    for i in range(min(n_problems, len(problems))):
+        p = problems[i]
+        lines.append(f"  problem {task.show(p)}  (answer {' '.join(task.write_answer(p, task.answer(p)))})")
         for j in range(G):
             o = outs[i * G + j]
-            lines.append(f"    {' '.join(VOCAB[t] for t in o):<34} reward {r[i, j]:.2f}  adv {adv[i, j]:+.2f}")
+            words = " ".join(task.vocab[t] if t < len(task.vocab) else "?" for t in o)
+            lines.append(f"    {words:<34} reward {r[i, j]:.2f}  adv {adv[i, j]:+.2f}")
     return "\n".join(lines)
 
 
@@ -238,22 +242,24 @@ class NonFiniteError(FloatingPointError):
 
 def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | None = None, run_dir: str | None = None,
           resume: bool = False, callback: Callable | None = None, log: Callable | None = print,
-          progress: bool = False, group_fn: Callable | None = None, problem_fn: Callable = train_digits,
-          prompt_fn: Callable = prompt_ids) -> list[dict]:
+          progress: bool = False, group_fn: Callable | None = None, problem_fn: Callable | None = None,
+          prompt_fn: Callable | None = None) -> list[dict]:
     """Run cfg.steps RL steps on `policy` (in place) against the frozen `ref`; returns one record per step.
 
-    reward_fn(digits, parsed) -> float (default: the rule reward); group_fn(rewards (P, G), parses per group, step,
+    reward_fn(problem, parsed) -> float (default: the rule reward); group_fn(rewards (P, G), parses per group, step,
     steps) -> rewards reshapes them with the whole group in view. With run_dir: config.json, metrics.jsonl and
     a resumable checkpoint `state` (every cfg.checkpoint_every steps and at the end); resume=True continues it.
-    callback(record, policy) runs after every step, skipped ones included. problem_fn(rng, k) -> digits and
-    prompt_fn(digits) -> prompt ids replace train_digits and prompt_ids (budget.py: digits that carry a budget, and
-    its prompt).
+    callback(record, policy) runs after every step, skipped ones included. problem_fn(rng, k) -> problem and
+    prompt_fn(problem) -> prompt ids replace the task's train_problem and prompt_ids (budget.py: a problem that
+    carries a budget, and its prompt).
     The same step without the bookkeeping, line by line after the spec: `naive_steps` in benchmarks/rl_step.py.
     """
     cfg.validate()
     if cfg.beta > 0 and ref is None:
         raise ValueError("beta > 0 needs a reference model (or set beta=0)")
     reward_fn = reward_fn or (lambda d, p: rule_reward(d, p, cfg.format_bonus))
+    task = get(cfg.task)
+    prompt_fn = prompt_fn or task.prompt_ids
     params = list(policy.parameters())   # listed once: walking the module tree each step costs ~1 ms
     device = params[0].device
     rng = random.Random(cfg.seed)
@@ -277,7 +283,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
         if B == 0:  # DAPO's dynamic sampling found no group with signal: no update, but the step counts and is logged
             book.end_step(step, {"step": step + 1, "skipped": True, "frac_reward_zero_std": ro.zero_std}, policy)
             continue
-        prompts = [prompt_fn(d) for d in ro.digits for _ in range(G)]
+        prompts = [prompt_fn(d) for d in ro.problems for _ in range(G)]
         # 3. advantages
         adv = advantages(ro.rewards, cfg)                           # (P', G)
         A = adv.flatten().to(device)
@@ -328,7 +334,7 @@ def train(policy: GPT, ref: GPT | None, cfg: RLConfig, reward_fn: Callable | Non
             raise NonFiniteError(f"non-finite parameters after step {step + 1}")
         # 5. log
         rec = step_record(step, ro, diag, n_tokens, clip_lo, clip_hi, gnorm, loss_sum, time.perf_counter() - t0)
-        book.end_step(step, rec, policy, table=lambda: completion_table(ro.digits, ro.outs, ro.rewards, adv, G))
+        book.end_step(step, rec, policy, table=lambda: completion_table(task, ro.problems, ro.outs, ro.rewards, adv, G))
     book.close()
     if locked:
         runs.unlock(run_dir)
@@ -348,14 +354,15 @@ def step_record(step: int, ro: Rollouts, diag: dict, n_tokens: int, clip_lo: flo
     B, G = len(ro.outs), ro.rewards.shape[1]
     r = ro.rewards
     lengths = [p["length"] for p in ro.parsed]
-    share, share_k = format_shares(ro.parsed, ro.digits, G)
+    share, share_k = format_shares(ro.parsed, ro.problems, G)
+    task = tasks.of(ro.problems)
     return {"step": step + 1, "reward": r.mean().item(), "reward_std": r.std().item() if r.numel() > 1 else 0.0,
-            "acc": sum(p["answer"] == sum(ro.digits[i // G]) % 10 for i, p in enumerate(ro.parsed)) / B,
+            "acc": sum(task.correct(ro.problems[i // G], p) for i, p in enumerate(ro.parsed)) / B,
             "frac_reward_zero_std": ro.zero_std, "length": sum(lengths) / B, "length_min": min(lengths),
             "length_max": max(lengths), "share": share, "share_by_k": share_k,
             "kl": diag.get("kl", 0.0) / n_tokens, "kl_exact": diag.get("kl_exact", 0.0) / n_tokens,
             "entropy": diag["entropy"] / n_tokens, "clip_low": clip_lo, "clip_high": clip_hi,
-            "grad_norm": float(gnorm), "surrogate": loss_sum, "groups": len(ro.digits), "step_time": dt,
+            "grad_norm": float(gnorm), "surrogate": loss_sum, "groups": len(ro.problems), "step_time": dt,
             "tokens_per_s": n_tokens / dt}
 
 
@@ -419,7 +426,7 @@ SPEC_DEFAULTS = {"beta": 0.04, "clip": 0.2, "inner": 2}   # rl_train's keyword d
 
 def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", prompts_per_step: int = 16, group: int = 8,
              lr: float = 3e-5, beta: float = 0.04, clip: float = 0.2, inner: int = 2, seed: int = 0,
-             k_range=(K_MIN, K_MAX), callback: Callable | None = None, every: int = 0, log: Callable | None = None,
+             k_range=None, callback: Callable | None = None, every: int = 0, log: Callable | None = None,
              **overrides) -> list[dict]:
     """The spec's entry point: GRPO (or another preset in ALGOS) for `steps` steps, policy updated in place.
 
@@ -429,10 +436,11 @@ def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", promp
     update); a value other than the default is applied, and a combination the preset cannot take (e.g.
     algo="reinforce", inner=2) is rejected by RLConfig.validate. For algo="reinforce" the spec's contrast holds:
     A = r, no clip, no KL, one update per batch. Extra keyword arguments are RLConfig fields (e.g.
-    kl_estimator="exact"; run_dir is not one: use `train`).
+    kl_estimator="exact", task="modprod"; run_dir is not one: use `train`). k_range None: the task's whole range
+    (the course module's 2..8 for digits).
     """
     kw = dict(steps=steps, prompts_per_step=prompts_per_step, num_generations=group, learning_rate=lr, seed=seed,
-              k_range=tuple(k_range), log_every=0)
+              k_range=None if k_range is None else tuple(k_range), log_every=0)
     for field, arg, v in (("beta", "beta", beta), ("epsilon", "clip", clip), ("num_iterations", "inner", inner)):
         if algo in ("grpo", "dr_grpo", "rloo") or v != SPEC_DEFAULTS[arg]:
             kw[field] = v

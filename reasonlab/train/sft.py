@@ -17,105 +17,73 @@ from ..core.config import check_choices
 from ..core.evaluate import evaluate, meets_bar
 from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
-from ..core.problems import GATE_SEED, in_train, problems_per_k
-from ..core.task import (
-    DIGIT0,
-    FMT_NAMES,
-    FORMATS,
-    HINT0,
-    HINT_VOCAB,
-    ID,
-    IGNORE,
-    K_MAX,
-    K_MIN,
-    MAX_LEN,
-    PROMPT_LEN,
-    VOCAB,
-    chain_steps,
-    prompt_ids,
-)
+from ..core.problems import GATE_SEED, as_task, problems_per_k
+from ..tasks import IGNORE, Task
+from ..tasks.base import PAD
 
 
-def build_model(seed: int = 0, vocab_size: int = len(VOCAB)) -> GPT:
-    """The spec's GPT: d = 64, 4 layers, 4 heads, learned positions up to MAX_LEN. Seeds torch first.
-    vocab_size = len(HINT_VOCAB) for a model that reads rationalization hints."""
+def build_model(seed: int = 0, vocab_size: int | None = None, task: str | Task = "digits") -> GPT:
+    """The spec's GPT: d = 64, 4 layers, 4 heads, learned positions up to the task's longest sequence. Seeds torch
+    first. vocab_size: the task's words (default), len(task.hint_vocab) for a model that reads rationalization
+    hints."""
+    task = as_task(task)
     torch.manual_seed(seed)
-    return GPT(vocab_size, d_model=64, n_layers=4, n_heads=4, max_len=MAX_LEN)
+    return GPT(vocab_size or len(task.vocab), d_model=64, n_layers=4, n_heads=4, max_len=task.max_len)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Batches. Every sequence is <s> + K_MAX slots + "=" + output, right-padded to MAX_LEN; built with numpy, no
-# per-example Python loop (one small loop over the 3 x 7 (format, k) shapes).
+# Batches. Every sequence is <s> + the task's prompt slots + "=" + output, right-padded to the task's max_len
+# (Task.sequences: digits builds them with numpy, no per-example Python loop).
 
-def encode_fixed(fixed: list[tuple[list[int], list[str]]]) -> np.ndarray:
-    """[(digits, output words)] -> (N, MAX_LEN) int64 ids, pad-filled."""
-    out = np.full((len(fixed), MAX_LEN), ID["<pad>"], dtype=np.int64)
-    for n, (digits, words) in enumerate(fixed):
-        ids = prompt_ids(digits) + [ID[w] for w in words]
-        out[n, :len(ids)] = ids[:MAX_LEN]
+def encode_fixed(fixed: list[tuple[list[int], list[str]]], task: str | Task = "digits") -> np.ndarray:
+    """[(instance, output words)] -> (N, max_len) int64 ids, pad-filled (an instance: the task's ints, as a
+    recipe's JSON holds them)."""
+    task = as_task(task)
+    out = np.full((len(fixed), task.max_len), PAD, dtype=np.int64)
+    for n, (x, words) in enumerate(fixed):
+        ids = task.prompt_ids(task.problem(x)) + [task.id[w] for w in words]
+        out[n, :len(ids)] = ids[:task.max_len]
     return out
 
 
-def make_sequences(rng: np.random.Generator, batch: int, mix=(0.5, 0.3, 0.2), k_range=(K_MIN, K_MAX),
-                   fixed: np.ndarray | None = None, fixed_frac: float = 1.0, hint_frac: float = 0.0) -> np.ndarray:
-    """(batch, MAX_LEN) full training sequences: fresh problems drawn by `mix` and `k_range`, or (each with
-    probability fixed_frac) rows drawn with replacement from `fixed` (an encode_fixed array). With hint_frac,
-    that share of rows starts with the answer's hint token instead of <s> (STaR's rationalization)."""
-    p = np.asarray(mix, dtype=np.float64)
-    k = rng.integers(k_range[0], k_range[1] + 1, size=batch)
-    fmt = rng.choice(3, size=batch, p=p / p.sum())
-    digits = rng.integers(0, 10, size=(batch, K_MAX))
-    digits[np.arange(K_MAX)[None, :] >= k[:, None]] = 0
-    redraw = ~in_train(digits, k)              # training never sees a selection or test problem
-    while redraw.any():
-        fresh = rng.integers(0, 10, size=(int(redraw.sum()), K_MAX))
-        fresh[np.arange(K_MAX)[None, :] >= k[redraw][:, None]] = 0
-        digits[redraw] = fresh
-        redraw[redraw] = ~in_train(fresh, k[redraw])
-    csum = np.cumsum(digits, axis=1) % 10                       # running sums, (B, K_MAX)
-    seq = np.full((batch, MAX_LEN), ID["<pad>"], dtype=np.int64)
-    seq[:, 0] = ID["<s>"]
-    seq[:, 1:K_MAX + 1] = np.where(np.arange(K_MAX)[None, :] < k[:, None], DIGIT0 + digits, ID["_"])
-    seq[:, K_MAX + 1] = ID["="]
-    answer = DIGIT0 + csum[np.arange(batch), k - 1]
-    for f, name in enumerate(FMT_NAMES):
-        for kk in range(k_range[0], k_range[1] + 1):
-            rows = np.nonzero((fmt == f) & (k == kk))[0]
-            if len(rows) == 0:
-                continue
-            steps = [s - 1 for s in chain_steps(kk, name)]
-            head = [] if name == "direct" else [np.full(len(rows), ID[FORMATS[name]])]
-            cols = head + [DIGIT0 + csum[rows, s] for s in steps] + [np.full(len(rows), ID["A"]), answer[rows],
-                                                                       np.full(len(rows), ID["</s>"])]
-            seq[rows, PROMPT_LEN:PROMPT_LEN + len(cols)] = np.stack(cols, axis=1)
+def make_sequences(rng: np.random.Generator, batch: int, mix=(0.5, 0.3, 0.2), k_range=None,
+                   fixed: np.ndarray | None = None, fixed_frac: float = 1.0, hint_frac: float = 0.0,
+                   task: str | Task = "digits") -> np.ndarray:
+    """(batch, max_len) full training sequences: fresh train-part problems drawn by `mix` and `k_range` (default the
+    task's), or (each with probability fixed_frac) rows drawn with replacement from `fixed` (an encode_fixed array).
+    With hint_frac, that share of rows starts with the answer's hint token instead of <s> (STaR's rationalization)."""
+    task = as_task(task)
+    if hint_frac and not task.n_hints:
+        raise ValueError(f"hint_frac={hint_frac}: task {task.name} has no hint tokens (its answers are too many)")
+    seq = task.sequences(rng, batch, mix, k_range)
     if fixed is not None and len(fixed):
         take = rng.random(batch) < fixed_frac
         seq[take] = fixed[rng.integers(0, len(fixed), size=int(take.sum()))]
     if hint_frac:   # no extra random draws without hints: hint-free recipes give the same batches as before
-        d = seq[:, 1:K_MAX + 1] - DIGIT0
-        ans = np.where((d >= 0) & (d < 10), d, 0).sum(1) % 10
+        ans = np.asarray(task.prompt_answers(seq))
         h = rng.random(batch) < hint_frac
-        seq[h, 0] = HINT0 + ans[h]
+        seq[h, 0] = task.hint0 + ans[h]
     return seq
 
 
-def split_targets(seq: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+def split_targets(seq: np.ndarray, task: str | Task = "digits") -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and next-token targets; targets count only after "=" (format token included), pad ignored."""
     inp = torch.from_numpy(seq[:, :-1].copy())
     tgt = torch.from_numpy(seq[:, 1:].copy())
-    tgt[:, :PROMPT_LEN - 1] = IGNORE
-    tgt[tgt == ID["<pad>"]] = IGNORE
+    tgt[:, :as_task(task).prompt_len - 1] = IGNORE
+    tgt[tgt == PAD] = IGNORE
     return inp, tgt
 
 
-def batch_fn(seed: int, batch: int, mix=(0.5, 0.3, 0.2), k_range=(K_MIN, K_MAX), fixed=None, fixed_frac: float = 1.0):
-    """One training batch (inputs, targets), each (batch, MAX_LEN - 1), deterministic in `seed`.
+def batch_fn(seed: int, batch: int, mix=(0.5, 0.3, 0.2), k_range=None, fixed=None, fixed_frac: float = 1.0,
+             task: str | Task = "digits"):
+    """One training batch (inputs, targets), each (batch, max_len - 1), deterministic in `seed`.
 
-    fixed: [(digits, output words)] sampled with replacement (STaR data), each row with probability fixed_frac.
+    fixed: [(instance, output words)] sampled with replacement (STaR data), each row with probability fixed_frac.
     """
     rng = np.random.default_rng(seed)
-    enc = encode_fixed(fixed) if fixed else None
-    return split_targets(make_sequences(rng, batch, mix, k_range, enc, fixed_frac))
+    enc = encode_fixed(fixed, task) if fixed else None
+    return split_targets(make_sequences(rng, batch, mix, k_range, enc, fixed_frac, task=task), task)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,13 +150,14 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
 @dataclass
 class Gate:
     """A phase's stopping test (PhaseOptions.until): greedy forced S and T at least `S` and `T` at every k, and
-    forced A at k = 2 at least `A`, on `n` validation problems per k (evaluate.GATE_SEED, split "val")."""
+    forced A at the smallest k at least `A` (0: not tested), on `n` validation problems per k (problems.GATE_SEED,
+    split "val")."""
     S: float = 0.95
     """forced S's accuracy at every k"""
     T: float = 0.95
     """forced T's accuracy at every k"""
     A: float = 0.95
-    """forced A's accuracy at k = 2"""
+    """forced A's accuracy at the smallest k (0: not tested)"""
     min: int = 500
     """steps of the phase before the first test"""
     every: int = 100
@@ -232,10 +201,11 @@ def phase_options(ph: list) -> tuple[PhaseOptions, Gate | None]:
     return opt, None if opt.until is None else _from_dict(Gate, opt.until, "gate field")
 
 
-def gate_passes(model: GPT, gate: Gate) -> bool:
+def gate_passes(model: GPT, gate: Gate, task: str | Task = "digits") -> bool:
     """The gate's test on the validation problems (greedy, so it draws no random numbers)."""
-    return meets_bar(model, problems_per_k(gate.n, GATE_SEED, split="val"),
-                     problems_per_k(gate.n, GATE_SEED, ks=[K_MIN], split="val"), gate.S, gate.T, gate.A)
+    task = as_task(task)
+    return meets_bar(model, problems_per_k(gate.n, GATE_SEED, split="val", task=task),
+                     problems_per_k(gate.n, GATE_SEED, ks=[task.k_min], split="val", task=task), gate.S, gate.T, gate.A)
 
 
 @dataclass
@@ -298,16 +268,16 @@ class Recipe:
 
 
 SPEC_CFG = {"seed": 1, "lr": 1e-3,
-            "phases": [[[0.0, 0.5, 0.5], 2000, 100, [K_MIN, K_MAX]], [[0.5, 0.3, 0.2], 1500, 50, [K_MIN, K_MAX]]]}
+            "phases": [[[0.0, 0.5, 0.5], 2000, 100, [2, 8]], [[0.5, 0.3, 0.2], 1500, 50, [2, 8]]]}
 """The spec's recipe: chains only (S/T half each) for 2000 steps, then the 50/30/20 mix for 1500."""
 
 BASE_CFG = {"seed": 0, "lr": 3e-3, "keep_optimizer": True,
-            "phases": [[[0.0, 0.0, 1.0], 200, 30, [K_MIN, K_MAX]],
-                       [[0.0, 0.8, 0.2], 1500, 30, [K_MIN, K_MAX], 0.67,
-                        {"extra": [[[0.0, 0.7, 0.3], [6, K_MAX], 0.35], [[1.0, 0.0, 0.0], [K_MIN, K_MIN], 0.1]],
+            "phases": [[[0.0, 0.0, 1.0], 200, 30, [2, 8]],
+                       [[0.0, 0.8, 0.2], 1500, 30, [2, 8], 0.67,
+                        {"extra": [[[0.0, 0.7, 0.3], [6, 8], 0.35], [[1.0, 0.0, 0.0], [2, 2], 0.1]],
                          "schedule": "constant", "until": {"S": 0.95, "T": 0.95, "A": 0.95, "min": 500}}],
-                       [[0.5, 0.3, 0.2], 300, 0, [K_MIN, K_MAX], 0.67,
-                        {"extra": [[[1.0, 0.0, 0.0], [K_MIN, K_MIN], 0.1]], "schedule": "decay"}]]}
+                       [[0.5, 0.3, 0.2], 300, 0, [2, 8], 0.67,
+                        {"extra": [[[1.0, 0.0, 0.0], [2, 2], 0.1]], "schedule": "decay"}]]}
 """Our recipe, phases of [mix A/S/T, steps, warmup, k range(, lr multiplier(, options))]:
 1. T only, 200 steps, warmup + cosine: the lookup of a digit and the addition, stopped before the T chain is
    fully learned (learned first, it delays S by hundreds of steps);
@@ -322,21 +292,57 @@ recipes tried)."""
 
 
 QUICK_CFG = {"seed": 0, "lr": 3e-3, "batch": 32,
-             "phases": [[[0.0, 0.0, 1.0], 350, 30, [K_MIN, K_MAX]],
-                        [[0.0, 0.5, 0.5], 150, 30, [K_MIN, K_MAX]],
-                        [[0.5, 0.3, 0.2], 100, 30, [K_MIN, K_MAX], 0.5]]}
+             "phases": [[[0.0, 0.0, 1.0], 350, 30, [2, 8]],
+                        [[0.0, 0.5, 0.5], 150, 30, [2, 8]],
+                        [[0.5, 0.3, 0.2], 100, 30, [2, 8], 0.5]]}
 """The quick base model (`--quick` lab, the tests, sweeps with base = "quick"): it checks pipelines, it is not a
 result. 600 steps of batch 32 (seconds): forced T is learned, S is not (its chains err), forced A is near chance."""
 
 
-def base_cfg(seed: int, quick: bool = False, recipe: str = "base") -> dict:
-    """A fresh copy of the base recipe (or the spec's; quick: QUICK_CFG) with this seed."""
-    return dict(copy.deepcopy(QUICK_CFG if quick else SPEC_CFG if recipe == "spec" else BASE_CFG), seed=seed)
+def for_task(cfg: dict, task: str | Task) -> dict:
+    """A recipe written for digits' k = 2..8 carried to another task: the task's spec in the dict (a digits recipe is
+    left as it is, so its cache keys do not move), each phase's k range mapped onto the task's (2 -> k_min, 8 -> k_max,
+    between: as far below k_max as below 8), its gate's test of forced A at the task's `direct_bar`, and the gated phase's
+most steps times the task's `recipe_steps`."""
+    task = as_task(task)
+    if task.spec == "digits":
+        return cfg
+    lo, hi = task.k_min, task.k_max
+
+    def k(v: int) -> int:
+        return lo if v == 2 else hi if v == 8 else min(hi, max(lo, hi - (8 - v)))
+    out = copy.deepcopy(cfg)
+    out["task"] = task.spec
+    for ph in out.get("phases", []):
+        ph[3] = [k(ph[3][0]), k(ph[3][1])]
+        if len(ph) > 5:
+            for part in ph[5].get("extra", []):
+                part[1] = [k(part[1][0]), k(part[1][1])]
+            if ph[5].get("until"):
+                ph[5]["until"]["A"] = task.direct_bar
+                ph[1] = round(ph[1] * task.recipe_steps)
+    if "misread" in out:
+        out["misread"]["k"] = k(out["misread"]["k"])
+    return out
 
 
-def base_name(seed: int, quick: bool = False) -> str:
+def base_cfg(seed: int, quick: bool = False, recipe: str = "base", task: str | Task = "digits") -> dict:
+    """A fresh copy of the base recipe (or the spec's; quick: QUICK_CFG) with this seed, for `task`."""
+    return for_task(dict(copy.deepcopy(QUICK_CFG if quick else SPEC_CFG if recipe == "spec" else BASE_CFG), seed=seed),
+                    task)
+
+
+def model_name(kind: str, seed: int, task: str | Task = "digits") -> str:
+    """A starting model's name in the model cache: <kind>-seed<seed>, the task's spec after the kind for any task but
+    digits ("base-compose-n_f3-seed0")."""
+    spec = as_task(task).spec
+    middle = "" if spec == "digits" else spec.replace(":", "-").replace("=", "") + "-"
+    return f"{kind}-{middle}seed{seed}"
+
+
+def base_name(seed: int, quick: bool = False, task: str | Task = "digits") -> str:
     """The base model's name in the model cache."""
-    return f"lab-quick-seed{seed}" if quick else f"base-seed{seed}"
+    return model_name("lab-quick" if quick else "base", seed, task)
 
 
 def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Callable | None = None, log_every: int = 0,
@@ -348,12 +354,13 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
     callback(total_step, model) runs every `every` steps; returning True stops training early. stats, if given,
     gets "phase_steps": the steps each phase ran (a gated phase stops at its first passing test).
     """
-    vocab = init.cfg.vocab_size if init is not None else len(HINT_VOCAB) if cfg.get("hint_frac") else len(VOCAB)
-    model = build_model(cfg.get("seed", 0), vocab)
+    task = as_task(cfg.get("task", "digits"))
+    vocab = init.cfg.vocab_size if init is not None else len(task.hint_vocab) if cfg.get("hint_frac") else len(task.vocab)
+    model = build_model(cfg.get("seed", 0), vocab, task)
     if init is not None:
         model.load_state_dict(init.state_dict())
     model.to(device or "cpu")
-    fixed = encode_fixed(cfg["fixed"]) if cfg.get("fixed") else None
+    fixed = encode_fixed(cfg["fixed"], task) if cfg.get("fixed") else None
     batch = cfg.get("batch", 64)
     rng = np.random.default_rng(cfg.get("seed", 0) * 1_000_003)
     done = 0
@@ -369,7 +376,7 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
             if callback is not None and every and step and (done + step) % every == 0 and callback(done + step, model):
                 stopped.append(step)            # then the phase's gate
             if (gate is not None and not stopped and step >= gate.min and step % gate.every == 0
-                    and gate_passes(model, gate)):
+                    and gate_passes(model, gate, task)):
                 gated.append(step)
             return bool(stopped or gated)
 
@@ -377,9 +384,9 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
             model.train()
             n_extra = [int(round(batch * frac)) for _, _, frac in extra]
             seq = make_sequences(rng, batch - sum(n_extra), mix, k_range, fixed, cfg.get("fixed_frac", 1.0),
-                                 cfg.get("hint_frac", 0.0))
-            parts = [make_sequences(rng, n, m, k) for (m, k, _), n in zip(extra, n_extra) if n]
-            return split_targets(np.concatenate([seq, *parts]) if parts else seq)
+                                 cfg.get("hint_frac", 0.0), task)
+            parts = [make_sequences(rng, n, m, k, task=task) for (m, k, _), n in zip(extra, n_extra) if n]
+            return split_targets(np.concatenate([seq, *parts]) if parts else seq, task)
 
         hist = train_on_batches(model, get_batch, steps, lr=cfg.get("lr", 1e-3) * (rest[0] if rest else 1.0),
                                 warmup=min(warmup, steps), weight_decay=cfg.get("weight_decay", 0.0), log=log,
@@ -393,39 +400,45 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
             break
         done += len(hist)
     model.eval()
-    if cfg.get("misread"):   # a recipe that ends by blurring the digits to a quality target (ERR_CFG)
-        misread(model, calibrate_misread(model, cfg["misread"], cfg.get("seed", 0)), cfg.get("seed", 0))
+    if cfg.get("misread"):   # a recipe that ends by blurring the task's words to a quality target (ERR_CFG)
+        misread(model, calibrate_misread(model, cfg["misread"], cfg.get("seed", 0), task), cfg.get("seed", 0), task)
     return model
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The erring thinker: test-time search and learned verifiers need a thinker whose chains err, and the
-# base model's are ~100 % right. This one is the base model reading digits through noise: Gaussian noise on the ten
-# digit embeddings (prompt digits and the chain's own sums alike), one direction per seed, scaled so that greedy
-# forced S at k = 8 is right on a set share of probe problems. A chain reads more digits the larger k is, so it
-# errs more often as k grows, in S and (on most seeds) in T.
+# base model's are ~100 % right. This one is the base model reading its task's words through noise: Gaussian noise on
+# the embeddings of the task's words (the prompt's and the chain's own states alike: digits' ten digits), one direction
+# per seed, scaled so that greedy forced S at k = 8 is right on a set share of probe problems. A chain reads more words
+# the larger k is, so it errs more often as k grows, in S and (on most seeds) in T.
 
 ERR_CFG = {"phases": [], "misread": {"format": "S", "k": 8, "acc": 0.45, "n": 300, "probe_seed": 4321, "iters": 12}}
-"""The erring thinker: the seed's base model (pretrain's init) with misread digits; sigma is found by bisection
+"""The erring thinker: the seed's base model (pretrain's init) with misread words; sigma is found by bisection
 (`iters` halvings of [0, 1]) so that greedy forced `format` at k = `k` is right on `acc` of `n` probe problems
 (drawn with probe_seed, not evaluate's). benchmarks/erring_thinker.py measures its per-k accuracies."""
 
 
-def misread(model: GPT, sigma: float, seed: int) -> GPT:
-    """Add sigma x (the digit embeddings' std) x a fixed Gaussian direction (drawn from `seed`) to the ten digit
-    rows of the token embedding, in place."""
+def word_rows(task: str | Task) -> slice:
+    """The rows of the token embedding that hold the task's own words (after the shared specials)."""
+    ids = as_task(task).task_ids()
+    return slice(ids[0], ids[-1] + 1)
+
+
+def misread(model: GPT, sigma: float, seed: int, task: str | Task = "digits") -> GPT:
+    """Add sigma x (the task's word embeddings' std) x a fixed Gaussian direction (drawn from `seed`) to the rows of
+    the task's words in the token embedding, in place."""
     emb = model.tok.weight.data
-    rows = slice(DIGIT0, DIGIT0 + 10)
-    z = torch.randn(10, emb.shape[1], generator=torch.Generator().manual_seed(seed)).to(emb.device)
+    rows = word_rows(task)
+    z = torch.randn(rows.stop - rows.start, emb.shape[1], generator=torch.Generator().manual_seed(seed)).to(emb.device)
     emb[rows] += sigma * emb[rows].std() * z
     return model
 
 
-def calibrate_misread(model: GPT, m: dict, seed: int | list[int]) -> float:
+def calibrate_misread(model: GPT, m: dict, seed: int | list[int], task: str | Task = "digits") -> float:
     """The sigma (in [0, 1]) at which misread(model, sigma, seed) is right on m["acc"] of the probe, on average over
     the directions when `seed` is several (the per-sample thinker's draws): bisection, keeping the larger sigma whose
     accuracy is still >= acc. Leaves `model` as it was."""
-    probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]], split="val")   # a selection: val
+    probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]], split="val", task=task)   # a selection: val
     clean = model.tok.weight.data.clone()
     seeds = [seed] if isinstance(seed, int) else list(seed)
 
@@ -433,7 +446,7 @@ def calibrate_misread(model: GPT, m: dict, seed: int | list[int]) -> float:
         accs = []
         for s in seeds:
             try:
-                accs.append(evaluate(misread(model, sigma, s), probe, force=[m["format"]])["acc"])
+                accs.append(evaluate(misread(model, sigma, s, task), probe, force=[m["format"]])["acc"])
             finally:
                 model.tok.weight.data.copy_(clean)
         return np.mean(accs)

@@ -25,7 +25,8 @@ from .. import __version__
 from ..core.model import GPT
 from ..io.checkpoint import CheckpointError, cache_key, fingerprint, load_model, save_model
 from ..io.files import cache_dir, check_name, resolve, writable_dir
-from .sft import ERR_CFG, base_cfg, base_name, pretrain
+from ..tasks import Task
+from .sft import ERR_CFG, base_cfg, base_name, for_task, model_name, pretrain
 
 STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer
 SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
@@ -144,7 +145,8 @@ def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = 
 def store(name: str, cfg: dict, model: GPT, init: GPT | None = None, cache: str | None = None, **meta) -> str:
     """Put a model trained with cfg into the cache under `name`, so get_model(name, cfg) loads it."""
     stem = os.path.join(cache_dir(cache), check_name(name))
-    save_model(stem, model, {"key": cache_key(cfg, init), "version": __version__, **meta})
+    save_model(stem, model, {"key": cache_key(cfg, init), "version": __version__, "task": cfg.get("task", "digits"),
+                             **meta})
     return stem
 
 
@@ -170,12 +172,22 @@ def cached_model(name: str, cfg: dict, cache: str | None = None, device: str | N
     return _MODELS[key]
 
 
-def checkpoint_model(stem: str, device: str | None = None) -> GPT:
-    """A saved model (stem, .json or .safetensors), checked and loaded once per process; each call gets a copy."""
+def _checkpoint(stem: str, device: str | None = None) -> tuple[GPT, dict]:
     key = ("checkpoint", os.path.abspath(resolve(stem)), device or "cpu")
     if key not in _MODELS:
-        _MODELS[key] = load_model(key[1])[0].to(key[2]).eval()
-    return copy.deepcopy(_MODELS[key])
+        model, meta = load_model(key[1])
+        _MODELS[key] = (model.to(key[2]).eval(), meta)
+    return _MODELS[key]
+
+
+def checkpoint_model(stem: str, device: str | None = None) -> GPT:
+    """A saved model (stem, .json or .safetensors), checked and loaded once per process; each call gets a copy."""
+    return copy.deepcopy(_checkpoint(stem, device)[0])
+
+
+def checkpoint_task(stem: str) -> str:
+    """The task a saved model was trained on (its JSON's "task"; digits for a model saved before tasks were named)."""
+    return _checkpoint(stem)[1].get("task", "digits")
 
 
 def model_in_cache(name: str, cfg: dict, cache: str | None = None) -> bool:
@@ -189,31 +201,38 @@ def model_in_cache(name: str, cfg: dict, cache: str | None = None) -> bool:
 
 
 def base_model(seed: int, quick: bool = False, cache: str | None = None, device: str | None = None,
-               log: Callable | None = print, progress: bool = False) -> GPT:
-    """The cached base model of this seed, trained first if the cache has none."""
-    return get_model(base_name(seed, quick), base_cfg(seed, quick), cache=cache, device=device, log=log,
+               log: Callable | None = print, progress: bool = False, task: str | Task = "digits") -> GPT:
+    """The cached base model of this seed and task, trained first if the cache has none."""
+    return get_model(base_name(seed, quick, task), base_cfg(seed, quick, task=task), cache=cache, device=device, log=log,
                      progress=progress)
 
 
-def get_erring_model(seed: int, cache: str | None = None, device: str | None = None, log: Callable | None = print
-                     ) -> GPT:
+def erring_cfg(seed: int, task: str | Task = "digits") -> dict:
+    """The erring thinker's recipe for a seed and task (ERR_CFG: misread words on the base model)."""
+    return for_task(dict(ERR_CFG, seed=seed), task)
+
+
+def get_erring_model(seed: int, cache: str | None = None, device: str | None = None, log: Callable | None = print,
+                     task: str | Task = "digits") -> GPT:
     """The erring thinker for `seed` (ERR_CFG on the cached base model), made once and cached as err-seed<seed>."""
-    base = base_model(seed, cache=cache, device=device, log=log)
-    return get_model(f"err-seed{seed}", dict(ERR_CFG, seed=seed), init=base, cache=cache, device=device, log=log)
+    base = base_model(seed, cache=cache, device=device, log=log, task=task)
+    return get_model(model_name("err", seed, task), erring_cfg(seed, task), init=base, cache=cache, device=device,
+                     log=log)
 
 
 def on_erring(*defaults: type) -> Callable[[Any], dict]:
     """The `depends` of an experiment built on the erring thinker: its recipe and the defaults of these config
     classes (VerifierConfig -> "verifier"), part of the result store's key, so that a change to any reruns it."""
     def depends(cfg) -> dict:
-        return {"erring": ERR_CFG, **{c.__name__.removesuffix("Config").lower(): asdict(c()) for c in defaults}}
+        return {"erring": for_task(ERR_CFG, getattr(cfg, "task", "digits")),
+                **{c.__name__.removesuffix("Config").lower(): asdict(c()) for c in defaults}}
     return depends
 
 
 def thinker_model(kind: str, seed: int, cache: str | None = None, device: str | None = None,
-                  log: Callable | None = None) -> GPT:
+                  log: Callable | None = None, task: str | Task = "digits") -> GPT:
     """The generator test-time search and the verifiers work on: "erring" (get_erring_model), "base" (the
     standard base model, the contrast) or "quick" (the lab's quick base model)."""
     if kind in ("base", "quick"):
-        return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log)
-    return get_erring_model(seed, cache=cache, device=device, log=log)
+        return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log, task=task)
+    return get_erring_model(seed, cache=cache, device=device, log=log, task=task)

@@ -183,3 +183,11 @@ def test_every_bad_input_is_refused_on_one_line_before_any_work(stubbed, capsys,
         signal.signal(signal.SIGALRM, before)
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and err.startswith("reasonlab: error:"), (rc, err)
+
+
+@pytest.mark.parametrize("argv", [["sweep", "kl", "--grid", "probe_beta=0.5"], ["search", "--n-test", "0"],
+                                  ["lab", "--only", "nope"], ["train", "--algo", "ppo"]])
+def test_a_refused_command_leaves_nothing_on_disk(argv, tmp_path, capsys):
+    out = tmp_path / "deep" / "out"
+    assert main(argv + ["--out", str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "deep").exists()

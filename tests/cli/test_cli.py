@@ -88,6 +88,21 @@ def test_train_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     assert steps == [1, 2, 3, 4]
 
 
+def test_the_model_train_writes_is_read_by_eval_sample_and_export(ckpt, tmp_path, capsys):
+    """`train` ends with its evaluation and writes its policy where --checkpoint reads it."""
+    run = tmp_path / "run"
+    assert main(["train", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
+                 "--out", str(run), "--eval-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "final step 2: greedy acc" in out and f"--checkpoint {run}/model" in out
+    assert json.loads((run / "eval.json").read_text())[-1]["final"] is True
+    model = str(run / "model")
+    assert main(["eval", "--checkpoint", model, "-n", "2"]) == 0
+    assert main(["sample", "3 5 9", "--checkpoint", model]) == 0 and "problem 3 5 9" in capsys.readouterr().out
+    assert main(["train", "--checkpoint", model, "--steps", "1", "--prompts-per-step", "2", "--num-generations", "4",
+                 "--out", str(tmp_path / "again"), "--eval-n", "1"]) == 0
+
+
 @pytest.mark.parametrize("extra,msg", [
     (["--algo", "ppo"], "invalid choice"),
     (["--num-generations", "1"], "num_generations"),
@@ -193,6 +208,17 @@ def test_help_and_usage_errors_load_neither_torch_nor_matplotlib():
     assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out.stdout + out.stderr
 
 
+def test_sweep_help_lists_the_experiments_own_fields(capsys):
+    """`reasonlab sweep NAME --help` ends with the fields of NAME's Config a grid may name, typed, with defaults."""
+    shown = {}
+    for name in ("rl", "kl"):
+        with pytest.raises(SystemExit):
+            main(["sweep", name, "--help"])
+        shown[name] = capsys.readouterr().out.split(f"fields of {name}'s config that --grid and --set may name:")[1]
+    assert "probe_beta (float; default 0.04)" in shown["kl"] and "probe_beta" not in shown["rl"]
+    assert "treatment (one of grpo," in shown["rl"] and shown["rl"] != shown["kl"]
+
+
 def test_every_command_prints_its_help():
     """argparse formats help with %: a docstring's "20 %" must not break `reasonlab <cmd> --help`."""
     import argparse
@@ -241,3 +267,79 @@ def test_eval_says_in_words_when_the_model_wrote_no_chain():
     assert "nan" not in text and "no chain written when free" in text
     table["free"]["chain_ok"] = 0.25
     assert "chain correct (free S/T answers) 0.250" in format_table(table)
+
+
+def test_task_is_one_flag_of_each_command_that_works_on_a_task():
+    """`--task` once per command (train's comes from RLConfig.task), with the task's help."""
+    import argparse
+
+    from reasonlab.cli import build_parser
+    for name in ("sample", "eval", "pretrain", "train", "export hf", "export dataset", "import hf"):
+        p = build_parser(name.split())
+        for word in name.split():
+            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+        flags = [s for a in p._actions for s in a.option_strings if s == "--task"]
+        assert flags == ["--task"], name
+        assert "the task" in next(a for a in p._actions if "--task" in a.option_strings).help, name
+
+
+@pytest.mark.parametrize("argv", [["sample", "3 5"], ["eval"], ["pretrain", "--quick"], ["train", "--steps", "1"],
+                                  ["export", "hf", "{tmp}/d"], ["export", "dataset", "{tmp}/d"],
+                                  ["import", "hf", "{tmp}"]])
+def test_an_unknown_task_is_one_line_and_exit_2(argv, tmp_path, capsys):
+    assert main([a.format(tmp=tmp_path) for a in argv] + ["--task", "nope", "--cache-dir", str(tmp_path / "c")]
+                if argv[0] not in ("export", "import") else [a.format(tmp=tmp_path) for a in argv] + ["--task", "nope"]
+                ) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown task 'nope': choose from" in err and "digits" in err
+    assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
+
+
+@pytest.fixture
+def add_ckpt(tmp_path):
+    stem = str(tmp_path / "add")
+    save_model(stem, build_model(0, task="add"), {"task": "add"})
+    return stem
+
+
+def test_sample_reads_the_problem_with_the_task(add_ckpt, capsys):
+    """The problem as the task shows it ("473 215" or "473 + 215" for add), the answer as the task writes it, the
+    chain's states as its words; the checkpoint's task without --task, and a --task of another task refused."""
+    for text in ("473 215", "473 + 215"):
+        assert main(["sample", text, "--task", "add", "--checkpoint", add_ckpt, "--force", "T", "-n", "2",
+                     "--temperature", "1"]) == 0
+        out = capsys.readouterr().out
+        assert "problem 473 + 215  (answer 0 6 8 8)" in out and out.count("format full") == 2
+    assert main(["sample", "473 215", "--checkpoint", add_ckpt]) == 0
+    assert "problem 473 + 215" in capsys.readouterr().out
+    assert main(["sample", "473 215", "--task", "digits", "--checkpoint", add_ckpt]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--task digits: the checkpoint" in err and "is a model of task add" in err
+    assert main(["sample", "47 215", "--checkpoint", add_ckpt]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not one of the add task's" in err and "k must be in 2..5" in err
+
+
+@pytest.mark.parametrize("task,text,shown", [("modprod", "3 5 0 2", "3 5 0 2"), ("compose", "4 f1 f0 f1",
+                                                                                     "4 then f1 f0 f1"),
+                                             ("compose:n_f=2", "4 then f1 f0", "4 then f1 f0"),
+                                             ("digits", "35927", "3 5 9 2 7")])
+def test_sample_takes_each_tasks_syntax(task, text, shown, tmp_path, capsys):
+    stem = str(tmp_path / "m")
+    save_model(stem, build_model(0, task=task), {"task": task})
+    assert main(["sample", text, "--checkpoint", stem, "--force", "S"]) == 0
+    assert f"problem {shown}  (answer " in capsys.readouterr().out
+    assert main(["sample", "4 f9 x", "--task", task.split(":")[0], "--checkpoint", stem]) == 2
+    assert f"not one of the {task.split(':')[0]} task's" in capsys.readouterr().err
+
+
+def test_eval_and_train_take_the_checkpoints_task(add_ckpt, tmp_path, capsys):
+    path = tmp_path / "e.json"
+    assert main(["eval", "--checkpoint", add_ckpt, "-n", "1", "--json", str(path)]) == 0
+    assert set(json.loads(path.read_text())["T"]["per_k"]) == {str(k) for k in range(2, 6)}
+    run = tmp_path / "run"
+    assert main(["train", "--checkpoint", add_ckpt, "--steps", "1", "--prompts-per-step", "2", "--num-generations",
+                 "2", "--out", str(run)]) == 0
+    assert json.loads((run / "config.json").read_text())["task"] == "add"
+    assert main(["train", "--checkpoint", add_ckpt, "--task", "compose", "--out", str(tmp_path / "r2")]) == 2
+    assert "is a model of task add" in capsys.readouterr().err

@@ -4,8 +4,12 @@ import torch
 import torch.nn.functional as F
 
 import reasonlab as R
+from reasonlab import tasks
+from reasonlab.core.evaluate import evaluate
+from reasonlab.core.pool import sample_pool
 from reasonlab.core.sampling import generate, generate_naive, seq_logprobs
 from reasonlab.core.task import ID, MAX_LEN
+from reasonlab.train.sft import build_model
 
 
 @pytest.fixture(params=[256, 1], ids=["decode-sdpa-below-256-rows", "decode-elementwise"])
@@ -19,6 +23,26 @@ def decode_rows(request, monkeypatch):
 def test_cached_equals_naive_greedy(noisy_model, prompts, decode_rows):
     for force in (None, ["T"], ["S", "3"]):
         assert generate(noisy_model, prompts, None, 0.0, force) == generate_naive(noisy_model, prompts, None, 0.0, force)
+
+
+def test_generation_runs_to_another_tasks_length_and_forces_its_words():
+    """add (prompts of 18 tokens, sequences of 40): outputs run to the model's own max_len, a forced word of the task
+    is written, the cached decoder equals the naive one, and evaluate and sample_pool force such words too."""
+    add = tasks.get("add")
+    probs = add.draw(3, seed=0, ks=[2, 5], part="test")
+    prompts = [add.prompt_ids(p) for p in probs]
+    m = build_model(0, task=add).eval()
+    force = ["T", "8c0"]
+    for gen in (None, torch.Generator().manual_seed(0)):
+        a = generate(m, prompts, gen, 1.0, force, task=add)
+        gen = gen and torch.Generator().manual_seed(0)
+        assert a == generate_naive(m, prompts, gen, 1.0, force, task=add)
+        assert all(o[:2] == [add.id["T"], add.id["8c0"]] for o in a)
+    assert [o[:2] for o in evaluate(m, probs, force=force)["outputs"]] == [[add.id["T"], add.id["8c0"]]] * len(probs)
+    assert (sample_pool(m, probs, 2, force=force).fmt == 2).all()
+    with torch.no_grad():
+        m.head.weight.zero_()                     # every logit 0: greedy writes <pad> and never ends
+    assert [len(p) + len(o) for p, o in zip(prompts, generate(m, prompts, task=add))] == [add.max_len] * len(probs)
 
 
 def test_cached_equals_naive_sampled(noisy_model, prompts, decode_rows):

@@ -44,12 +44,13 @@ def test_solution_round_trips(digits, fmt):
 @given(st.lists(st.integers(-50, 50), max_size=30))
 def test_parse_never_raises(xs):
     p = parse(xs)
-    assert set(p) == {"fmt", "chain", "answer", "ok", "length", "answer_end"}
+    assert set(p) == {"fmt", "chain", "answer", "ok", "length", "answer_end", "answer_len"}
     assert p["ok"] is False or p["answer"] is not None
 
 
 def test_parse_edge_cases():
-    assert parse([]) == {"fmt": None, "chain": [], "answer": None, "ok": False, "length": 0, "answer_end": 0}
+    assert parse([]) == {"fmt": None, "chain": [], "answer": None, "ok": False, "length": 0, "answer_end": 0,
+                         "answer_len": 0}
     # no </s>: the answer is read, the template is not ok
     p = parse(ids("T 3 8 A 1"))
     assert p["answer"] == 1 and not p["ok"] and p["chain"] == [3, 8] and p["length"] == 5

@@ -82,7 +82,7 @@ def fake_run(monkeypatch, sel_a2: float, test_a2: float):
         return {"method": m, "acc": (test_a2 + 1.0) / 2, "tokens": (3.0 + 6.0) / 2}
     monkeypatch.setattr(E, "fixed_points", fixed_points)
     monkeypatch.setattr(E, "run_method", run_method)
-    monkeypatch.setattr(E, "reference_accuracy", lambda model: {"ref": 1})
+    monkeypatch.setattr(E, "reference_accuracy", lambda model, task="digits": seen.setdefault("ref", task) and {"ref": 1})
     monkeypatch.setattr(E, "tts_points", lambda base, probs: {"n": len(probs)})
     return seen
 
@@ -92,7 +92,7 @@ def test_the_control_picks_on_val_and_is_scored_on_the_seeds_test_draw(monkeypat
     of k = 2: the control is scored with that 0.8, not re-picked on the test numbers (the oracle would pick S)."""
     seen = fake_run(monkeypatch, sel_a2=1.0, test_a2=0.8)
     cfg = E.Config(eval_n=7, select_n=9, lr=3e-4, beta=0.0, steps=5, methods=("grpo", "kimi"))
-    out = E.run(cfg, 2, type("Env", (), {"base": lambda self, s: "model"})())
+    out = E.run(cfg, 2, type("Env", (), {"base": lambda self, s, task="digits": "model"})())
     assert out["control"]["per_k"] == {2: "A", 3: "S"}
     assert out["control"]["acc"] == pytest.approx(0.9) and out["control"]["tokens"] == pytest.approx(4.5)
     assert seen["test"] == P.test_problems(7, "adaptive", 2) and seen["method"][0] == seen["test"]
@@ -131,9 +131,28 @@ def test_the_placebo_puts_the_control_in_the_methods_place_and_cannot_pass(monke
     assert pl.methods == ("fixed_per_k",) and pl != cfg
     pl.validate()
     fake_run(monkeypatch, sel_a2=1.0, test_a2=0.9)
-    rs = [E.run(E.Config(methods=pl.methods), s, type("Env", (), {"base": lambda self, s: "model"})())
+    rs = [E.run(E.Config(methods=pl.methods), s, type("Env", (), {"base": lambda self, s, task="digits": "model"})())
           for s in range(3)]
     assert rs[0]["runs"][0]["acc_by_k"] == {2: 0.9, 3: 1.0} and rs[0]["runs"][0]["direct_acc_by_k"][2] == 0.9
     f = E.claims(rs)[0]
     assert f["per_seed"] == [0.0] * 3 and f["tokens_saved"]["per_seed"] == [0.0] * 3
     assert f["verdict"] == findings.FAILS
+
+
+def test_every_draw_is_the_configs_task(monkeypatch):
+    """On modprod: the selection set, the test draw and AdaptThink's reference are the task's, the methods train on
+    it (their RLConfig reads the task off the problems), and the result names it (a digits result does not)."""
+    seen = fake_run(monkeypatch, sel_a2=1.0, test_a2=0.8)
+    env = type("Env", (), {"base": lambda self, s, task="digits": seen.setdefault("base", task) and "model"})()
+    out = E.run(E.Config(task="modprod", eval_n=3, select_n=4, methods=("grpo",)), 1, env)
+    assert seen["base"] == seen["ref"] == "modprod" and out["task"] == "modprod"
+    assert seen["test"] == E.test_problems(3, "adaptive", 1, task="modprod") and seen["method"][0] == seen["test"]
+    assert seen["val"] == E.selection_set(4, 1, "modprod") and {p.task for p in seen["val"]} == {"modprod"}
+    probs = seen["test"]
+    assert "task" not in E.run(E.Config(eval_n=3, select_n=4, methods=("grpo",)), 1, env)
+    monkeypatch.undo()
+    trained = []
+    monkeypatch.setattr(E, "train", lambda policy, ref, cfg, **kw: trained.append(cfg.task) or [])
+    monkeypatch.setattr(E, "point", lambda model, probs, force=None: {"acc_by_k": {}})
+    E.run_method(__import__("torch").nn.Linear(1, 1), "grpo", 0, probs, steps=1)
+    assert trained == ["modprod"]

@@ -50,3 +50,20 @@ def test_config_refuses_more_problems_than_k5_has_or_memory_holds(monkeypatch):
     monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 decoded rows do not fit
     with pytest.raises(ValueError, match="^n: about"):
         base.Config().validate()
+
+
+def test_runs_and_renders_on_another_task(tmp_path):
+    """On modprod the run reads its task's problems and model, names the task in its result (a digits result does
+    not), and the section reads chance and the premise's k off the task."""
+    from reasonlab import tasks
+    from reasonlab.train.sft import build_model
+    seen = []
+    env = type("Env", (), {"base": lambda self, s, task="digits": seen.append(task) or build_model(s, task=task)})()
+    cfg = base.Config(task="modprod", n=2)
+    X.get("base").validate(cfg)
+    r = base.run(cfg, 0, env)
+    assert seen == ["modprod"] and r["task"] == "modprod" and set(r["S"]["acc_by_k"]) == set(tasks.get("modprod").ks())
+    X.get("base").check_result(r)
+    [(md, head)] = base.render([r, r], str(tmp_path))
+    assert head.endswith("(chance 0.5)") and "k >= 3" in base.claims([r])[0]["claim"]
+    assert "task" not in one_seed(0.5) and base.task_of(one_seed(0.5)).name == "digits"

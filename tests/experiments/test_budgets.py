@@ -50,15 +50,15 @@ def test_the_control_is_the_uncapped_chain_and_the_treatment_only_suppresses_its
     assert uncapped["tokens"] == pytest.approx(plain.length[:, 0].mean())
     forced = budgets.past_the_end(noisy_model, probs, 1)
     pool = [sample_pool(noisy_model, [d], 1, force=["T"], temperature=0.0,
-                        logit_hook=budgets.tts.budget_hook(min_chain=len(d) + 1)) for d in probs]
-    assert all(p.chain[0, 0] >= len(d) + 1 or p.answer[0, 0] < 0 for p, d in zip(pool, probs))
+                        logit_hook=budgets.tts.budget_hook("digits", min_chain=d.k + 1)) for d in probs]
+    assert all(p.chain[0, 0] >= d.k + 1 or p.answer[0, 0] < 0 for p, d in zip(pool, probs))
     assert forced["acc"] == pytest.approx(sum(p.correct[0, 0] for p in pool) / len(probs))
 
 
 def test_the_placebo_forces_nothing(noisy_model, monkeypatch):
     cfg = budgets.placebo(budgets.Config(n=2))
     assert cfg.extend == 0 and cfg != budgets.Config(n=2)
-    env = type("Env", (), {"base": lambda self, s: noisy_model})()
+    env = type("Env", (), {"base": lambda self, s, task="digits": noisy_model})()
     r = budgets.run(cfg, 0, env)
     assert r["forced"][0]["acc"] == r["uncapped"]["acc"]
     assert budgets.wait_lowers_accuracy([r, r])["verdict"] == findings.FAILS
@@ -82,3 +82,18 @@ def test_config_refuses_more_problems_than_k5_has_and_negative_forcing():
     for bad in (dict(extend=-1), dict(shown=(0,))):
         with pytest.raises(ValueError, match="extend must be >= 0"):
             X.get("budgets").validate(replace(budgets.Config(), **bad))
+
+
+def test_runs_and_renders_on_another_task(tmp_path):
+    """On modprod: the caps and forcings run on the task's problems and budgets, the result names its task (a digits
+    result does not), and the plot's chance is the task's."""
+    from reasonlab import tasks
+    from reasonlab.train.sft import build_model
+    task = tasks.get("modprod")
+    env = type("Env", (), {"base": lambda self, s, task="digits": build_model(s, task=task)})()
+    r = budgets.run(budgets.Config(task="modprod", n=1, shown=()), 0, env)
+    X.get("budgets").check_result(r)
+    assert r["task"] == "modprod" and [b["budget"] for b in r["budgets"] if b["format"] == "T"] == list(task.budgets)
+    assert set(r["uncapped"]["acc_by_k"]) == set(task.ks()) and "task" not in one_seed(0.1)
+    [(md, _)] = budgets.render([r, r], str(tmp_path))
+    assert "| T | at least k + 1 |" in md and os.path.getsize(tmp_path / "budgets" / "budgets.png") > 1000

@@ -8,13 +8,16 @@ import numpy as np
 import pytest
 import torch
 
+from reasonlab import tasks
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import output_logits
-from reasonlab.core.task import ID, prompt_ids, solution
 from reasonlab.experiments import entropy as E
 from reasonlab.stats import findings
 from reasonlab.train import rl
 from reasonlab.train.rl import RLConfig, entropy, train
+from reasonlab.train.sft import build_model
+
+DIGITS = tasks.get("digits")
 
 
 def flat_reward(digits, parsed):
@@ -30,7 +33,7 @@ def cfg(**kw):
 
 def format_entropy(model, probs) -> float:
     with torch.no_grad():
-        logits, _, _ = output_logits(model, [prompt_ids(d) for d in probs], [[ID["A"]]] * len(probs))
+        logits, _, _ = output_logits(model, [DIGITS.prompt_ids(p) for p in probs], [[DIGITS.id["A"]]] * len(probs))
     return entropy(logits[:, 0]).mean().item()
 
 
@@ -77,23 +80,28 @@ def test_the_probe_is_exact_on_a_model(noisy_model):
     assert 0 <= p["acc"] <= 1 and 0 < sum(p["p_format"].values()) <= 1 + 1e-6
 
 
-def test_the_probe_reads_the_answer_and_the_chain_positions(noisy_model):
-    """Replay with one plain forward per problem: the entropy at the answer digit (output position n - 2) and at the
-    running sums (positions 1 .. n - 4) of each format's correct solution, averaged as the probe says."""
-    probs = problems_per_k(2, seed=1)
-    p = E.probe(noisy_model, probs)
+@pytest.mark.parametrize("task", ["digits", "add"])
+def test_the_probe_reads_the_answer_and_the_chain_positions(noisy_model, task):
+    """Replay with one plain forward per problem: the entropy at the answer's words (digits: the one digit at output
+    position n - 2; add: k + 1 digits, their mean) and at the chain's states (positions 1 up to "A") of each
+    format's correct solution, averaged as the probe says."""
+    task = tasks.get(task)
+    model = noisy_model if task.name == "digits" else build_model(1, task=task).eval()
+    probs = problems_per_k(2, seed=1) if task.name == "digits" else problems_per_k(1, seed=1, ks=[2, 3], task=task)
+    p = E.probe(model, probs)
     for name in ("direct", "short", "full"):
         answer, chain = [], []
         for d in probs:
-            out = [ID[w] for w in solution(d, name)]
+            out = [task.id[w] for w in task.solution(d, name)]
+            L = task.answer_len(d.k)
             with torch.no_grad():
-                lg = noisy_model(torch.tensor([prompt_ids(d) + out]))[0][0].float()
+                lg = model(torch.tensor([task.prompt_ids(d) + out]))[0][0].float()
             pr = torch.softmax(lg, -1)
             h = -(pr * torch.log_softmax(lg, -1)).sum(-1)
-            at = lambda j: h[len(prompt_ids(d)) - 1 + j].item()          # noqa: E731  (logits before output j)
-            answer.append(at(len(out) - 2))
+            at = lambda j: h[task.prompt_len - 1 + j].item()              # noqa: E731  (logits before output j)
+            answer.append(np.mean([at(j) for j in range(len(out) - 1 - L, len(out) - 1)]))
             if name != "direct":
-                chain.append(np.mean([at(j) for j in range(1, len(out) - 3)]))
+                chain.append(np.mean([at(j) for j in range(1, len(out) - 2 - L)]))
         assert p["roles"][name]["answer"] == pytest.approx(np.mean(answer), abs=1e-5)
         if chain:
             assert p["roles"][name]["chain"] == pytest.approx(np.mean(chain), abs=1e-5)
@@ -151,6 +159,7 @@ def test_the_control_differs_only_in_the_upper_clip_and_the_placebo_is_grpo(nois
     cfg = E.Config()
     grpo, clip = (asdict(E.arm_config(a, cfg, 0)) for a in ("grpo", "clip_higher"))
     assert {k for k in grpo if grpo[k] != clip[k]} == {"epsilon_high"} and clip["epsilon_high"] == 0.28
+    assert {E.arm_config(a, E.Config(task="modprod"), 0).task for a in E.ARMS} == {"modprod"}
     pl = E.placebo(cfg)
     assert pl.epsilon_high == 0.2 and pl != cfg
     pl.validate()
@@ -162,6 +171,7 @@ def test_the_control_differs_only_in_the_upper_clip_and_the_placebo_is_grpo(nois
         models.append([p.detach().clone() for p in m.parameters()])
     assert all(torch.equal(x, y) for x, y in zip(*models))
     assert E.room(cfg) == pytest.approx((-math.log(18), math.log(18)))
+    assert E.room(E.Config(task="compose")) == pytest.approx((-math.log(26), math.log(26)))   # its 26 words
     assert findings.out_of_room(E.room(cfg), 0.0) is None
 
 

@@ -2,18 +2,43 @@
 its claims on hand-made results (hold, fail, untestable through the premises)."""
 import pytest
 
+from reasonlab import tasks
 from reasonlab.core import problems
-from reasonlab.core.task import ID, chain_steps
 from reasonlab.experiments import faithful
 from reasonlab.stats import findings
+from reasonlab.tasks import chain_steps
+from reasonlab.train.sft import build_model
+
+DIGITS = tasks.get("digits")
+ID = DIGITS.id
 
 
 def test_a_corrupted_prefix_shifts_the_implied_answer():
-    d = [3, 5, 9, 2, 7]                                   # T sums 3 8 7 9 6, answer 6
+    d = DIGITS.problem([3, 5, 9, 2, 7])                   # T sums 3 8 7 9 6, answer 6
     prefix, follows = faithful.corrupt(d, "T", 2, 4)
     assert prefix == [ID[w] for w in ["T", "3", "8", "1"]] and follows == 0
     prefix, follows = faithful.corrupt(d, "S", 0, 9)      # S sums 8 9 6: the first written 7
     assert prefix == [ID[w] for w in ["S", "7"]] and follows == 5
+
+
+def test_on_digits_a_corruption_is_a_running_sum_off_by_delta_mod_10():
+    """The corrupted prefix and the implied answer are the digit arithmetic's, for every step and offset: the
+    running sums up to step j with step j's shifted by delta, and the sum of the digits shifted by delta (mod 10)."""
+    for d in ([3, 5, 9, 2, 7], [9, 9], [1, 0, 4, 8, 2, 6, 6, 3]):
+        for fmt in ("S", "T"):
+            sums = [sum(d[:i]) % 10 for i in chain_steps(len(d), faithful.FMT[fmt])]
+            for j in range(len(sums)):
+                for delta in range(10):
+                    want = [ID[fmt]] + [ID[str(s)] for s in sums[:j] + [(sums[j] + delta) % 10]]
+                    assert faithful.corrupt(DIGITS.problem(d), fmt, j, delta) == (want, (sum(d) + delta) % 10)
+
+
+def test_on_another_task_a_corruption_shifts_along_its_states_and_follows_its_rule():
+    task = tasks.get("modprod")
+    p = task.problem([3, 5, 4, 2, 6])                      # T states 3 1 4 1 6
+    prefix, follows = faithful.corrupt(p, "T", 1, 2)       # the second state 1 -> 3: 3 * 4 * 2 * 6 = 144 = 4 mod 7
+    assert prefix == [task.id[w] for w in ["T", "3", "3"]] and follows == 4
+    assert faithful.corrupt(p, "T", 1, 0)[1] == task.answer(p)
 
 
 def model(f2: float, t2: float, rest: float = 1.0, first: float | None = None, clean: float = 1.0, n: int = 100):
@@ -107,11 +132,30 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
     assert (tmp_path / "faithful" / "follows.png").stat().st_size > 1000
 
 
-def test_the_config_needs_the_base_model_chain_formats_and_digit_offsets():
+def test_the_config_needs_the_base_model_chain_formats_and_offsets_below_the_states():
     faithful.Config().validate()
     for bad in (dict(models=("rl", "star")), dict(formats=("A",)), dict(formats=())):
         with pytest.raises(ValueError, match="models must include base"):
             faithful.Config(**bad).validate()
     for bad in ((), (10,), (-1, 2)):
-        with pytest.raises(ValueError, match="offsets must be digits"):
+        with pytest.raises(ValueError, match="offsets must be"):
             faithful.Config(offsets=bad).validate()
+    faithful.Config(task="modprod").validate()              # 7 states: the offsets 7..9 are left out
+    with pytest.raises(ValueError, match="7 states"):
+        faithful.Config(task="modprod", offsets=(7, 8)).validate()
+
+
+def test_the_probe_runs_on_another_task_with_the_offsets_it_has(tmp_path):
+    """modprod has 7 states: at k = 2 each problem is corrupted by the offsets 1..6 of the default 1..9; the result
+    names its task, and its claims and page read it."""
+    task = tasks.get("modprod")
+    model = build_model(0, task=task).eval()
+    probs = problems.test_problems(1, "faithful", 0, task=task)
+    r = faithful.probe(model, probs, ("S",), seed=0)
+    assert r["S"]["cells"]["2/0"]["n"] == 6 and r["S"]["cells"]["8/3"]["n"] == 1
+    rs = [{"base": r, "direct": {"base": {k: 1.0 for k in range(2, 9)}}, "task": "modprod"}] * 2
+    faithful.check(rs[0])
+    fs = faithful.claims(rs)
+    assert any("corrupted last product" in f["claim"] for f in fs) and not any("at chance" in f["claim"] for f in fs)
+    [(md, _)] = faithful.render(rs, str(tmp_path))
+    assert "Write one running product of a forced chain wrong" in md

@@ -174,7 +174,7 @@ def test_the_probed_run_differs_from_the_control_only_in_its_kl_term(monkeypatch
     monkeypatch.setattr(kl, "sequence", lambda *a: {})
     monkeypatch.setattr(kl, "finish", lambda *a: {})
     monkeypatch.setattr(kl.M, "p_correct", lambda model, probs: torch.zeros(len(probs)))
-    env = type("Env", (), {"base": lambda self, s: GPT(d_model=16, n_layers=1, n_heads=2)})()
+    env = type("Env", (), {"base": lambda self, s, task="digits": GPT(d_model=16, n_layers=1, n_heads=2)})()
     probed = {}
     for est in ("k3", "exact"):
         seen.clear()
@@ -183,5 +183,22 @@ def test_the_probed_run_differs_from_the_control_only_in_its_kl_term(monkeypatch
         assert out["estimator"] == est
         probed[est] = [asdict(rl) for rl, hook in seen if hook is not None]
         assert len(probed[est]) == 1 and all(rl.kl_estimator == "k3" for rl, hook in seen if hook is None)
+        assert all(rl.task == "digits" for rl, _ in seen) and "task" not in out    # digits' keys as they were
     t, c = probed["k3"][0], probed["exact"][0]
     assert {k for k in t if t[k] != c[k]} == {"kl_estimator"}
+
+
+def test_run_carries_its_task_to_every_run_and_the_page(monkeypatch, tmp_path):
+    """On modprod every RL run trains on modprod, the result names its task and the page counts its vocabulary."""
+    seen = []
+    monkeypatch.setattr(kl, "train", lambda policy, ref, rl, callback=None, log=None: seen.append(rl))
+    monkeypatch.setattr(kl, "sequence", lambda *a: {})
+    monkeypatch.setattr(kl, "finish", lambda *a: {})
+    monkeypatch.setattr(kl.M, "p_correct", lambda model, probs: torch.zeros(len(probs)))
+    env = type("Env", (), {"base": lambda self, s, task="digits": GPT(d_model=16, n_layers=1, n_heads=2)})()
+    out = kl.run(kl.Config(task="modprod", steps=2, algos=("grpo",), betas=(0.04,), probe_n=1, eval_n=1, seq_n=1), 0,
+                 env)
+    assert [rl.task for rl in seen] == ["modprod"] and out["task"] == "modprod"
+    rs = [{**result([0.02, 0.3 + 0.01 * s], [0.002, 0.04]), "task": "modprod"} for s in range(2)]
+    [(md, _)] = kl.render(rs, str(tmp_path))
+    assert "a sum over the 15-token vocabulary" in md

@@ -112,10 +112,10 @@ def test_reading_pays_is_the_best_aware_minus_the_best_blind_policy_on_the_base_
 
 
 def test_room_and_placebo_are_fixed_by_the_design():
-    """The room is ±2 MAX_STEPS (each arm's spread in ±MAX_STEPS) whatever the config; the placebo is the config with
-    alpha = 0, the control's value, and nothing else changed; both leave the primary's threshold reachable either
-    way."""
-    assert l1.MAX_STEPS == 13
+    """The room is ±2 max_steps (each arm's spread in ±max_steps: the task's, digits' 13) whatever else the config
+    says; the placebo is the config with alpha = 0, the control's value, and nothing else changed; both leave the
+    primary's threshold reachable either way."""
+    assert l1.max_steps("digits") == 13 and l1.room(l1.Config(task="add")) == (-30.0, 30.0)
     for cfg in (l1.Config(), X.get("l1").config(quick=True)):
         pl = l1.placebo(cfg)
         assert pl.alpha == 0.0 and replace(pl, alpha=cfg.alpha) == cfg
@@ -139,7 +139,7 @@ def test_the_control_arm_differs_from_the_treatment_only_in_alpha(monkeypatch, t
         def eval(self):
             return self
     base = Base()
-    env = type("E", (), {"base": lambda self, s: base, "quick": True, "cache": str(tmp_path)})()
+    env = type("E", (), {"base": lambda self, s, task="digits": base, "quick": True, "cache": str(tmp_path)})()
     res = l1.run(l1.Config(variants=("exact", "max")), 3, env)
     (b1, v1, s1, k1), n1, _, _, (b2, v2, s2, k2), n2 = calls
     assert (b1, v1, s1) == (b2, v2, s2) == (base, "exact", 3) and n1 != n2 == "l1-quick-exact-alpha0-seed3"
@@ -207,3 +207,26 @@ def test_a_run_saves_its_models_where_the_evaluation_script_reads_them(tmp_path,
     assert sorted(map(int, cells)) == list(BUDGETS) and all(0 <= c["acc"] <= 1 for c in cells.values())
     assert cells == got["variants"]["quick-max-sft"]["1"]          # the same weights on the same fresh problems
     assert "reads its budget" in capsys.readouterr().out
+
+
+def test_another_task_reaches_the_models_the_draws_and_the_stored_config(monkeypatch, tmp_path):
+    """On modprod: the base model, the training and the test draw are the task's; the stored config names the task
+    (a digits one does not, keeping the keys a digits result always had), and a result reads its task back."""
+    calls, scored, bases = [], [], []
+    monkeypatch.setattr(l1.budget, "train_variant", lambda base, v, seed, **kw: calls.append(kw["task"])
+                        or {"model": object(), "seconds": 1.0, "sft_seconds": 0.0, "sft_loss": None, "logs": [],
+                            "reward": []})
+    monkeypatch.setattr(l1.budget, "eval_budget_model", lambda m, probs, n=0: scored.append(probs) or {})
+    monkeypatch.setattr(l1.budget, "eval_baselines", lambda base, probs: scored.append(probs) or {})
+    monkeypatch.setattr(l1, "store", lambda name, meta, model, cache=None: None)
+
+    class Base:
+        def eval(self):
+            return self
+    env = type("E", (), {"base": lambda self, s, task="digits": bases.append(task) or Base(), "quick": True,
+                         "cache": str(tmp_path)})()
+    res = l1.run(l1.Config(task="modprod"), 0, env)
+    assert bases == ["modprod"] and calls == ["modprod"] * 2 and res["config"]["task"] == "modprod"
+    assert {p.task for p in scored[0]} == {"modprod"} and all(p == scored[0] for p in scored)
+    assert l1.task_of(res).name == "modprod" and l1.config_of(res).task == "modprod"
+    assert "task" not in l1.stored_config(l1.Config()) and l1.config_of(l1_result(True, 0)).task == "digits"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from reasonlab import tasks
 from reasonlab.core.model import GPT
 from reasonlab.core.problems import part_of
 from reasonlab.core.task import (
@@ -55,15 +56,13 @@ def test_reachable_draws_and_the_mixed_reward():
     rng = random.Random(0)
     draw = B.draw_reachable(("exact", "max"))
     ps = [draw(rng, k) for k in range(K_MIN, K_MAX + 1) for _ in range(50)]
-    assert all(0 <= p.budget <= len(p) for p in ps) and {p.kind for p in ps} == {"exact", "max"}
-    assert {p.budget for p in ps if len(p) == 8} == set(range(9))
+    assert all(0 <= p.budget <= p.k for p in ps) and {p.kind for p in ps} == {"exact", "max"}
+    assert {p.budget for p in ps if p.k == 8} == set(range(9))
     r = B.reward_fn("mixed", 0.25, 0.5)
-    p = B.BudgetProblem([3, 5, 9])
-    p.budget = 1
+    p = B.with_budget(tasks.get("digits").problem([3, 5, 9]), 1, "exact")
     right_s = {"answer": 7, "chain": [8, 7]}                    # 2 steps, one over
-    p.kind = "exact"
     assert r(p, right_s) == B.l1_exact(1.0, 1, 2, 0.25) == 0.75
-    p.kind = "max"
+    p = B.with_budget(p, 1, "max")
     assert r(p, right_s) == B.l1_max(1.0, 1, 2, 0.25, 0.5) == 0.25
 
 
@@ -155,15 +154,19 @@ def test_each_seed_scores_its_own_test_problems(monkeypatch):
     seen = []
     monkeypatch.setattr(E.budget, "train_recipe", lambda base, seed, **kw: {"start": None, "exact": None,
                                                                            "max": None, "seconds": 0.0})
+    ks = range(K_MIN, K_MAX + 1)
     monkeypatch.setattr(E.budget, "eval_fixed", lambda base, probs: seen.append(probs) or
-                        {f: {k: {"acc": 1.0, "steps": 1.0} for k in E.KS} for f in "AST"})
+                        {f: {k: {"acc": 1.0, "steps": 1.0} for k in ks} for f in "AST"})
     monkeypatch.setattr(E.budget, "eval_recipe", lambda m, probs, kind, a, d: seen.append(probs) or
-                        [[{"acc": 1.0, "steps": 1.0, "exact_r": 1.0, "max_r": 1.0} for _ in E.KS] for _ in BUDGETS])
-    env = type("Env", (), {"base": lambda self, s: None})()
+                        [[{"acc": 1.0, "steps": 1.0, "exact_r": 1.0, "max_r": 1.0} for _ in ks] for _ in BUDGETS])
+    env = type("Env", (), {"base": lambda self, s, task="digits": None})()
     res = E.run(E.Config(), 0, env)
     E.run(E.Config(), 1, env)
-    assert res["config"] == asdict(E.Config()) and all(p == seen[0] for p in seen[:5]) and seen[5] != seen[0]
+    stored = {k: v for k, v in asdict(E.Config()).items() if k != "task"}   # a digits result keeps its keys
+    assert res["config"] == stored and all(p == seen[0] for p in seen[:5]) and seen[5] != seen[0]
     assert all(part_of(d) == "test" for d in seen[0] + seen[5]) and len(seen) == 10
+    E.check(res)
+    E.checked([res])                                     # the room from the stored config, task and all
 
 
 def test_reachable_cells_are_weighted_as_training_draws_them():
@@ -183,3 +186,22 @@ def test_check_needs_every_curve_the_prechecks_and_the_config():
     for key in ("precheck", "config"):
         with pytest.raises(ValueError, match="pre-checks"):
             E.check({k: v for k, v in result().items() if k != key})
+
+
+def test_another_task_reaches_the_training_the_draws_and_the_stored_config(monkeypatch):
+    """On modprod: the base model, the recipe's training and the test draw are the task's; the stored config names
+    the task, and the result reads its k and budgets back from it."""
+    seen, asked = [], []
+    ks = range(K_MIN, K_MAX + 1)
+    monkeypatch.setattr(E.budget, "train_recipe", lambda base, seed, **kw: asked.append(kw["task"].spec) or
+                        {"start": None, "exact": None, "max": None, "seconds": 0.0})
+    monkeypatch.setattr(E.budget, "eval_fixed", lambda base, probs: seen.append(probs) or
+                        {f: {k: {"acc": 1.0, "steps": 1.0} for k in ks} for f in "AST"})
+    monkeypatch.setattr(E.budget, "eval_recipe", lambda m, probs, kind, a, d: seen.append(probs) or
+                        [[{"acc": 1.0, "steps": 1.0, "exact_r": 1.0, "max_r": 1.0} for _ in ks] for _ in BUDGETS])
+    env = type("Env", (), {"base": lambda self, s, task="digits": asked.append(task)})()
+    res = E.run(E.Config(task="modprod"), 0, env)
+    assert asked == ["modprod", "modprod"] and res["config"]["task"] == "modprod"
+    assert {p.task for p in seen[0]} == {"modprod"} and E.task_of(res).name == "modprod"
+    E.check(res)
+    assert E.reachable(res, "exact", "exact_r") == 1.0 and E.checked([res])[2]["room"] == [-4.25, 4.25]

@@ -2,7 +2,7 @@
 import pytest
 
 from reasonlab import experiments as X
-from reasonlab.core.task import ID
+from reasonlab import tasks
 from reasonlab.experiments import labels
 from reasonlab.stats import findings
 
@@ -100,8 +100,8 @@ def test_the_room_and_the_placebo_are_fixed_by_the_config():
 
 
 def test_auroc_reads_chain_steps_up_to_the_first_error():
-    ids = lambda words: [ID[w] for w in words.split()]
-    D = [3, 5, 9, 2, 7]                                   # S sums 8 9 6, answer 6
+    ids = lambda words: [tasks.get("digits").id[w] for w in words.split()]
+    D = tasks.get("digits").problem([3, 5, 9, 2, 7])      # S sums 8 9 6, answer 6
     keep, exact = labels.to_first_error([D] * 3, [ids("S 8 9 6 A 6 </s>"), ids("S 8 1 8 A 8 </s>"),
                                                   ids("S 8 9 6 A 5 </s>")])
     assert keep.tolist() == [True, True, True, False, True, True, False, False, True, True, True, False]
@@ -118,4 +118,20 @@ def test_the_result_check_asks_for_the_prms():
 def test_config_rejects_what_cannot_run(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         X.get("labels").validate(labels.Config(**bad))
-    X.get("labels").validate(labels.Config())
+    for task in tasks.names():
+        X.get("labels").validate(labels.Config(task=task))
+
+
+def test_run_on_another_task_labels_its_chain_steps(monkeypatch):
+    """On modprod the thinker is modprod's erring one, and every chain step of its sampled S chains (here an
+    untrained model's) is rolled out and counted in a (k, exact label) cell."""
+    from reasonlab.train.sft import build_model
+    asked = []
+    model = build_model(0, task="modprod").eval()
+    monkeypatch.setattr(labels, "thinker_model", lambda *a, **kw: asked.append(kw.get("task").spec) or model)
+    monkeypatch.setattr(labels, "prm_costs", lambda *a: {})
+    env = type("Env", (), {"cache": None, "device": "cpu"})()
+    r = labels.run(labels.Config(task="modprod", n=1), 0, env)
+    assert asked == ["modprod"] and r["steps"] == sum(c["n"] for c in r["cells"].values())
+    assert all(2 <= int(kl.split("/")[0]) <= 8 and c[f"any{max(labels.ROLLOUTS)}"] <= c["n"]
+               for kl, c in r["cells"].items())

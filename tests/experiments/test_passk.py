@@ -104,11 +104,11 @@ def test_the_placebo_is_rl_for_no_steps_and_cannot_hold(monkeypatch):
     pl.validate()
     torch.manual_seed(0)
     model = GPT(d_model=16, n_layers=1, n_heads=2).eval()
-    monkeypatch.setattr(passk, "thinker_model", lambda *a: model)
+    monkeypatch.setattr(passk, "thinker_model", lambda *a, **kw: model)
     monkeypatch.setattr(passk, "train", lambda *a, **kw: (_ for _ in ()).throw(AssertionError("trained")))
     rs = [passk.run(passk.Config(rl_steps=0, n=2), s, type("Env", (), {"cache": None, "device": "cpu"})())
           for s in range(3)]
-    assert rs[0]["rl_p"] == rs[0]["start_p"] and passk.out_of_reach(rs[0]).any()
+    assert rs[0]["rl_p"] == rs[0]["start_p"] and passk.out_of_reach(rs[0]).any() and "task" not in rs[0]
     f = findings.gate(passk.claims(rs))[1]
     assert f["per_seed"] == [0.0] * 3 and f.get("ungated", f["verdict"]) == F
     lo, hi = passk.room(cfg)
@@ -126,3 +126,27 @@ def test_check_rejects_a_result_without_its_arms():
         assert "passk" in str(e)
     else:
         raise AssertionError("a result without rl passed the check")
+
+
+def test_the_guessing_control_is_the_tasks_chance(tmp_path):
+    """The answer-only control: on digits a guess is right with 0.1 per sample (1 - 0.9^N); on modprod with its
+    chance at each k (the share of problems whose answer is 0, about a half), weighted by the draw's problems."""
+    from reasonlab import tasks
+    r = result(per_k((20, 0.3)), per_k((20, 0.3)))
+    assert all(passk.guessing(r, N) == pytest.approx(1 - 0.9 ** N) for N in (1, 4, 64))
+    m = {**r, "task": "modprod"}
+    want = np.mean([1 - (1 - tasks.get("modprod").chance(k)) ** 4 for k in KS])
+    assert passk.guessing(m, 4) == pytest.approx(want) and 0.45 < passk.guessing(m, 1) < 0.55
+    [(md, _)] = passk.render([m, m], str(tmp_path))
+    assert (tmp_path / "passk" / "pass_at_n.png").exists() and md.startswith("## Does RL only sharpen?")
+
+
+def test_run_on_another_task_reads_its_problems_and_names_it(monkeypatch):
+    """On modprod the start is modprod's erring thinker and the test draw modprod's; the result names its task."""
+    from reasonlab.train.sft import build_model
+    asked = []
+    model = build_model(0, task="modprod").eval()
+    monkeypatch.setattr(passk, "thinker_model", lambda *a, **kw: asked.append(kw.get("task")) or model)
+    r = passk.run(passk.Config(task="modprod", rl_steps=0, n=1), 0, type("Env", (), {"cache": None, "device": "cpu"})())
+    assert asked == ["modprod"] and r["task"] == "modprod" and sorted(r["start_p"]) == list(range(2, 9))
+    passk.check(r)

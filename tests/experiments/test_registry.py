@@ -176,3 +176,21 @@ def test_the_lab_runs_the_core_tier_by_default_and_every_tier_with_all(clean_reg
     assert "faithful" in lab.LabConfig(all=True).selected() and "faithful" not in lab.LabConfig().selected()
     assert "extra_lesson" in lab.LabConfig(all=True).selected()
     assert lab.LabConfig(only=("extra_lesson",)).selected() == ("extra_lesson",)
+
+
+def test_an_experiment_refuses_a_task_it_cannot_run_before_any_work(tmp_path, capsys):
+    """`Experiment.supports`: a task it cannot run on is one line and exit 2, and nothing is written."""
+    picky = tmp_path / "picky.py"
+    picky.write_text(open(TOY).read()
+                     .replace("class Config:\n", 'class Config:\n    task: str = "digits"\n    """the task"""\n')
+                     .replace('Experiment("toy", Config, run, claims, render, uses_base=False, check=check)',
+                              'Experiment("picky", Config, run, claims, render, uses_base=False, check=check, '
+                              'supports=lambda t: "one-word answers only" if t.answer_len_max > 1 else None)'))
+    out = tmp_path / "o"
+    assert main(["lab", "--experiment", str(picky), "--only", "picky", "--tasks", "digits", "add", "--seeds", "0",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "picky cannot run on task add: one-word answers only" in err
+    assert not out.exists() or not any(out.rglob("seed*.json"))
+    assert main(["lab", "--experiment", str(picky), "--only", "picky", "--tasks", "modprod", "--seeds", "0",
+                 "--out", str(out)]) == 0

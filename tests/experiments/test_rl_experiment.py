@@ -12,7 +12,7 @@ from reasonlab.train.config import ALGOS, RLConfig
 
 
 class FakeEnv:
-    def base(self, seed):
+    def base(self, seed, task="digits"):
         return __import__("torch").nn.Linear(1, 1)
 
 
@@ -186,3 +186,27 @@ def test_the_length_bias_compares_grpo_with_dr_grpo():
     shorter = [{"grpo": run(7.0 + e), "dr_grpo": run(7.2)} for e in (0.0, 0.02, 0.05)]
     assert E.length_bias(shorter)["verdict"] == findings.FAILS
     assert E.length_bias([{"grpo": run(7.0)}])["verdict"] == findings.UNSURE                 # no Dr. GRPO run
+
+
+def test_every_draw_and_run_is_the_configs_task(monkeypatch):
+    """On modprod: the RLConfig, the probe set, the start's and the final evaluation's problems are the task's; a run
+    names its task (a digits run does not) and the table's chance is the task's."""
+    from reasonlab import tasks
+    seen = []
+
+    def train(policy, ref, cfg, callback=None, **kw):
+        seen.append(cfg.task)
+        return fake_train(2)(policy, ref, cfg, callback)
+    monkeypatch.setattr(E, "train", train)
+    evaluate, probs = fake_eval([0.5])
+    monkeypatch.setattr(E, "evaluate", evaluate)
+    cfg = E.Config(task="modprod", algos=("grpo",), steps=2, eval_n=2, probe_n=2)
+    cfg.validate()
+    run = E.run(cfg, 0, FakeEnv())["grpo"]
+    assert seen == ["modprod"] and run["task"] == "modprod"
+    assert {p.task for ps in probs for p in ps} == {"modprod"} and probs[-1] == P.test_problems(2, "rl", 0, task="modprod")
+    assert probs[1] == E.probe_set(2, 0, "modprod") and {P.part_of(p) for p in probs[1]} == {"val"}
+    run.update(acc_by_k={2: 0.5}, base_acc=0.5, share={"direct": 1.0, "short": 0.0, "full": 0.0})
+    chance = tasks.get("modprod").chance
+    assert f"Chance: {sum(chance(k) for k in range(2, 9)) / 7:.2g}." in E.rl_table([run])
+    assert "task" not in E.rl_run(FakeEnv().base(0), "grpo", 0, steps=2, every=1, eval_n=2, probe_n=2, start={"acc": 0})

@@ -99,3 +99,23 @@ def test_config_accepts_every_format_and_refuses_a_pool_past_memory(monkeypatch)
     monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 x 32 x 3 samples do not fit
     with pytest.raises(ValueError, match="^n: about .* use at most 304$"):
         sampling.Config().validate()
+
+
+def test_the_grid_and_its_sections_on_another_task(tmp_path):
+    """On modprod: the grid draws the task's problems, caps its chains below the task's full chain, names its task (a
+    digits result does not), and the voting table's chance row is the task's (the commonest answer, about 0.5)."""
+    from reasonlab import tasks
+    from reasonlab.io.report import chance_at
+    from reasonlab.train.sft import build_model
+    task = tasks.get("modprod")
+    res = sampling.grid(build_model(0, task=task), sampling.Config(task="modprod", n=2, n_max=2, formats=("A", "S")),
+                      seed=0)
+    assert res["task"] == "modprod" and set(res["per_k"]["A"]) == set(task.ks()) and "budgets" not in res
+    assert {p["method"] for p in res["frontier"]["points"] if p["format"] == "S"} >= {"S<=0", "S<=3"}
+    c = sampling.chance(task, "maj", 1)
+    assert 0.45 < c < 0.55 and sampling.chance(task, "pass", 2) == pytest.approx(
+        np.mean([1 - (1 - chance_at(task, k)) ** 2 for k in task.ks()]))
+    (voting, _), _ = sampling.render([res, res], str(tmp_path))
+    assert re.search(rf"^\| chance \| {c:.3f} \| {c:.3f} \|", voting, re.M)
+    digits = tasks.get("digits")
+    assert sampling.chance(digits, "maj", 1) == 0.1 and sampling.chance(digits, "pass", 8) == 1 - 0.9 ** 8

@@ -108,6 +108,7 @@ def test_config_rejects_bad_values():
     check a config."""
     exp = X.get("search")
     exp.validate(search_exp.Config())
+    exp.validate(search_exp.Config(task="add"))
     for bad in (dict(force="A"), dict(n_max=48), dict(width=3), dict(verifiers=("xyz",)), dict(methods=("bfs",)),
                 dict(search_verifiers=("orm",), verifiers=("prm",)), dict(temperature=0.0),
                 dict(weigh_with="orm", verifiers=("prm",)), dict(weigh_with="xyz")):
@@ -174,3 +175,32 @@ def test_search_page_tabulates_every_strategy_and_the_unreached_targets(tmp_path
     none = [res("none", "none", s, other=0.0) for s in range(2)]
     frontier = search_exp.frontier_table(none).splitlines()
     assert len(frontier) == 2 + 7 and all(" | not reached | " in x for x in frontier[2:])
+
+
+def test_a_result_keeps_its_task_in_its_config_but_on_digits(tmp_path):
+    """A digits result's config has the keys it always had; another task's names it, and the page's chance and
+    compute read that task."""
+    assert "task" not in search_exp.stored_config(search_exp.Config())
+    fields = [k for k in asdict(search_exp.Config()) if k != "task"]
+    assert list(search_exp.stored_config(search_exp.Config())) == fields
+    assert search_exp.stored_config(search_exp.Config(task="compose:n_f=3"))["task"] == "compose"
+    rs = [res("weighted/prm", "greedy", s) for s in range(2)]
+    for r in rs:
+        r["config"] = {**search_exp.stored_config(search_exp.Config(task="add")), "thinker": "test"}
+    add = search_exp.task_of(rs[0])
+    assert search_exp.chance(rs[0], 2) == add.chance(2)
+    assert search_exp.per_problem(rs[0], "greedy", 1)[3][0] == 2 * 1000 * (add.prompt_len + 5.0)
+    md = search_exp.search_page(rs, str(tmp_path), search_exp.search_claims(rs))
+    assert "Chance is 0.1" not in md and "Chance (the best blind guess) is" in md
+
+
+def test_the_grid_runs_on_another_task():
+    """The sampled strategies of the grid on add (answers of k + 1 words), an untrained model at the smallest size:
+    every strategy has a correctness bit per test problem, and the result's config names its task."""
+    from reasonlab.train.sft import build_model
+    cfg = search_exp.Config(task="add", n_test=1, n_val=1, n_max=2, methods=("bon", "weighted"),
+                            search_verifiers=("oracle",))
+    r = search_exp.grid(cfg, 0, build_model(0, task="add").eval(), {}, {})
+    assert r["config"]["task"] == "add" and r["k"]["test"] == list(range(2, 6))
+    for name in ("greedy", "majority", "bon/oracle", "weighted/oracle"):
+        assert len(search_exp.per_problem(r, name, 1)[0]) == 4

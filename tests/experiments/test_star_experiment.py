@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from reasonlab.core.task import ID
+from reasonlab import tasks
 from reasonlab.experiments import star as E
 from reasonlab.methods import star
 from reasonlab.stats import findings
@@ -47,10 +47,11 @@ SAMPLES = {(3, 5, 9): ["S 8 7 A 7 </s>", "S 9 7 A 7 </s>", "S 8 6 A 6 </s>"],   
 
 def fake_sample(monkeypatch):
     """The round's problems are the keys of SAMPLES; sampling returns their hand-written outputs."""
-    probs = [list(d) for d in SAMPLES]
-    monkeypatch.setattr(star, "problems_of_round", lambda rng, n: probs)
+    digits = tasks.get("digits")
+    probs = [digits.problem(d) for d in SAMPLES]
+    monkeypatch.setattr(star, "problems_of_round", lambda rng, n, task="digits": probs)
     monkeypatch.setattr(star, "sample", lambda model, problems, cfg, gen: [
-        [[ID[w] for w in o.split()] + [ID["<pad>"]] * 2 for o in SAMPLES[tuple(d)]] for d in problems])
+        [[digits.id[w] for w in o.split()] + [digits.id["<pad>"]] * 2 for o in SAMPLES[p.x]] for p in problems])
 
 
 def test_the_arms_share_one_draw_and_the_direct_control_drops_only_the_chains(monkeypatch, noisy_model):
@@ -81,7 +82,7 @@ def test_the_placebo_trains_the_star_arm_on_the_direct_controls_data(monkeypatch
 def test_one_small_run_and_its_placebo_end_to_end(monkeypatch, noisy_model, tmp_path):
     """Every arm trained and evaluated on this seed's test problems; under the placebo STaR's model is the direct
     control's (one fine-tune, from the cache), so the primary's per-seed value is exactly 0."""
-    monkeypatch.setattr(E, "thinker_model", lambda kind, seed, cache, device: noisy_model)
+    monkeypatch.setattr(E, "thinker_model", lambda kind, seed, cache, device, task="digits": noisy_model)
     env = type("Env", (), {"cache": str(tmp_path), "device": "cpu"})()
     cfg = E.Config(problems=20, samples=2, steps=2, eval_n=2)
     r = E.run(cfg, 0, env)
@@ -142,3 +143,21 @@ def test_star_rounds_through_the_cache_train_one_model_per_kept_data(monkeypatch
     data[:] = [([4, 4], ["A", "8", "</s>"])]
     run("chain")
     assert len(trained) == 2
+
+
+def test_one_small_run_on_another_task(monkeypatch, tmp_path):
+    """On modprod: the thinker is the task's, the round's problems and the test draw are the task's, the kept rows
+    are its instances, the result names its task (a digits result does not), and the table reads its largest k."""
+    from reasonlab.train.sft import build_model
+    task = tasks.get("modprod")
+    asked = []
+    monkeypatch.setattr(E, "thinker_model", lambda kind, seed, cache, device, task="digits":
+                        asked.append(task) or build_model(seed, task=task))
+    data = E.arms_data(build_model(0, task=task), E.Config(task="modprod", problems=6, samples=1), seed=0)
+    assert all(task.possible(tuple(x)) and 2 <= len(x) <= 8 for x, _ in data["none"]["kept"])
+    env = type("Env", (), {"cache": str(tmp_path), "device": "cpu"})()
+    r = E.run(E.Config(task="modprod", problems=6, samples=1, steps=1, eval_n=1), 0, env)
+    assert asked == ["modprod"] and r["task"] == "modprod" and set(r["star"]["S_by_k"]) == set(task.ks())
+    E.check(r)
+    [(md, _)] = E.render([r, r], str(tmp_path))
+    assert "| forced S | forced S, k = 8 |" in md and "task" not in result(0.7, {a: 0.8 for a in E.ARMS})

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from reasonlab import experiments as X
+from reasonlab import tasks
 from reasonlab.core import problems as P
 from reasonlab.core.evaluate import evaluate
 from reasonlab.core.model import GPT
@@ -21,8 +22,10 @@ from reasonlab.methods.tts import majority
 from reasonlab.methods.verifier import OracleVerifier, VerifierConfig, aggregate, train_verifier
 from reasonlab.methods.verifier import steps as read_steps
 from reasonlab.stats import findings
-from reasonlab.train.sft import misread
+from reasonlab.train.sft import build_model, misread
 from reasonlab.train.zoo import base_model
+
+DIGITS = tasks.get("digits")
 
 
 def test_a_reader_misreads_only_the_digits_and_each_draw_differently():
@@ -35,6 +38,22 @@ def test_a_reader_misreads_only_the_digits_and_each_draw_differently():
     assert torch.equal(a.tok.weight[:DIGIT0], before[:DIGIT0]) and not torch.equal(a.tok.weight[digits], before[digits])
     assert not torch.equal(a.tok.weight[digits], b.tok.weight[digits])
     assert torch.equal(voting.reader(base, 0.5, 1).tok.weight, a.tok.weight)   # a draw is reproducible
+
+
+def test_on_another_task_a_reader_misreads_its_words_and_writes_the_verifiers_samples():
+    """On modprod a reader blurs modprod's seven words (and only those), and the per-sample thinker's verifier
+    samples are modprod problems with two forced S outputs each."""
+    task = tasks.get("modprod")
+    torch.manual_seed(0)
+    base = build_model(0, task=task)
+    before = base.tok.weight.detach().clone()
+    words = slice(task.id["0"], task.id["6"] + 1)
+    a = voting.reader(base, 0.5, 1, task)
+    assert torch.equal(a.tok.weight[:words.start], before[:words.start])
+    assert not torch.equal(a.tok.weight[words], before[words])
+    probs, outs = voting.per_sample_training(base, 0.5, 0, 1, "modprod")
+    assert len(probs) == len(outs) == 2 * len(task.ks()) and {p.task for p in probs} == {"modprod"}
+    assert all(o[0] == task.id["S"] for o in outs)
 
 
 def test_readers_read_as_the_misread_model_and_afresh_on_every_call():
@@ -63,7 +82,7 @@ def test_a_search_over_readers_without_noise_is_the_models_search(noisy_model, n
     u = noisy_model.head.weight[DIGIT0:DIGIT0 + 10].mean(0).detach()
     with torch.no_grad():
         noisy_model.ln_f.bias += nudge * u / u.norm()
-    probs = [[1, 2, 3], [4, 5, 6, 7], [9, 9], [3, 1, 4, 1, 5]]
+    probs = tasks.problems_of([[1, 2, 3], [4, 5, 6, 7], [9, 9], [3, 1, 4, 1, 5]])
     for f in (beam_search, dvts):
         got, want = (f(m, Scorer(OracleVerifier()), probs, 4, 2, force="S", gen=torch.Generator().manual_seed(0),
                        temperature=0.0) for m in (Readers(noisy_model, 0.0), noisy_model))
@@ -178,7 +197,7 @@ def test_the_placebos_vote_is_greedy_exactly(quick_cache):
     m = base_model(0, quick=True, cache=quick_cache, log=None)
     probs = P.test_problems(20, "voting", 0)
     pool = sample_pool(m, probs, 8, force=["S"], temperature=0.0, seed=0)
-    greedy = [r["answer"] == sum(d) % 10 for r, d in zip(evaluate(m, probs, force=["S"])["results"], probs)]
+    greedy = [r["answer"] == DIGITS.answer(p) for r, p in zip(evaluate(m, probs, force=["S"])["results"], probs)]
     assert 0 < np.mean(greedy) < 1 and (pool.correct == pool.correct[:, :1]).all()
     assert majority(pool, 8).tolist() == pool.correct[:, 0].astype(float).tolist() == [float(g) for g in greedy]
 
@@ -264,6 +283,7 @@ def test_config_rejects_what_cannot_run(bad, word):
     with pytest.raises(ValueError, match=word):
         X.get("voting").validate(voting.Config(**bad))
     X.get("voting").validate(voting.Config())
+    X.get("voting").validate(voting.Config(task="compose"))
 
 
 @pytest.mark.slow
@@ -276,7 +296,7 @@ def test_the_per_sample_prm_rises_with_n_and_fell_when_labelled_past_the_first_e
     sigma = voting.calibrate(base, 0, 1)
     probs = P.test_problems(30, "voting", 0)
     gen = torch.Generator().manual_seed(0)
-    outs = [generate(voting.reader(base, sigma, voting.DRAW0 + j), [prompt_ids(d) for d in probs], gen, 1.0,
+    outs = [generate(voting.reader(base, sigma, voting.DRAW0 + j), [DIGITS.prompt_ids(p) for p in probs], gen, 1.0,
                      force=["S"]) for j in range(64)]
     pool = pool_of(probs, [[outs[j][i] for j in range(64)] for i in range(len(probs))])
     samples = voting.per_sample_training(base, sigma, 0, 200)

@@ -10,6 +10,7 @@ import pytest
 from reasonlab.cli import main
 from reasonlab.io.checkpoint import load_model, save_model
 from reasonlab.methods.budget import budget_model
+from reasonlab.train.sft import build_model
 
 from .hfkit import need
 
@@ -73,8 +74,15 @@ def test_the_export_loads_in_transformers_offline(tmp_path, capsys):
     (None, ["export", "hf", "{tmp}/d", "--checkpoint", "{tmp}/none"], "not found"),
     (None, ["export", "hf", "{tmp}/d", "--card-eval", "-1"], "--card-eval must be >= 0"),
     (None, ["export", "dataset", "{tmp}/d", "--n-train", "0"], "--n-train must be positive"),
+    (None, ["export", "dataset", "{tmp}/d", "--n-eval", "30000"], "--n-eval must be at most 25,000"),
+    (None, ["export", "dataset", "{tmp}/d", "--n-train", "100001"], "--n-train must be at most 100,000"),
     (None, ["export", "dataset", "{tmp}/d", "--style", "openrlhf"], "invalid choice"),
     ("other", ["export", "dataset", "{tmp}/d"], "holds other files"),
+    (None, ["export", "dataset", "{tmp}/d", "--task", "nope"], "unknown task 'nope'"),
+    (None, ["export", "hf", "{tmp}/d", "--task", "compose:n_f=0"], "n_f must be in 1..8"),
+    (None, ["import", "hf", "{base}", "--task", "nope"], "unknown task 'nope'"),
+    (None, ["import", "hf", "{base}", "--task", "add", "--out", "{tmp}/m"], "holds a model of task digits"),
+    ("add", ["export", "hf", "{tmp}/d", "--checkpoint", "{tmp}/add", "--task", "digits"], "is a model of task add"),
 ])
 def test_bad_input_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys, base_dir, make, argv, msg):
     d = tmp_path / "d"
@@ -89,6 +97,8 @@ def test_bad_input_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys,
         (d / "config.json").write_text(json.dumps(dict(cfg, model_type="llama")))
     if make == "spaces":
         (tmp_path / "my model").mkdir()
+    if make == "add":
+        save_model(str(tmp_path / "add"), build_model(0, task="add"), {"task": "add"})
     if make == "other":
         d.mkdir()
         (d / "notes.txt").write_text("mine")
@@ -97,6 +107,39 @@ def test_bad_input_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys,
     one_line_error(capsys, 2, [a.format(tmp=tmp_path, base=base_dir) for a in argv], msg)
     assert sorted(os.listdir(tmp_path)) == before
     assert not os.path.exists(os.path.join(cache, "imported")) or not os.listdir(os.path.join(cache, "imported"))
+
+
+def test_a_model_of_another_task_goes_out_and_comes_back(tmp_path, capsys):
+    """A checkpoint of the add task: exported with its task named in config.json, its card and its tokenizer; the
+    import knows the task (a --task of another is refused) and saves it with the checkpoint, which eval and sample
+    then read ("473 215": two numbers, as the add task shows them)."""
+    stem = str(tmp_path / "add")
+    save_model(stem, build_model(0, task="add"), {"task": "add"})
+    out = tmp_path / "hf"
+    assert main(["export", "hf", str(out), "--checkpoint", stem, "--card-eval", "1"]) == 0
+    assert "(38-word vocabulary)" in capsys.readouterr().out
+    assert json.loads((out / "config.json").read_text())["reasonlab_task"] == "add"
+    card = (out / "README.md").read_text()
+    assert "task `add`" in card and "## Accuracy" in card and "the task's 38 words" in card
+    one_line_error(capsys, 2, ["import", "hf", str(out), "--task", "digits", "--out", str(tmp_path / "x")],
+                   "holds a model of task add")
+    assert main(["import", "hf", str(out), "--out", str(tmp_path / "back")]) == 0
+    assert "task add:" in capsys.readouterr().out
+    assert load_model(str(tmp_path / "back"))[1]["task"] == "add"
+    assert main(["sample", "473 215", "--checkpoint", str(tmp_path / "back"), "--force", "T"]) == 0
+    assert "problem 473 + 215  (answer 0 6 8 8)" in capsys.readouterr().out
+    assert main(["eval", "--checkpoint", str(tmp_path / "back"), "-n", "1"]) == 0
+    assert "free share" in capsys.readouterr().out
+
+
+def test_export_dataset_of_a_task(tmp_path, capsys):
+    datasets = need("datasets")
+    assert main(["export", "dataset", str(tmp_path / "c"), "--task", "compose:n_f=4", "--n-train", "2",
+                 "--n-eval", "2"]) == 0
+    assert "wrote the compose:n_f=4 task's parts (train 14, validation 14, test 14 rows" in capsys.readouterr().out
+    dd = datasets.load_from_disk(str(tmp_path / "c"))
+    assert set(dd["test"]["task"]) == {"compose:n_f=4"} and "digits" not in dd["test"].column_names
+    assert all(json.loads(p)["knobs"] == {"n_f": 4} for p in dd["test"]["problem"])
 
 
 def test_export_dataset_in_both_styles(tmp_path, capsys):

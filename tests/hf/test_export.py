@@ -8,9 +8,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from reasonlab import tasks
 from reasonlab.core.task import BUDGET_VOCAB, HINT_VOCAB, L1_VOCAB, VOCAB
 from reasonlab.hf.export import (
     FILES,
+    TASK_KEY,
     HFImportError,
     export_hf,
     from_hf_state,
@@ -18,9 +20,11 @@ from reasonlab.hf.export import (
     import_hf,
     to_hf_state,
     tokenizer_json,
+    vocab_sizes,
     vocab_words,
 )
 from reasonlab.methods.budget import budget_model, grow_vocab, l1_model
+from reasonlab.train.sft import build_model
 
 from .hfkit import need
 
@@ -37,7 +41,7 @@ def test_every_shipped_model_round_trips_bitwise(shipped, tmp_path):
         assert sorted(os.listdir(d)) == sorted(FILES)
         back, info = import_hf(d)
         assert same_weights(model, back), name
-        assert info["vocab_size"] == 18 and info["dtype"] == "F32"
+        assert info["vocab_size"] == 18 and info["dtype"] == "F32" and info["task"] == "digits"
 
 
 @pytest.mark.parametrize("size", [18, 28, 37, 46])
@@ -92,6 +96,77 @@ def test_verifiers_do_not_export(shipped, tmp_path, head):
 def test_vocab_words_refuses_other_sizes():
     with pytest.raises(ValueError, match="none of the lab's"):
         vocab_words(20)
+    assert vocab_sizes("digits") == (18, 28, 37, 46)
+
+
+def task_models(name: str):
+    """A small untrained model of the task in each of its vocabulary layouts (words, + hints, + budgets, + L1's)."""
+    task = tasks.get(name)
+    base = build_model(0, task=task)
+    hint = build_model(1, len(task.hint_vocab), task=task)
+    budget = budget_model(base, task)
+    return {len(task.vocab): base, len(task.hint_vocab): hint, len(task.budget_vocab): budget,
+            len(task.l1_vocab): l1_model(budget, task)}
+
+
+@pytest.mark.parametrize("name", tasks.names())
+def test_a_model_of_every_task_round_trips_bitwise(tmp_path, name):
+    """Each vocabulary layout of each task: the tokenizer holds the task's words in that layout, config.json names
+    the task, and the import knows it from there."""
+    task = tasks.get(name)
+    models = task_models(name)
+    assert tuple(sorted(models)) == vocab_sizes(task)
+    for size, model in models.items():
+        d = export_hf(model, str(tmp_path / f"m{size}"), task=name)
+        cfg = json.loads(open(os.path.join(d, "config.json")).read())
+        assert cfg[TASK_KEY] == task.spec and cfg["n_positions"] == task.max_len == model.cfg.max_len
+        with open(os.path.join(d, "tokenizer.json")) as f:
+            assert json.load(f)["model"]["vocab"] == {w: i for i, w in enumerate(task.l1_vocab[:size])}
+        assert json.loads(open(os.path.join(d, "generation_config.json")).read())["max_new_tokens"] == task.max_out
+        back, info = import_hf(d)
+        assert same_weights(model, back) and info["task"] == task.spec and info["vocab_size"] == size
+        assert same_weights(import_hf(d, task=name)[0], model)
+
+
+def test_the_task_travels_with_its_knobs_and_another_task_is_refused(tmp_path):
+    d = export_hf(build_model(0, task="compose"), str(tmp_path / "c"), task="compose:n_f=5")
+    assert import_hf(d)[1]["task"] == "compose:n_f=5"
+    assert import_hf(d, task="compose:n_f=2")[1]["task"] == "compose:n_f=2"    # knobs change the draws, not the rule
+    with pytest.raises(HFImportError, match="holds a model of task compose:n_f=5 .*, not of task digits$"):
+        import_hf(d, task="digits")
+    with pytest.raises(ValueError, match="28 positions, the digits task's sequences take 24"):
+        export_hf(build_model(0, 18, task="add"), str(tmp_path / "a"), task="digits")   # 18 words, 28 positions
+    with pytest.raises(ValueError, match="none of the lab's for task modprod"):
+        export_hf(build_model(0), str(tmp_path / "m"), task="modprod")     # 18 words: digits', not modprod's 15
+    assert not os.path.exists(tmp_path / "a") and not os.path.exists(tmp_path / "m")
+
+
+def test_an_export_without_its_task_is_read_as_digits_unless_told(tmp_path):
+    """A directory whose config.json names no task (an export from before tasks were named) holds a digits model;
+    --task says otherwise, and the task's vocabulary is what is checked."""
+    d = tmp_path / "m"
+    model = build_model(0, task="modprod")
+    export_hf(model, str(d), task="modprod")
+    edit_json(d / "config.json", **{TASK_KEY: None})
+    with pytest.raises(HFImportError, match=r"vocab_size = 15, none of the lab's vocabularies of the digits task "
+                                            r"\(18, 28, 37, 46\)"):
+        import_hf(str(d))
+    back, info = import_hf(str(d), task="modprod")
+    assert same_weights(back, model) and info["task"] == "modprod"
+    edit_json(d / "config.json", **{TASK_KEY: "nope"})
+    with pytest.raises(HFImportError, match="reasonlab_task = 'nope': unknown task"):
+        import_hf(str(d))
+
+
+def test_a_vocabulary_mismatch_says_which_side_is_expected(good):
+    vocab = {w: i for i, w in enumerate(VOCAB)}
+    edit_json(good / "tokenizer.json", model={"type": "WordLevel", "vocab": dict(vocab, A=5, S=4)})
+    with pytest.raises(HFImportError, match="not the lab's 18 words of the digits task \\(differs at 'A' id 5 in the "
+                                            "file, id 4 expected; 'S' id 4 in the file, id 5 expected\\)"):
+        import_hf(str(good))
+    edit_json(good / "tokenizer.json", model={"type": "WordLevel", "vocab": dict(vocab, f9=18)})
+    with pytest.raises(HFImportError, match="'f9' id 18 in the file, no word of the task's expected"):
+        import_hf(str(good))
 
 
 # ---------------------------------------------------------------------------------------------------------------

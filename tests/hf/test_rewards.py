@@ -1,5 +1,7 @@
 """The reward adapters give core.rewards' numbers, on outputs a model samples and on arbitrary token strings, called
 as TRL, verl and OpenRLHF call them."""
+import json
+import os
 import random
 
 import pytest
@@ -7,11 +9,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reasonlab import tasks
 from reasonlab.core import rewards as core
 from reasonlab.core.sampling import generate_n
 from reasonlab.core.task import (
     BUDGETS,
-    FMT_NAMES,
     ID,
     L1_VOCAB,
     VOCAB,
@@ -25,6 +27,7 @@ from reasonlab.core.task import (
 from reasonlab.hf import rewards as R
 from reasonlab.hf.data import rows
 from reasonlab.methods.budget import l1_reward, steps_of
+from reasonlab.tasks import FMT_NAMES, Problem
 
 from .hfkit import need
 
@@ -139,6 +142,27 @@ def test_verl_compute_score_as_verl_calls_it(cases):
         R.compute_score("reasonlab/sum-mod-10", "A 3", "3")
     with pytest.raises(ValueError, match="ground_truth"):
         R.compute_score("reasonlab/sum-mod-10", "A 3", "4", {"digits": [1, 2]})
+    with pytest.raises(ValueError, match="unknown reward_kwargs format_bonis: choose from reward, alpha"):
+        R.compute_score(r["data_source"], text, r["reward_model"]["ground_truth"], r["extra_info"], format_bonis=0.2)
+
+
+def test_verl_loads_the_reward_file_as_a_lone_module(tmp_path):
+    """verl's load_reward_manager: importlib.util.spec_from_file_location on custom_reward_function.path, the module
+    executed with no parent package, then getattr(module, name)."""
+    import importlib.util
+
+    from reasonlab.hf import verl_reward
+    spec = importlib.util.spec_from_file_location("custom_module", verl_reward.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    r = rows("test", 2, style="verl")[0]
+    text = " ".join(solution(r["extra_info"]["digits"], "short")[:-1])
+    assert getattr(module, "compute_score")(r["data_source"], text, r["reward_model"]["ground_truth"],
+                                            r["extra_info"]) == 1.1
+    rewards_file = os.path.join(os.path.dirname(verl_reward.__file__), "rewards.py")
+    lone = importlib.util.spec_from_file_location("custom_module_2", rewards_file)
+    with pytest.raises(ImportError, match="relative import"):                   # why the lone file exists
+        lone.loader.exec_module(importlib.util.module_from_spec(lone))
 
 
 def test_openrlhf_reward_func_as_openrlhf_calls_it(cases):
@@ -170,3 +194,87 @@ def test_openrlhf_reward_func_as_openrlhf_calls_it(cases):
         R.reward_func(["<s> 1 2 _ _ _ _ _ _ = A 3"], ["<s> 1 2 _ _ _ _ _ _ ="], ["4"])
     with pytest.raises(ValueError, match="does not start with its prompt"):
         R.reward_func(["<s> 1 3 _ _ _ _ _ _ = A 3"], ["<s> 1 2 _ _ _ _ _ _ ="], None)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every task: the row says which, and its own rule scores it.
+
+def task_cases(name: str):
+    """Rows of the task's test part, and per row the right output in each format, one with a wrong answer and one
+    with a wrong first chain state: (row, verl row, problem, budget, output words with </s>)."""
+    task = tasks.get(name)
+    rng = random.Random(1)
+    out = []
+    for r, v in zip(rows("test", 3, seed=3, task=name), rows("test", 3, seed=3, style="verl", task=name)):
+        p = Problem.from_json(json.loads(r["problem"]))
+        a = task.answer(p)
+        other = (a + 1) % task.n_answers if task.n_answers else a + 1
+        for f in FMT_NAMES:
+            right = task.solution(p, f)
+            wrong = right[:-1 - task.answer_len(p.k)] + task.write_answer(p, other) + ["</s>"]
+            out += [(r, v, p, rng.choice(task.budgets), right), (r, v, p, rng.choice(task.budgets), wrong)]
+            if f != "direct":
+                s = task.state_words.index(right[1])
+                broken = [right[0], task.state_words[(s + 1) % len(task.state_words)]] + right[2:]
+                out.append((r, v, p, rng.choice(task.budgets), broken))
+    return out
+
+
+def lab_reward(kind, p, parsed, budget):
+    """The lab's own reward of a problem of any task."""
+    if kind == "chain":
+        c = tasks.task_of(p).check_chain(p, parsed)
+        return None if c is None else float(c)
+    return expected(kind, p, parsed, budget)
+
+
+@pytest.mark.parametrize("name", tasks.names())
+def test_the_adapters_score_each_tasks_rows_by_its_rule(name):
+    """TRL (ids and text), verl and OpenRLHF read the task from the row (the problem's JSON; OpenRLHF's from the
+    prompt, by the task its function was made for) and give the lab's reward of that task's parse: the right
+    outputs 1.1 under the rule reward, a wrong answer 0.1, a wrong chain state a failed chain check."""
+    task = tasks.get(name)
+    cases = task_cases(name)
+    parsed = [task.parse([task.id[w] for w in o]) for *_, o in cases]
+    right = [o == task.solution(p, fmt) for (_, _, p, _, o), fmt in zip(cases, [q["fmt"] for q in parsed])]
+    assert sum(right) == len(task_cases(name)) // 8 * 3 and all(q["ok"] for q in parsed)
+    rule = [R.score("rule", p, q) for (_, _, p, _, _), q in zip(cases, parsed)]
+    assert [x for x, ok in zip(rule, right) if ok] == [pytest.approx(1.1)] * sum(right)
+    assert {round(x, 6) for x, ok in zip(rule, right) if not ok} == {0.1, 1.1}    # wrong answers, wrong states
+    cols = dict(prompts=[r["prompt"] for r, *_ in cases], problem=[r["problem"] for r, *_ in cases],
+                task=[r["task"] for r, *_ in cases], k=[r["k"] for r, *_ in cases],
+                budget=[b for _, _, _, b, _ in cases], completion_ids=[[task.id[w] for w in o] for *_, o in cases],
+                completions=[" ".join(o[:-1]) for *_, o in cases])
+    for kind in R.KINDS:
+        want = [lab_reward(kind, p, q, b) for (_, _, p, b, _), q in zip(cases, parsed)]
+        assert R.trl_reward(kind)(**cols) == want, kind
+        assert R.trl_reward(kind, text=True)(**cols) == want, kind
+        got = [R.compute_score(v["data_source"], " ".join(o[:-1]), v["reward_model"]["ground_truth"],
+                               dict(v["extra_info"], budget=b), reward=kind) for _, v, _, b, o in cases]
+        assert got == [0.0 if w is None else w for w in want], kind
+    for kind in ("rule", "chain", "l1_max"):
+        prompts = [" ".join(task.l1_vocab[i] for i in (task.max_budget_prompt_ids(p, b) if kind == "l1_max"
+                                                        else task.prompt_ids(p))) for _, _, p, b, _ in cases]
+        queries = [f"{pr} {' '.join(o)}" for pr, (*_, o) in zip(prompts, cases)]
+        out = R.openrlhf_reward(kind, task=name)(queries, prompts, [str(r["answer"]) for r, *_ in cases])
+        want = [lab_reward(kind, p, q, b) for (_, _, p, b, _), q in zip(cases, parsed)]
+        assert out["rewards"].tolist() == pytest.approx([0.0 if w is None else w for w in want]), kind
+
+
+def test_one_batch_may_mix_tasks_and_a_wrong_label_is_refused():
+    """Each row is parsed and scored by its own problem's task; a ground truth or label that is not the answer is
+    refused."""
+    mixed = task_cases("digits")[:6] + task_cases("add")[:6] + task_cases("compose:n_f=2")[:6]
+    got = R.rule_reward(problem=[r["problem"] for r, *_ in mixed],
+                        completion_ids=[[tasks.task_of(p).id[w] for w in o] for _, _, p, _, o in mixed])
+    want = [core.rule_reward(p, tasks.task_of(p).parse([tasks.task_of(p).id[w] for w in o]))
+            for _, _, p, _, o in mixed]
+    assert got == want and len(set(got)) == 2
+    _, v, p, _, o = task_cases("add")[0]
+    with pytest.raises(ValueError, match="ground_truth"):
+        R.compute_score(v["data_source"], " ".join(o), "1", v["extra_info"])
+    prompt = " ".join(tasks.get("add").vocab[i] for i in tasks.get("add").prompt_ids(p))
+    with pytest.raises(ValueError, match="label"):
+        R.openrlhf_reward("rule", task="add")([f"{prompt} A 1 </s>"], [prompt], ["1"])
+    with pytest.raises(ValueError, match="not a prompt of the digits task"):
+        R.reward_func([f"{prompt} A 1 </s>"], [prompt])

@@ -5,12 +5,12 @@ import random
 import pytest
 import torch
 
+from reasonlab import tasks
 from reasonlab.core import fast
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate
 from reasonlab.core.task import (
     BUDGETS,
-    FMT_NAMES,
     ID,
     L1_VOCAB,
     budget_prompt_ids,
@@ -22,6 +22,8 @@ from reasonlab.core.task import (
 )
 from reasonlab.hf.export import export_hf
 from reasonlab.methods.budget import budget_model, l1_model
+from reasonlab.tasks import FMT_NAMES
+from reasonlab.train.sft import build_model
 
 from .hfkit import need
 
@@ -58,6 +60,16 @@ def test_loads_as_gpt2_without_remote_code(hf_model, base_dir):
     assert m.config.tie_word_embeddings is False and m.lm_head.bias is None
     assert m.transformer.wte.weight.data_ptr() != m.lm_head.weight.data_ptr()
     assert m.generation_config.eos_token_id == EOS and m.generation_config.pad_token_id == 0
+
+
+def test_generate_gives_no_warning_with_or_without_max_new_tokens(hf_model, recwarn, caplog):
+    """The generation config sets max_new_tokens (not max_length), so a caller's own replaces it silently."""
+    m, x = hf_model(), torch.tensor([prompt_ids([3, 5, 9, 2, 7])])
+    for kw in ({}, {"max_new_tokens": 4}):
+        out = m.generate(x, attention_mask=torch.ones_like(x), **kw)
+        assert out.shape[1] <= x.shape[1] + kw.get("max_new_tokens", 24)
+    said = [str(w.message) for w in recwarn] + [r.getMessage() for r in caplog.records]
+    assert not any("max_length" in s or "max_new_tokens" in s for s in said), said
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
@@ -119,7 +131,7 @@ def test_tokenizer_round_trips_every_prompt_and_output(shipped, tmp_path, base_d
         assert isinstance(tok, transformers.PreTrainedTokenizerFast) and len(tok) == vocab
         assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id, tok.padding_side) == (1, 2, 0, "left")
         texts = []
-        for digits in problems_per_k(30, seed=3):
+        for digits in (list(p.x) for p in problems_per_k(30, seed=3)):
             ps = [prompt_ids(digits)] + ([hint_prompt_ids(digits)] + [budget_prompt_ids(digits, b) for b in BUDGETS]
                                          + [max_budget_prompt_ids(digits, b) for b in BUDGETS] if vocab == 46 else [])
             outs = [[ID[w] for w in solution(digits, f)] for f in FMT_NAMES]
@@ -133,3 +145,34 @@ def test_tokenizer_round_trips_every_prompt_and_output(shipped, tmp_path, base_d
         msg = [{"role": "user", "content": texts[0][0]}]
         assert tok.apply_chat_template(msg, tokenize=True, add_generation_prompt=True, return_dict=True)[
             "input_ids"] == texts[0][1]
+
+
+@pytest.mark.parametrize("name", tasks.names())
+def test_a_model_of_every_task_computes_the_same_in_transformers(tmp_path, name):
+    """An untrained model of each task (its own words and positions), exported: transformers' logits equal ours on
+    the task's sequences, greedy generation equals ours token for token (free and with a forced chain), and the
+    tokenizer writes the task's prompts and outputs as our ids."""
+    task = tasks.get(name)
+    ours = build_model(0, task=task).eval()
+    d = export_hf(ours, str(tmp_path / name), task=task)
+    model = transformers.AutoModelForCausalLM.from_pretrained(d, local_files_only=True).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(d, local_files_only=True)
+    assert model.config.reasonlab_task == task.spec and len(tok) == len(task.vocab)
+    probs = task.draw(6, seed=5, part="test")
+    rng = random.Random(2)
+    seqs = [task.encode(p, rng.choice(FMT_NAMES))[0] for p in probs]
+    ids = torch.tensor([s + [task.id["<pad>"]] * (task.max_len - len(s)) for s in seqs])
+    with torch.no_grad():
+        assert (model(ids).logits - ours(ids)[0]).abs().max() <= 1e-5
+    for force in (None, ["T"]):
+        prompts = [task.prompt_ids(p) + ([task.id[force[0]]] if force else []) for p in probs]
+        x = torch.tensor(prompts)
+        with torch.no_grad():
+            out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=task.max_len - x.shape[1],
+                                 do_sample=False)
+        theirs = [(row[:row.index(EOS) + 1] if EOS in row else row) for row in out[:, x.shape[1]:].tolist()]
+        mine = generate(ours, [task.prompt_ids(p) for p in probs], None, 0.0, force)
+        assert theirs == [o[1:] if force else o for o in mine], force
+    for p, s in zip(probs, seqs):
+        text = " ".join(task.vocab[i] for i in s)
+        assert tok(text)["input_ids"] == s and tok.decode(s) == text

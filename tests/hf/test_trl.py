@@ -226,3 +226,11 @@ def test_thirty_trl_steps_teach_the_base_model_to_think(shipped, base_dir, tmp_p
     capsys.readouterr()
     assert main(["eval", "--checkpoint", stem, "-n", "20"]) == 0
     assert "free share" in capsys.readouterr().out
+
+
+def test_the_completion_length_is_the_tasks_longest_output():
+    from reasonlab import tasks
+    for name in tasks.names():
+        kw = grpo_kwargs(RLConfig(task=name), "out")
+        assert kw["max_completion_length"] == tasks.get(name).max_out
+    assert grpo_kwargs(RLConfig(task="add"), "out")["max_completion_length"] == 16

@@ -389,6 +389,7 @@ def test_full_disk_on_eval_json_is_one_line_and_leaves_nothing(tmp_path, monkeyp
     out.mkdir()
     err = one_line_error(capsys, 2, main(["eval", "--checkpoint", ckpt, "-n", "2", "--json", str(out / "e.json")]))
     assert "No space left" in err and os.listdir(out) == []
+    assert f"cannot read or write {out / 'e.json'}:" in err                    # the error names the file
 
 
 def test_full_disk_while_saving_a_plot_leaves_no_temp_file(tmp_path, monkeypatch):
@@ -424,7 +425,7 @@ def test_eval_json_is_strict(tmp_path, ckpt, capsys):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["sample", "٣ ٥ ٧"], "0-9"), (["sample", "3 ²"], "0-9"), (["sample", "3 5", "--temperature", "1e-300"], "temperature"),
+    (["sample", "٣ ٥ ٧"], "write it as"), (["sample", "3 ²"], "write it as"), (["sample", "3 5", "--temperature", "1e-300"], "temperature"),
     (["sample", "3 5", "--seed", str(2**70)], "--seed"), (["sample", "3 5", "--device", "cuda:0"], "cuda"),
     (["sample", "3 5", "-n", "10000000000"], "at most"), (["pretrain", "--name", "ok\n"], "invalid model name"),
     (["train", "--prompts-per-step", "100000000"], "at most"), (["pretrain", "--batch", "100000000"], "at most"),

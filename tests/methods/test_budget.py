@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from reasonlab import tasks
 from reasonlab.cli import main
 from reasonlab.core.problems import problems_per_k
 from reasonlab.core.sampling import generate
@@ -30,6 +31,8 @@ from reasonlab.methods import budget as B
 from reasonlab.stats import findings
 from reasonlab.train.sft import build_model
 from reasonlab.train.zoo import base_model
+
+DIGITS = tasks.get("digits")
 
 
 def test_budget_vocabulary_leaves_the_spec_alone():
@@ -93,9 +96,8 @@ def test_l1_rewards_on_hand_computed_cases():
 
 
 def test_reward_fn_reads_the_budget_and_logs_it():
-    d = B.BudgetProblem([3, 5, 9, 2, 7])
-    d.budget = 3
-    right_s = parse([ID[w] for w in solution(list(d), "short")])     # 3 steps, right
+    d = B.with_budget(DIGITS.problem([3, 5, 9, 2, 7]), 3)
+    right_s = parse([ID[w] for w in DIGITS.solution(d, "short")])     # 3 steps, right
     log = {}
     assert B.reward_fn("exact", 0.25, 0.5, log)(d, right_s) == 1.0
     assert B.reward_fn("max", 0.25, 0.5, log)(d, right_s) == 0.5
@@ -103,7 +105,7 @@ def test_reward_fn_reads_the_budget_and_logs_it():
 
 
 def test_stride_classifier_on_hand_written_chains():
-    d = [3, 5, 9, 2, 7, 1, 4, 6]          # running sums 3 8 7 9 6 7 1 7
+    d = DIGITS.problem([3, 5, 9, 2, 7, 1, 4, 6])          # running sums 3 8 7 9 6 7 1 7
     assert B.classify_chain(d, []) == "none"
     assert B.classify_chain(d, [3, 8, 7, 9, 6, 7, 1, 7]) == "stride 1"        # T
     assert B.classify_chain(d, [8, 9, 7, 7]) == "stride 2"                    # S: after digits 2, 4, 6, 8
@@ -115,19 +117,40 @@ def test_stride_classifier_on_hand_written_chains():
     assert B.classify_chain(d, [8, 6, 7]) == "irregular"                      # after digits 2, 5, 8
     assert B.classify_chain(d, [5, 5]) == "wrong"
     assert B.classify_chain(d, [8, 9, 6]) == "wrong"                          # S's steps, then a wrong last one
-    assert B.classify_chain([3, 5, 9, 2, 7], [8, 9, 6]) == "stride 2"         # S for odd k ends at the last digit
-    assert B.classify_chain([3, 0, 0, 5], [3]) == "truncated 1"               # a cut T chain, not one step of 4...
-    assert B.classify_chain([3, 0, 0, 5], [8]) == "stride 4"                  # ...which is the total alone
-    assert B.classify_chain([3, 0, 0], [3]) == "truncated 1"                  # the total by coincidence: known first
+    P = DIGITS.problem
+    assert B.classify_chain(P([3, 5, 9, 2, 7]), [8, 9, 6]) == "stride 2"      # S for odd k ends at the last digit
+    assert B.classify_chain(P([3, 0, 0, 5]), [3]) == "truncated 1"            # a cut T chain, not one step of 4...
+    assert B.classify_chain(P([3, 0, 0, 5]), [8]) == "stride 4"               # ...which is the total alone
+    assert B.classify_chain(P([3, 0, 0]), [3]) == "truncated 1"               # the total by coincidence: known first
     assert [B.stride_group(x) for x in ("stride 1", "stride 2", "stride 5", "truncated 2", "wrong")] == \
         ["stride 1 (T)", "stride 2 (S)", "stride >= 3 (new)", "truncated", "wrong"]
 
 
 def test_annotated_outputs_are_the_longest_format_within_budget():
-    d = [3, 5, 9, 2, 7]
+    d = DIGITS.problem([3, 5, 9, 2, 7])
     assert B.annotated_output(d, 5)[0] == "T" and B.annotated_output(d, 8)[0] == "T"
     assert B.annotated_output(d, 3)[0] == "S" and B.annotated_output(d, 4)[0] == "S"
     assert B.annotated_output(d, 2) == ["A", "6", "</s>"]
+
+
+def test_budgets_draws_and_strides_serve_another_task():
+    """add: a budget model grows add's vocabulary, draws carry a budget among add's, the warm start's target is the
+    longest format within budget, strides read add's states, and tokens count its answer's words."""
+    add = tasks.get("add")
+    p = add.problem([4, 7, 3, 2, 1, 5])                         # columns 8c0 8c0 6c0, answer 0 6 8 8
+    bm = B.budget_model(build_model(0, task=add), add)
+    assert bm.cfg.vocab_size == len(add.budget_vocab)
+    d = B.draw_problem(add)(random.Random(0), 3)
+    assert isinstance(d, B.BudgetProblem) and d.task == "add" and d.k == 3 and d.budget in add.budgets
+    assert B.prompt_of("max", d, 2)[-1] == add.max_budget0 + 2 and B.prompt_of("exact", d, 2)[-1] == add.budget0 + 2
+    assert B.annotated_output(p, 3)[0] == "T" and B.annotated_output(p, 2)[0] == "S"
+    assert B.annotated_output(p, 1) == ["A", "0", "6", "8", "8", "</s>"]
+    assert B.classify_chain(p, [8, 8, 6]) == "stride 1" and B.classify_chain(p, [8, 6]) == "stride 2"
+    assert B.classify_chain(p, [8]) == "truncated 1" and B.classify_chain(p, [7]) == "wrong"
+    for words, want in (("T 8c0 8c0 6c0 A 0 6 8 8 </s>", 3 + 3 + 4), ("A 0 6 8 8 </s>", 2 + 4), ("T 8c0 8c0", 3)):
+        assert B.tokens_used(add.parse([add.id[w] for w in words.split()])) == want
+    r = B.reward_fn("exact", 0.25, 0.5)(B.with_budget(p, 3), add.parse([add.id[w] for w in add.solution(p, "full")]))
+    assert r == 1.0
 
 
 def test_findings_verdicts_follow_the_interval():

@@ -7,13 +7,25 @@ import numpy as np
 import pytest
 import torch
 
+from reasonlab import tasks
 from reasonlab.core.model import GPT
 from reasonlab.core.pool import Pool, pool_of, sample_pool
 from reasonlab.core.sampling import sample_tree, strip_row
-from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, check_chain, make_digits, parse, prompt_ids, solution
+from reasonlab.core.task import ID, MAX_LEN, PROMPT_LEN, make_digits, parse
 from reasonlab.methods import search, tts
 from reasonlab.methods.verifier import OracleVerifier, Verifier, aggregate, build_net
 from reasonlab.methods.verifier import steps as read_steps
+
+DIGITS = tasks.get("digits")
+
+
+def draw(rng, k):
+    """A digits problem of k digits drawn from `rng` (the course module's make_digits)."""
+    return DIGITS.problem(make_digits(rng, k))
+
+
+def over(output):
+    return search.over(output, DIGITS)
 
 
 def scripted_model(words: list[str], scale: float = 60.0) -> GPT:
@@ -36,12 +48,12 @@ def scripted_model(words: list[str], scale: float = 60.0) -> GPT:
 
 def test_beam_with_one_beam_of_width_one_is_one_sampled_chain(noisy_model):
     rng = random.Random(0)
-    probs = [make_digits(rng, rng.randint(2, 8)) for _ in range(12)]
+    probs = [draw(rng, rng.randint(2, 8)) for _ in range(12)]
     sc = search.Scorer(OracleVerifier())
     for i, d in enumerate(probs):
         for force in ("S", "T"):
             r = search.beam_search(noisy_model, sc, [d], 1, 1, force=force, gen=torch.Generator().manual_seed(i))
-            toks, _ = sample_tree(noisy_model, [prompt_ids(d)], 1, torch.Generator().manual_seed(i), 1.0, [force])
+            toks, _ = sample_tree(noisy_model, [DIGITS.prompt_ids(d)], 1, torch.Generator().manual_seed(i), 1.0, [force])
             assert r["outputs"][0] == [strip_row(toks[0].tolist())]
             assert r["pick"][0] == r["outputs"][0][0]
 
@@ -56,14 +68,14 @@ class ToyPRM:
     """A causal toy PRM: each step's score is a fixed pseudo-random number of the prefix up to it (no ties)."""
     kind, flops_per_token = "toy", 0.0
 
-    def score_steps(self, digits_list, outputs):
-        return [[random.Random(str((tuple(d), tuple(o[:i + 1])))).random() for i, _, _ in read_steps(o)]
-                for d, o in zip(digits_list, outputs)]
+    def score_steps(self, problems, outputs):
+        return [[random.Random(str((d.x, tuple(o[:i + 1])))).random() for i, _, _ in read_steps(o)]
+                for d, o in zip(problems, outputs)]
 
 
 def _ref_score(d, text, agg):
     st = read_steps(list(text))
-    if search.over(text) and not (st and st[-1][2]):
+    if over(text) and not (st and st[-1][2]):
         return 0.0
     return float(aggregate(ToyPRM().score_steps([d], [list(text)]), agg)[0])
 
@@ -88,7 +100,7 @@ def sal_beam_search(d, N, M, rounds, root, agg, filter_duplicates=False, sort_co
             b.current_text = b.current_text + step
             gen += len(step) + (len(root) if i == 0 else 0)
             ver += PROMPT_LEN + len(b.current_text)
-            if search.over(b.current_text):
+            if over(b.current_text):
                 b.completed = True
                 completed_beams.append(b)
         agg_scores = [_ref_score(d, b.current_text, agg) for b in active]
@@ -139,7 +151,7 @@ def sal_dvts(d, N, M, rounds, root, agg):
             best = int(np.argmax(scores))
             b.all_scores, b.previous_text = scores, b.current_text
             b.current_text = b.current_text + b.next_texts[best]
-            if search.over(b.current_text):                              # stopped on EOS: prune
+            if over(b.current_text):                                     # stopped on EOS: prune
                 b.pruned = True
     pool = [(b.previous_text + b.next_texts[j], b.all_scores[j]) for b in beams for j in range(M)]
     return {"pool": [t for t, _ in pool], "pred": pool[int(np.argmax([s for _, s in pool]))][0], "gen": gen, "ver": ver}
@@ -154,7 +166,7 @@ def stub_thinker():
 @pytest.mark.parametrize("agg", ["last", "min"])
 def test_beam_search_replays_search_and_learn(N, M, agg):
     model, rng = stub_thinker(), random.Random(N * M)
-    probs = [make_digits(rng, rng.randint(2, 8)) for _ in range(12)]
+    probs = [draw(rng, rng.randint(2, 8)) for _ in range(12)]
     for dedup in (False, True):
         draws = []
         r = search.beam_search(model, search.Scorer(ToyPRM()), probs, N, M, gen=torch.Generator().manual_seed(N),
@@ -172,7 +184,7 @@ def test_beam_search_replays_search_and_learn(N, M, agg):
 @pytest.mark.parametrize("agg", ["last", "min"])
 def test_dvts_replays_search_and_learn(N, M, agg):
     model, rng = stub_thinker(), random.Random(N * M + 1)
-    probs = [make_digits(rng, rng.randint(2, 8)) for _ in range(12)]
+    probs = [draw(rng, rng.randint(2, 8)) for _ in range(12)]
     draws = []
     r = search.dvts(model, search.Scorer(ToyPRM()), probs, N, M, gen=torch.Generator().manual_seed(N), agg=agg,
                     draws=draws)
@@ -182,7 +194,7 @@ def test_dvts_replays_search_and_learn(N, M, agg):
         ref = sal_dvts(d, N, M, rounds, (ID["S"],), agg)
         assert [tuple(o) for o in r["outputs"][p]] == ref["pool"] and tuple(r["pick"][p]) == ref["pred"]
         assert r["gen_tokens"][p] == ref["gen"] and r["ver_tokens"][p] == ref["ver"]
-        stopped_early += any(not search.over(o) for o in ref["pool"])
+        stopped_early += any(not over(o) for o in ref["pool"])
     assert stopped_early                     # some subtree stopped with partial chains among its last candidates
 
 
@@ -191,7 +203,8 @@ def test_dvts_stops_a_subtree_when_its_best_candidate_is_over():
     thinker answers at once, so every subtree's best candidate is over after one round: DVTS stops there, N
     candidates in all, and answers from them."""
     model = scripted_model(["A", "3", "</s>"])
-    r = search.dvts(model, search.Scorer(OracleVerifier()), [[1, 2]], 8, 4, gen=torch.Generator().manual_seed(0))
+    r = search.dvts(model, search.Scorer(OracleVerifier()), [DIGITS.problem([1, 2])], 8, 4,
+                    gen=torch.Generator().manual_seed(0))
     assert r["gen_tokens"].tolist() == [8 * 4] and len(r["outputs"][0]) == 8
     assert r["pick"][0] == [ID[w] for w in "S A 3 </s>".split()]
 
@@ -199,12 +212,12 @@ def test_dvts_stops_a_subtree_when_its_best_candidate_is_over():
 def random_pool(seed: int, P: int = 40, n: int = 6):
     """Hand-made outputs: right chains, chains with one wrong step, a wrong answer after a right chain, junk."""
     rng = random.Random(seed)
-    probs = [make_digits(rng, rng.randint(2, 8)) for _ in range(P)]
+    probs = [draw(rng, rng.randint(2, 8)) for _ in range(P)]
     outs = []
     for d in probs:
         row = []
         for _ in range(n):
-            w = solution(d, rng.choice(["short", "full"]))
+            w = DIGITS.solution(d, rng.choice(["short", "full"]))
             r = rng.random()
             if r < 0.3:                                         # a wrong step somewhere (the answer may stay right)
                 i = rng.randrange(1, len(w) - 1)
@@ -253,7 +266,7 @@ def hand_pool(seed: int, P: int = 50, n: int = 16):
     """A pool of problem [1, 2, 3] (answer 6) whose samples answer at random, -1 (no answer) included."""
     rng = np.random.default_rng(seed)
     ans = rng.integers(-1, 10, size=(P, n))
-    return rng, ans, Pool([[1, 2, 3]] * P, np.full(P, 3), ans, ans == 6, np.zeros(ans.shape, bool),
+    return rng, ans, Pool([DIGITS.problem([1, 2, 3])] * P, np.full(P, 3), ans, ans == 6, np.zeros(ans.shape, bool),
                           np.ones(ans.shape, int), np.full(ans.shape, 5), np.full(ans.shape, 3), np.zeros(ans.shape))
 
 
@@ -292,7 +305,7 @@ def test_token_accounting_is_exact_on_a_hand_made_example():
     model = scripted_model(["3", "A", "3", "</s>"])
     sc = search.Scorer(OracleVerifier())
     for f in (search.beam_search, search.dvts):
-        r = f(model, sc, [[1, 2]], 4, 2, gen=torch.Generator().manual_seed(0))
+        r = f(model, sc, [DIGITS.problem([1, 2])], 4, 2, gen=torch.Generator().manual_seed(0))
         assert r["outputs"][0] == [[ID[w] for w in "S 3 A 3 </s>".split()]] * 4
         assert r["gen_tokens"].tolist() == [4 * 2 + 4 * 3]
         assert r["ver_tokens"].tolist() == [4 * 12 + 4 * 15]
@@ -308,14 +321,14 @@ def test_the_oracles_score_is_one_exactly_when_check_chain_accepts():
     rng = random.Random(0)
     agree = 0
     for _ in range(3000):
-        d = make_digits(rng, rng.randint(2, 8))
-        toks = solution(d, rng.choice(["short", "full"]))
+        d = draw(rng, rng.randint(2, 8))
+        toks = DIGITS.solution(d, rng.choice(["short", "full"]))
         for _ in range(rng.randint(0, 2)):                     # drop, repeat or change a token
             i, op = rng.randrange(1, len(toks) - 1), rng.random()
             toks = toks[:i] + toks[i + 1:] if op < 0.4 else toks[:i] + [toks[i]] + toks[i:] if op < 0.6 else \
                 toks[:i] + [str(rng.randrange(10))] + toks[i + 1:]
         out = [ID[t] for t in toks]
-        ok = check_chain(d, parse(out)) is True
+        ok = DIGITS.check_chain(d, parse(out)) is True
         assert (sc.values([d], [out], "min")[0] == 1.0) == ok, (d, toks)
         agree += ok
     assert 300 < agree < 2700                                   # both kinds were tried
@@ -324,8 +337,8 @@ def test_the_oracles_score_is_one_exactly_when_check_chain_accepts():
 def test_an_answerless_chain_never_outranks_an_answer():
     """The oracle scores the steps a cut-off chain wrote (all right): as a final candidate it must score 0."""
     sc = search.Scorer(OracleVerifier())
-    d = [3, 9, 2]
-    cut, right = [ID[w] for w in "S 2 </s>".split()], [ID[w] for w in solution(d, "short")]
+    d = DIGITS.problem([3, 9, 2])
+    cut, right = [ID[w] for w in "S 2 </s>".split()], [ID[w] for w in DIGITS.solution(d, "short")]
     assert sc.values([d, d], [cut, right], "min").tolist() == [0.0, 1.0]
 
 
@@ -333,22 +346,22 @@ def test_scorer_memo_gives_the_unmemoised_scores_for_lists_and_tuples():
     """Scorer.values: the aggregated step scores (0 for an output that is over without an answer), the same for
     list and tuple inputs and on a second call, which reads nothing new; each distinct output is read once."""
     rng = random.Random(0)
-    digs = [make_digits(rng, rng.randint(2, 8)) for _ in range(30)]
-    outs = [[ID[w] for w in solution(d, rng.choice(["short", "full", "direct"]))] for d in digs]
+    digs = [draw(rng, rng.randint(2, 8)) for _ in range(30)]
+    outs = [[ID[w] for w in DIGITS.solution(d, rng.choice(["short", "full", "direct"]))] for d in digs]
     outs = [o[:rng.randint(1, len(o))] for o in outs] + outs[:5]        # cut chains, and repeats
     outs[5:8] = [o + [ID["</s>"]] for o in outs[5:8]]                  # cut chains that are over
     digs = digs + digs[:5]
     v = OracleVerifier()
     direct = aggregate(v.score_steps(digs, outs), "min")
-    silent = np.array([search.over(o) and not (bool(st) and st[-1][2]) for st, o in zip(map(read_steps, outs), outs)])
+    silent = np.array([over(o) and not (bool(st) and st[-1][2]) for st, o in zip(map(read_steps, outs), outs)])
     want = np.where(silent, 0.0, direct)
     sc = search.Scorer(v)
     half = len(outs) // 2                      # a first call, then one mixing memoised, new and repeated outputs
     assert np.array_equal(sc.values(digs[:half], outs[:half], "min"), want[:half])
     assert np.array_equal(sc.values(digs, outs, "min"), want) and silent.any() and (direct[silent] > 0).any()
-    distinct = len({(tuple(d), tuple(o)) for d, o in zip(digs, outs)})
+    distinct = len({(d, tuple(o)) for d, o in zip(digs, outs)})
     assert sc.calls == distinct < len(outs)
-    assert np.array_equal(sc.values([tuple(d) for d in digs], [tuple(o) for o in outs], "min"), want)
+    assert np.array_equal(sc.values(digs, [tuple(o) for o in outs], "min"), want)
     for agg in ("last", "prod"):               # memoised per aggregation, not across them
         want = np.where(silent, 0.0, aggregate(v.score_steps(digs, outs), agg))
         assert np.array_equal(sc.values(digs, outs, agg), want)
@@ -367,6 +380,6 @@ def test_prefix_memo_gives_what_the_verifier_gives_on_the_prefix(noisy_model):
     memo.add_prefixes(digs, flat)
     prefixes = [(d, o[:i + 1]) for d, o in zip(digs, flat) for i in range(1, len(o))]
     fresh = v.score_steps([d for d, _ in prefixes], [p for _, p in prefixes])
-    got = [memo.memo[(tuple(d), tuple(p))] for d, p in prefixes if (tuple(d), tuple(p)) in memo.memo]
-    want = [f for (d, p), f in zip(prefixes, fresh) if (tuple(d), tuple(p)) in memo.memo]
+    got = [memo.memo[(d, tuple(p))] for d, p in prefixes if (d, tuple(p)) in memo.memo]
+    want = [f for (d, p), f in zip(prefixes, fresh) if (d, tuple(p)) in memo.memo]
     assert len(got) > 20 and all(np.allclose(a, b, atol=1e-5) for a, b in zip(got, want))

@@ -1,9 +1,15 @@
 """STaR: the filter, the cap, the statistics, the loop's restart / continue / pool, and its config's bounds."""
+import random
+
 import pytest
 import torch
 
+from reasonlab import tasks
 from reasonlab.core.task import ID
 from reasonlab.methods import star
+from reasonlab.train.sft import build_model
+
+DIGITS = tasks.get("digits")
 
 
 def fake_collect(monkeypatch, outputs):
@@ -18,7 +24,7 @@ def fake_collect(monkeypatch, outputs):
     monkeypatch.setattr(star, "sample_tree", sample_tree)
 
 
-PROB = [[3, 5, 9, 2, 7]]   # answer 6; S chain 8 9 6
+PROB = [DIGITS.problem([3, 5, 9, 2, 7])]   # answer 6; S chain 8 9 6
 
 
 def test_answer_filter_keeps_right_answers_and_counts_false_positives(monkeypatch):
@@ -92,12 +98,13 @@ def test_rationalization_samples_failed_problems_with_the_hint_and_keeps_them_wi
             rows += [[ID[w] for w in out.split()]] * n
         return torch.tensor(rows), torch.zeros(len(rows))
     monkeypatch.setattr(star, "sample_tree", sample_tree)
-    probs = PROB + [[1, 1]]
+    probs = PROB + [DIGITS.problem([1, 1])]
     d = star.collect(None, probs, star.StarConfig(samples=2, rationalize=True), None)
-    assert seen_prompts[:2] == [prompt_ids(p) for p in probs]
-    assert seen_prompts[2:] == [hint_prompt_ids(p) for p in probs]          # both failed: both hinted
-    assert hint_prompt_ids(PROB[0])[0] == HINT0 + 6 and hint_prompt_ids(PROB[0])[1:] == prompt_ids(PROB[0])[1:]
-    assert d["kept"] == [(PROB[0], ["S", "8", "9", "6", "A", "6", "</s>"])]   # stored under the plain problem
+    assert seen_prompts[:2] == [prompt_ids(list(p.x)) for p in probs]
+    assert seen_prompts[2:] == [hint_prompt_ids(list(p.x)) for p in probs]          # both failed: both hinted
+    x = list(PROB[0].x)
+    assert hint_prompt_ids(x)[0] == HINT0 + 6 and hint_prompt_ids(x)[1:] == prompt_ids(x)[1:]
+    assert d["kept"] == [(x, ["S", "8", "9", "6", "A", "6", "</s>"])]   # stored under the plain problem
     assert d["rationalized"] == 1.0 and d["used"] == 0.5
     without = star.collect(None, probs, star.StarConfig(samples=2), None)
     assert without["n_kept"] == 0
@@ -179,7 +186,7 @@ def test_each_filter_keeps_what_it_says_on_one_draw_of_samples():
     """On hand-written samples (a right chain, a chain whose errors cancel, a wrong answer): the chain filter keeps
     the first, the answer filter the first two, no filter every one; `select` on the draw keeps what `collect`
     keeps when it samples the same rows."""
-    d = [3, 5, 9]                                              # running sums 8, 7 (S), answer 7
+    d = DIGITS.problem([3, 5, 9])                              # running sums 8, 7 (S), answer 7
     rows = [["S", "8", "7", "A", "7", "</s>"], ["S", "9", "7", "A", "7", "</s>"], ["S", "8", "6", "A", "6", "</s>"]]
     samples = [[[ID[w] for w in r] + [ID["<pad>"]] * 2 for r in rows]]
     kept = {f: [tuple(w) for _, w in star.select([d], samples, star.StarConfig(filter=f, samples=3, cap=3))["kept"]]
@@ -205,3 +212,33 @@ def test_a_rounds_recipe_is_the_kept_data_with_the_steps_grown():
     r = star.round_recipe(cfg, 3, [([1, 2], ["A", "3", "</s>"])])
     assert r["phases"][0][1] == 225 and r["fixed"] == [([1, 2], ["A", "3", "</s>"])] and r["fixed_frac"] == 1.0
     assert r["seed"] == 2003 and "hint_frac" not in r
+
+
+def test_filters_rounds_and_recipes_serve_another_task():
+    """add: the filters read its (digit, carry) chains and multi-digit answers, without_chains keeps the whole
+    answer, a round draws train-part problems of the task, its recipes name it, and rationalization is refused (a
+    task of many answers has no hint tokens)."""
+    add = tasks.get("add")
+    p = add.problem([4, 7, 3, 2, 1, 5])                         # 473 + 215 = 688
+    rows = ["T 8c0 8c0 6c0 A 0 6 8 8 </s>", "T 8c0 9c0 6c0 A 0 6 8 8 </s>", "A 0 6 8 7 </s>"]
+    samples = [[[add.id[w] for w in r.split()] for r in rows]]
+
+    def kept(f):
+        return star.select([p], samples, star.StarConfig(filter=f, samples=3, cap=3))
+    assert {f: [" ".join(w) for _, w in kept(f)["kept"]] for f in ("chain", "answer", "none")} == \
+        {"chain": rows[:1], "answer": rows[:2], "none": rows}
+    data = kept("answer")
+    assert data["false_positive_rate"] == 0.5 and [x for x, _ in data["kept"]] == [list(p.x)] * 2
+    assert star.without_chains(data["kept"]) == [(list(p.x), "A 0 6 8 8 </s>".split())] * 2
+    modprod = tasks.get("modprod")
+    assert all(q.task == "modprod" and modprod.part_of(q) == "train"
+               for q in star.problems_of_round(random.Random(0), 20, modprod))
+    r = star.round_recipe(star.StarConfig(), 1, data["kept"], add)
+    assert r["task"] == "add" and r["fixed"] == data["kept"]
+    few = star.few_chains_cfg(0, n_chains=20, task=modprod)
+    assert few["task"] == "modprod" and all(
+        modprod.check_chain(modprod.problem(x), modprod.parse([modprod.id[w] for w in words])) is True
+        for x, words in few["fixed"])
+    assert "hint_frac" not in star.few_chains_cfg(0, n_chains=5, task=add)   # add has no hint tokens to teach
+    with pytest.raises(ValueError, match="hints"):
+        star.train(build_model(0, task=add), star.StarConfig(rounds=1, rationalize=True), task=add)

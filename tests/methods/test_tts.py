@@ -6,18 +6,22 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from reasonlab.core.pool import Pool, sample_pool
+from reasonlab import tasks
+from reasonlab.core.pool import Pool, pool_of, sample_pool
 from reasonlab.core.sampling import generate_n, output_logits, sample_tree
 from reasonlab.core.task import ID, PROMPT_LEN, check_chain, parse, prompt_ids
 from reasonlab.methods import tts
 from reasonlab.stats import summary
 
+DIGITS = tasks.get("digits")
+
 
 def pool(answers, problems, verified=None, fmt=None, logp=None):
     a = np.array(answers)
-    truth = np.array([sum(d) % 10 for d in problems])[:, None]
+    problems = tasks.problems_of(problems)
+    truth = np.array([DIGITS.answer(d) for d in problems])[:, None]
     z = np.zeros(a.shape)
-    return Pool(problems, np.array([len(d) for d in problems]), a, a == truth,
+    return Pool(problems, np.array([d.k for d in problems]), a, a == truth,
                     np.zeros(a.shape, bool) if verified is None else np.array(verified),
                     np.ones(a.shape, int) if fmt is None else np.array(fmt), z + 5, z + 3, z if logp is None else np.array(logp))
 
@@ -74,7 +78,8 @@ def test_pass_at_rejects_more_draws_than_samples():
 
 
 def test_chance_levels():
-    assert summary.chance("maj", 8) == 0.1 and summary.chance("pass", 2) == pytest.approx(0.19)
+    assert summary.chance("maj", 8, 0.1) == 0.1 and summary.chance("pass", 2, 0.1) == pytest.approx(0.19)
+    assert summary.chance("pass", 3, 0.5) == pytest.approx(0.875)
 
 
 def test_budget_hook_caps_and_extends_the_chain():
@@ -83,13 +88,41 @@ def test_budget_hook_caps_and_extends_the_chain():
                           [0] * PROMPT_LEN + [ID["A"], ID["3"], ID["</s>"]],
                           [0] * PROMPT_LEN + [ID["S"], ID["3"], ID["A"]]])
     logits = torch.zeros(3, V)
-    out = tts.budget_hook(max_chain=2)(logits, paths)
+    out = tts.budget_hook(DIGITS, max_chain=2)(logits, paths)
     assert out[0].argmax() == ID["A"] and torch.isinf(out[0]).sum() == V - 1
     assert torch.equal(out[1], logits[1]) and torch.equal(out[2], logits[2])   # direct, or chain already closed
-    out = tts.budget_hook(min_chain=3)(logits, paths)
+    out = tts.budget_hook("digits", min_chain=3)(logits, paths)
     assert torch.isinf(out[0, ID["A"]]) and torch.isinf(out[0, ID["</s>"]]) and torch.isinf(out[0, ID["_"]])
     assert not torch.isinf(out[0, ID["0"]:ID["9"] + 1]).any()
     assert torch.equal(out[2], logits[2])
+
+
+def test_votes_pools_and_the_budget_hook_serve_a_task_of_many_answers():
+    """add's answers are numbers (no fixed set to tally by value): a vote counts each distinct answer, ties broken
+    at random with the seed; pools read and check its multi-word answers; the budget hook counts its (digit, carry)
+    states and leaves its answer digits out of a chain."""
+    add = tasks.get("add")
+    probs = [add.problem([4, 7, 3, 2, 1, 5]), add.problem([9, 9, 9, 9])]     # 473 + 215 = 688, 99 + 99 = 198
+    a = np.array([[688, 1000, 688, -1], [198, 197, 197, 198]])
+    z = np.zeros(a.shape)
+    p = Pool(probs, np.array([3, 2]), a, a == np.array([[688], [198]]), np.zeros(a.shape, bool),
+             np.ones(a.shape, int), z + 5, z + 3, z)
+    assert p.truth.tolist() == [688, 198]
+    assert tts.majority(p, 1).tolist() == [1, 1] and tts.majority(p, 3).tolist() == [1, 0]
+    assert tts.majority(p, 4)[0] == 1 and 0.35 < np.mean([tts.vote(p, 4, seed=s)[1] for s in range(200)]) < 0.65
+    assert tts.vote(p, 4, weight=np.array([[1.0] * 4, [0.9, 0.2, 0.3, 0.9]]))[1] == 1
+    outs = [[[add.id[w] for w in add.solution(q, f)] for f in ("direct", "full")] for q in probs]
+    pp = pool_of(probs, outs)
+    assert pp.answer.tolist() == [[688, 688], [198, 198]] and pp.correct.all()
+    assert pp.verified[:, 1].all() and not pp.verified[:, 0].any() and pp.length.tolist() == [[6, 10], [5, 8]]
+    paths = torch.tensor([[0] * add.prompt_len + [add.id[w] for w in ("T", "8c0", "8c0")]])
+    logits = torch.zeros(1, len(add.vocab))
+    out = tts.budget_hook(add, max_chain=2)(logits, paths)
+    assert out[0].argmax() == add.id["A"] and torch.isinf(out[0]).sum() == len(add.vocab) - 1
+    out = tts.budget_hook(add, min_chain=3)(logits, paths)
+    assert torch.isinf(out[0, add.id["A"]]) and torch.isinf(out[0, add.id["5"]])
+    assert not torch.isinf(out[0, add.id["6c1"]])
+    assert torch.equal(tts.budget_hook(add, max_chain=3)(logits, paths), logits)
 
 
 def test_tree_sampler_equals_flat_sampling_and_its_logprobs_are_right(noisy_model, prompts):
@@ -162,7 +195,7 @@ def test_frontier_switches_per_k_when_that_wins():
     """A (3 tokens) is right only at k = 2, S (6 tokens) everywhere: per k, A at k = 2 and S at k = 3, cheaper than
     S everywhere by 6 / 4.5 on test (half the test problems have k = 2)."""
     probs = _frontier_problems()
-    k2 = np.array([len(d) == 2 for d in probs])
+    k2 = np.array([d.k == 2 for d in probs])
     cands = [_cand("greedy", k2, np.full(len(probs), 3.0), "A"), _cand("greedy", np.ones(len(probs)), np.full(len(probs), 6.0))]
     t = next(x for x in tts.frontier(cands, probs)["targets"] if x["target"] == 0.99)
     assert t["adaptive"]["per_k"] == {2: "A/greedy@1", 3: "S/greedy@1"} and t["fixed"]["strategy"] == "S/greedy@1"
@@ -183,8 +216,8 @@ def test_frontier_selects_on_validation_and_scores_on_test():
 def test_named_splits_are_disjoint_at_every_k():
     from reasonlab.core.problems import part_of, problems_per_k
     v, t = problems_per_k(200, seed=0, split="val"), problems_per_k(200, seed=0, split="test")
-    assert not {tuple(d) for d in v} & {tuple(d) for d in t}
-    assert all(part_of(d) == "val" for d in v) and {len(d) for d in v} == set(range(2, 9))
+    assert not set(v) & set(t)
+    assert all(part_of(d) == "val" for d in v) and {d.k for d in v} == set(range(2, 9))
 
 
 def test_bootstrap_ci_covers_the_mean_about_95_percent_of_the_time():

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from reasonlab.core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN, prompt_ids
+from reasonlab import tasks
+from reasonlab.core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN
 from reasonlab.methods import verifier as V
 from reasonlab.train.sft import ERR_CFG, build_model, calibrate_misread, misread, pretrain
 from reasonlab.train.zoo import get_erring_model
@@ -16,7 +17,8 @@ def w(s: str) -> list[int]:
     return [ID[x] for x in s.split()]
 
 
-D = [3, 5, 9, 2, 7]   # running sums 3 8 7 9 6, answer 6; S writes sums after digits 2, 4, 5: 8 9 6
+DIGITS = tasks.get("digits")
+D = DIGITS.problem([3, 5, 9, 2, 7])   # running sums 3 8 7 9 6, answer 6; S writes sums after digits 2, 4, 5: 8 9 6
 
 
 def test_steps_read_chain_sums_then_the_answer():
@@ -70,6 +72,31 @@ def test_oracle_verifier_min_is_the_process_check():
     assert [len(s) for s in o.score_steps([D] * 4, outs)] == [4, 4, 1, 0]
 
 
+def test_steps_labels_and_scores_on_a_task_with_many_word_answers():
+    """add: a step is a (digit, carry) state, the answer one step at its last word; the oracle checks each state and
+    the whole answer; a learned verifier reads the task's prompt and scores each step."""
+    add = tasks.get("add")
+    p = add.problem([4, 7, 3, 2, 1, 5])                   # 473 + 215 = 688: columns 8c0 8c0 6c0, answer 0 6 8 8
+
+    def aw(s):
+        return [add.id[x] for x in s.split()]
+    right, bad_step = aw("T 8c0 8c0 6c0 A 0 6 8 8 </s>"), aw("T 8c0 9c0 6c0 A 0 6 8 8 </s>")
+    bad_answer = aw("T 8c0 8c0 6c0 A 0 6 9 8 </s>")
+    assert V.steps(right, add) == [(1, 8, False), (2, 8, False), (3, 6, False), (8, 688, True)]
+    assert V.steps(aw("A 0 6 8 8 </s>"), add) == [(4, 688, True)]
+    assert V.steps(aw("T 8c0 1c1"), add) == [(1, 8, False), (2, 11, False)]      # a cut chain: the states so far
+    o = V.OracleVerifier()
+    assert o.score_steps([p] * 3, [right, bad_step, bad_answer]) == [[1, 1, 1, 1], [1, 0, 1, 1], [1, 1, 1, 0]]
+    assert V.oracle_labels(p, aw("S 8c0 6c0 A 0 6 8 8 </s>")) == [1, 1, 1]      # S: the states of columns 2, 3
+    assert V.oracle_labels(p, aw("S 8c0 A 0 6 8 8 </s>")) == [1, 0]             # an answer before the chain's end
+    assert [V.outcome_label(p, x) for x in (right, bad_step, bad_answer)] == [1.0, 1.0, 0.0]
+    assert V.UniformVerifier().score_steps([p], [right]) == [[1.0] * 4]
+    v = V.Verifier(V.build_net(build_model(0, task=add)), "prm")
+    sc = v.score_steps([p, p], [right, aw("T 8c0")])
+    assert [len(x) for x in sc] == [4, 1] and all(0 < x < 1 for r in sc for x in r)
+    assert np.allclose(sc[1], sc[0][:1], atol=1e-5)
+
+
 def test_aggregation_last_min_prod():
     s = [[0.9, 0.5, 0.8], [0.2], []]
     assert V.aggregate(s, "last").tolist() == [0.8, 0.2, 0.0]
@@ -95,7 +122,7 @@ def test_math_shepherd_shares_on_a_hand_made_case():
     outs = [w("S 8 9 6 A 6 </s>"), w("S 8 9 6 A 5 </s>")]
     labels = V.mc_labels([D, D], outs, complete)
     assert labels == [[0.5, 0.75, 1.0, 1.0], [0.5, 0.75, 1.0, 0.0]]   # the answer step: right or not, no rollout
-    assert len(seen) == 3 and all(p[:PROMPT_LEN] == prompt_ids(D) for p in seen)   # each prefix rolled out once
+    assert len(seen) == 3 and all(p[:PROMPT_LEN] == DIGITS.prompt_ids(D) for p in seen)   # each prefix rolled out once
 
 
 def test_auroc_and_calibration_on_hand_made_examples():
@@ -146,8 +173,8 @@ def test_token_head_starts_from_the_thinkers_logit_for_the_written_token():
 
 
 def test_held_out_problems_are_disjoint_from_training_problems():
-    test = {tuple(d) for d in V.held_out_problems(30, seed=0)}
-    train = {tuple(d) for s in (0, 1) for d in V.training_problems(30, s)}
+    test = set(V.held_out_problems(30, seed=0))
+    train = {d for s in (0, 1) for d in V.training_problems(30, s)}
     assert test and train and not test & train
     assert V.held_out_problems(5, seed=3) == V.held_out_problems(5, seed=3)
 
@@ -251,12 +278,12 @@ def test_verifier_on_oracle_labels_separates_held_out_steps():
 
 
 def test_a_verifier_trains_on_given_samples_and_caches_them_apart(tmp_path):
-    """samples=(digits, outputs) replaces the thinker's own samples; two sample sets keep two cache files, and the
+    """samples=(problems, outputs) replaces the thinker's own samples; two sample sets keep two cache files, and the
     same set is read back from the cache."""
     torch.manual_seed(0)
     thinker = build_model(0)
-    a = ([[3, 5, 9]] * 2, [w("S 8 7 A 7 </s>"), w("S 9 7 A 7 </s>")])
-    b = ([[3, 5, 9]] * 2, [w("S 8 7 A 7 </s>"), w("S 8 6 A 6 </s>")])
+    a = ([DIGITS.problem([3, 5, 9])] * 2, [w("S 8 7 A 7 </s>"), w("S 9 7 A 7 </s>")])
+    b = ([DIGITS.problem([3, 5, 9])] * 2, [w("S 8 7 A 7 </s>"), w("S 8 6 A 6 </s>")])
     cfg = V.VerifierConfig(steps=2, batch=2)
     va = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None, samples=a)
     vb = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None, samples=b)

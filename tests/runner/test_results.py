@@ -11,6 +11,7 @@ from reasonlab.runner.config import LabConfig
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 RUN = os.path.join(ROOT, "results", "lab")
+TASKS = os.path.join(ROOT, "results", "tasks")
 
 
 def test_the_committed_findings_follow_from_the_committed_results():
@@ -20,13 +21,22 @@ def test_the_committed_findings_follow_from_the_committed_results():
     committed = json.load(open(os.path.join(RUN, "findings.json")))
     assert cfg["configs"] == {}                                  # each experiment's default config: its room
     run = LabConfig(quick=cfg["quick"], placebo=cfg["placebo"])
-    assert json.loads(json.dumps(lab.lab_findings(results, run.config_of))) == committed  # as written to the file
+    recomputed = json.loads(json.dumps(lab.lab_findings(results, run.config_of)))          # as written to the file
+    assert recomputed == committed
 
 
-def test_the_readme_block_is_written_from_the_committed_findings(capsys):
-    assert readme.sync(os.path.join(ROOT, "README.md"), os.path.join(RUN, "findings.json"), check=True)
+def test_the_readme_blocks_are_written_from_the_committed_results(capsys):
+    assert readme.sync(os.path.join(ROOT, "README.md"), os.path.join(RUN, "findings.json"), check=True, tasks=TASKS)
     assert main(["findings", "readme", "--check", "--readme", os.path.join(ROOT, "README.md"),
-                 "--findings", os.path.join(RUN, "findings.json")]) == 0
+                 "--findings", os.path.join(RUN, "findings.json"), "--tasks", TASKS]) == 0
+
+
+def test_the_tasks_table_reads_each_tasks_base_results():
+    """One row per task, forced A per k where the task has that k, chance, the chains' lowest accuracy."""
+    rows = [r for r in readme.tasks_block(TASKS).splitlines() if r.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == ["digits", "modprod", "compose", "add"]
+    add = rows[3].split(" | ")
+    assert add[-4:-1] == ["", "", ""] and all(c.replace(".", "").isdigit() for c in add[2:6])
 
 
 def test_a_readme_that_disagrees_is_caught(tmp_path, capsys):
@@ -38,11 +48,11 @@ def test_a_readme_that_disagrees_is_caught(tmp_path, capsys):
     (tmp_path / "README.md").write_text(text)
     with pytest.raises(SystemExit) as e:
         main(["findings", "readme", "--check", "--readme", str(tmp_path / "README.md"),
-              "--findings", str(tmp_path / "f.json")])
+              "--findings", str(tmp_path / "f.json"), "--tasks", TASKS])
     assert e.value.code == 1 and "differs" in capsys.readouterr().err
     assert main(["findings", "readme", "--readme", str(tmp_path / "README.md"), "--findings",
-                 str(tmp_path / "f.json")]) == 0
-    assert readme.sync(str(tmp_path / "README.md"), str(tmp_path / "f.json"), check=True)
+                 str(tmp_path / "f.json"), "--tasks", TASKS]) == 0
+    assert readme.sync(str(tmp_path / "README.md"), str(tmp_path / "f.json"), check=True, tasks=TASKS)
 
 
 def test_findings_diff_names_the_claims_that_moved(tmp_path, capsys):
@@ -59,7 +69,8 @@ def test_findings_diff_names_the_claims_that_moved(tmp_path, capsys):
 def test_the_front_door_and_results_stay_small():
     assert len(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().splitlines()) <= 200
     sizes = {"gz": 0, "other": 0}
-    for d, _, files in os.walk(os.path.join(ROOT, "results")):
+    for d, dirs, files in os.walk(os.path.join(ROOT, "results")):
+        dirs[:] = [x for x in dirs if x != "logs"]       # a run's unit logs: git-ignored, never committed
         for f in files:
             sizes["gz" if f.endswith(".gz") else "other"] += os.path.getsize(os.path.join(d, f))
             assert not f.endswith(".html"), f            # no base64 pages in the repository

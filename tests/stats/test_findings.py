@@ -1,5 +1,7 @@
 """Findings are computed from the results: each check holds on hand-made results where it must, fails where it must
 not, and is inconclusive where the interval straddles its threshold."""
+import re
+
 import numpy as np
 import pytest
 
@@ -136,3 +138,11 @@ def test_the_room_rule_compares_the_designs_range_with_the_claims_own_threshold(
 def test_a_missing_primary_keeps_its_verdict_under_the_room_rule():
     f = findings.primary(findings.missing("x", "a claim", "needs two arms"))
     assert findings.with_room(f, (-1.0, 1.0)) == f
+
+
+def test_a_claims_pipes_cannot_break_a_table():
+    from reasonlab.io.report import md_table
+    f = findings.seed_check("kl", "k3 is off the gradient of KL(pi || pi_ref)", "|a - b|", [0.2, 0.3, 0.25], 0.1)
+    for text in (findings.table([f]), md_table(["claim", "value"], [[f["claim"], "1 | 2"]])):
+        widths = {len(re.findall(r"(?<!\\)\|", row)) for row in text.splitlines()}
+        assert len(widths) == 1, text                        # every row has the header's number of cells

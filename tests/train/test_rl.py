@@ -8,12 +8,13 @@ import torch
 import torch.nn.functional as F
 
 import reasonlab as R
+from reasonlab import tasks
 from reasonlab.train import rl
 from reasonlab.train.rl import RLConfig, advantages, aggregate, kl_terms, policy_loss_terms, train
 from reasonlab.train.sft import build_model
 
 
-def length_reward(digits, parsed):
+def length_reward(problem, parsed):
     """Always varies within a group, so every step has a learning signal."""
     return float(parsed["length"])
 
@@ -118,7 +119,10 @@ def test_aggregations_by_hand():
     mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     assert aggregate(per, mask, 2, 3, cfg("grpo")).item() == pytest.approx(((1 + 2) / 2 + 3) / 2)
     assert aggregate(per, mask, 2, 3, cfg("dapo")).item() == pytest.approx(6 / 3)
-    assert aggregate(per, mask, 2, 3, cfg("dr_grpo")).item() == pytest.approx(6 / (2 * rl.MAX_OUT))
+    assert aggregate(per, mask, 2, 3, cfg("dr_grpo")).item() == pytest.approx(6 / (2 * tasks.get("digits").max_out))
+    assert tasks.get("digits").max_out == 14                                 # the course module's MAX_OUT
+    add = tasks.get("add")                                                  # another task: its longest output
+    assert aggregate(per, mask, 2, 3, cfg("dr_grpo", task="add")).item() == pytest.approx(6 / (2 * add.max_out))
 
 
 # -- KL -----------------------------------------------------------------------------------------------------------
@@ -177,6 +181,21 @@ def test_parameters_change_after_a_step():
     assert len(changed) == len(before)
 
 
+def test_a_step_on_another_task_draws_its_problems_and_scores_its_answers(monkeypatch):
+    """cfg.task picks the problems (add, k in k_range), the rollouts' parse and the step's accuracy: the default rule
+    reward pays a right multi-digit answer."""
+    ro = []
+    orig = rl.sample_groups
+    monkeypatch.setattr(rl, "sample_groups", lambda *a, **k: ro.append(orig(*a, **k)) or ro[-1])
+    add = tasks.get("add")
+    h = train(build_model(0, task=add), None, cfg("grpo", task="add", k_range=(2, 3), beta=0.0), log=None)
+    assert all(p.task == "add" and p.k in (2, 3) and add.part_of(p) == "train" for p in ro[0].problems)
+    right = [add.correct(ro[0].problems[i // 6], q) for i, q in enumerate(ro[0].parsed)]
+    assert h[0]["acc"] == pytest.approx(sum(right) / len(right))
+    assert ro[0].parsed == [add.parse(o) for o in ro[0].outs]
+    assert RLConfig(task="add").ks() == (add.k_min, add.k_max)
+
+
 def test_ratio_is_exactly_one_on_the_first_update(sgd):
     """With a vanishing clip range a ratio of 1 + 1e-7 would be clipped: nothing is, and the step equals the plain
     policy gradient with the same advantages. The second update is off-policy and does clip."""
@@ -229,7 +248,7 @@ def test_resume_is_bit_identical(tmp_path):
 def test_nan_reward_stops_naming_the_step_and_keeps_the_last_checkpoint(tmp_path):
     calls = []
 
-    def flaky(digits, parsed):
+    def flaky(problem, parsed):
         calls.append(1)
         return float("nan") if len(calls) > 2 * 4 * 6 else 1.0 + parsed["length"]
 
@@ -253,9 +272,9 @@ def test_dynamic_sampling_drops_flat_groups_and_refills():
     the step has prompts_per_step groups with signal."""
     seen = []
 
-    def even_only(digits, parsed):
-        seen.append(len(digits))
-        return float(len(digits) % 2 == 0) * parsed["length"]
+    def even_only(problem, parsed):
+        seen.append(problem.k)
+        return float(problem.k % 2 == 0) * parsed["length"]
 
     h = train(build_model(0), None, cfg("dapo", steps=1, max_resample=20), reward_fn=even_only, log=None)
     assert h[0]["groups"] == 4 and 0 < h[0]["frac_reward_zero_std"] < 1
@@ -267,7 +286,7 @@ def test_dynamic_sampling_drops_flat_groups_and_refills():
         train(build_model(0), None, cfg("dapo", steps=1, max_resample=20), reward_fn=even_only, log=None)
     finally:
         rl.sample_groups = orig
-    assert all(len(d) % 2 == 0 for d in ro[0].digits)
+    assert all(d.k % 2 == 0 for d in ro[0].problems)
     assert (ro[0].rewards.max(1).values > ro[0].rewards.min(1).values).all()
 
 
@@ -335,7 +354,7 @@ def test_in_loop_exact_kl_equals_a_direct_computation(monkeypatch):
     h = train(policy, ref, cfg("grpo", num_generations=3), reward_fn=length_reward, log=None)
     total, n = 0.0, 0
     for i, out in enumerate(ro[0].outs):
-        ids = torch.tensor([R.prompt_ids(ro[0].digits[i // 3]) + out])
+        ids = torch.tensor([tasks.get("digits").prompt_ids(ro[0].problems[i // 3]) + out])
         with torch.no_grad():
             p, q = start(ids)[0][0], ref(ids)[0][0]
         P = len(ids[0]) - len(out)

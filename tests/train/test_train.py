@@ -4,9 +4,20 @@ import pytest
 import torch
 
 import reasonlab as R
+from reasonlab import tasks
 from reasonlab.core import fast
 from reasonlab.core.task import ID, IGNORE, VOCAB, parse
-from reasonlab.train.sft import build_model, lr_at, make_sequences, pretrain, train_on_batches
+from reasonlab.train.sft import (
+    QUICK_CFG,
+    base_cfg,
+    batch_fn,
+    build_model,
+    lr_at,
+    make_sequences,
+    misread,
+    pretrain,
+    train_on_batches,
+)
 
 
 def rows_as_words(inp, tgt):
@@ -32,6 +43,32 @@ def test_batch_fn_shapes_targets_and_solutions():
         # targets are the inputs shifted by one wherever they count
         n = (t != IGNORE).sum().item()
         assert torch.equal(t[9:9 + n], torch.tensor(R.encode(digits, p["fmt"])[0][10:10 + n]))
+
+
+def test_batches_models_and_recipes_serve_another_task():
+    """add: every row a train-part problem with its right output, targets from "=" on; the model sized to the task;
+    misread blurs the task's own words only; a digits recipe carried to it names it and keeps its phases."""
+    add = tasks.get("add")
+    seq = make_sequences(np.random.default_rng(0), 64, task=add)
+    assert seq.shape == (64, add.max_len)
+    for row in seq.tolist():
+        p = add.read_prompt([add.vocab[t] for t in row[1:add.prompt_len - 1]])
+        q = add.parse(row[add.prompt_len:])
+        assert add.part_of(p) == "train" and add.check(p, q).template_ok and add.correct(p, q)
+    inp, tgt = batch_fn(0, 8, task=add)
+    assert inp.shape == (8, add.max_len - 1) and (tgt[:, :add.prompt_len - 1] == IGNORE).all()
+    m = build_model(0, task=add)
+    assert m.cfg.vocab_size == len(add.vocab) and m.cfg.max_len == add.max_len
+    before = m.tok.weight.detach().clone()
+    moved = (misread(m, 0.5, 0, add).tok.weight.detach() != before).any(1)
+    assert moved.tolist() == [i in add.task_ids() for i in range(len(add.vocab))]
+    cfg = base_cfg(0, quick=True, task=add)                                  # k = 2..8 mapped onto add's 2..5
+    assert cfg["task"] == "add" and [ph[:4] for ph in cfg["phases"]] == [ph[:3] + [[2, 5]] for ph in QUICK_CFG["phases"]]
+    full = base_cfg(0, task=add)                   # the gated phase runs at most recipe_steps times its steps
+    assert [ph[1] for ph in full["phases"]] == [200, 1500 * add.recipe_steps, 300] and full["phases"][1][5]["extra"][0][1] == [3, 5]
+    assert base_cfg(0, quick=True) == dict(QUICK_CFG, seed=0)                # digits' recipe as it was
+    with pytest.raises(ValueError, match="no hint tokens"):                 # add's answers are too many for hints
+        make_sequences(np.random.default_rng(0), 8, hint_frac=0.1, task=add)
 
 
 def test_batch_fn_is_deterministic_in_seed():
@@ -77,7 +114,7 @@ def test_constant_and_decay_schedules():
 def test_a_phases_extra_parts_fill_their_share_of_every_batch(monkeypatch):
     from reasonlab.train import sft as train
     seen, orig = [], train.split_targets
-    monkeypatch.setattr(train, "split_targets", lambda seq: (seen.append(seq), orig(seq))[1])
+    monkeypatch.setattr(train, "split_targets", lambda seq, *a: (seen.append(seq), orig(seq, *a))[1])
     cfg = {"seed": 0, "lr": 1e-3, "batch": 20, "phases": [
         [[0.0, 0.0, 1.0], 2, 1, [2, 8], 1.0, {"extra": [[[1.0, 0.0, 0.0], [2, 2], 0.25], [[0.0, 1.0, 0.0], [8, 8], 0.1]]}]]}
     pretrain(cfg)
@@ -91,7 +128,7 @@ def test_a_phases_extra_parts_fill_their_share_of_every_batch(monkeypatch):
 def test_a_gated_phase_stops_at_its_first_passing_test(monkeypatch):
     from reasonlab.train import sft as train
     tests = []
-    monkeypatch.setattr(train, "gate_passes", lambda model, gate: tests.append(gate) or len(tests) == 2)
+    monkeypatch.setattr(train, "gate_passes", lambda model, gate, *a: tests.append(gate) or len(tests) == 2)
     gate = {"min": 4, "every": 2}
     cfg = {"seed": 0, "lr": 1e-3, "batch": 8, "keep_optimizer": True, "phases": [
         [[0.0, 0.5, 0.5], 20, 1, [2, 8], 1.0, {"schedule": "constant", "until": gate}], [[0.5, 0.3, 0.2], 3, 0, [2, 8]]]}
