@@ -328,6 +328,20 @@ def ray_init(ex: ExecConfig) -> bool:
     import ray
     if ray.is_initialized():
         return False
+    # ray.init replaces this process's SIGTERM handler (with sys.exit) and Ray's native failure-signal handler
+    # dumps a stack (or aborts) on SIGTERM: keep the command's own handling, one line and exit 143
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+    on_term = signal.getsignal(signal.SIGTERM)
+    try:
+        _start_ray(ex)
+    finally:
+        if threading.current_thread() is threading.main_thread() and on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)
+    return True
+
+
+def _start_ray(ex: ExecConfig) -> None:
+    import ray
     if ex.ray_address:
         # ship this checkout of the package to the cluster's workers, so they run the driver's code
         pkg = os.path.dirname(os.path.abspath(__file__))
@@ -342,7 +356,18 @@ def ray_init(ex: ExecConfig) -> bool:
         # workers = 1 (the default) means "not given": Ray then uses every CPU of this machine
         ray.init(num_cpus=ex.workers if ex.workers > 1 else None, include_dashboard=False,
                  object_store_memory=200 * 2 ** 20, log_to_driver=False)
-    return True
+
+
+def _ray_wait(refs: list) -> list:
+    """The finished refs among `refs`, waiting at most a second (so that a signal is handled soon); a signal's
+    exception (SIGTERM's, Ctrl-C's) raised inside Ray's wait comes back wrapped in a SystemError: raise it as itself."""
+    import ray
+    try:
+        return ray.wait(refs, num_returns=1, timeout=1)[0]
+    except SystemError as e:
+        if e.__context__ is not None and not isinstance(e.__context__, Exception):
+            raise e.__context__ from None
+        raise
 
 
 def _run_ray(book: _Book) -> None:
@@ -357,7 +382,7 @@ def _run_ray(book: _Book) -> None:
             while book.todo:
                 u, n = book.next()
                 pending[remote.remote(u.fn, u.kwargs, u.log, n)] = u
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=30)
+            ready = _ray_wait(list(pending))
             for ref in ready:
                 u = pending.pop(ref)
                 try:

@@ -84,3 +84,22 @@ def test_a_sweep_and_its_workers_stop_cleanly_and_a_rerun_reuses_what_finished(t
     rerun = subprocess.run([sys.executable, "-m", "reasonlab", *argv[:5], "sleep=0", *argv[6:]], capture_output=True,
                            text=True)
     assert rerun.returncode == 0 and "finished earlier, reused" in rerun.stdout, rerun.stdout + rerun.stderr
+
+
+@pytest.mark.slow
+def test_a_ray_sweep_keeps_the_commands_sigterm_handling_and_a_rerun_reuses_what_finished(tmp_path):
+    """ray.init replaces the SIGTERM handler and Ray's native failure handler dumps a stack (or aborts, exit -6):
+    the command keeps its own, one line and exit 143, nothing left running."""
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    argv = ["sweep", "toy", "--experiment", TOY, "--grid", "sleep=0,60", "--seeds", "0", "--executor", "ray",
+            "--workers", "2", "--out", str(out), "--cache-dir", str(tmp_path / "c")]
+    cells = out / "cells"
+    done = lambda: cells.is_dir() and any(d.startswith("sleep=0.0-") and os.path.exists(cells / d / "seed0.json")  # noqa: E731
+                                          for d in os.listdir(cells))
+    rc, err, took = stop(argv, done, signal.SIGTERM)
+    assert rc == 143 and err.strip().splitlines()[-1] == "reasonlab: terminated", err
+    assert "Traceback" not in err and "SIGTERM" not in err and "***" not in err, err
+    rerun = subprocess.run([sys.executable, "-m", "reasonlab", *argv[:5], "sleep=0", *argv[6:]], capture_output=True,
+                           text=True)
+    assert rerun.returncode == 0 and "finished earlier, reused" in rerun.stdout, rerun.stdout + rerun.stderr
