@@ -70,8 +70,9 @@ def generate(model: GPT, prompts: list[list[int]], gen: torch.Generator | None =
     Greedy when gen is None or temperature == 0, otherwise sampled from `gen`. `force` (e.g. ["T"]; a word other
     than the shared specials is one of `task`'s) is written before generation starts. An output ends at its first
     </s>, after max_new generated tokens (None: no limit), or at the model's max_len. Every row is sampled at every
-    step, so the random stream does not depend on when other rows finish. `budget` (0..k_max chain steps) puts `task`'s budget token in place of each prompt's "="
-    (Task.budget_prompt_ids); a model without budget tokens (budget.py trains those) raises ValueError.
+    step, so the random stream does not depend on when other rows finish. `budget` (0..k_max chain steps) puts
+    `task`'s budget token in place of each prompt's "=" (Task.budget_prompt_ids); a model without budget tokens
+    (budget.py trains those) raises ValueError.
     """
     if budget is not None:
         task = task if isinstance(task, Task) else get(task)

@@ -86,8 +86,8 @@ def tasks_block(run: str, report: str = "results/tasks/report.md") -> str:
         chance = f"{worst:.2g}" if all(task.chance(k) == worst for k in own) else f"≤ {worst:.2g}"
         rows.append(f"| `{spec}`: {task.summary} | {chance} | " + " | ".join(cells) + f" | {chains} |")
     tail = (f"Greedy accuracy of the base model forced to answer at once (A) per k, mean over seeds {min(seeds)}–"
-            f"{max(seeds)}, each seed on its own test draw; chance: the commonest answer's share (at most, over k); per-seed values "
-            f"and plots in [the tasks' report]({report}).")
+            f"{max(seeds)}, each seed on its own test draw; chance: the commonest answer's share (at most, over k); "
+            f"per-seed values and plots in [the tasks' report]({report}).")
     return "\n".join([TASKS_BEGIN, *rows, "", tail, TASKS_END])
 
 

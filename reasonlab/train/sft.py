@@ -301,9 +301,9 @@ result. 600 steps of batch 32 (seconds): forced T is learned, S is not (its chai
 
 def for_task(cfg: dict, task: str | Task) -> dict:
     """A recipe written for digits' k = 2..8 carried to another task: the task's spec in the dict (a digits recipe is
-    left as it is, so its cache keys do not move), each phase's k range mapped onto the task's (2 -> k_min, 8 -> k_max,
-    between: as far below k_max as below 8), its gate's test of forced A at the task's `direct_bar`, and the gated phase's
-most steps times the task's `recipe_steps`."""
+    left as it is, so its cache keys do not move), each phase's k range mapped onto the task's (2 -> k_min,
+    8 -> k_max, between: as far below k_max as below 8), its gate's test of forced A at the task's `direct_bar`, and
+    the gated phase's most steps times the task's `recipe_steps`."""
     task = as_task(task)
     if task.spec == "digits":
         return cfg
