@@ -74,6 +74,7 @@ def tasks_block(run: str, report: str = "results/tasks/report.md") -> str:
     if not base:
         raise ValueError(f"{run} holds no results of the base experiment")
     ks = sorted({int(k) for rs in base.values() for k in rs[0]["A"]["acc_by_k"]})
+
     def mean(rs: list[dict], fmt: str, k: int) -> float:           # the keys are ints, or strings as JSON wrote them
         return sum({int(j): v for j, v in r[fmt]["acc_by_k"].items()}[k] for r in rs) / len(rs)
     rows = ["| task: what it asks | chance | " + " | ".join(f"A, k = {k}" for k in ks) + " | S, T: lowest over k |",
@@ -86,8 +87,8 @@ def tasks_block(run: str, report: str = "results/tasks/report.md") -> str:
         chance = f"{worst:.2g}" if all(task.chance(k) == worst for k in own) else f"≤ {worst:.2g}"
         rows.append(f"| `{spec}`: {task.summary} | {chance} | " + " | ".join(cells) + f" | {chains} |")
     tail = (f"Greedy accuracy of the base model forced to answer at once (A) per k, mean over seeds {min(seeds)}–"
-            f"{max(seeds)}, each seed on its own test draw; chance: the commonest answer's share (at most, over k); "
-            f"per-seed values and plots in [the tasks' report]({report}).")
+            f"{max(seeds)}, each seed on its own test draw (a k whose test part is small: all of it); chance: the "
+            f"commonest answer's share (at most, over k); per-seed values and plots in [the tasks' report]({report}).")
     return "\n".join([TASKS_BEGIN, *rows, "", tail, TASKS_END])
 
 
