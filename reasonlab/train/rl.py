@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 from dataclasses import asdict
 from typing import Callable, NamedTuple
@@ -427,7 +428,7 @@ SPEC_DEFAULTS = {"beta": 0.04, "clip": 0.2, "inner": 2}   # rl_train's keyword d
 def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", prompts_per_step: int = 16, group: int = 8,
              lr: float = 3e-5, beta: float = 0.04, clip: float = 0.2, inner: int = 2, seed: int = 0,
              k_range=None, callback: Callable | None = None, every: int = 0, log: Callable | None = None,
-             **overrides) -> list[dict]:
+             progress: bool | None = None, **overrides) -> list[dict]:
     """The spec's entry point: GRPO (or another preset in ALGOS) for `steps` steps, policy updated in place.
 
     Returns one record per step with the spec's keys (step, reward, acc, length, share, kl) and more;
@@ -436,7 +437,8 @@ def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", promp
     update); a value other than the default is applied, and a combination the preset cannot take (e.g.
     algo="reinforce", inner=2) is rejected by RLConfig.validate. For algo="reinforce" the spec's contrast holds:
     A = r, no clip, no KL, one update per batch. Extra keyword arguments are RLConfig fields (e.g.
-    kl_estimator="exact", task="modprod"; run_dir is not one: use `train`). k_range None: the task's whole range
+    kl_estimator="exact", task="modprod"; run_dir is not one: use `train`). progress: a bar of the steps on stderr
+    (None: where stderr is a terminal). k_range None: the task's whole range
     (the course module's 2..8 for digits).
     """
     kw = dict(steps=steps, prompts_per_step=prompts_per_step, num_generations=group, learning_rate=lr, seed=seed,
@@ -449,7 +451,8 @@ def rl_train(policy: GPT, ref: GPT | None, steps: int, algo: str = "grpo", promp
         raise ValueError(f"rl_train: algo={algo!r} does not clip the ratio (plain policy gradient); clip={clip} "
                          "would be ignored")
     hook = None if callback is None else every_n_steps(every, lambda rec, pol: callback(rec["step"], pol))
-    return train(policy, ref, cfg, callback=hook, log=log)
+    progress = sys.stderr.isatty() if progress is None else progress       # a long call shows its steps
+    return train(policy, ref, cfg, callback=hook, log=log, progress=progress)
 
 
 def every_n_steps(n: int, fn: Callable) -> Callable:

@@ -46,15 +46,12 @@ def shipped(name: str, key: dict, retrain: bool = False) -> GPT | None:
     return model if meta.get("key") == key else None
 
 
-STEP_S = 0.033
-"""seconds per training step of batch 64 on 2 cores, for the estimate (measured: docs/performance.md)"""
-
-
-def train_estimate(cfg: dict, quick: bool = False) -> str:
-    """A rough duration for the recipe, said before training starts."""
-    steps = sum(30 if quick else ph[1] for ph in cfg.get("phases", []))
-    s = steps * STEP_S * max(1.0, cfg.get("batch", 64) / 64) + 0.3 * cfg.get("misread", {}).get("iters", 0)
-    return f"about {max(1, round(s / 60))} min" if s >= 90 else f"about {max(1, round(s))} s"
+def train_size(cfg: dict) -> str:
+    """What training the recipe takes, said before it starts: its steps (a gated phase: at most), no time (a time
+    guessed from another machine misleads on this one; the progress bar measures it here)."""
+    steps = sum(ph[1] for ph in cfg.get("phases", []))
+    iters = cfg.get("misread", {}).get("iters", 0)
+    return f"at most {steps:,} steps" if steps else f"{iters} evaluations to place its noise"
 
 
 class _NameLock:
@@ -130,9 +127,9 @@ def get_model(name: str, cfg: dict, quick: bool = False, log: Callable | None = 
             if log:
                 log(f"  (copied the shipped model {name} into {cache_dir(cache)})")
             return ship.to(device or "cpu")
-        if log:   # said before the work starts, with its rough length
+        if log:   # said before the work starts, with its size
             verb = "training it" if why.startswith("no cached") else "retraining"
-            log(f"  ({why}: {verb}, {train_estimate(cfg)})")
+            log(f"  ({why}: {verb}, {train_size(cfg)})")
         t0, stats = time.perf_counter(), {}
         model = pretrain(cfg, quick=quick, init=init, device=device, progress=progress, stats=stats, log=log)
         store(name, cfg, model, init=init, cache=cache, train_seconds=round(time.perf_counter() - t0, 2),

@@ -112,3 +112,10 @@ def test_get_model_init_starts_from_given_weights():
 def test_invalid_name_through_get_model():
     with pytest.raises(ValueError):
         R.get_model("../../etc/x", TINY, log=None)
+
+
+def test_training_is_announced_by_its_size_not_a_time_from_another_machine(tmp_path):
+    from reasonlab.train.zoo import train_size
+    cfg = {"phases": [[[0, 0, 1], 200, 30, [2, 8]], [[0, 1, 0], 1500, 30, [2, 8]]]}
+    assert train_size(cfg) == "at most 1,700 steps"
+    assert train_size({"phases": [], "misread": {"iters": 12}}) == "12 evaluations to place its noise"

@@ -443,6 +443,16 @@ def test_spec_rl_train_surface():
     assert hist[0]["clip_low"] == 0 and hist[0]["step"] == 1
 
 
+def test_rl_train_shows_its_steps_when_asked_or_on_a_terminal(capsys):
+    """A long rl_train call shows a bar of its steps on stderr (progress=True; None: where stderr is a terminal,
+    not here)."""
+    policy = build_model(0)
+    R.rl_train(policy, None, 2, prompts_per_step=2, group=2, beta=0.0, progress=True)
+    assert "/2 [" in capsys.readouterr().err                     # the bar of 2 steps
+    R.rl_train(policy, None, 1, prompts_per_step=2, group=2, beta=0.0)
+    assert "step/s" not in capsys.readouterr().err
+
+
 def test_rl_train_applies_or_rejects_knobs_the_preset_sets():
     """beta / clip / inner at the spec's defaults take the preset's values; other values are applied, or refused
     where the preset cannot take them (they used to be dropped silently)."""
