@@ -135,14 +135,16 @@ def load_results(out: str, seeds) -> dict:
     return Store(out).collect(lab_groups(out), seeds, check=lambda g: X.get(split_group(g)[0]).check_result)
 
 
-def render(group: str, results: list[dict], out: str) -> list[tuple[str, str]]:
+def render(group: str, results: list[dict], out: str, judged: list[dict] = ()) -> list[tuple[str, str]]:
     """One experiment's sections on one task from its per-seed results: its plots under <out>/<task>/ for a task
-    other than digits, the links to them and the section titles rewritten to say so."""
+    other than digits, the links to them and the section titles rewritten to say so. `judged`: the lab's findings,
+    whose verdicts the sections say (findings.judged), never judging again."""
     exp, task = split_group(group)
-    if task == "digits":
-        return X.get(exp).render(results, out)
-    folder = group.rsplit("/", 1)[0]
-    secs = X.get(exp).render(results, os.path.join(out, folder))
+    with findings.judged([f for f in judged if f.get("experiment") == exp and f.get("task", "digits") == task]):
+        if task == "digits":
+            return X.get(exp).render(results, out)
+        folder = group.rsplit("/", 1)[0]
+        secs = X.get(exp).render(results, os.path.join(out, folder))
     return [(re.sub(r"\]\((?!https?:|/)([^)]+)\)", lambda m: f"]({folder}/{m.group(1)})", md, count=0)
              .replace("\n", f" (task {task})\n", 1), head) for md, head in secs]
 
@@ -203,15 +205,15 @@ _TO_RENDER: tuple = ()   # (results, out) for the forked rendering processes, wh
 
 
 def _render_forked(group: str) -> list[tuple[str, str]]:
-    results, out = _TO_RENDER
-    return render(group, results[group]["results"], out)
+    results, out, judged = _TO_RENDER
+    return render(group, results[group]["results"], out, judged)
 
 
-def render_all(results: dict, out: str, workers: int | None = None, also: Callable | None = None):
-    """({experiment: its sections} for every experiment in results, also()): the sections rendered by `workers`
-    forked processes (None: one per CPU, at most one per experiment; 1: here), longest first, while this process
-    runs also(). The sections are independent, so two processes halve the rendering. Fork, not spawn: a spawned
-    process imports torch and matplotlib again. Forking a process whose torch has started OpenMP threads is
+def render_all(results: dict, out: str, workers: int | None = None, judged: list[dict] = ()) -> dict:
+    """{experiment: its sections} for every experiment in results, saying the verdicts of `judged` (the lab's
+    findings): the sections rendered by `workers` forked processes (None: one per CPU, at most one per experiment;
+    1: here), longest first. The sections are independent, so two processes halve the rendering. Fork, not spawn: a
+    spawned process imports torch and matplotlib again. Forking a process whose torch has started OpenMP threads is
     safe only while the child runs no torch op (libgomp's pool does not survive fork: pytorch/pytorch#17199), and
     rendering runs none (tests/runner/test_lab.py checks it). Where fork is missing (Windows, macOS's default), or a
     rendering process dies, it renders here."""
@@ -219,24 +221,20 @@ def render_all(results: dict, out: str, workers: int | None = None, also: Callab
     cost = {e: i for i, e in enumerate(units.longest_first("render_cost"))}
     exps = sorted(results, key=lambda g: cost[split_group(g)[0]])
     workers = min(len(exps), os.cpu_count() or 1) if workers is None else workers
-    here = lambda: {e: render(e, results[e]["results"], out) for e in exps}   # noqa: E731
+    here = lambda: {e: render(e, results[e]["results"], out, judged) for e in exps}   # noqa: E731
     if workers < 2 or len(exps) < 2 or sys.platform != "linux":
-        return here(), also() if also else None
-    _TO_RENDER, extra = (results, out), None
+        return here()
+    _TO_RENDER = (results, out, judged)
     try:
         with warnings.catch_warnings(), ProcessPoolExecutor(min(workers, len(exps)),
                                                             mp_context=mp.get_context("fork")) as pool:
             warnings.simplefilter("ignore", DeprecationWarning)   # Python >= 3.12 on forking a threaded process
             futs = {e: pool.submit(_render_forked, e) for e in exps}
-            extra = also() if also else None
-            done = {e: f.result() for e, f in futs.items()}
+            return {e: f.result() for e, f in futs.items()}
     except BrokenProcessPool:   # a rendering process died (killed, out of memory): render here instead
-        done = here()
-        if also and extra is None:
-            extra = also()
+        return here()
     finally:
         _TO_RENDER = ()
-    return done, extra
 
 
 def numbered(secs: dict) -> dict:
@@ -289,7 +287,8 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     findings on top; write report.md, findings.json and (html) report.html. config_of(name): the experiment's
     config (its primary's room)."""
     parts, heads = [], []
-    secs, fs = render_all(results, out, workers, also=lambda: lab_findings(results, config_of))
+    fs = lab_findings(results, config_of)                  # judged once; the sections say these verdicts
+    secs = render_all(results, out, workers, judged=fs)
     secs = numbered({g: secs[g] for g in results if g in secs})
     for group, parts_ in secs.items():
         for md, head in parts_:

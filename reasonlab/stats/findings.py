@@ -17,6 +17,7 @@ experiment is a demonstration); `holm` corrects the primaries of a lab for multi
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -249,11 +250,32 @@ def cell(v) -> str:
     return str(v).replace("|", "\\|")
 
 
+_JUDGED: dict[tuple[str, str], dict] = {}
+"""the lab's judged findings of the section being rendered, by (section, claim): what the page says of a claim"""
+
+
+@contextlib.contextmanager
+def judged(fs: list[dict]):
+    """While an experiment renders its page: its claims as the lab judged them (room, premises, Holm), so that
+    `verdict_line` and `table` say what findings.json says, never a verdict of their own."""
+    global _JUDGED
+    before, _JUDGED = _JUDGED, {(f["section"], f["claim"]): f for f in fs}
+    try:
+        yield
+    finally:
+        _JUDGED = before
+
+
+def as_judged(f: dict) -> dict:
+    """The lab's judgement of the claim f (itself outside a lab's rendering)."""
+    return _JUDGED.get((f["section"], f["claim"]), f)
+
+
 def table(fs: list[dict]) -> str:
     """The findings table: claim (primary or secondary), evidence (value [95 % CI]; per seed), threshold, verdict."""
     rows = ["| section | claim | statistic | value [95 % CI] | per seed | threshold | verdict |",
             "|---|---|---|---|---|---|---|"]
-    for f in fs:
+    for f in map(as_judged, fs):
         ci = f["ci95"]
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
         kind = ("" if "kind" not in f and "primary" not in f      # an experiment's own table, before the lab's
@@ -266,7 +288,8 @@ def table(fs: list[dict]) -> str:
 
 
 def verdict_line(f: dict) -> str:
-    """One sentence for a section's text: the claim and what this run says of it."""
+    """One sentence for a section's text: the claim and what this run says of it (as the lab judged it)."""
+    f = as_judged(f)
     ci = f["ci95"]
     ev = "" if f["value"] is None else f" ({f['statistic']} = {f['value']:.3f}, 95 % CI [{_num(ci[0])}, {_num(ci[1])}], threshold {f['threshold']})"
     why = f"; {f['untestable']}" if f.get("untestable") else ""

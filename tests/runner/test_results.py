@@ -2,6 +2,7 @@
 committed per-seed results, and the README's block is what `make results` writes from them."""
 import json
 import os
+import re
 
 import pytest
 
@@ -86,3 +87,22 @@ def test_every_experiment_refuses_a_stored_result_of_another_shape():
         e.check_result(Store(RUN).read(name, 0)["result"])
         with pytest.raises(ValueError, match=f"an? {name} result"):
             e.check_result({"garbage": 1})
+
+
+def test_the_reports_verdicts_are_the_findings_verdicts():
+    """Judged once: every "**Verdict** on this run: claim" sentence and every row of a section's findings table in
+    the committed report says what findings.json says of that claim."""
+    fs = json.load(open(os.path.join(RUN, "findings.json")))
+    md = open(os.path.join(RUN, "report.md"), encoding="utf-8").read()
+    said = re.findall(r"\*\*([A-Z][a-z ]+)\*\* on this run: (.+?)(?: \(| \.|\.\n|; )", md)
+    assert len(said) >= len([f for f in fs if f["primary"]])
+    verdict = {}
+    for f in fs:
+        verdict.setdefault(f["claim"][1:60], set()).add(f["verdict"])
+    checked = 0
+    for word, claim in said:
+        v = verdict.get(claim[1:60])
+        if v is not None:
+            assert word.lower() in v, (word, claim)
+            checked += 1
+    assert checked >= len([f for f in fs if f["primary"]])
