@@ -24,7 +24,7 @@ from ..io import report, tblog
 from ..io.checkpoint import fingerprint, write_json, write_text
 from ..io.files import cache_dir
 from ..io.runs import locked
-from ..stats.findings import table as findings_table
+from ..stats import findings
 from . import lab, units
 from .config import SweepConfig
 from .store import Store
@@ -89,7 +89,8 @@ def judge(cfg: SweepConfig, arm: units.Arm, cid: str, params: dict, store: Store
     if rs:
         d = os.path.join(out, arm.group)
         row["findings"] = lab.experiment_findings(cfg.exp, rs, arm.config)
-        secs = exp.render(rs, d)
+        with findings.judged(row["findings"]):            # the page says the verdicts of the sweep's table
+            secs = exp.render(rs, d)
         report.write_report(d, "\n".join(md for md, _ in secs), f"{cfg.exp}, {cid}", html=False)
         row["headline"] = "; ".join(h for _, h in secs if h)
         if cfg.report_to == "tensorboard":
@@ -134,7 +135,7 @@ def render(summary: dict, out: str) -> str:
              f"intervals over the cell's seeds; no correction across cells).\n", md_table]
     for r in summary["cells"]:
         if r["findings"]:
-            parts.append(f"\n## {r['cell']}\n\n[its page](cells/{r['cell']}/report.md)\n\n{findings_table(r['findings'])}")
+            parts.append(f"\n## {r['cell']}\n\n[its page](cells/{r['cell']}/report.md)\n\n{findings.table(r['findings'])}")
     if failed:
         parts.append("\n**Failed units** (after their retries; rerun the sweep to retry them):\n\n"
                      + "\n".join(f"- `{u}`: {e}" for u, e in failed.items()))

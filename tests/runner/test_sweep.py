@@ -3,6 +3,7 @@ each cell runs per seed through the lab's engine, its claims are checked, finish
 is reported while the others finish."""
 import json
 import os
+import re
 
 import pytest
 
@@ -119,6 +120,10 @@ def test_a_sweep_of_a_real_experiment_at_quick_size(tmp_path, quick_cache, capsy
         rec = json.loads((tmp_path / "s" / "cells" / r["cell"] / "seed1.json").read_text())
         assert set(rec["result"]) == {"grpo", "dr_grpo"} and rec["result"]["grpo"]["steps"] == r["params"]["steps"]
         assert len(r["findings"]) == 3 and (tmp_path / "s" / "cells" / r["cell"] / "rl" / "curves.png").exists()
+        page = (tmp_path / "s" / "cells" / r["cell"] / "report.md").read_text()
+        said = [(word, f) for f in r["findings"]      # the cell's page says the verdicts of the sweep's table
+                for word in re.findall(r"\*\*([A-Z][a-z ]+)\*\* on this run: ." + re.escape(f["claim"][1:40]), page)]
+        assert said and all(word.lower() == f["verdict"] for word, f in said), said
     assert "| steps | seeds | C1 | C2 | C3 |" in capsys.readouterr().out
 
 
