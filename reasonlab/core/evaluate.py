@@ -70,7 +70,8 @@ def passes_bar(table: dict, bar: float = 0.99, direct: bool = True) -> bool:
 
 
 def format_table(table: dict) -> str:
-    """Accuracy per k x {free, A, S, T} as a fixed-width text table, with the free format shares."""
+    """Accuracy per k x {free, A, S, T} as a fixed-width text table, with the free format shares; the last row is
+    the mean over k (each k weighs alike, so it does not move with n where a small k has fewer problems)."""
     ks = list(table["free"]["per_k"])
     lines = ["k      " + "".join(f"{c:>7}" for c in ("free", "A", "S", "T")) + "   free share A/S/T"]
     for k in ks:
@@ -78,8 +79,9 @@ def format_table(table: dict) -> str:
         row = "".join(f"{table[c]['per_k'][k]['acc']:7.3f}" for c in ("free", "A", "S", "T"))
         lines.append(f"{k:<7}{row}   {sh['direct']:.2f}/{sh['short']:.2f}/{sh['full']:.2f}")
     sh = table["free"]["share"]
-    lines.append("all    " + "".join(f"{table[c]['acc']:7.3f}" for c in ("free", "A", "S", "T"))
-                 + f"   {sh['direct']:.2f}/{sh['short']:.2f}/{sh['full']:.2f}")
+    mean_k = {c: sum(v["acc"] for v in table[c]["per_k"].values()) / len(ks) for c in ("free", "A", "S", "T")}
+    lines.append("mean k " + "".join(f"{mean_k[c]:7.3f}" for c in ("free", "A", "S", "T"))   # each k alike: not moved
+                 + f"   {sh['direct']:.2f}/{sh['short']:.2f}/{sh['full']:.2f}")                # by n or small k's size
     ok = table["free"]["chain_ok"]
     chains = (f"chain correct (free S/T answers) {ok:.3f}" if ok == ok
               else "no chain written when free (every free answer is direct), so no chain to check")

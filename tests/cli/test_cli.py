@@ -269,6 +269,18 @@ def test_eval_says_in_words_when_the_model_wrote_no_chain():
     assert "chain correct (free S/T answers) 0.250" in format_table(table)
 
 
+def test_the_tables_last_row_weighs_each_k_alike():
+    """eval's summary row is the mean over k, not over problems: 25 problems at k = 2 and 500 at k = 8 do not make
+    it k = 8's accuracy (it moved with -n, and disagreed with the model card)."""
+    from reasonlab.core.evaluate import format_table
+    share = {"direct": 1.0, "short": 0.0, "full": 0.0}
+    per_k = {2: {"acc": 1.0, "share": share, "n": 25}, 8: {"acc": 0.1, "share": share, "n": 500}}
+    table = {c: {"acc": (25 + 50) / 525, "length": 3.0, "chain_ok": 1.0, "share": share, "per_k": per_k}
+             for c in ("free", "A", "S", "T")}
+    last = [line for line in format_table(table).splitlines() if line.startswith("mean k")][0]
+    assert last.split()[2:6] == ["0.550"] * 4
+
+
 def test_task_is_one_flag_of_each_command_that_works_on_a_task():
     """`--task` once per command (train's comes from RLConfig.task), with the task's help."""
     import argparse
