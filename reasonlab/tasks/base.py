@@ -201,12 +201,18 @@ class Task:
         return states[-1]
 
     def prompt_words(self, p: Problem) -> list[str]:
-        """The task's: the `slots` words between <s> and "="."""
-        raise NotImplementedError
+        """The `slots` words between <s> and "=" (default: each value v of the instance as the word words[v], then
+        "_" up to the slots)."""
+        return [self.words[v] for v in p.x] + ["_"] * (self.slots - p.k)
 
     def read_prompt(self, words: list[str]) -> Problem:
-        """The task's: the problem back from its `slots` prompt words; ValueError when they are none of the task's."""
-        raise NotImplementedError
+        """The problem back from its `slots` prompt words (default: prompt_words' inverse); ValueError when they are
+        none of the task's."""
+        vals = [w for w in words if w != "_"]
+        if (len(words) != self.slots or not all(w in self.words for w in vals) or "_" in words[:len(vals)]
+                or not self.k_min <= len(vals) <= self.k_max):
+            raise ValueError(f"not a prompt of the {self.name} task: {' '.join(words)!r:.60}")
+        return self.problem([self.words.index(w) for w in vals])
 
     def k_of(self, x: tuple[int, ...]) -> int:
         """The size of an instance (default: its length)."""

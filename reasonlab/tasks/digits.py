@@ -47,16 +47,6 @@ class Digits(Task):
     def answer(self, p: Problem) -> int:
         return sum(p.x) % 10
 
-    def prompt_words(self, p: Problem) -> list[str]:
-        return [str(d) for d in p.x] + ["_"] * (self.slots - p.k)
-
-    def read_prompt(self, words: list[str]) -> Problem:
-        digits = [w for w in words if w != "_"]
-        if (len(words) != self.slots or not all(w in DIGIT_WORDS for w in digits) or "_" in words[:len(digits)]
-                or not self.k_min <= len(digits) <= self.k_max):
-            raise ValueError(f"not a prompt of the digits task: {' '.join(words)!r:.60}")
-        return self.problem([int(w) for w in digits])
-
     def support(self, k: int):
         return product(range(10), k)
 

@@ -51,16 +51,6 @@ class ModProd(Task):
     def next_state(self, p: Problem, t: int, s: int) -> int:
         return s * p.x[t - 1] % 7
 
-    def prompt_words(self, p: Problem) -> list[str]:
-        return [str(d) for d in p.x] + ["_"] * (self.slots - p.k)
-
-    def read_prompt(self, words: list[str]) -> Problem:
-        digits = [w for w in words if w != "_"]
-        if (len(words) != self.slots or not all(w in WORDS for w in digits) or "_" in words[:len(digits)]
-                or not self.k_min <= len(digits) <= self.k_max):
-            raise ValueError(f"not a prompt of the modprod task: {' '.join(words)!r:.60}")
-        return self.problem([int(w) for w in digits])
-
     def support(self, k: int):
         return product(range(7), k)
 

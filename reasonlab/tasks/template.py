@@ -12,7 +12,8 @@ What a task says (everything else, the formats, parsing, checking, corruption, p
     sample(rng, k)                     one instance (small ints) under self.knobs
     first_state, next_state            the rule, one unit step at a time
     answer_of (default: the last state), write_answer / read_answer / answer_len (default: one answer word)
-    prompt_words, read_prompt          how a problem is written in the prompt, and read back
+    prompt_words, read_prompt          how a problem is written in the prompt, and read back (default: each
+                                       value v as words[v], "_" after them, as here)
     support(k)                         every instance of size k, where they are few (exact parts and populations)
 The self-test every task passes is tests/tasks/test_tasks.py (parametrized over the registry).
 """
@@ -40,16 +41,6 @@ class MaxDigit(Task):
 
     def next_state(self, p: Problem, t: int, s: int) -> int:
         return max(s, p.x[t - 1])
-
-    def prompt_words(self, p: Problem) -> list[str]:
-        return [DIGITS[d] for d in p.x] + ["_"] * (self.slots - p.k)
-
-    def read_prompt(self, words: list[str]) -> Problem:
-        digits = [w for w in words if w != "_"]
-        if (len(words) != self.slots or not all(w in DIGITS for w in digits) or "_" in words[:len(digits)]
-                or not self.k_min <= len(digits) <= self.k_max):
-            raise ValueError(f"not a prompt of the maxdigit task: {' '.join(words)!r:.60}")
-        return self.problem([int(w) for w in digits])
 
     def support(self, k: int):
         return product(range(10), k)
