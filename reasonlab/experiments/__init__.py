@@ -23,7 +23,6 @@ in `BUILTIN`; an idea outside the package is the same file, passed as `reasonlab
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -192,18 +191,8 @@ def load_file(path: str) -> list[str]:
     path = os.path.abspath(os.path.expanduser(path))
     if path in _LOADED:
         return []
-    if not os.path.isfile(path) or not path.endswith(".py"):
-        raise ValueError(f"--experiment {path}: not a Python file")
     before = set(REGISTRY)
-    mod_name = "reasonlab_user_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
-    spec = importlib.util.spec_from_file_location(mod_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module           # dataclasses look their module up while the file runs
-    try:
-        spec.loader.exec_module(module)
-    except Exception:
-        sys.modules.pop(mod_name, None)
-        raise
+    tasks.run_user_file(path, "--experiment", "reasonlab_user_")
     _LOADED.add(path)
     new = [n for n in REGISTRY if n not in before]
     if not new:

@@ -71,15 +71,12 @@ def of(problems: Sequence[Problem]) -> Task:
     return task_of(problems[0]) if problems else get("digits")
 
 
-def load_file(path: str) -> list[str]:
-    """Import a task file (a user's task); returns the names it registered."""
-    path = os.path.abspath(os.path.expanduser(path))
-    if path in _LOADED:
-        return []
+def run_user_file(path: str, flag: str, prefix: str) -> None:
+    """Execute a user's Python file (a task or an experiment of their own) as the module <prefix><its name>, held in
+    sys.modules while it runs (dataclasses look their module up); ValueError naming `flag` when it is not one."""
     if not os.path.isfile(path) or not path.endswith(".py"):
-        raise ValueError(f"--task-file {path}: not a Python file")
-    before = set(REGISTRY)
-    mod_name = "reasonlab_task_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
+        raise ValueError(f"{flag} {path}: not a Python file")
+    mod_name = prefix + "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
     spec = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
@@ -88,6 +85,15 @@ def load_file(path: str) -> list[str]:
     except Exception:
         sys.modules.pop(mod_name, None)
         raise
+
+
+def load_file(path: str) -> list[str]:
+    """Import a task file (a user's task); returns the names it registered."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if path in _LOADED:
+        return []
+    before = set(REGISTRY)
+    run_user_file(path, "--task-file", "reasonlab_task_")
     _LOADED.add(path)
     new = [n for n in REGISTRY if n not in before]
     if not new:
