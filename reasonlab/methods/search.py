@@ -339,15 +339,16 @@ def best_of_n(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
 def weighted(pool: Pool, scores: np.ndarray, N: int) -> np.ndarray:
     """Weighted majority among the first N samples (search-and-learn's `find_answer_with_largest_sum`): each
     answer's scores summed, the answer with the largest sum; 1.0 where it is right. It is the lab's majority vote
-    weighted by the scores (tts.vote), ties and all: an output without an answer casts no vote (Scorer.values scores
-    a finished one 0, where search-and-learn would count "no answer" as an answer of score 0), a tie (sums equal to
-    float tolerance) goes to one of the tied answers at random (search-and-learn: the first seen), and no positive
-    score at all is wrong. So scores that are the same for every answered output give majority voting exactly; at
-    N = 1 it is best-of-N's answer wherever that answer has a positive score. Each problem's scores are divided by
-    their largest first: the vote's tolerance is absolute near 0, and a verifier's scores can all be tiny."""
+    weighted by the scores (tts.vote), and it always answers when some output gave an answer, as the reference
+    does, even where no score is positive. It departs from the reference in two ways: an output without an answer
+    casts no vote (the reference counts "no answer" as an answer of its own), and a tie (sums equal to float
+    tolerance) goes to one of the tied answers at random, not to the first seen. So scores that are the same for
+    every answered output give majority voting exactly, and at N = 1 it is best-of-N's answer. Each problem's
+    scores are divided by their largest where that is positive: the vote's tolerance is absolute near 0, and a
+    verifier's scores can all be tiny."""
     s = scores[:, :N]
     top = s.max(1, keepdims=True)
-    return vote(pool, N, weight=np.where(top > 0, s / np.where(top > 0, top, 1.0), 0.0))
+    return vote(pool, N, weight=np.where(top > 0, s / np.where(top > 0, top, 1.0), s))
 
 
 def chunked(method: str, model: GPT | Readers, scorer: Scorer, problems: list[Problem], N: int, M: int,

@@ -63,11 +63,11 @@ def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray 
     answer would favour problems whose answer happens to be small. `only` restricts the vote to accepted samples;
     problems with none accepted fall back to the plain vote."""
     ans = pool.answer[:, :N]
-    w = np.ones(ans.shape) if weight is None else weight[:, :N]
-    w = np.where(ans >= 0, w, 0.0)
+    cast = ans >= 0                                  # an output without an answer casts no vote
     if only is not None:
         acc = only[:, :N]
-        w = np.where(acc.any(1, keepdims=True), np.where(acc, w, 0.0), w)
+        cast &= np.where(acc.any(1, keepdims=True), acc, True)
+    w = np.where(cast, np.ones(ans.shape) if weight is None else weight[:, :N], 0.0)
     task = tasks.of(pool.problems)
     truth = pool.truth
     if task.n_answers is not None:   # answers 0..n-1: tally by value
@@ -78,13 +78,17 @@ def vote(pool: Pool, N: int, weight: np.ndarray | None = None, only: np.ndarray 
             seen: dict[int, int] = {}
             code[i] = [seen.setdefault(a, len(seen)) for a in row.tolist()]
             right[i] = seen.get(int(truth[i]), -1)
-    tally = np.zeros((len(ans), task.n_answers or N))
-    np.add.at(tally, (np.repeat(np.arange(len(ans)), N), code.ravel()), w.ravel())
+    tally, votes = np.zeros((len(ans), task.n_answers or N)), np.zeros((len(ans), task.n_answers or N))
+    at = (np.repeat(np.arange(len(ans)), N), code.ravel())
+    np.add.at(tally, at, w.ravel())
+    np.add.at(votes, at, cast.ravel())
+    given = votes > 0                                # only an answer some output gave can win, whatever its sum
+    tally = np.where(given, tally, -np.inf)
     top = tally.max(1, keepdims=True)
-    tied = np.isclose(tally, top) & (top > 0)
+    tied = given & np.isclose(tally, top)
     noise = np.random.default_rng([seed, N]).random(tally.shape)     # a random order among the tied answers
     pick = np.where(tied, noise, -1.0).argmax(1)
-    return ((pick == right) & (tally.max(1) > 0)).astype(float)
+    return ((pick == right) & given.any(1)).astype(float)
 
 
 def majority(pool: Pool, N: int) -> np.ndarray:

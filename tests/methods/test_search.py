@@ -283,6 +283,38 @@ def test_weighted_vote_replays_search_and_learn_where_no_answers_tie():
             assert np.array_equal(search.weighted(pool, scores, 1), search.best_of_n(pool, scores, 1))
 
 
+def test_weighted_vote_answers_where_no_score_is_positive_as_search_and_learn_does():
+    """A problem whose outputs all score 0 (an oracle rejecting every chain) is still answered, by the largest sum,
+    as search-and-learn answers it; so weighted@1 is best-of-N@1 on every problem. Where the zero sums tie among
+    several answers, the pick is one of the answers given (the reference: the first seen)."""
+    won = 0.0
+    for seed in range(5):
+        rng, ans, pool = hand_pool(seed)
+        zero = rng.random(len(ans)) < 0.5
+        scores = np.where((ans >= 0) & ~zero[:, None], rng.random(ans.shape), 0.0)
+        assert np.array_equal(search.weighted(pool, scores, 1), search.best_of_n(pool, scores, 1))
+        assert search.weighted(pool, np.zeros(ans.shape), 1).sum() == (ans[:, 0] == 6).sum() > 0
+        for N in (2, 5, 16):
+            got = search.weighted(pool, scores, N)
+            for i in np.flatnonzero(zero):
+                given = set(ans[i, :N].tolist()) - {-1}
+                if len(given) == 1:      # one answer given: the reference's pick among the answered outputs
+                    assert got[i] == float(given == {6})
+                else:                    # right only if 6 was given at all
+                    assert got[i] <= float(6 in given)
+            won += got[zero].sum()
+            assert got[~zero].tolist() == [
+                float(find_answer_with_largest_sum(list(a[:N]), list(s[:N])) == 6)
+                for a, s in zip(ans[~zero], scores[~zero])]
+        neg = -rng.random(ans.shape)     # sums below 0 still have a largest (scores are not always probabilities)
+        for N in (1, 3, 16):
+            want = [find_answer_with_largest_sum([a for a in r[:N] if a >= 0] or [-1],
+                                                 [x for a, x in zip(r[:N], t[:N]) if a >= 0] or [0.0]) == 6
+                    for r, t in zip(ans, neg)]
+            assert search.weighted(pool, neg, N).tolist() == [float(w) for w in want]
+    assert won > 10          # the all-zero problems are answered, and sometimes right
+
+
 def test_weighted_vote_with_scores_alike_is_majority_voting_ties_and_all():
     """A verifier that scores every answered output alike (the search experiment's placebo) weighs every vote the
     same: weighted voting is then majority voting exactly, ties broken as tts.vote breaks them, though ties are
