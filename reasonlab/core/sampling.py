@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ..tasks import Task, get
-from ..tasks.base import EOS, PAD, SPECIALS
+from ..tasks.records import EOS, PAD, SPECIALS
 from . import fast
 from .fast import KVCache, additive
 from .model import GPT

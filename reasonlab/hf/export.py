@@ -40,7 +40,7 @@ from safetensors.torch import save as save_bytes
 from ..core.model import GPT
 from ..io.checkpoint import MAX_FILE_BYTES, MODEL_BOUNDS, check_finite, umask
 from ..tasks import Task, get
-from ..tasks.base import BOS, EOS, EQ, PAD
+from ..tasks.records import BOS, EOS, EQ, PAD
 
 TASK_KEY = "reasonlab_task"
 """config.json's key naming the model's task (its spec)."""

@@ -42,7 +42,7 @@ from ..core.model import GPT
 from ..core.problems import as_task, problems_per_k
 from ..core.sampling import generate, sample_tree
 from ..tasks import IGNORE, Problem, Task, chain_steps
-from ..tasks.base import EQ, PAD
+from ..tasks.records import EQ, PAD
 from ..train.rl import RLConfig, every_n_steps, train
 from ..train.sft import train_on_batches
 from .tts import budget_hook

@@ -57,7 +57,7 @@ from ..core.sampling import SPECIAL_ID, generate_n
 from ..io.checkpoint import CheckpointError, cache_key, load_tensors, save_tensors, weights_hash
 from ..io.files import cache_dir, check_name
 from ..tasks import Problem, Task
-from ..tasks.base import EOS, PAD
+from ..tasks.records import EOS, PAD
 from ..train.zoo import base_model
 from .config import KINDS, Agg, VerifierConfig  # noqa: F401  (this method's public names)
 

@@ -17,8 +17,9 @@ import sys
 from typing import Sequence
 
 from . import add, compose, digits, modprod  # noqa: F401  (each registers itself)
-from .base import (  # noqa: F401  (the layer's public names)
-    ENUMERATE_MAX,
+from .base import Task  # noqa: F401  (the layer's public names, these four imports)
+from .draws import ENUMERATE_MAX, product  # noqa: F401
+from .records import (  # noqa: F401
     FMT_COLOR,
     FMT_INDEX,
     FMT_LABEL,
@@ -29,17 +30,13 @@ from .base import (  # noqa: F401  (the layer's public names)
     FREE_COLOR,
     IGNORE,
     PARTS,
-    REGISTRY,
     SPECIALS,
     Problem,
-    Task,
     Verdict,
     chain_steps,
     format_name,
-    get,
-    register,
-    task_of,
 )
+from .registry import REGISTRY, get, register, task_of  # noqa: F401
 
 BUILTIN = ("digits", "modprod", "compose", "add")
 """The built-in tasks, in the report's order."""

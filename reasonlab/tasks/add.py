@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import random
 
-from .base import Problem, Task, product, register
+from .base import Task
+from .draws import product
+from .records import Problem
+from .registry import register
 
 DIGITS = tuple(str(d) for d in range(10))
 STEPS = tuple(f"{s % 10}c{s // 10}" for s in range(20))

@@ -22,100 +22,28 @@ how prompts and answers are written. Everything else is derived here, the same w
 
 A problem is a plain record (`Problem`): the task's name, k, the instance (small ints) and the knobs it was drawn
 under. Knobs change the distribution of instances, never the rule, so one model serves a task whatever its knobs.
+(The parts and draws are in `draws.py`, the shared records in `records.py`, the registry in `registry.py`.)
 """
 from __future__ import annotations
 
-import functools
-import hashlib
-import itertools
 import random
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-SPECIALS = ("<pad>", "<s>", "</s>", "=", "A", "S", "T", "_")
-"""The words every task shares, first in every vocabulary."""
-PAD, BOS, EOS, EQ, FILL = 0, 1, 2, 3, 7
-IGNORE = -100
-# The one table of formats; every other mapping derives from it. Its order (direct, short, full) is the order of
-# every `mix` and of the format index 0/1/2 in pools.
-FORMAT_TABLE = (
-    # name     token  label              plot colour
-    ("direct", "A",   "A (direct)",      "#4C72B0"),
-    ("short",  "S",   "S (short chain)", "#DD8452"),
-    ("full",   "T",   "T (full chain)",  "#55A868"),
+from .draws import Draws
+from .records import (
+    BOS,
+    EQ,
+    FMT_OF,
+    FORMATS,
+    OUT_SLACK,
+    SPECIALS,
+    Problem,
+    Verdict,
+    chain_steps,
 )
-FORMATS = {name: tok for name, tok, _, _ in FORMAT_TABLE}   # format name -> control token
-FMT_OF = {tok: name for name, tok in FORMATS.items()}       # control token -> format name
-FMT_NAMES = tuple(FORMATS)
-FMT_INDEX = {name: i for i, name in enumerate(FMT_NAMES)}
-FMT_LABEL = {name: label for name, _, label, _ in FORMAT_TABLE}
-FMT_COLOR = {name: colour for name, _, _, colour in FORMAT_TABLE}
-FREE_COLOR = "#8172B3"   # free generation (the model picks the format) in plots
-PARTS = {"train": (0.0, 0.5), "val": (0.5, 0.75), "test": (0.75, 1.0)}
-"""The parts of every task's problem space: training draws only from train, selection from val, scoring from test."""
-ENUMERATE_MAX = 10_000
-"""A k whose instances number at most this many is enumerated: its parts hold exact shares (by rank of the hash) and
-its draws are exact samples without replacement."""
-DRAW_MISSES = 10_000
-"""Draws in a row that bring no new instance of the part after which a draw stops short of n: the knobs can draw no
-more there (compose's default n_f = 3 has 810 instances at k = 4, about 200 in "test")."""
-OUT_SLACK = 2
-"""Room after the longest right output (the course module's 24-token sequences leave two)."""
 
 
-def format_name(x: str) -> str:
-    """A format given as its token (A, S, T) or its name (direct, short, full) -> its name."""
-    if x in FORMATS:
-        return x
-    if x in FMT_OF:
-        return FMT_OF[x]
-    raise ValueError(f"unknown format {x!r}: use A, S or T (or direct, short, full)")
-
-
-def chain_steps(k: int, fmt: str) -> list[int]:
-    """1-based unit steps after which the chain writes the state (empty for "direct"): every step for "full",
-    every second step and the last for "short"."""
-    if fmt == "direct":
-        return []
-    stride = 1 if fmt == "full" else 2
-    return [i for i in range(1, k + 1) if i % stride == 0 or i == k]
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One problem: a JSON-serialisable record, the only input a check or a reward needs."""
-    task: str
-    """the registered name of its task"""
-    k: int
-    """its size: the number of unit steps"""
-    x: tuple[int, ...]
-    """the instance, as the task's small ints"""
-    knobs: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
-    """the knobs it was drawn under (they change the distribution, not the rule; not part of its identity)"""
-
-    def to_json(self) -> dict:
-        return {"task": self.task, "k": self.k, "x": list(self.x), "knobs": dict(self.knobs)}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "Problem":
-        return cls(d["task"], int(d["k"]), tuple(int(v) for v in d["x"]), tuple(sorted(d.get("knobs", {}).items())))
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What `Task.check` says of one output, from the problem alone."""
-    template_ok: bool
-    """format token, the format's number of chain steps, "A", an answer of the right length, </s>"""
-    answer_ok: bool
-    """the answer is right (the rule reward)"""
-    steps: tuple[bool, ...]
-    """one label per chain step written: the state is the one the format puts there (a PRM's labels)"""
-    first_error: int | None
-    """the index of the first wrong step, the answer counting as step len(steps) (right when it is right and comes
-    after the format's whole chain); None when every written step and the answer are right"""
-
-
-class Task:
+class Task(Draws):
     """The base of every task (see the module docstring). A subclass sets the class attributes and the rule's
     methods marked "the task's"; `register` adds it to the registry."""
 
@@ -458,186 +386,3 @@ class Task:
     def correct(self, p: Problem, parsed: dict) -> bool:
         """The answer is right."""
         return parsed["answer"] is not None and parsed["answer"] == self.answer(p)
-
-    # ----------------------------------------------------------------------------------------------------------
-    # The parts of the space, and draws.
-
-    def unit(self, x: tuple[int, ...]) -> float:
-        """A fixed number in [0, 1) per instance, from a hash of the task's name and the instance."""
-        key = f"{self.name}|{','.join(map(str, x))}".encode()
-        return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2 ** 64
-
-    def enumerable(self, k: int) -> bool:
-        return _ranked(type(self), k) is not None
-
-    def part_of(self, p) -> str:
-        """The part ("train", "val" or "test") a problem (or an instance) belongs to: a fixed function of the
-        instance, by rank of its hash where k is enumerated (exact shares), by the hash's value beyond."""
-        x = p.x if isinstance(p, Problem) else tuple(p)
-        ranked = _ranked(type(self), self.k_of(x))
-        return ranked[x] if ranked is not None else _part(self.unit(x))
-
-    def space(self, k: int, part: str | None) -> tuple[tuple[int, ...], ...]:
-        """An enumerated k's instances of one part (None: all) that the knobs can draw, in rank order."""
-        ranked = _ranked(type(self), k)
-        if ranked is None:
-            raise ValueError(f"k = {k} of task {self.name} is not enumerated")
-        return tuple(x for x, q in ranked.items() if (part is None or q == part) and self.possible(x))
-
-    def streams(self, seed, part: str | None, ks) -> Iterator[tuple[int, random.Random]]:
-        """(k, the random stream of its draw) for each k: a stream of its own per (task, knobs, part, k, seed), so
-        that a set's problems of one k do not move when other k are added or removed."""
-        for k in ks:
-            yield k, random.Random(f"{self.spec}|{part}|{k}|{seed}")
-
-    def draw(self, n: int, seed=0, ks=None, part: str | None = None, repeat: bool = False) -> list[Problem]:
-        """Up to n problems of each k (default: the task's range) from one part (None: all of it), each k from a
-        stream of its own (`stream`). Without `repeat` a set never repeats a problem: an enumerated k whose part
-        holds no more than n problems gives it whole, in a seeded order, and beyond enumeration a part of which the
-        knobs draw fewer than n gives what DRAW_MISSES draws in a row did not add to. repeat=True draws n with
-        replacement (training data)."""
-        if part is not None and part not in PARTS:
-            raise ValueError(f"split must be one of {', '.join(PARTS)} or None, got {part!r}")
-        out: list[Problem] = []
-        for k, rng in self.streams(seed, part, self.ks() if ks is None else ks):
-            if self.enumerable(k) and (self.uniform or (not repeat and len(self.space(k, part)) <= n)):
-                space = self.space(k, part)
-                if repeat:
-                    picks = [rng.randrange(len(space)) for _ in range(n)]
-                else:
-                    picks = rng.sample(range(len(space)), min(n, len(space)))
-                out += [self.problem(space[i], k) for i in picks]
-                continue
-            got, seen, misses = [], set(), 0
-            while len(got) < n and misses < DRAW_MISSES:
-                x = self.sample(rng, k)
-                if (part is not None and self.part_of(x) != part) or (not repeat and x in seen):
-                    misses += 1
-                    continue
-                misses = 0
-                seen.add(x)
-                got.append(self.problem(x, k))
-            out += got
-        return out
-
-    def train_problem(self, rng: random.Random, k: int) -> Problem:
-        """One problem of size k from the train part (an instance of another part is drawn again): what RL, STaR and
-        the budget models train on."""
-        while True:
-            x = self.sample(rng, k)
-            if self.part_of(x) == "train":
-                return self.problem(x, k)
-
-    def sequences(self, rng, batch: int, mix=(0.5, 0.3, 0.2), k_range=None):
-        """(batch, max_len) int64 training sequences, pad-filled: fresh train-part problems, k uniform in k_range and
-        the format drawn by `mix` (A / S / T shares), from a numpy Generator. A task may replace it by a vectorised
-        version (digits does, drawing the same batches as the course module's loop)."""
-        import numpy as np  # the tasks import without numpy (the command line checks configs with them)
-        lo, hi = k_range or (self.k_min, self.k_max)
-        p = [m / sum(mix) for m in mix]
-        ks = rng.integers(lo, hi + 1, size=batch)
-        fmts = rng.choice(3, size=batch, p=p)
-        py = random.Random(int(rng.integers(0, 2 ** 63)))
-        out = np.full((batch, self.max_len), PAD, dtype=np.int64)
-        for i, (k, f) in enumerate(zip(ks.tolist(), fmts.tolist())):
-            ids = self.encode(self.train_problem(py, k), FMT_NAMES[f])[0]
-            out[i, :len(ids)] = ids
-        return out
-
-    def prompt_answers(self, seq) -> list[int]:
-        """The answer of each row of a (B, T) id array that starts with a prompt (STaR's hint tokens need it)."""
-        return [self.answer(self.read_prompt([self.vocab[t] for t in row[1:self.prompt_len - 1]])) for row in seq.tolist()]
-
-    def chance(self, k: int) -> float:
-        """The accuracy of the best blind guess at size k under the knobs: the commonest answer's share (exact where
-        k is enumerated and uniform, else over a fixed draw of 20,000; computed once per task and k)."""
-        if k not in self._chance:
-            self._chance[k] = self._blind_guess(k)
-        return self._chance[k]
-
-    def _blind_guess(self, k: int) -> float:
-        if self.enumerable(k) and self.uniform:
-            xs = self.space(k, None)
-        else:
-            rng = random.Random(f"{self.spec}|chance|{k}")
-            xs = [self.sample(rng, k) for _ in range(20_000)]
-        counts: dict[int, int] = {}
-        for x in xs:
-            a = self.answer(self.problem(x, k))
-            counts[a] = counts.get(a, 0) + 1
-        return max(counts.values()) / len(xs)
-
-
-def _part(u: float) -> str:
-    return next(q for q, (lo, hi) in PARTS.items() if lo <= u < hi)
-
-
-@functools.lru_cache(maxsize=None)
-def _ranked(cls: type, k: int) -> dict[tuple[int, ...], str] | None:
-    """An enumerated k's parts by rank of the hash, so that each part holds exactly its share (a hash threshold gives
-    14 "val" problems of 100 at k = 2); None when the task does not enumerate k."""
-    task = cls()
-    xs = task.support(k)
-    if xs is None:
-        return None
-    order = sorted(xs, key=task.unit)
-    return {x: _part(i / len(order)) for i, x in enumerate(order)}
-
-
-def product(values: Iterable[int], k: int, limit: int = ENUMERATE_MAX) -> Iterator[tuple[int, ...]] | None:
-    """All k-tuples over `values` (a support helper), or None when they number more than `limit`."""
-    values = list(values)
-    return itertools.product(values, repeat=k) if len(values) ** k <= limit else None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The registry: tasks by name, and a task with its knobs from one string ("compose:n_f=3").
-
-REGISTRY: dict[str, type[Task]] = {}
-
-
-def register(cls: type[Task]) -> type[Task]:
-    """Add a task class to the registry (a class of the same module registering again, a reload, replaces it)."""
-    if not cls.name or not cls.name.replace("_", "").isalnum():
-        raise ValueError(f"a task's name is a word (letters, digits, _), got {cls.name!r}")
-    old = REGISTRY.get(cls.name)
-    if old is not None and old.__module__ != cls.__module__:
-        raise ValueError(f"two tasks are called {cls.name!r} ({old.__module__}, {cls.__module__})")
-    REGISTRY[cls.name] = cls
-    get.cache_clear()
-    _ranked.cache_clear()
-    return cls
-
-
-def _knob_value(cls: type[Task], name: str, text: str):
-    default = cls.knob_defaults[name]
-    try:
-        if isinstance(default, bool):
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError
-            return text.lower() in ("true", "1")
-        return type(default)(text)
-    except ValueError:
-        raise ValueError(f"task {cls.name}: knob {name} takes a {type(default).__name__}, got {text!r}") from None
-
-
-@functools.lru_cache(maxsize=None)
-def get(spec: str) -> Task:
-    """The task a string names: "digits", or a name and knobs, "compose:n_f=3:..." (ValueError naming the choices)."""
-    name, *knobs = str(spec).split(":")
-    if name not in REGISTRY:
-        raise ValueError(f"unknown task {name!r}: choose from {', '.join(REGISTRY)}")
-    cls = REGISTRY[name]
-    values = {}
-    for kv in knobs:
-        key, eq, text = kv.partition("=")
-        if not eq or key not in cls.knob_defaults:
-            choices = ", ".join(f"{k}=<{type(v).__name__}>" for k, v in cls.knob_defaults.items()) or "none"
-            raise ValueError(f"task {name}: bad knob {kv!r} (its knobs: {choices})")
-        values[key] = _knob_value(cls, key, text)
-    return cls(**values)
-
-
-def task_of(p: Problem) -> Task:
-    """The task of a problem (with the knobs it was drawn under)."""
-    return get(":".join([p.task] + [f"{k}={v}" for k, v in p.knobs])) if p.knobs else get(p.task)

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import random
 
-from .base import Problem, Task, product, register
+from .base import Task
+from .draws import product
+from .records import Problem
+from .registry import register
 
 POOL_MAX = 8
 SYMBOLS = tuple(str(s) for s in range(10))

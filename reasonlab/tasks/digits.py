@@ -18,7 +18,10 @@ from __future__ import annotations
 import hashlib
 import random
 
-from .base import EQ, FILL, FMT_NAMES, FORMATS, PAD, Problem, Task, chain_steps, product, register
+from .base import Task
+from .draws import product
+from .records import EQ, FILL, FMT_NAMES, FORMATS, PAD, Problem, chain_steps
+from .registry import register
 
 DIGIT_WORDS = tuple(str(d) for d in range(10))
 

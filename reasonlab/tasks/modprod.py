@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import random
 
-from .base import Problem, Task, product, register
+from .base import Task
+from .draws import product
+from .records import Problem
+from .registry import register
 
 WORDS = tuple(str(d) for d in range(7))
 

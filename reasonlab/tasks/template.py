@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 
-from reasonlab.tasks.base import Problem, Task, product, register
+from reasonlab.tasks import Problem, Task, product, register
 
 DIGITS = tuple(str(d) for d in range(10))
 

@@ -19,7 +19,7 @@ from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
 from ..core.problems import GATE_SEED, as_task, problems_per_k
 from ..tasks import IGNORE, Task
-from ..tasks.base import PAD
+from ..tasks.records import PAD
 
 
 def build_model(seed: int = 0, vocab_size: int | None = None, task: str | Task = "digits") -> GPT:

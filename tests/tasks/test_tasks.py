@@ -8,7 +8,8 @@ import random
 import pytest
 
 import reasonlab.tasks as T
-from reasonlab.tasks.base import ENUMERATE_MAX, FMT_NAMES, PARTS, Problem, _ranked, chain_steps
+from reasonlab.tasks.draws import ENUMERATE_MAX, _ranked
+from reasonlab.tasks.records import FMT_NAMES, PARTS, Problem, chain_steps
 
 TEMPLATE = os.path.join(os.path.dirname(T.__file__), "template.py")
 T.load_file(TEMPLATE)
