@@ -29,7 +29,7 @@ from reasonlab.core.sampling import generate_n  # noqa: E402
 from reasonlab.core.task import K_MAX, K_MIN, prompt_ids  # noqa: E402
 from reasonlab.io.checkpoint import write_json, write_text  # noqa: E402
 from reasonlab.methods.verifier import oracle_labels, outcome_label  # noqa: E402
-from reasonlab.train.sft import ERR_CFG, misread  # noqa: E402
+from reasonlab.train.erring import ERR_CFG, misread  # noqa: E402
 from reasonlab.train.zoo import base_model, get_erring_model
 
 KS = list(range(K_MIN, K_MAX + 1))

@@ -41,7 +41,7 @@ def main():
           f"N = 1..64, verifiers {', '.join(KINDS)} + oracle: {wall:.1f}s (limit 180 s; verifiers and their quality "
           f"in {seconds:.1f}s)")
     print(json.dumps({"grid_s": round(wall, 1), "timing": tm}))
-    print(search_exp.headline([res]))
+    print(search_exp.headline([res], search_exp.search_claims([res])))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ from ..io.report import md_table, plt, save
 from ..methods.config import VerifierConfig
 from ..methods.search import Scorer, best_of_n
 from ..methods.tts import majority
-from ..methods.verifier import auroc, first_error, oracle_labels, steps, train_verifier
+from ..methods.verifier import first_error, oracle_labels, steps, train_verifier
+from ..methods.verifier_quality import auroc
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model

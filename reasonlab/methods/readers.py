@@ -1,5 +1,5 @@
 """A thinker whose misreadings are drawn per generation call: the base model reading its task's words (digits' ten
-digits) through a fresh Gaussian direction each time it writes (train.sft.misread's noise, drawn per call instead of
+digits) through a fresh Gaussian direction each time it writes (train.erring.misread's noise, drawn per call instead of
 fixed in the weights). A best-of-N sample is one call; in beam search and DVTS each candidate step is one, and its reader re-reads
 the whole prefix (prompt and chain so far) through its own direction, so a misreading at one step need not repeat at
 the next. `ReadTree` gives the search loops of methods.search the interface of their KV-cache tree; it has no

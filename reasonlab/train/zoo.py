@@ -26,7 +26,8 @@ from ..core.model import GPT
 from ..io.checkpoint import CheckpointError, cache_key, fingerprint, load_model, save_model
 from ..io.files import cache_dir, check_name, resolve, writable_dir
 from ..tasks import Task
-from .sft import ERR_CFG, base_cfg, base_name, for_task, model_name, pretrain
+from .erring import ERR_CFG
+from .sft import base_cfg, base_name, for_task, model_name, pretrain
 
 STALE_TMP_S = 600          # a cache temp file older than this is an orphan of a killed writer
 SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")

@@ -8,6 +8,7 @@ import pytest
 from reasonlab import experiments as X
 from reasonlab.cli import main
 from reasonlab.experiments import search as search_exp
+from reasonlab.experiments import search_report
 from reasonlab.io.pack import pack_bits
 from reasonlab.stats import findings
 
@@ -145,19 +146,19 @@ def test_render_states_the_math_shepherd_margin_as_a_computed_check(tmp_path):
 
     def line(md, start):
         return next(x for x in md.splitlines() if x.startswith(start))
-    md = search_exp.verifiers_page(close, str(tmp_path), margin=0.05)
+    md = search_report.verifiers_page(close, str(tmp_path), margin=0.05)
     assert line(md, "Math-Shepherd labels within 0.05").endswith("**holds**.")
     assert (tmp_path / "verifier_quality.png").exists()
     far = [_fake_result(s, 0.93, 0.70 + 0.01 * s) for s in range(3)]
-    md = search_exp.verifiers_page(far, str(tmp_path), margin=0.05, time_budget=0.5)
+    md = search_report.verifiers_page(far, str(tmp_path), margin=0.05, time_budget=0.5)
     assert line(md, "Math-Shepherd labels within 0.05").endswith("**does not hold**.")
     assert line(md, "The PRM separates steps better").endswith("**holds**.")        # 0.93 vs the ORM's 0.8
     assert line(md, "Each verifier trains in ≤ 0.5 s").endswith("**does not hold**.")  # 1.0 s each
-    nan_left_out = search_exp._seed_check([0.1, float("nan"), 0.2, 0.3], findings.greater, 0.0)
+    nan_left_out = search_report._seed_check([0.1, float("nan"), 0.2, 0.3], findings.greater, 0.0)
     m, lo, hi, verdict = nan_left_out
     assert m == pytest.approx(0.2) and lo < 0.2 < hi and hi - lo == pytest.approx(2 * 4.303 * 0.1 / 3 ** 0.5, rel=1e-4)
-    assert verdict == "inconclusive" and search_exp._seed_check([0.30, 0.31, 0.32], findings.greater, 0.0)[3] == "holds"
-    assert search_exp._seed_check([0.1], findings.greater, 0.0)[3] == "inconclusive (fewer than 2 seeds)"
+    assert verdict == "inconclusive" and search_report._seed_check([0.30, 0.31, 0.32], findings.greater, 0.0)[3] == "holds"
+    assert search_report._seed_check([0.1], findings.greater, 0.0)[3] == "inconclusive (fewer than 2 seeds)"
 
 
 def test_search_page_tabulates_every_strategy_and_the_unreached_targets(tmp_path):
@@ -173,7 +174,7 @@ def test_search_page_tabulates_every_strategy_and_the_unreached_targets(tmp_path
         assert sum(x.startswith(f"| {name} | ") for x in rows) == 1
     assert next(x for x in rows if x.startswith("| weighted/prm | ")).startswith("| weighted/prm | 1.000 ± 0.000 |")
     none = [res("none", "none", s, other=0.0) for s in range(2)]
-    frontier = search_exp.frontier_table(none).splitlines()
+    frontier = search_report.frontier_table(none).splitlines()
     assert len(frontier) == 2 + 7 and all(" | not reached | " in x for x in frontier[2:])
 
 
@@ -188,7 +189,7 @@ def test_a_result_keeps_its_task_in_its_config_but_on_digits(tmp_path):
     for r in rs:
         r["config"] = {**search_exp.stored_config(search_exp.Config(task="add")), "thinker": "test"}
     add = search_exp.task_of(rs[0])
-    assert search_exp.chance(rs[0], 2) == add.chance(2)
+    assert search_report.chance(rs[0], 2) == add.chance(2)
     assert search_exp.per_problem(rs[0], "greedy", 1)[3][0] == 2 * 1000 * (add.prompt_len + 5.0)
     md = search_exp.search_page(rs, str(tmp_path), search_exp.search_claims(rs))
     assert "Chance is 0.1" not in md and "Chance (the best blind guess) is" in md

@@ -22,7 +22,8 @@ from reasonlab.methods.tts import majority
 from reasonlab.methods.verifier import OracleVerifier, VerifierConfig, aggregate, train_verifier
 from reasonlab.methods.verifier import steps as read_steps
 from reasonlab.stats import findings
-from reasonlab.train.sft import build_model, misread
+from reasonlab.train.erring import misread
+from reasonlab.train.sft import build_model
 from reasonlab.train.zoo import base_model
 
 DIGITS = tasks.get("digits")

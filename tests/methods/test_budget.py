@@ -28,6 +28,7 @@ from reasonlab.core.task import (
 )
 from reasonlab.io.checkpoint import save_model
 from reasonlab.methods import budget as B
+from reasonlab.methods import strides
 from reasonlab.stats import findings
 from reasonlab.train.sft import build_model
 from reasonlab.train.zoo import base_model
@@ -106,23 +107,23 @@ def test_reward_fn_reads_the_budget_and_logs_it():
 
 def test_stride_classifier_on_hand_written_chains():
     d = DIGITS.problem([3, 5, 9, 2, 7, 1, 4, 6])          # running sums 3 8 7 9 6 7 1 7
-    assert B.classify_chain(d, []) == "none"
-    assert B.classify_chain(d, [3, 8, 7, 9, 6, 7, 1, 7]) == "stride 1"        # T
-    assert B.classify_chain(d, [8, 9, 7, 7]) == "stride 2"                    # S: after digits 2, 4, 6, 8
-    assert B.classify_chain(d, [7, 7, 7]) == "stride 3"                       # after digits 3, 6, 8
-    assert B.classify_chain(d, [9, 7]) == "stride 4"                          # after digits 4, 8
-    assert B.classify_chain(d, [7]) == "stride 8"                             # one step: the total
-    assert B.classify_chain(d, [3, 8]) == "truncated 1"                       # T cut after two steps
-    assert B.classify_chain(d, [8, 9]) == "truncated 2"                       # S cut after two steps
-    assert B.classify_chain(d, [8, 6, 7]) == "irregular"                      # after digits 2, 5, 8
-    assert B.classify_chain(d, [5, 5]) == "wrong"
-    assert B.classify_chain(d, [8, 9, 6]) == "wrong"                          # S's steps, then a wrong last one
+    assert strides.classify_chain(d, []) == "none"
+    assert strides.classify_chain(d, [3, 8, 7, 9, 6, 7, 1, 7]) == "stride 1"        # T
+    assert strides.classify_chain(d, [8, 9, 7, 7]) == "stride 2"                    # S: after digits 2, 4, 6, 8
+    assert strides.classify_chain(d, [7, 7, 7]) == "stride 3"                       # after digits 3, 6, 8
+    assert strides.classify_chain(d, [9, 7]) == "stride 4"                          # after digits 4, 8
+    assert strides.classify_chain(d, [7]) == "stride 8"                             # one step: the total
+    assert strides.classify_chain(d, [3, 8]) == "truncated 1"                       # T cut after two steps
+    assert strides.classify_chain(d, [8, 9]) == "truncated 2"                       # S cut after two steps
+    assert strides.classify_chain(d, [8, 6, 7]) == "irregular"                      # after digits 2, 5, 8
+    assert strides.classify_chain(d, [5, 5]) == "wrong"
+    assert strides.classify_chain(d, [8, 9, 6]) == "wrong"                          # S's steps, then a wrong last one
     P = DIGITS.problem
-    assert B.classify_chain(P([3, 5, 9, 2, 7]), [8, 9, 6]) == "stride 2"      # S for odd k ends at the last digit
-    assert B.classify_chain(P([3, 0, 0, 5]), [3]) == "truncated 1"            # a cut T chain, not one step of 4...
-    assert B.classify_chain(P([3, 0, 0, 5]), [8]) == "stride 4"               # ...which is the total alone
-    assert B.classify_chain(P([3, 0, 0]), [3]) == "truncated 1"               # the total by coincidence: known first
-    assert [B.stride_group(x) for x in ("stride 1", "stride 2", "stride 5", "truncated 2", "wrong")] == \
+    assert strides.classify_chain(P([3, 5, 9, 2, 7]), [8, 9, 6]) == "stride 2"      # S for odd k ends at the last digit
+    assert strides.classify_chain(P([3, 0, 0, 5]), [3]) == "truncated 1"            # a cut T chain, not one step of 4...
+    assert strides.classify_chain(P([3, 0, 0, 5]), [8]) == "stride 4"               # ...which is the total alone
+    assert strides.classify_chain(P([3, 0, 0]), [3]) == "truncated 1"               # the total by coincidence: known first
+    assert [strides.stride_group(x) for x in ("stride 1", "stride 2", "stride 5", "truncated 2", "wrong")] == \
         ["stride 1 (T)", "stride 2 (S)", "stride >= 3 (new)", "truncated", "wrong"]
 
 
@@ -145,8 +146,8 @@ def test_budgets_draws_and_strides_serve_another_task():
     assert B.prompt_of("max", d, 2)[-1] == add.max_budget0 + 2 and B.prompt_of("exact", d, 2)[-1] == add.budget0 + 2
     assert B.annotated_output(p, 3)[0] == "T" and B.annotated_output(p, 2)[0] == "S"
     assert B.annotated_output(p, 1) == ["A", "0", "6", "8", "8", "</s>"]
-    assert B.classify_chain(p, [8, 8, 6]) == "stride 1" and B.classify_chain(p, [8, 6]) == "stride 2"
-    assert B.classify_chain(p, [8]) == "truncated 1" and B.classify_chain(p, [7]) == "wrong"
+    assert strides.classify_chain(p, [8, 8, 6]) == "stride 1" and strides.classify_chain(p, [8, 6]) == "stride 2"
+    assert strides.classify_chain(p, [8]) == "truncated 1" and strides.classify_chain(p, [7]) == "wrong"
     for words, want in (("T 8c0 8c0 6c0 A 0 6 8 8 </s>", 3 + 3 + 4), ("A 0 6 8 8 </s>", 2 + 4), ("T 8c0 8c0", 3)):
         assert B.tokens_used(add.parse([add.id[w] for w in words.split()])) == want
     r = B.reward_fn("exact", 0.25, 0.5)(B.with_budget(p, 3), add.parse([add.id[w] for w in add.solution(p, "full")]))

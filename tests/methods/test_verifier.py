@@ -9,7 +9,9 @@ import torch
 from reasonlab import tasks
 from reasonlab.core.task import DIGIT0, ID, MAX_LEN, PROMPT_LEN
 from reasonlab.methods import verifier as V
-from reasonlab.train.sft import ERR_CFG, build_model, calibrate_misread, misread, pretrain
+from reasonlab.methods import verifier_quality as Q
+from reasonlab.train.erring import ERR_CFG, calibrate_misread, misread
+from reasonlab.train.sft import build_model, pretrain
 from reasonlab.train.zoo import get_erring_model
 
 
@@ -126,11 +128,11 @@ def test_math_shepherd_shares_on_a_hand_made_case():
 
 
 def test_auroc_and_calibration_on_hand_made_examples():
-    assert V.auroc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == 0.75
-    assert V.auroc([0.5, 0.5, 0.5], [0, 1, 1]) == 0.5          # ties count half
-    assert V.auroc([0.9, 0.1], [0, 1]) == 0.0
-    assert np.isnan(V.auroc([0.2, 0.3], [1, 1]))
-    cal = V.calibration([0.25, 0.25, 0.25, 0.25, 0.95, 0.95], [1, 0, 0, 0, 1, 1])
+    assert Q.auroc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == 0.75
+    assert Q.auroc([0.5, 0.5, 0.5], [0, 1, 1]) == 0.5          # ties count half
+    assert Q.auroc([0.9, 0.1], [0, 1]) == 0.0
+    assert np.isnan(Q.auroc([0.2, 0.3], [1, 1]))
+    cal = Q.calibration([0.25, 0.25, 0.25, 0.25, 0.95, 0.95], [1, 0, 0, 0, 1, 1])
     assert cal["ece"] == pytest.approx(4 / 6 * 0.0 + 2 / 6 * 0.05)
     assert [(b["n"], b["positive"]) for b in cal["bins"]] == [(4, 0.25), (2, 1.0)]
 
@@ -249,7 +251,7 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
     assert torch.equal(misread(copy.deepcopy(base), 0.5, 3).tok.weight, m.tok.weight)   # deterministic
     # calibration against a stand-in accuracy that falls linearly with sigma: 1 - sigma
     unit = (misread(copy.deepcopy(base), 1.0, 7).tok.weight - base.tok.weight).detach().abs().sum()
-    monkeypatch.setattr(importlib.import_module("reasonlab.train.sft"), "evaluate", lambda model, probe, force: {
+    monkeypatch.setattr(importlib.import_module("reasonlab.train.erring"), "evaluate", lambda model, probe, force: {
         "acc": 1 - float((model.tok.weight.detach() - clean["tok.weight"]).abs().sum() / unit)})
     mr = dict(ERR_CFG["misread"], acc=0.45, iters=12)
     sigma = calibrate_misread(base, mr, 7)
@@ -270,7 +272,7 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
 def test_verifier_on_oracle_labels_separates_held_out_steps():
     thinker = get_erring_model(0, log=None)
     v = V.train_verifier("prm", thinker, 0, cache="", log=None)
-    q = V.verifier_quality(v, thinker, seed=0, n_per_k=100)
+    q = Q.verifier_quality(v, thinker, seed=0, n_per_k=100)
     assert 0.5 < q["step_positive_share"] < 0.97      # both classes present: the thinker errs
     # on the steps PRM800K labels (up to each output's first error), what the PRM trains on: 0.999 on seed 0
     assert q["first_error_auroc"] >= 0.95, q["first_error_auroc"]

@@ -260,7 +260,8 @@ def test_recipes_convert_to_and_from_the_spec_dicts_exactly():
     """Recipe(phases=[Phase(...)]) gives back the very dict it was read from (the model cache's key), for every
     recipe the package trains; phases are edited by name, not by index."""
     from reasonlab.methods.star import few_chains_cfg
-    from reasonlab.train.sft import BASE_CFG, ERR_CFG, QUICK_CFG, SPEC_CFG, Phase, Recipe
+    from reasonlab.train.erring import ERR_CFG
+    from reasonlab.train.sft import BASE_CFG, QUICK_CFG, SPEC_CFG, Phase, Recipe
     for d in (BASE_CFG, SPEC_CFG, QUICK_CFG, dict(ERR_CFG, seed=3), few_chains_cfg(0, 50)):
         assert Recipe.from_dict(d).to_dict() == d
     r = Recipe.from_dict(BASE_CFG)
