@@ -183,8 +183,9 @@ def premises(rs: list[dict]) -> list[dict]:
                 SEC, f"More rollouts miss fewer right steps: the false-negative rate falls from {lo} to {hi} rollouts "
                 "(at most as many by construction)", f"FN({lo}) - FN({hi})",
                 [(1 - rate(r, 1, lo)) - (1 - rate(r, 1, hi)) for r in rs], TH["labels.fn_fall"]), "fn_fall"),
-            *(no_fall(SEC, f"the PRM trained on {SHOWN[name]}", N, [r["first"] for r in rs],
-                      [r["prm"][name]["bon"] for r in rs], f"prm_{name}") for name in PRMS)]
+            *(no_fall(SEC, f"the PRM trained on {SHOWN[name]}", {1: [r["first"] for r in rs],
+                                                                 N: [r["prm"][name]["bon"] for r in rs]},
+                      f"prm_{name}") for name in PRMS)]
 
 
 def claims(rs: list[dict]) -> list[dict]:

@@ -69,6 +69,9 @@ THRESHOLDS: dict[str, Threshold] = {
                                             "beam search at large N in the search-and-learn blog)"),
     "search.easy_tie": Threshold(0.02, "practical margin of two points: beam search over-optimises and ties or loses "
                                        "to best-of-N on easy problems at large N (Snell et al. 2024, Fig. 3)"),
+    "search.no_fall": Threshold(0.02, "practical margin of two points, as search.easy_tie: a verifier's best-of-N "
+                                      "may wobble by sampling noise, a fall beyond it means the verifier ranks "
+                                      "wrong outputs first as N grows (Gao et al. 2022)"),
     "search.overopt": Threshold(0.0, "Gao et al. 2022 (arXiv 2210.10760): the true reward of a proxy-selected "
                                      "output stops rising, then falls, as selection pressure grows"),
     "search.label_margin": Threshold(0.05, "practical margin of five points (Math-Shepherd, arXiv 2312.08935, Table "

@@ -241,7 +241,7 @@ def placebo(cfg: Config) -> Config:
 
 def premises(rs: list[dict]) -> list[dict]:
     """What the claims rest on: the per-sample thinker's vote converges (its design), the erring thinker leaves
-    room above its greedy accuracy, and best-of-N with each verifier does not fall from N = 1 to the largest N."""
+    room above its greedy accuracy, and best-of-N with each verifier does not fall along N beyond the tolerance."""
     top = max(rs[0]["fixed"]["majority"])
     out = [findings.premise(findings.seed_check(
                SEC, f"With errors drawn per sample, majority@{top} beats greedy by more than 5 points (the per-sample "
@@ -252,8 +252,9 @@ def premises(rs: list[dict]) -> list[dict]:
                "1 - acc(greedy), erring thinker", [1 - r["fixed"]["greedy"] for r in rs], TH["voting.vote_margin"]),
                "fixed_errs")]
     for arm, _, who in THINKERS:
-        out += [no_fall(SEC, f"the {who}'s {kind.upper()}", top, [r[arm]["bon"][kind][1] for r in rs],
-                        [r[arm]["bon"][kind][top] for r in rs], f"{arm}_{kind}") for kind in AGG]
+        out += [no_fall(SEC, f"the {who}'s {kind.upper()}", {N: [r[arm]["bon"][kind][N] for r in rs]
+                                                             for N in rs[0][arm]["bon"][kind]}, f"{arm}_{kind}")
+                for kind in AGG]
     return out
 
 

@@ -271,6 +271,11 @@ def as_judged(f: dict) -> dict:
     return _JUDGED.get((f["section"], f["claim"]), f)
 
 
+def gated(f: dict) -> str:
+    """Why an untestable claim is untestable, and, where a premise gated it, what its own interval said before."""
+    return f["untestable"] + (f"; before gating: {f['ungated']}" if f.get("ungated") else "")
+
+
 def table(fs: list[dict]) -> str:
     """The findings table: claim (primary or secondary), evidence (value [95 % CI]; per seed), threshold, verdict."""
     rows = ["| section | claim | statistic | value [95 % CI] | per seed | threshold | verdict |",
@@ -280,7 +285,7 @@ def table(fs: list[dict]) -> str:
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
         kind = ("" if "kind" not in f and "primary" not in f      # an experiment's own table, before the lab's
                 else {PRIMARY: "**primary**: ", PREMISE: "premise: "}.get(kind_of(f), "secondary: "))
-        why = f" ({f['untestable']})" if f.get("untestable") else f" ({f['holm']})" if f.get("holm") else ""
+        why = f" ({gated(f)})" if f.get("untestable") else f" ({f['holm']})" if f.get("holm") else ""
         rows.append(f"| {f['section']} | {kind}{cell(f['claim'])} | {cell(f['statistic'])} | {val} | "
                     f"{', '.join(_num(v) for v in f['per_seed'])} | {cell(f['threshold'])} | **{f['verdict']}**"
                     f"{cell(why)} |")
@@ -292,7 +297,7 @@ def verdict_line(f: dict) -> str:
     f = as_judged(f)
     ci = f["ci95"]
     ev = "" if f["value"] is None else f" ({f['statistic']} = {f['value']:.3f}, 95 % CI [{_num(ci[0])}, {_num(ci[1])}], threshold {f['threshold']})"
-    why = f"; {f['untestable']}" if f.get("untestable") else ""
+    why = f"; {gated(f)}" if f.get("untestable") else ""
     c = f["claim"]
     name = c.split(" ")[0][1:]                  # "RL ..." and "L1-Max ..." keep their capitals; "Chains ..." does not
     c = c if any(ch.isupper() or ch.isdigit() for ch in name) else c[0].lower() + c[1:]

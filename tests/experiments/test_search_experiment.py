@@ -61,6 +61,9 @@ def test_premises_gate_the_claims_that_read_a_falling_verifier_and_the_tie_at_th
     for r in rs:
         for N in ("1", "64"):
             r["strategies"]["bon/prm"]["test"][N]["correct"] = pack_bits(np.full(70, N == "1"))
+        flat = r["strategies"]["bon/prm-mc"]["test"]
+        for N in ("4", "16", "64"):           # the Math-Shepherd PRM's curve flat: the same problems right at every N
+            flat[N]["correct"] = flat["1"]["correct"]
     fs = findings.gate(search_exp.search_claims(rs))
     prem = {f["name"]: f for f in fs if findings.kind_of(f) == findings.PREMISE}
     assert set(prem) == {"verifier_prm", "verifier_prm-mc", "easy_room_prm", "easy_room_oracle"}
@@ -72,6 +75,21 @@ def test_premises_gate_the_claims_that_read_a_falling_verifier_and_the_tie_at_th
     assert {f["claim"] for f in fs if "oracle verifier" in f["claim"] and f in gated} == {
         "beam search loses to or ties best-of-N at a large budget (N = 64) on the easiest k (2), oracle verifier"}
     assert next(f for f in fs if "majority beats greedy" in f["claim"])["verdict"] != "untestable"
+
+
+def test_a_verifier_that_falls_between_the_ends_fails_its_premise():
+    """The premise reads the whole N curve: best-of-N that rises to N = 4 and falls back by N = 64 fails it though
+    its ends agree (the old premise compared N = 1 with N = 64 only); a fall within the tolerance on every seed, or a
+    curve that only rises, holds; and a fall of noise whose interval reaches past the tolerance is not shown small."""
+    tol = search_exp.TH["search.no_fall"].value
+    peak = search_exp.no_fall("x", "v", {1: [0.6, 0.61, 0.62], 4: [0.8, 0.82, 0.81], 64: [0.6, 0.62, 0.61]}, "v")
+    assert peak["verdict"] == findings.FAILS and peak["value"] == pytest.approx(0.2) and "best-of-4" in peak["statistic"]
+    small = search_exp.no_fall("x", "v", {1: [0.6, 0.6, 0.6], 4: [0.8, 0.8, 0.8], 64: [0.795, 0.79, 0.7925]}, "v")
+    assert small["verdict"] == findings.HOLDS and 0 < small["ci95"][1] <= tol
+    rises = search_exp.no_fall("x", "v", {1: [0.5, 0.6], 2: [0.6, 0.7], 4: [0.7, 0.8]}, "v")
+    assert rises["verdict"] == findings.HOLDS and rises["value"] < 0
+    noisy = search_exp.no_fall("x", "v", {1: [0.6, 0.6, 0.6], 64: [0.62, 0.55, 0.6]}, "v")
+    assert noisy["verdict"] == findings.FAILS and noisy["value"] < tol < noisy["ci95"][1]
 
 
 def test_the_room_and_the_placebo_are_fixed_by_the_config():

@@ -118,6 +118,9 @@ def test_a_claim_is_untestable_where_a_premise_it_rests_on_does_not_hold():
     assert "the start leaves room" in out[2]["untestable"] and out[2]["ungated"] == findings.HOLDS
     assert findings.counts(out)[findings.FAILS] == 0            # a premise is not a finding
     assert findings.gate([ok, rests_on_chains]) == [ok, rests_on_chains]
+    # the gate shows what it hides: the claim's own verdict before gating, in the table and in the sentence
+    assert "before gating: holds" in findings.table(out).splitlines()[4]
+    assert "before gating: holds" in findings.verdict_line(out[2]) and "before gating" not in findings.table([ok])
 
 
 def test_the_room_rule_compares_the_designs_range_with_the_claims_own_threshold():
