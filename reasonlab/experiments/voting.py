@@ -252,9 +252,8 @@ def premises(rs: list[dict]) -> list[dict]:
                "1 - acc(greedy), erring thinker", [1 - r["fixed"]["greedy"] for r in rs], TH["voting.vote_margin"]),
                "fixed_errs")]
     for arm, _, who in THINKERS:
-        out += [no_fall(SEC, f"the {who}'s {kind.upper()}", {N: [r[arm]["bon"][kind][N] for r in rs]
-                                                             for N in rs[0][arm]["bon"][kind]}, f"{arm}_{kind}")
-                for kind in AGG]
+        curve = lambda kind: {N: [r[arm]["bon"][kind][N] for r in rs] for N in rs[0][arm]["bon"][kind]}  # noqa: E731
+        out += [no_fall(SEC, f"the {who}'s {kind.upper()}", curve(kind), f"{arm}_{kind}") for kind in AGG]
     return out
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from reasonlab.cli import main
 from reasonlab.io import checkpoint, runs
 from reasonlab.io.checkpoint import CheckpointError, load_model, save_model
-from reasonlab.train import rl
+from reasonlab.train import rl_log
 from reasonlab.train.rl import RLConfig, train
 from reasonlab.train.sft import build_model
 from reasonlab.train.zoo import get_model
@@ -157,7 +157,7 @@ def test_a_bad_line_inside_the_log_is_an_error_naming_file_and_line(tmp_path):
 
 def test_full_disk_mid_line_in_the_log_stops_the_run_and_resume_is_bit_identical(tmp_path, monkeypatch, reference):
     run = tmp_path / "run"
-    real = rl.append_metric
+    real = rl_log.append_metric
 
     def full(run_dir, rec):                  # step 3's line meets a full disk after 17 bytes
         if rec["step"] == 3:
@@ -165,10 +165,10 @@ def test_full_disk_mid_line_in_the_log_stops_the_run_and_resume_is_bit_identical
                 f.write(json.dumps(rec)[:17])
             raise OSError(errno.ENOSPC, "No space left on device")
         real(run_dir, rec)
-    monkeypatch.setattr(rl, "append_metric", full)
+    monkeypatch.setattr(rl_log, "append_metric", full)
     with pytest.raises(OSError, match="No space"):
         run_rl(run)
-    monkeypatch.setattr(rl, "append_metric", real)
+    monkeypatch.setattr(rl_log, "append_metric", real)
     assert [s for s, _ in runs.checkpoints(str(run))] == [2]
     logs = []
     policy, hist = run_rl(run, resume=True, logs=logs)
