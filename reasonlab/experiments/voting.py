@@ -103,9 +103,8 @@ class Config:
             raise ValueError(f"samples must be >= {SEARCH_NS[0]}: best-of-N is read beside the smallest search")
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        for name in ("calib_draws", "verifier_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in [n for n in ("calib_draws", "verifier_steps") if getattr(self, n) < 1]:
+            raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 def reader(base: GPT, sigma: float, draw: int, task: str | Task = "digits") -> GPT:
@@ -115,10 +114,11 @@ def reader(base: GPT, sigma: float, draw: int, task: str | Task = "digits") -> G
 
 def calibrate(base: GPT, seed: int, draws: int, task: str | Task = "digits") -> float:
     """The noise scale at which greedy forced S at the erring thinker's k (digits: 8) is right on its recipe's share
-    of its probe, on average over `draws` draws (the erring thinker's calibration, train.sft.calibrate_misread, over
-    these draws' directions)."""
-    return calibrate_misread(base, erring_cfg(seed, task)["misread"],
-                             [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)], task)
+    of its probe (or chance + 0.1 where higher: modprod's noise only reaches its blind-guess rate), on average over
+    `draws` draws (train.sft.calibrate_misread over these draws' directions; sigma in [0, 1], else [0, 4])."""
+    m = erring_cfg(seed, task)["misread"]
+    m = dict(m, acc=max(m["acc"], as_task(task).chance(m["k"]) + 0.1))
+    return calibrate_misread(base, m, [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)], task, (1.0, 4.0))
 
 
 def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=None,

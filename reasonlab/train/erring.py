@@ -35,10 +35,12 @@ def misread(model: GPT, sigma: float, seed: int, task: str | Task = "digits") ->
     return model
 
 
-def calibrate_misread(model: GPT, m: dict, seed: int | list[int], task: str | Task = "digits") -> float:
-    """The sigma (in [0, 1]) at which misread(model, sigma, seed) is right on m["acc"] of the probe, on average over
-    the directions when `seed` is several (the per-sample thinker's draws): bisection, keeping the larger sigma whose
-    accuracy is still >= acc. Leaves `model` as it was."""
+def calibrate_misread(model: GPT, m: dict, seed: int | list[int], task: str | Task = "digits",
+                      tops: tuple[float, ...] = (1.0,)) -> float:
+    """The sigma (in [0, top], top the first of `tops` whose accuracy is below the target) at which misread(model,
+    sigma, seed) is right on m["acc"] of the probe, on average over the directions when `seed` is several (the
+    per-sample thinker's draws): bisection, keeping the larger sigma whose accuracy is still >= acc. Leaves `model`
+    as it was."""
     probe = problems_per_k(m["n"], seed=m["probe_seed"], ks=[m["k"]], split="val", task=task)   # a selection: val
     clean = model.tok.weight.data.clone()
     seeds = [seed] if isinstance(seed, int) else list(seed)
@@ -51,10 +53,11 @@ def calibrate_misread(model: GPT, m: dict, seed: int | list[int], task: str | Ta
             finally:
                 model.tok.weight.data.copy_(clean)
         return np.mean(accs)
-    if acc_at(1.0) >= m["acc"]:
-        raise ValueError(f"misread: even sigma = 1 leaves forced {m['format']} at k = {m['k']} right on "
+    top = next((t for t in tops if acc_at(t) < m["acc"]), None)
+    if top is None:
+        raise ValueError(f"misread: even sigma = {tops[-1]:g} leaves forced {m['format']} at k = {m['k']} right on "
                          f">= {m['acc']} of the probe; the noise cannot reach the target")
-    lo, hi = 0.0, 1.0
+    lo, hi = 0.0, top
     for _ in range(m["iters"]):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if acc_at(mid) >= m["acc"] else (lo, mid)
