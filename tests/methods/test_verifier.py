@@ -264,6 +264,9 @@ def test_erring_thinker_misreads_only_digits_and_is_calibrated_by_bisection(monk
     assert torch.equal(base.tok.weight, clean["tok.weight"])
     with pytest.raises(ValueError, match="cannot reach"):          # a target the noise cannot reach is an error
         calibrate_misread(base, dict(mr, acc=-0.5), 7)
+    # a wider range only where the first cannot reach the target: sigma 1.5 (accuracy 1 - sigma = -0.5) within [0, 4]
+    assert calibrate_misread(base, mr, 7, tops=(1.0, 4.0)) == sigma
+    assert abs(calibrate_misread(base, dict(mr, acc=-0.5), 7, tops=(1.0, 4.0)) - 1.5) <= 4 * 2 ** -12 + 1e-6
     err = pretrain({"seed": 7, "phases": [], "misread": mr}, init=base)
     assert torch.equal(err.tok.weight, misread(copy.deepcopy(base), sigma, 7).tok.weight)
 
