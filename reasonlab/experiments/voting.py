@@ -56,7 +56,7 @@ from ..methods.verifier import Verifier, VerifierConfig, train_verifier, trainin
 from ..stats import findings
 from ..stats.summary import pm
 from ..tasks import Problem, Task
-from ..train.sft import calibrate_misread, misread
+from ..train.erring import calibrate_misread, misread
 from ..train.zoo import erring_cfg, on_erring, thinker_model
 from . import Experiment, register
 from .search import no_fall
@@ -108,14 +108,14 @@ class Config:
 
 
 def reader(base: GPT, sigma: float, draw: int, task: str | Task = "digits") -> GPT:
-    """The base model reading its task's words through noise draw `draw` at scale sigma (train.sft.misread)."""
+    """The base model reading its task's words through noise draw `draw` at scale sigma (train.erring.misread)."""
     return misread(copy.deepcopy(base), sigma, draw, task)
 
 
 def calibrate(base: GPT, seed: int, draws: int, task: str | Task = "digits") -> float:
     """The noise scale at which greedy forced S at the erring thinker's k (digits: 8) is right on its recipe's share
     of its probe (or chance + 0.1 where higher: modprod's noise only reaches its blind-guess rate), on average over
-    `draws` draws (train.sft.calibrate_misread over these draws' directions; sigma in [0, 1], else [0, 4])."""
+    `draws` draws (train.erring.calibrate_misread over these draws' directions; sigma in [0, 1], else [0, 4])."""
     m = erring_cfg(seed, task)["misread"]
     m = dict(m, acc=max(m["acc"], as_task(task).chance(m["k"]) + 0.1))
     return calibrate_misread(base, m, [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)], task, (1.0, 4.0))
