@@ -194,8 +194,7 @@ def glance(sections: dict, fs: list[dict]) -> str:
             img = re.search(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
             thumb = f'<img src="{img.group(1)}" width="180">' if img else ""
             prim = _primary(fs, group)
-            verdict = f"**{prim['verdict']}**" + (f" (before gating: {prim['ungated']})" if prim.get("ungated")
-                                                    else "") if prim else "—"
+            verdict = findings.verdict_cell(prim) if prim else "—"
             claim = findings.cell(prim["claim"]) if prim else "—"
             rows.append(f"| {title} | {split_group(group)[1]} | {findings.cell(question)} | {claim} | "
                         f"{verdict} | {thumb} |")
@@ -277,8 +276,7 @@ def primaries_table(fs: list[dict], groups, placebo: dict[str, dict]) -> str:
                      f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
                      f"{p.get('ungated', p['verdict'])} ({findings._num(p['value'])})" if p else "not run",
                      f"{findings._num(prim['value'])} [{findings._num(prim['ci95'][0])}, "
-                     f"{findings._num(prim['ci95'][1])}]", f"**{prim['verdict']}**" +
-                     (f" (before gating: {prim['ungated']})" if prim.get("ungated") else "")])
+                     f"{findings._num(prim['ci95'][1])}]", findings.verdict_cell(prim)])
     return report.md_table(["experiment", "task", "primary claim", "control", "room (design)", "placebo (quick)",
                             "value [95 % CI]", "verdict"], rows)
 

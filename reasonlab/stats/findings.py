@@ -276,6 +276,11 @@ def gated(f: dict) -> str:
     return f["untestable"] + (f"; before gating: {f['ungated']}" if f.get("ungated") else "")
 
 
+def verdict_cell(f: dict) -> str:
+    """A table cell with the verdict in bold and, where a gate made the claim untestable, its verdict before."""
+    return f"**{f['verdict']}**" + (f" (before gating: {f['ungated']})" if f.get("ungated") else "")
+
+
 def table(fs: list[dict]) -> str:
     """The findings table: claim (primary or secondary), evidence (value [95 % CI]; per seed), threshold, verdict."""
     rows = ["| section | claim | statistic | value [95 % CI] | per seed | threshold | verdict |",
