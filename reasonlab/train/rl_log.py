@@ -2,7 +2,7 @@
 line, a few completions with their rewards, and the Logbook that writes them, checkpoints and calls back."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, NamedTuple
 
 from tqdm import tqdm
 
@@ -11,9 +11,6 @@ from ..core.model import GPT
 from ..io.runs import append_metric
 from ..tasks import FORMATS, Problem, Task
 from .config import RLConfig
-
-if TYPE_CHECKING:
-    from .rl import Rollouts
 
 
 def format_shares(parsed: list[dict], problems: list[Problem], G: int) -> tuple[dict, dict]:
@@ -38,9 +35,9 @@ def completion_table(task: Task, problems, outs, r, adv, G: int, n_problems: int
     return "\n".join(lines)
 
 
-def step_record(step: int, ro: Rollouts, diag: dict, n_tokens: int, clip_lo: float, clip_hi: float, gnorm,
+def step_record(step: int, ro: NamedTuple, diag: dict, n_tokens: int, clip_lo: float, clip_hi: float, gnorm,
                 loss_sum: float, dt: float) -> dict:
-    """The metrics of one step (one line of metrics.jsonl)."""
+    """The metrics of one step (one line of metrics.jsonl) from its rollouts (`rl.Rollouts`)."""
     B, G = len(ro.outs), ro.rewards.shape[1]
     r = ro.rewards
     lengths = [p["length"] for p in ro.parsed]
