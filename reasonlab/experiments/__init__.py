@@ -10,7 +10,8 @@ functions:
 
 An experiment with a primary claim also says, before any run, how that claim could fail: `room(config)`, the range
 its statistic can reach by the design, and `placebo(config)`, the config whose treatment arm is the control arm
-(under which the primary must not hold). One with no primary is a demonstration: its premises only.
+run again: an independent replicate, on training and sampling streams of its own (`replicate_seed`), so its
+statistic has the spread the real comparison has, and the primary must not hold. One with no primary is a demonstration: its premises only.
 
 The lab, sweeps and the command line iterate the registry (`names()`, `get()`) and read results through one
 store (`reasonlab.runner.store`); nothing else lists experiments. Each built-in experiment is a command whose flags
@@ -22,6 +23,7 @@ in `BUILTIN`; an idea outside the package is the same file, passed as `reasonlab
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import sys
@@ -32,6 +34,14 @@ from .. import tasks
 from ..core.config import check_choices, check_numbers
 
 ENTRY_POINTS = "reasonlab.experiments"
+
+
+def replicate_seed(seed: int, purpose: str = "") -> int:
+    """The training and sampling seed of a placebo's treatment arm, where a config names the control in the
+    treatment's place: the control's procedure once more on streams of its own, hashed from the seed and the
+    purpose (never integer arithmetic, so no other seed's runs share them); the problems stay the seed's own."""
+    key = f"replicate/{seed}" + (f"/{purpose}" if purpose else "")
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") >> 1
 
 
 @dataclass(frozen=True)
@@ -87,8 +97,13 @@ class Experiment:
     """the primary's statistic's range by the design, from the config alone (findings.out_of_room judges it against
     the claim's threshold); None: the experiment has no primary (a demonstration)"""
     placebo: Callable[[Any], Any] | None = None
-    """the config with the primary's treatment arm replaced by its control arm: run through the same run and claims,
-    the primary must not hold (`reasonlab lab --placebo`; the tests run it)"""
+    """the config with the primary's treatment arm replaced by its control arm, which run() then runs twice, on
+    streams of their own (an independent replicate): through the same run and claims the primary must not hold
+    (`reasonlab lab --placebo`; the tests run it)"""
+    placebo_flat: str = ""
+    """why the placebo has no spread where it cannot be a replicate, in a few words (both arms one deterministic
+    function of one model, e.g. exact probabilities or a greedy decode): its statistic is then the same at every seed
+    and it cannot catch a biased statistic; "" for a placebo that replicates the control on streams of its own"""
     takes_checkpoint: bool = True
     """whether run() starts from env.base(seed), which `--checkpoint` replaces (False: it starts elsewhere, e.g. from
     the erring thinker, so a checkpoint would be ignored: the lab refuses it)"""

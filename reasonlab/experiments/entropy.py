@@ -16,7 +16,7 @@ both papers do) and take a larger step than the lab's default, so the format ent
 rather than after it.
 
 The primary: clip-higher against GRPO, which differ only in the upper clip (epsilon_high 0.28 against 0.2: the
-placebo sets it to 0.2, the same run twice). Premises, checked on the run: the start's format entropy is above half
+placebo sets it to 0.2, and that arm is then GRPO run again on training and sampling streams of its own). Premises, checked on the run: the start's format entropy is above half
 a nat and GRPO lowers it (else there is no collapse to prevent); the accuracy and step claims also need GRPO to
 leave accuracy below 1 and to not be solved at its first probe.
 """
@@ -42,7 +42,7 @@ from ..stats.summary import pm
 from ..tasks import FORMATS
 from ..train.rl import RLConfig, entropy, every_n_steps, train
 from ..train.zoo import get_erring_model, on_erring
-from . import Experiment, register
+from . import Experiment, register, replicate_seed
 from .thresholds import THRESHOLDS as TH
 
 ARMS = {"grpo": "GRPO", "clip_higher": "GRPO + clip-higher", "bonus": "GRPO + entropy bonus"}
@@ -105,8 +105,11 @@ def probe(model, probs: list) -> dict:
 
 
 def arm_config(arm: str, cfg: Config, seed: int) -> RLConfig:
-    """GRPO with the experiment's rate and updates, no KL; clip-higher and the bonus change one field each."""
+    """GRPO with the experiment's rate and updates, no KL; clip-higher and the bonus change one field each (a
+    clip-higher at GRPO's own clip is the placebo's second GRPO run, its seed `replicate_seed`'s)."""
     extra = {"clip_higher": {"epsilon_high": cfg.epsilon_high}, "bonus": {"entropy_coef": cfg.entropy_coef}}
+    if arm == "clip_higher" and cfg.epsilon_high == RLConfig.preset("grpo").epsilon:
+        seed = replicate_seed(seed)           # the placebo: GRPO once more, on training and sampling streams of its own
     return RLConfig.preset("grpo", steps=cfg.steps, seed=seed, log_every=0, learning_rate=cfg.learning_rate,
                            num_iterations=cfg.num_iterations, beta=0.0, task=cfg.task, **extra.get(arm, {}))
 
@@ -194,7 +197,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """Clip-higher's upper clip set to GRPO's (epsilon = 0.2): the clip-higher arm is GRPO's run."""
+    """Clip-higher's upper clip set to GRPO's (epsilon = 0.2): the clip-higher arm is GRPO run again, on streams of
+    its own (an independent replicate)."""
     return replace(cfg, epsilon_high=RLConfig().epsilon)
 
 

@@ -22,7 +22,7 @@ from ..methods import budget
 from ..stats import findings
 from ..tasks import Task
 from ..train.zoo import store
-from . import Experiment, register, task_of
+from . import Experiment, register, replicate_seed, task_of
 from .l1_report import (
     arms,
     blind,
@@ -94,7 +94,8 @@ class Config:
     """KL weight to the starting model"""
     alpha: float = 0.25
     """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25; 0: the reward
-    ignores the budget (the control arm's value; the placebo gives it to the treatment too)"""
+    ignores the budget (the control arm's value; the placebo gives it to the treatment too, trained on draws of its
+    own)"""
     delta: float = 0.5
     """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
     sft_lr: float = 3e-3
@@ -129,7 +130,8 @@ def check_training(cfg, what: str) -> None:
 
 
 def placebo(cfg: Config) -> Config:
-    """The treatment arm replaced by the control arm: every variant trained with alpha = 0, as its control is."""
+    """The treatment arm replaced by the control arm: every variant trained with alpha = 0, as its control is, on
+    draws of its own (an independent replicate)."""
     return replace(cfg, alpha=0.0)
 
 
@@ -155,15 +157,16 @@ def stored_config(cfg: Config) -> dict:
 
 
 
-def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, env, name: str) -> dict:
+def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, env, name: str,
+              stream: int | None = None) -> dict:
     """One budget model trained with the reward weight `alpha`, saved in the model cache as `name`, evaluated at
-    every budget on the test problems."""
-    tr = budget.train_variant(base, variant, seed, steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
+    every budget on the test problems. stream: the seed of its training draws (None: `seed`)."""
+    tr = budget.train_variant(base, variant, seed if stream is None else stream, steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
                               num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
                               alpha=alpha, delta=cfg.delta, sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr,
                               log_every=cfg.every, progress=True, task=cfg.task)
-    store(name, {"experiment": "l1", "variant": variant, "seed": seed, **stored_config(cfg), "alpha": alpha},
-          tr["model"], cache=env.cache)
+    store(name, {"experiment": "l1", "variant": variant, "seed": seed, **stored_config(cfg), "alpha": alpha,
+                 **({} if stream is None else {"stream": stream})}, tr["model"], cache=env.cache)
     return {"variant": variant, "alpha": alpha, "train_seconds": round(tr["seconds"], 1),
             "sft_seconds": round(tr["sft_seconds"], 1), "sft_loss": tr["sft_loss"], "logs": tr["logs"],
             "reward": tr["reward"], "eval": budget.eval_budget_model(tr["model"], probs, cfg.n_examples)}
@@ -172,12 +175,16 @@ def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, e
 def run(cfg: Config, seed: int, env) -> dict:
     """Train every variant from the seed's base model, and the first again with alpha = 0 (the control: same seed,
     same draws); save each in the model cache and evaluate it at every budget on the seed's own test problems; then
-    s1 forcing, the fixed formats and the base model's free choice on the same problems."""
+    s1 forcing, the fixed formats and the base model's free choice on the same problems. Under the placebo (alpha
+    = 0 for every variant) the variants train on draws of their own (`replicate_seed`): the first is then an
+    independent replicate of the control."""
     base = env.base(seed, cfg.task).eval()
     probs = test_problems(cfg.eval_n, "l1", seed, task=cfg.task)
     res: dict = {"seed": seed, "config": stored_config(cfg), "variants": {}}
+    stream = replicate_seed(seed) if cfg.alpha == 0 else None
     for v in cfg.variants:
-        res["variants"][v] = train_arm(cfg, v, cfg.alpha, base, seed, probs, env, model_name(v, seed, env.quick))
+        res["variants"][v] = train_arm(cfg, v, cfg.alpha, base, seed, probs, env, model_name(v, seed, env.quick),
+                                       stream)
     first = cfg.variants[0]
     res["control"] = train_arm(cfg, first, 0.0, base, seed, probs, env, model_name(f"{first}+alpha0", seed, env.quick))
     res.update(budget.eval_baselines(base, probs))
@@ -350,4 +357,5 @@ greedy before RL), mean over seeds:
 register(Experiment("l1", Config, run, claims, render,
                     keys=("variants", "control", "forcing", "forcing_S", "fixed", "config", "base_free"),
                     quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=20, render_cost=3.0, room=room,
-                    placebo=placebo))
+                    placebo=placebo, placebo_flat="a model trained without the budget term writes the same chain "
+                    "at every budget: both arms' spreads are 0, whatever their training streams"))

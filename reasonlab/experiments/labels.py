@@ -17,7 +17,7 @@ one at R = 1) at 1 and 8 rollouts, each scored on fresh S samples of the run's t
 against the exact labels, on the steps up to each chain's first error (what PRM800K labels, and all a weakest-step
 score reads), and best-of-N accuracy with Math-Shepherd's min aggregation (through the search experiment's scorer),
 beside majority voting over the same samples (the policy without a verifier). The control is the 8-rollout PRM; the
-placebo trains the treatment PRM on the control's labels, which makes it the control.
+placebo trains the treatment PRM on the control's labels, on problems and rollouts of its own: a second control PRM.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from ..methods.verifier_quality import auroc
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, register
+from . import Experiment, register, replicate_seed
 from .search import no_fall
 from .thresholds import THRESHOLDS as TH
 
@@ -65,7 +65,7 @@ class Config:
     """S samples per test problem that each PRM scores (step AUROC, best-of-N) and majority voting reads"""
     treatment: Literal["prm", "prm-mc"] = "prm"
     """the labels of the treatment PRM ("exact"): the rule's, up to the first error ("prm"), or Math-Shepherd's at 8
-    rollouts ("prm-mc"), the control's own (the primary's placebo)"""
+    rollouts ("prm-mc"), the control's own, trained again on draws of its own (the primary's placebo)"""
 
     def validate(self) -> None:
         if self.best_of < 1:
@@ -108,6 +108,12 @@ def prms(cfg: Config) -> dict[str, tuple[str, int]]:
     return {**PRMS, "exact": (cfg.treatment, 8 if cfg.treatment == "prm-mc" else 1)}
 
 
+def prm_seed(cfg: Config, name: str, seed: int) -> int:
+    """The seed a PRM trains on (its problems and rollouts): the seed's own, but the placebo's treatment PRM (the
+    control's labels) trains on draws of its own, `replicate_seed`'s, so that it is an independent replicate."""
+    return replicate_seed(seed) if name == "exact" and cfg.treatment == "prm-mc" else seed
+
+
 def to_first_error(problems, outs) -> tuple[np.ndarray, np.ndarray]:
     """Over every step of every output (in order): whether it is a chain step up to and including its output's
     first wrong step (the steps PRM800K labels; answer steps left out), and its exact label."""
@@ -122,7 +128,9 @@ def to_first_error(problems, outs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
-    """Each PRM of prms(cfg) trained on the thinker, then read on best_of fresh S samples per test problem: the
+    """Each PRM of prms(cfg) trained on the thinker (under the placebo the treatment PRM is the control's, trained
+    again on problems and rollouts of its own: `replicate_seed`), then read on best_of fresh S samples per test
+    problem: the
     chain-step AUROC against the exact labels, on the steps up to each chain's first error, and best-of-N accuracy
     (min over the step scores, through the search experiment's scorer); majority@N, the first sample's accuracy
     (best-of-1) and a single sample's over the same samples."""
@@ -133,7 +141,8 @@ def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
     prm = {}
     for name, (kind, R) in prms(cfg).items():
         vc = VerifierConfig(kind=kind, n_per_k=cfg.prm_n, rollouts=R, formats=("S",), format_weights=(1.0,))
-        sc = Scorer(train_verifier(kind, thinker, seed, vc, cache=cache, log=None, task=cfg.task))
+        sc = Scorer(train_verifier(kind, thinker, prm_seed(cfg, name, seed), vc, cache=cache, log=None,
+                                   task=cfg.task))
         flat = np.array([x for r in sc.steps(ps, outs) for x in r])
         scores = sc.values(ps, outs, "min").reshape(len(probs), N)
         prm[name] = {"auroc": auroc(flat[keep], exact[keep]), "bon": float(best_of_n(pool, scores, N).mean())}
@@ -160,7 +169,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """The treatment PRM trained on the control's labels (Math-Shepherd's at 8 rollouts): the same PRM."""
+    """The treatment PRM trained on the control's labels (Math-Shepherd's at 8 rollouts), on training problems and
+    rollouts of its own: an independent replicate of the control PRM."""
     return replace(cfg, treatment="prm-mc")
 
 

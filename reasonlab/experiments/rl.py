@@ -25,13 +25,15 @@ from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
 from ..tasks import FMT_NAMES, Problem, Task
 from ..train.rl import ALGOS, Algo, RLConfig, every_n_steps, train
-from . import Experiment, register, task_of
+from . import Experiment, register, replicate_seed, task_of
 from .thresholds import THRESHOLDS as TH
 
 OVERRIDES = ("learning_rate", "beta", "epsilon", "num_iterations", "prompts_per_step", "num_generations",
              "temperature")
 """The RL settings a run may set for every algorithm at once (None: each algorithm's preset)."""
 SECTION = "rl"
+REPLICATE = "replicate"
+"""the placebo's treatment run: the control's algorithm on training and sampling streams of its own"""
 
 
 @dataclass
@@ -45,7 +47,8 @@ class Config:
     treatment: Algo = "reinforce_baseline"
     """the primary's treatment arm: REINFORCE with the group mean subtracted"""
     control: Algo = "reinforce"
-    """the primary's control arm: REINFORCE without a baseline (the placebo sets the treatment to it)"""
+    """the primary's control arm: REINFORCE without a baseline (the placebo sets the treatment to it: then a second
+    run of it on streams of its own is the treatment)"""
     eval_every: int = 1
     """greedy probe every N RL steps until the run first reaches 0.99 (1: steps to solve are exact)"""
     probe_n: int = 100
@@ -91,9 +94,14 @@ def run(cfg: Config, seed: int, env) -> dict:
     for a in dict.fromkeys(cfg.algos):
         out[a] = rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n, progress=True, start=start,
                         overrides=cfg.overrides(), task=cfg.task)
-        roles = [role for role, algo in (("treatment", cfg.treatment), ("control", cfg.control)) if algo == a]
-        if roles:                             # the primary's arms (one run is both under the placebo)
-            out[a]["roles"] = roles
+        out[a]["roles"] = [role for role, algo in (("treatment", cfg.treatment), ("control", cfg.control)) if algo == a]
+        if not out[a]["roles"]:
+            del out[a]["roles"]
+    if cfg.treatment == cfg.control:          # the placebo: the control's algorithm once more, on streams of its own
+        out[cfg.control]["roles"] = ["control"]
+        out[REPLICATE] = {**rl_run(model, cfg.control, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n,
+                                   progress=True, start=start, overrides=cfg.overrides(), task=cfg.task,
+                                   stream=replicate_seed(seed)), "roles": ["treatment"]}
     return out
 
 
@@ -104,15 +112,16 @@ def probe_set(n: int, seed: int, task: str | Task = "digits") -> list[Problem]:
 
 def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
            progress: bool = False, start: dict | None = None, overrides: dict | None = None,
-           task: str | Task = "digits") -> dict:
+           task: str | Task = "digits", stream: int | None = None) -> dict:
     """One RL run on `task` from `base` with the spec's defaults for `algo` (RLConfig fields in `overrides` replace
     them): greedy accuracy on the seed's probe set every `every` steps until the first probe at >= 0.99 (time to
     solve; seconds count training only), then a final evaluation on the seed's test draw. start: base_eval(base,
     eval_n, seed, task), when the caller has it (the same for every algorithm). The overrides are kept in the result
-    (only when there are some), and so is the task (only when it is not digits)."""
+    (only when there are some), and so is the task (only when it is not digits). stream: the seed of the training
+    problems and samples (None: `seed`; the probe and test problems are always the seed's)."""
     spec = as_task(task).spec
     policy = copy.deepcopy(base)
-    cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed, log_every=0, task=spec), **(overrides or {})})
+    cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed if stream is None else stream, log_every=0, task=spec), **(overrides or {})})
     probe = probe_set(probe_n, seed, spec)
     state = {"eval_s": 0.0, "solved": None, "curve": []}
     t0 = time.perf_counter()
@@ -167,7 +176,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """The primary's treatment arm replaced by its control arm: the same run twice, nothing to find."""
+    """The primary's treatment arm replaced by its control arm: run() runs the control's algorithm a second time on
+    streams of its own (an independent replicate), nothing to find."""
     return replace(cfg, treatment=cfg.control)
 
 

@@ -39,7 +39,7 @@ from ..methods.verifier_quality import verifier_quality
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, register, task_of
+from . import Experiment, register, replicate_seed, task_of
 from .search_report import FIRST, TRAIN_KEYS, cell, compute_optimal, headline, per_problem, search_page, verifiers_page
 from .thresholds import THRESHOLDS as TH
 
@@ -81,7 +81,8 @@ class Config:
     """train the verifiers small (tests and quick runs: the numbers mean little)"""
     weigh_with: Literal["prm", "uniform"] = "prm"
     """the verifier whose weighted vote the primary claim reads against majority voting: the learned PRM, or one
-    that scores every step alike ("uniform", the placebo: its weighted vote is majority voting)"""
+    that scores every step alike ("uniform", the placebo: its weighted vote is majority voting, over a pool of
+    samples of its own)"""
 
     def validate(self) -> None:
         if self.n_max not in NS:
@@ -202,6 +203,15 @@ def sampled(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str,
                 put(res, f"bon/{k}", split, N, best_of_n(pool, scores[k], N), gen, vt[:, :N].sum(1))
             if "weighted" in cfg.methods:
                 put(res, f"weighted/{k}", split, N, weighted(pool, scores[k], N), gen, vt[:, :N].sum(1))
+    if cfg.weigh_with == "uniform":    # the placebo: majority voting once more, over samples of its own
+        twin = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature, seed=replicate_seed(seed, split),
+                           keep_outputs=True)
+        d, o = twin.flat()
+        uniform = scorers["uniform"].values(d, o, cfg.agg).reshape(len(probs), cfg.n_max)
+        vt = task_of(res).prompt_len + twin.length
+        for N in cfg.Ns:
+            put(res, "weighted/uniform", split, N, weighted(twin, uniform, N), twin.length[:, :N].sum(1),
+                vt[:, :N].sum(1))
 
 
 def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str, probs: list) -> None:
@@ -272,7 +282,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """The primary's weighted vote read with a verifier that scores every step alike: majority voting itself."""
+    """The primary's weighted vote read with a verifier that scores every step alike, over samples of its own:
+    majority voting run a second time (an independent replicate)."""
     return replace(cfg, weigh_with="uniform")
 
 
@@ -315,8 +326,7 @@ def search_claims(results: list[dict]) -> list[dict]:
     primary = _compare(results, f"weighted/{weigh}", "majority", Nmax, f"at N = {Nmax}, weighted voting with {by} "
                        f"beats majority voting over the same samples: each answer's votes weighted by the verifier's "
                        f"scores against one vote each {who}", TH["search.beats"],
-                       control="majority voting over the same samples (placebo: a verifier that scores every step "
-                       "alike, whose weighted vote is majority voting)", requires=needs(weigh, learned))
+                       control="majority voting over the same samples", requires=needs(weigh, learned))
     out = [*search_premises(results), primary and findings.primary(primary),
            _compare(results, f"weighted/{prm}", "weighted/orm", Nmax, f"at N = {Nmax}, weighted/{prm} beats "
                     f"weighted/orm {who}", TH["search.beats"], requires=needs(prm, learned) + needs("orm", learned)),

@@ -14,6 +14,9 @@ THRESHOLDS: dict[str, Threshold] = {
                                       "arXiv 2201.11903; Nye et al. 2021, arXiv 2112.00114)"),
     "budgets.cap_gain": Threshold(0.0, f"{DIRECTION} (s1, arXiv 2501.19393, Fig. 1: accuracy rises with the thinking "
                                        "budget)"),
+    "budgets.headroom": Threshold(0.9, "design bound: the uncapped chain wrong on at least a tenth of the problems, "
+                                       "room for Wait to help (s1, arXiv 2501.19393, Fig. 4: Wait adds a few points "
+                                       "where the model is far from the ceiling)"),
     "budgets.wait_loss": Threshold(0.0, f"{DIRECTION}, against s1 (arXiv 2501.19393, abstract: suppressing the end of "
                                         "thinking with \"Wait\" lifts s1-32B from 50 % to 57 % on AIME24): a loss of "
                                         "accuracy where the model has no re-checking to extend"),
@@ -125,23 +128,23 @@ THRESHOLDS: dict[str, Threshold] = {
                                      "PRM beats self-consistency)"),
     "passk.catch_up": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, arXiv 2504.13837, Fig. 1: the base model "
                                      "catches up with and passes the RL model at large k)"),
-    "passk.expands": Threshold(0.5, "practical margin: RL's pass@N on the problems the start practically never "
-                                    "samples must pass the start's by half, more than the start's own bound there "
-                                    "(0.23 at N = 256), which drift in a tail of small p could not give (ProRL, arXiv "
-                                    "2505.24864: prolonged RL solves problems where the base's pass@k is 0)"),
-    "passk.room": Threshold(0.0, "premise: the start leaves problems it practically never samples, where RL could "
-                                 "reach beyond it"),
+    "passk.expands": Threshold(0.0, f"{DIRECTION} (ProRL, arXiv 2505.24864: prolonged RL solves problems where "
+                                    "the base's pass@k is 0; against Yue et al. 2025, arXiv 2504.13837, whose RL only "
+                                    "sharpens): past the pass@N that sharpening alone, to RL's pass@1, would give"),
+    "passk.room": Threshold(10.0, "design bound: at least ten problems per seed that the start practically never "
+                                  "samples, so that a seed's pass@N there is a share, not one or two problems"),
     "passk.shrinks": Threshold(0.0, f"{DIRECTION} (Yue et al. 2025, section 3: problems the base solves at large k "
                                     "that the RL model no longer solves)"),
-    "kl.grad_gap": Threshold(0.1, "practical margin: a tenth of the KL gradient's norm off it (Tang & Munos 2025, "
+    "kl.grad_gap": Threshold(0.1, "practical margin: a tenth of the KL gradient's length (Tang & Munos 2025, "
                                   "arXiv 2506.09477: k3 in the loss follows the forward KL's gradient, not the "
-                                  "reverse KL's)"),
+                                  "reverse KL's; near the reference the two agree, so the gap is one of size)"),
+    "kl.direction": Threshold(0.99, "practical: a cosine of 0.99 (about 8 degrees) to the KL's gradient, a step "
+                                    "that moves along the KL's gradient within rounding"),
     "kl.seq_gap": Threshold(0.1, "practical margin: a tenth of the sequence KL gradient's norm off it (Tang & Munos "
                                  "2025, arXiv 2506.09477: a per-token KL loss drops the terms by which a token moves "
                                  "the KL of the positions after it)"),
     "kl.moved": Threshold(0.01, "design bound: a hundredth of a nat per token from the reference, for the two KLs' "
                                 "gradients (equal to first order at the reference) to differ measurably"),
-    "kl.gap_grows": Threshold(0.0, f"{DIRECTION}: the two KLs' gradients agree to first order at the reference"),
     "kl.k3_std": Threshold(0.0, f"{DIRECTION} (Schulman 2020, \"Approximating KL divergence\": k3 has lower "
                                 "variance than k1)"),
     "kl.beta_drop": Threshold(0.0, f"{DIRECTION}: the KL penalty keeps the policy near the reference (Ziegler et "
@@ -165,6 +168,28 @@ THRESHOLDS: dict[str, Threshold] = {
                                    "probe)"),
 }
 """name -> Threshold(value, source)"""
+
+POINTS = "practical: five points of accuracy (the margin of voting.vote_margin), the smallest gain a lesson reports"
+EFFECTS: dict[str, Threshold] = {
+    "budgets": Threshold(0.05, POINTS),
+    "star": Threshold(0.05, POINTS),
+    "rl": Threshold(5.0, "practical: five updates to greedy accuracy 0.99, a twelfth of the 60-step run"),
+    "adaptive": Threshold(0.01, "the non-inferiority margin itself: a method as accurate as the control (difference "
+                                "0) must be shown above -0.01"),
+    "l1": Threshold(1.0, "practical: one chain step of spread past the claim's one-step margin"),
+    "search": Threshold(0.05, POINTS),
+    "faithful": Threshold(0.05, "practical: five points of share between following the chain and the truth"),
+    "labels": Threshold(0.05, "practical: five points of AUROC (Math-Shepherd, arXiv 2312.08935, Table 3: PRMs on "
+                              "different labels differ by a few points)"),
+    "entropy": Threshold(0.1, "practical: a tenth of a nat of format entropy (about a tenth of ln 3, the three "
+                              "formats' maximum)"),
+    "kl": Threshold(0.1, "practical: a length off by a fifth, twice the claim's margin of a tenth"),
+    "passk": Threshold(0.1, "practical: ten points of pass@N past what pure sharpening gives"),
+    "voting": Threshold(0.05, POINTS),
+    "l1_recipe": Threshold(0.05, "practical: 0.05 of L1's reward (at most 1 per output), the margin of l1.aware_gap"),
+}
+"""experiment -> the smallest effect past its primary's threshold that the primary is designed to detect with 80 %
+power (stats.power), fixed before the run with its source"""
 
 
 def table() -> str:

@@ -75,8 +75,8 @@ class LabConfig:
     wait: bool = False
     """if another process is running a lab on --out, wait for it instead of stopping"""
     placebo: bool = False
-    """run each experiment's placebo: its primary's treatment arm replaced by its control arm (experiments with no
-    primary are left out); the primaries must not hold"""
+    """run each experiment's placebo: its primary's treatment arm replaced by its control arm, run a second time on
+    streams of its own (experiments with no primary are left out); the primaries must not hold"""
 
     def selected(self) -> tuple[str, ...]:
         names = self.only or tuple(n for n in X.names() if self.all or X.get(n).tier == "core")

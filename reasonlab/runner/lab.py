@@ -20,6 +20,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, replace
 from typing import Callable
 
+import numpy as np
+
 from .. import experiments as X
 from .. import tasks as T
 from ..experiments import thresholds
@@ -27,7 +29,7 @@ from ..io import report, tblog
 from ..io.checkpoint import write_json
 from ..io.files import cache_dir
 from ..io.runs import locked
-from ..stats import findings
+from ..stats import findings, power
 from . import units
 from .config import LabConfig, group_of, split_group
 from .executor import UnitsFailed
@@ -251,7 +253,7 @@ def numbered(secs: dict) -> dict:
 
 def placebo_verdicts(out: str) -> dict[str, dict]:
     """{group: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
-    `reasonlab lab --placebo --quick`), if there is one."""
+    `reasonlab lab --placebo`), if there is one."""
     try:
         with open(os.path.join(out, "placebo", "findings.json"), encoding="utf-8") as f:
             return {group_of(p["experiment"], p.get("task", "digits")): p for p in json.load(f) if p.get("primary")}
@@ -259,26 +261,76 @@ def placebo_verdicts(out: str) -> dict[str, dict]:
         return {}
 
 
+def placebo_size(out: str) -> str:
+    """How the placebo lab beside this run was run: its size and seeds ("" where there is none)."""
+    try:
+        with open(os.path.join(out, "placebo", "config.json"), encoding="utf-8") as f:
+            c = json.load(f)
+        return f"{'quick' if c['quick'] else 'full'} size, seeds {', '.join(map(str, c['seeds']))}"
+    except (OSError, ValueError, TypeError, KeyError):
+        return ""
+
+
+def _interval(f: dict) -> str:
+    return f"{findings._num(f['value'])} [{findings._num(f['ci95'][0])}, {findings._num(f['ci95'][1])}]"
+
+
+def design_power(prim: dict, pilot: dict | None, m: int) -> dict | None:
+    """Power by design of a primary (stats.power): the spread of its placebo (the pilot: a run apart from the
+    verdict, its treatment a replicate of the control), the smallest effect it must detect (thresholds.EFFECTS), the
+    run's seeds, and the first level of Holm's correction over the m primaries. None where there is no pilot or the
+    pilot has no spread."""
+    spread = [v for v in (pilot or {}).get("per_seed") or [] if v is not None]
+    sd = float(np.std(spread, ddof=1)) if len(spread) > 1 else 0.0
+    if sd <= 0:
+        return None
+    effect, n, alpha = thresholds.EFFECTS[prim["experiment"]].value, len(prim["per_seed"]), findings.ALPHA / max(m, 1)
+    return {"sd": sd, "effect": effect, "power": power.power(effect, sd, n, alpha), "mde": power.mde(sd, n, alpha),
+            "seeds": power.seeds_for(effect, sd, alpha)}
+
+
+def power_cell(d: dict | None) -> str:
+    if d is None:
+        return "— (no pilot spread)"
+    seeds = f"{d['seeds']} seeds" if d["seeds"] else f"over {power.MOST_SEEDS} seeds"
+    return f"{d['power']:.2f} for {d['effect']:g} (MDE {findings._num(d['mde'])}; 80 %: {seeds})"
+
+
 def primaries_table(fs: list[dict], groups, placebo: dict[str, dict]) -> str:
-    """One row per experiment and task: its primary claim with its control, the design's room, the placebo's verdict
-    (before its premises gate it: at quick size a premise may fail) and this run's value and verdict;
+    """One row per experiment and task: its primary claim with its control, the design's room, the placebo's value,
+    interval and verdict (before its premises gate it: at quick size a premise may fail) beside this run's;
     "demonstration" for an experiment with no primary (its premises only)."""
-    rows = []
+    rows, m = [], sum(1 for f in fs if f.get("primary") and f.get("p") is not None)
     for group in groups:
         exp, task = split_group(group)
         prim = _primary(fs, group)
         if prim is None:
-            rows.append([f"`{exp}`", task, "demonstration (premises only)", "", "", "", "", ""])
+            rows.append([f"`{exp}`", task, "demonstration (premises only)", "", "", "", "", "", ""])
             continue
         room = prim.get("room")
         p = placebo.get(group)
         rows.append([f"`{exp}`", task, prim["claim"], prim.get("control", "—"),
                      f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
-                     f"{p.get('ungated', p['verdict'])} ({findings._num(p['value'])})" if p else "not run",
-                     f"{findings._num(prim['value'])} [{findings._num(prim['ci95'][0])}, "
-                     f"{findings._num(prim['ci95'][1])}]", findings.verdict_cell(prim)])
-    return report.md_table(["experiment", "task", "primary claim", "control", "room (design)", "placebo (quick)",
-                            "value [95 % CI]", "verdict"], rows)
+                     f"{_interval(p)}: {p.get('ungated', p['verdict'])}" if p else "not run",
+                     power_cell(d := design_power(prim, p, m)), _interval(prim),
+                     findings.verdict_cell(prim) + (" (underpowered)" if prim["verdict"] == findings.UNSURE and d
+                                                    and d["power"] < power.TARGET else "")])
+    return report.md_table(["experiment", "task", "primary claim", "control", "room (design)",
+                            "placebo [95 % CI]: verdict", "power (pilot: the placebo)", "value [95 % CI]", "verdict"],
+                           rows)
+
+
+def placebo_rate(placebo: dict[str, dict]) -> str:
+    """The placebo lab in one sentence: how many primaries' placebos hold (before gating; none may), and which have
+    no spread, with the reason each experiment declares (`Experiment.placebo_flat`)."""
+    if not placebo:
+        return "No placebo lab was run beside this one."
+    held = [g for g, p in placebo.items() if p.get("ungated", p["verdict"]) == findings.HOLDS]
+    flat = {g: X.get(p["experiment"]).placebo_flat for g, p in placebo.items() if X.get(p["experiment"]).placebo_flat}
+    return (f"Placebo holds: {len(held)} of {len(placebo)} primaries" + (f" ({', '.join(held)})" if held else "")
+            + f". With a spread (an arm trained or sampled again on streams of its own, as the comparison's arms "
+            f"are): {len(placebo) - len(flat)}. Without spread by design"
+            + (": " + "; ".join(f"`{g}` ({why})" for g, why in flat.items()) + "." if flat else ": none."))
 
 
 def write_report(out: str, results: dict, meta: dict, workers: int | None = None, html: bool = True,
@@ -321,11 +373,18 @@ primary claims corrected together with Holm's method).
 
 Each experiment asks one open question, its primary claim, or is a demonstration. Before any run its design fixes
 the control, the range its statistic can reach ("room": a claim that could only pass, or only fail, is untestable)
-and a placebo: the same experiment with the treatment arm replaced by the control arm, under which the claim must
-not hold (`reasonlab lab --placebo --quick`, run by `make results` and by the tests; its verdict is read before the
-premises gate it, since the quick models fail some premises).
+and a placebo: the same experiment with the treatment arm replaced by the control arm run a second time, on training
+and sampling streams of its own (an independent replicate), under which the claim must not hold (`reasonlab lab
+--placebo`, run by `make results` at {placebo_size(out) or "(not run)"}, and by the tests; its verdict is read
+before the premises gate it). The placebo is also the pilot of each primary's power: with its spread, the
+smallest effect the primary must detect (fixed before the run, with its source: `experiments/thresholds.py`
+EFFECTS), this run's seeds and the first level of Holm's correction, the power, the minimum detectable effect (MDE)
+at 80 % power and the seeds 80 % would take (`stats/power.py`); an inconclusive primary below 80 % is
+underpowered.
 
 {primaries_table(fs, list(results), placebo_verdicts(out))}
+
+{placebo_rate(placebo_verdicts(out))}
 
 ## Premises
 

@@ -153,9 +153,10 @@ def test_claims_hold_fail_and_are_untestable():
                for f in gated if findings.kind_of(f) != findings.PREMISE)
 
 
-def test_the_control_differs_only_in_the_upper_clip_and_the_placebo_is_grpo(noisy_model):
+def test_the_control_differs_only_in_the_upper_clip_and_the_placebo_is_grpo_again(noisy_model):
     """Clip-higher's RLConfig differs from GRPO's in epsilon_high alone; under the placebo (epsilon_high = GRPO's
-    epsilon) a clip-higher step is GRPO's, bit for bit, so the primary's per-seed values are 0; the room is +-ln V."""
+    epsilon) the clip-higher arm is GRPO's config on a seed of its own: with that seed, a step is GRPO's bit for bit,
+    and with its own seed it is another draw (an independent replicate); the room is +-ln V."""
     cfg = E.Config()
     grpo, clip = (asdict(E.arm_config(a, cfg, 0)) for a in ("grpo", "clip_higher"))
     assert {k for k in grpo if grpo[k] != clip[k]} == {"epsilon_high"} and clip["epsilon_high"] == 0.28
@@ -163,13 +164,19 @@ def test_the_control_differs_only_in_the_upper_clip_and_the_placebo_is_grpo(nois
     pl = E.placebo(cfg)
     assert pl.epsilon_high == 0.2 and pl != cfg
     pl.validate()
+    grpo, clip = (asdict(E.arm_config(a, pl, 0)) for a in ("grpo", "clip_higher"))
+    assert {k for k in grpo if grpo[k] != clip[k]} - {"epsilon_high"} == {"seed"}     # the clip: GRPO's (below)
+    assert clip["seed"] == E.replicate_seed(0) != 0
     small = {"steps": 2, "prompts_per_step": 4, "num_generations": 4}
-    models = []
-    for arm in ("grpo", "clip_higher"):
+    models, samples = [], []
+    for c in (E.arm_config("grpo", pl, 0), E.arm_config("clip_higher", pl, 0),
+              replace(E.arm_config("clip_higher", pl, 0), seed=0)):
         m = copy.deepcopy(noisy_model)
-        train(m, None, replace(E.arm_config(arm, pl, 0), **small), log=None)
+        hist = train(m, None, replace(c, **small), log=None)
         models.append([p.detach().clone() for p in m.parameters()])
-    assert all(torch.equal(x, y) for x, y in zip(*models))
+        samples.append([(h["acc"], h["length"]) for h in hist])
+    assert all(torch.equal(x, y) for x, y in zip(models[0], models[2])) and samples[0] == samples[2]
+    assert samples[0] != samples[1]                                     # other problems and samples
     assert E.room(cfg) == pytest.approx((-math.log(18), math.log(18)))
     assert E.room(E.Config(task="compose")) == pytest.approx((-math.log(26), math.log(26)))   # its 26 words
     assert findings.out_of_room(E.room(cfg), 0.0) is None

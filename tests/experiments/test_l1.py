@@ -150,6 +150,10 @@ def test_the_control_arm_differs_from_the_treatment_only_in_alpha(monkeypatch, t
     monkeypatch.setattr(l1.budget, "eval_baselines", lambda base, probs: other.append(probs) or {})
     l1.run(l1.Config(variants=("exact",)), 4, env)
     assert other[0] != scored[0]                                  # each seed its own draw
+    calls.clear()
+    l1.run(l1.placebo(l1.Config(variants=("exact",))), 3, env)     # the first variant: the control on its own draws
+    (_, v1, s1, k1), _, (_, v2, s2, k2), _ = calls
+    assert (v1, v2, s2) == ("exact", "exact", 3) and s1 == l1.replicate_seed(3) != 3 and k1 == k2
 
 
 def test_methods_keep_the_runs_variant_order_after_a_json_round_trip():

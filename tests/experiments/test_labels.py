@@ -94,7 +94,10 @@ def test_a_prm_whose_best_of_n_falls_gates_the_claims_that_read_it():
 def test_the_room_and_the_placebo_are_fixed_by_the_config():
     cfg = labels.Config()
     assert labels.room(cfg) == (-1.0, 1.0) and labels.placebo(cfg).treatment == "prm-mc"
-    assert labels.prms(labels.placebo(cfg))["exact"] == labels.PRMS["mc8"]     # the control's labels, the same PRM
+    assert labels.prms(labels.placebo(cfg))["exact"] == labels.PRMS["mc8"]     # the control's labels,
+    assert {n: labels.prm_seed(labels.placebo(cfg), n, 3) for n in labels.PRMS} == {   # trained on draws of its own
+        "exact": labels.replicate_seed(3), "mc1": 3, "mc8": 3} and labels.replicate_seed(3) != 3
+    assert {labels.prm_seed(cfg, n, 3) for n in labels.PRMS} == {3}
     assert labels.prms(cfg) == labels.PRMS
     X.get("labels").validate(labels.placebo(cfg))
 

@@ -103,20 +103,31 @@ def test_grpo_is_compared_in_updates_naming_every_difference():
     assert all(w in f["claim"] for w in ("std", "two clipped-ratio updates", "KL"))
 
 
-def test_the_placebo_runs_the_control_as_the_treatment_and_cannot_hold(monkeypatch):
-    """The placebo config names the control as the treatment: one run read as both arms, per-seed 0, not "holds";
-    the design's room leaves the primary space to pass and to fail, and none when a run is one probe long."""
+def test_the_placebo_runs_the_control_again_on_streams_of_its_own(monkeypatch):
+    """The placebo config names the control as the treatment: run() trains the control's algorithm a second time,
+    its RL seed hashed from the seed (training problems and samples of its own), on the seed's same probe and test
+    problems; that replicate is the treatment, so the statistic has the spread two runs of one algorithm have."""
     cfg = E.Config()
     pl = E.placebo(cfg)
     assert (pl.treatment, pl.control) == ("reinforce", "reinforce") and pl != cfg
     pl.validate()
-    monkeypatch.setattr(E, "train", fake_train(3))
+    seeds = []
+
+    def train(policy, ref, rl_cfg, callback=None, **kw):
+        seeds.append(rl_cfg.seed)
+        return fake_train(3)(policy, ref, rl_cfg, callback=callback)
+    monkeypatch.setattr(E, "train", train)
     monkeypatch.setattr(E, "evaluate", fake_eval([0.3, 0.999])[0])
     rs = [E.run(E.Config(steps=3, algos=("reinforce", "reinforce_baseline"), treatment="reinforce"), s, FakeEnv())
-          for s in range(3)]
-    assert rs[0]["reinforce"]["roles"] == ["treatment", "control"] and "roles" not in rs[0]["reinforce_baseline"]
+          for s in range(2)]
+    assert rs[0]["reinforce"]["roles"] == ["control"] and rs[0][E.REPLICATE]["roles"] == ["treatment"]
+    assert rs[0][E.REPLICATE]["algo"] == "reinforce" and "roles" not in rs[0]["reinforce_baseline"]
+    # each seed: reinforce, reinforce_baseline on the seed, then the replicate on its own hashed stream
+    assert seeds[:2] == [0, 0] and seeds[3:5] == [1, 1] and seeds[2] == E.replicate_seed(0) != seeds[5]
+    assert len({seeds[2], seeds[5], 0, 1}) == 4
     f = E.claims(rs)[0]
-    assert f["per_seed"] == [0, 0, 0] and f["verdict"] == findings.FAILS and f["control"] == "reinforce"
+    assert f["control"] == "reinforce" and f["statistic"].startswith("steps to 0.99: reinforce - replicate")
+    assert f["verdict"] != findings.HOLDS
     assert E.room(cfg) == (-59.0, 59.0) and findings.out_of_room(E.room(cfg), 0.0) is None
     flat = findings.with_room(E.claims([result(30, 40)] * 3)[0], E.room(E.Config(steps=1)))
     assert flat["verdict"] == findings.UNTESTABLE and "cannot pass" in flat["untestable"]

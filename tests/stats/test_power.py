@@ -1,0 +1,51 @@
+"""Power by design: the quadrature replays a Monte-Carlo run of the lab's own t test (findings.p_value's rule, fed
+normal seeds), and the lab's primary table reads it from the placebo's spread."""
+import math
+
+import numpy as np
+import pytest
+
+from reasonlab.runner import lab
+from reasonlab.stats import findings
+from reasonlab.stats.power import MOST_SEEDS, TARGET, mde, power, seeds_for
+
+
+def simulated_power(effect, sd, n, alpha, labs=200_000, seed=0):
+    """The share of simulated labs whose one-sided t test holds: n normal seeds, mean threshold + effect."""
+    x = np.random.default_rng(seed).normal(effect, sd, (labs, n))
+    t = x.mean(1) / (x.std(1, ddof=1) / math.sqrt(n))
+    rate = float((t > findings.t_quantile(1 - alpha, n - 1)).mean())
+    return rate, math.sqrt(rate * (1 - rate) / labs)
+
+
+@pytest.mark.parametrize("effect,sd,n,alpha", [(0.0, 1.0, 5, 0.025), (1.0, 1.0, 5, 0.025), (0.05, 0.03, 5, 0.025 / 13),
+                                               (2.0, 1.0, 2, 0.01), (0.3, 0.5, 12, 0.025 / 13)])
+def test_power_replays_the_t_test(effect, sd, n, alpha):
+    rate, se = simulated_power(effect, sd, n, alpha)
+    assert abs(power(effect, sd, n, alpha) - rate) <= 4 * se + 1e-4
+
+
+def test_the_mde_is_detected_with_the_target_power_and_seeds_for_is_the_fewest():
+    alpha = 0.025 / 13
+    d = mde(0.1, 5, alpha)
+    assert power(d, 0.1, 5, alpha) == pytest.approx(TARGET, abs=1e-6) and power(0.9 * d, 0.1, 5, alpha) < TARGET
+    n = seeds_for(0.05, 0.1, alpha)
+    assert power(0.05, 0.1, n, alpha) >= TARGET > power(0.05, 0.1, n - 1, alpha)
+    assert seeds_for(0.001, 1.0, alpha) is None and MOST_SEEDS >= 32
+    assert math.isnan(power(1.0, 0.0, 5, alpha)) and math.isnan(mde(1.0, 1, alpha))
+
+
+def test_the_primary_table_shows_power_from_the_placebos_spread_and_says_underpowered():
+    prim = {"experiment": "entropy", "task": "digits", "section": "entropy", "claim": "c", "primary": True,
+            "per_seed": [0.1, 0.0, 0.2, -0.1, 0.15], "value": 0.07, "ci95": [-0.1, 0.2], "p": 0.1,
+            "verdict": findings.UNSURE, "threshold": "> 0"}
+    wide = {"experiment": "entropy", "per_seed": [0.3, -0.2, 0.1, -0.3, 0.2], "value": 0.02, "ci95": [-0.3, 0.3],
+            "verdict": findings.UNSURE}
+    d = lab.design_power(prim, wide, 1)
+    assert d["sd"] == pytest.approx(np.std(wide["per_seed"], ddof=1)) and d["power"] < TARGET
+    assert d["power"] == pytest.approx(power(0.1, d["sd"], 5, 0.025))
+    table = lab.primaries_table([prim], ["entropy"], {"entropy": wide})
+    assert "inconclusive** (underpowered)" in table and f"MDE {d['mde']:.3f}" in table
+    flat = dict(wide, per_seed=[0.0] * 5)
+    assert lab.design_power(prim, flat, 1) is None and "no pilot spread" in lab.primaries_table(
+        [prim], ["entropy"], {"entropy": flat})
