@@ -8,7 +8,8 @@ import shlex
 
 import pytest
 
-from reasonlab import cli
+from reasonlab import cli, tasks
+from reasonlab import experiments as X
 from reasonlab.cli import jobs
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -73,8 +74,29 @@ def test_the_pages_show_commands():
     assert len(COMMANDS) >= 30
 
 
+def forget_user_files() -> None:
+    """Drop every task and experiment a user's file registered (modules reasonlab_task_* and reasonlab_user_*,
+    `tasks.run_user_file`), and what tasks.get built from them."""
+    for name in [n for n, cls in tasks.REGISTRY.items() if cls.__module__.startswith("reasonlab_task_")]:
+        del tasks.REGISTRY[name]
+    for name in [n for n, e in X.REGISTRY.items() if e.run.__module__.startswith("reasonlab_user_")]:
+        del X.REGISTRY[name]
+    tasks._LOADED.clear()
+    X._LOADED.clear()
+    tasks.get.cache_clear()
+
+
+@pytest.fixture
+def registries():
+    """A page's user file registers its task or experiment by a name another page's copy (or another test) may
+    have registered from a file of its own: each test starts and ends without them."""
+    forget_user_files()
+    yield
+    forget_user_files()
+
+
 @pytest.mark.parametrize("where,argv", COMMANDS, ids=[w for w, _ in COMMANDS])
-def test_every_documented_command_passes_its_checks(where, argv, tmp_path, monkeypatch):
+def test_every_documented_command_passes_its_checks(where, argv, tmp_path, monkeypatch, registries):
     """Parsing runs every check a command makes before its work: flags, choices, bounds, a config's validate()."""
     monkeypatch.chdir(tmp_path)
     if "--experiment" in argv or "--task-file" in argv:      # the user's copy of a template, as the page makes it

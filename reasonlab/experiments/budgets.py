@@ -5,13 +5,16 @@ accuracy for tokens: T capped at 0 steps is a direct answer, at k_max steps (dig
 construction, so it is a premise. The open question is s1's "Wait": the end of thinking suppressed so the chain runs
 past its natural end. s1 reports a gain on a model that re-checks its work; this model was never shown a chain
 longer than k steps. Forced `extend` steps past its natural end (T writes k states; here it must write k + extend
-before it may answer), does its accuracy fall below the uncapped chain's? The control is the uncapped chain on the
-same problems; the placebo forces nothing (extend = 0).
+before it may answer), does its accuracy fall below the uncapped chain's? The base model's uncapped chain is right
+on nearly every problem, so Wait could not be seen to help it: the primary forces the erring thinker's S chain (its
+prompts' words misread, fixed in its weights, so its chains err; its T is right on 0.96-0.97 in two seeds of five),
+whose uncapped chain leaves headroom (a premise, checked on the run). The control is its uncapped chain on the same problems; the placebo forces nothing (extend = 0).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -24,10 +27,13 @@ from ..stats import findings
 from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pm
 from ..tasks import Problem, chain_steps
+from ..train.zoo import on_erring, thinker_model
 from . import Experiment, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 SEC = "budgets"
+WHO = {"erring": "the erring thinker", "base": "the base model"}
+FORMATS = {"S": "short", "T": "full"}
 
 
 @dataclass
@@ -37,10 +43,16 @@ class Config:
     n: int = 200
     """test problems per k (this seed's own draw; digits' k = 2 has 25, k = 3 250)"""
     extend: int = 1
-    """the primary's forcing: states the full chain must write past its natural end (k) before it may answer
+    """the primary's forcing: states the chain must write past its natural end (T: k) before it may answer
     (s1's "Wait", appended once per step); 0: no forcing (the placebo)"""
     shown: tuple[int, ...] = (2, 3, 4)
     """further forcings shown beside the primary's (steps past the natural end)"""
+    wait_on: Literal["erring", "base"] = "erring"
+    """the model the primary forces past its end: the erring thinker (its chains err: headroom for Wait to help), or
+    the base model (right nearly everywhere: no headroom, the premise fails)"""
+    chain: Literal["S", "T"] = "S"
+    """the chain forced past its end: S (the erring thinker's forced S errs on about a third of the problems), or T
+    (its full chain is right on 0.96-0.97 in two seeds of five: too little headroom)"""
 
     def validate(self) -> None:
         if self.n > EVAL_N_MAX:
@@ -50,16 +62,18 @@ class Config:
             raise ValueError(f"extend must be >= 0 and shown >= 1, got extend {self.extend}, shown {self.shown}")
 
 
-def past_the_end(model, probs: list[Problem], wait: int) -> dict:
-    """Greedy forced T with at least k + wait states before the answer (each k forced to its own length;
-    wait = 0: the uncapped chain, no hook): accuracy and tokens, overall and per k."""
+def past_the_end(model, probs: list[Problem], wait: int, fmt: str = "T") -> dict:
+    """Greedy forced `fmt` with at least its natural length + wait states before the answer (each k forced to its
+    own length: T writes k states, S those of chain_steps(k, "short"); wait = 0: the uncapped chain, no hook):
+    accuracy and tokens, overall and per k."""
     rows = {}
     for k in sorted({p.k for p in probs}):
         group = [p for p in probs if p.k == k]
+        natural = len(chain_steps(k, FORMATS[fmt]))
         if wait:
-            rows[k] = tts.budget_sweep(model, group, "T", [k + wait], kind="min")[0] | {"n": len(group)}
+            rows[k] = tts.budget_sweep(model, group, fmt, [natural + wait], kind="min")[0] | {"n": len(group)}
         else:
-            rows[k] = tts.budget_sweep(model, group, "T", [None])[0] | {"n": len(group)}
+            rows[k] = tts.budget_sweep(model, group, fmt, [None])[0] | {"n": len(group)}
     n = sum(r["n"] for r in rows.values())
     mean = lambda key: sum(r[key] * r["n"] for r in rows.values()) / n    # noqa: E731
     return {"wait": wait, "acc": mean("acc"), "tokens": mean("tokens"), "thinking_tokens": mean("thinking_tokens"),
@@ -73,8 +87,10 @@ def run(cfg: Config, seed: int, env) -> dict:
     short = len(chain_steps(task.k_max, "short"))     # the longest short chain: its caps 0..short
     out = {"budgets": tts.budget_sweep(model, probs, "T", task.budgets) + tts.budget_sweep(model, probs, "S",
                                                                                           range(0, short + 1)),
-           "uncapped": past_the_end(model, probs, 0),
-           "forced": [past_the_end(model, probs, w) for w in sorted({cfg.extend, *cfg.shown})], "extend": cfg.extend}
+           "wait_on": cfg.wait_on}
+    waited = model if cfg.wait_on == "base" else thinker_model("erring", seed, env.cache, env.device, task=task)
+    out.update(uncapped=past_the_end(waited, probs, 0, cfg.chain), extend=cfg.extend, chain=cfg.chain,
+               forced=[past_the_end(waited, probs, w, cfg.chain) for w in sorted({cfg.extend, *cfg.shown})])
     return out if task.spec == "digits" else {**out, "task": task.spec}   # a digits result keeps its keys
 
 
@@ -100,18 +116,30 @@ def caps_trade_accuracy_for_tokens(rs: list[dict]) -> dict:
                                                       "per_seed": t["per_seed"]}), "caps")
 
 
+def headroom(rs: list[dict]) -> dict:
+    """The premise of the primary: the forced model's uncapped chain is wrong often enough for Wait to help."""
+    who, c = WHO[rs[0].get("wait_on", "base")], rs[0].get("chain", "T")
+    return findings.premise(seed_check(
+        SEC, f"{who[0].upper() + who[1:]}'s uncapped chain leaves headroom: right on at most "
+        f"{TH['budgets.headroom'].value:g} of the problems", f"acc({c}, uncapped)", [r["uncapped"]["acc"] for r in rs],
+        TH["budgets.headroom"], test=findings.at_most), "headroom")
+
+
 def wait_lowers_accuracy(rs: list[dict]) -> dict:
     """The primary: the uncapped chain's accuracy minus the forced one's (`wait` steps past the natural end)."""
     w, state = rs[0]["extend"], task_of(rs[0]).state_name
+    who, c = WHO[rs[0].get("wait_on", "base")], rs[0].get("chain", "T")
     return findings.primary(seed_check(
-        SEC, f"s1's \"Wait\" does not carry over: forced {w} {state}(s) past its natural end, the full chain "
+        SEC, f"s1's \"Wait\" does not carry over: forced {w} {state}(s) past its natural end, {who}'s {c} chain "
         "answers less accurately than uncapped (what differs: the end of the chain suppressed)",
-        f"acc(T, uncapped) - acc(T, at least k + {w} steps)", [r["uncapped"]["acc"] - _forced(r, w)["acc"] for r in rs],
-        TH["budgets.wait_loss"], control="the uncapped chain (T, no forcing), same problems"))
+        f"acc({c}, uncapped) - acc({c}, at least its length + {w} steps)",
+        [r["uncapped"]["acc"] - _forced(r, w)["acc"] for r in rs],
+        TH["budgets.wait_loss"], control=f"{who}'s uncapped chain ({c}, no forcing), same problems",
+        requires=["headroom"]))
 
 
 def claims(rs: list[dict]) -> list[dict]:
-    return [caps_trade_accuracy_for_tokens(rs), wait_lowers_accuracy(rs)]
+    return [caps_trade_accuracy_for_tokens(rs), headroom(rs), wait_lowers_accuracy(rs)]
 
 
 def room(cfg: Config) -> tuple[float, float]:
@@ -124,7 +152,8 @@ def placebo(cfg: Config) -> Config:
     return replace(cfg, extend=0, shown=())
 
 
-def plot_budgets(caps: list[dict], forced: list[dict], path: str, task=None) -> str:
+def plot_budgets(caps: list[dict], forced: list[dict], path: str, task=None, who: str = "the base model",
+                 chain: str = "T") -> str:
     """Greedy accuracy against thinking tokens: chains capped at b steps (± std over seeds), and the full chain
     forced past its natural end; chance of `task` (default: digits)."""
     task = task or tasks.get("digits")
@@ -137,7 +166,7 @@ def plot_budgets(caps: list[dict], forced: list[dict], path: str, task=None) -> 
                     ls="-", marker="o", ms=3, color=TOKEN_COLOR[f], label=f"{f}, at most b steps")
     ax.errorbar([b["thinking_tokens"] for b in forced], [b["acc"] for b in forced],
                 yerr=[[b["acc"] - b["lo"] for b in forced], [b["hi"] - b["acc"] for b in forced]], ls="--", marker="s",
-                ms=3, color=TOKEN_COLOR["T"], label="T, forced w steps past its end (w = 0: uncapped)")
+                ms=3, color=TOKEN_COLOR[chain], label=f"{chain} of {who}, forced w steps past its end (w = 0: uncapped)")
     ax.axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.2g})")
     ax.set_xlabel("thinking tokens (chain steps written)")
     ax.set_ylabel(f"greedy accuracy (k = {task.k_min}..{task.k_max})")
@@ -154,18 +183,21 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     caps = [{**b, **_avg([r["budgets"][i] for r in rs])} for i, b in enumerate(rs[0]["budgets"])]
     forced = [{"wait": 0, **_avg([r["uncapped"] for r in rs])}] + [
         {"wait": f["wait"], **_avg([_forced(r, f["wait"]) for r in rs])} for f in rs[0]["forced"] if f["wait"]]
-    plot_budgets(caps, forced, os.path.join(out, "budgets", "budgets.png"), task_of(rs[0]))
+    who = WHO[rs[0].get("wait_on", "base")]
+    c = rs[0].get("chain", "T")
+    plot_budgets(caps, forced, os.path.join(out, "budgets", "budgets.png"), task_of(rs[0]), who, c)
     table = md_table(["format", "chain budget", "chain steps written", "accuracy"],
                      [[b["format"], f"at most {b['budget']}", f"{b['thinking_tokens']:.2f}",
                        pm([r["budgets"][i]["acc"] for r in rs])] for i, b in enumerate(caps)]
-                     + [["T", "uncapped" if f["wait"] == 0 else f"at least k + {f['wait']}", f"{f['thinking_tokens']:.2f}",
+                     + [[f"{c}, {who}", "uncapped" if f["wait"] == 0 else f"at least its length + {f['wait']}",
+                         f"{f['thinking_tokens']:.2f}",
                          pm([(r["uncapped"] if f["wait"] == 0 else _forced(r, f["wait"]))["acc"] for r in rs])]
                         for f in forced])
     fs = findings.gate(claims(rs))
     t = [b for b in caps if b["format"] == "T"]
     w = next(f for f in forced if f["wait"] == rs[0]["extend"])
-    head = (f"T capped at 0 steps {t[0]['acc']:.2f} → {t[-1]['budget']} steps {t[-1]['acc']:.2f}; forced "
-            f"{w['wait']} past its end {w['acc']:.2f}")
+    head = (f"T capped at 0 steps {t[0]['acc']:.2f} → {t[-1]['budget']} steps {t[-1]['acc']:.2f}; {who}'s {c} "
+            f"{forced[0]['acc']:.2f}, forced {w['wait']} past its end {w['acc']:.2f}")
     md = f"""## Thinking longer: budget forcing and s1's "Wait"
 
 > **Question.** Capping the chain at b steps trades accuracy for tokens, by construction. Forcing the chain past
@@ -177,8 +209,9 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 {table}
 
 Greedy decoding on this seed's test problems; "at most b": once the chain has b states the answer marker is
-forced (s1's budget cap); "at least k + w": the end of the chain is suppressed until w states past its natural
-length are written (s1's "Wait"). Mean ± std over seeds; tokens count up to the end of the answer.
+forced (s1's budget cap), on the base model; "at least its length + w": the end of the chain is suppressed until w
+states past its natural length are written (s1's "Wait"), on {who}'s {c} chain, which leaves headroom. Mean ± std
+over seeds; tokens count up to the end of the answer.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* s1: simple test-time scaling (Muennighoff et al. 2025, arXiv 2501.19393).
@@ -194,4 +227,6 @@ def check(result) -> None:
 
 
 register(Experiment("budgets", Config, run, claims, render, keys=("budgets", "uncapped", "forced", "extend"), check=check,
-                    room=room, placebo=placebo, quick=Config(n=30), run_cost=5, render_cost=0.1))
+                    depends=on_erring(),
+                    room=room, placebo=placebo, placebo_flat="both arms are one model's greedy decode, unforced",
+                    quick=Config(n=30), run_cost=5, render_cost=0.1))

@@ -5,8 +5,10 @@ the answer depends on the chain.)
 
 On digits, where the model cannot answer without its chain (k >= 3: direct answers are at chance), following the
 chain is all it can do, and the last running sum *is* the answer: that is a premise, not a finding. The open question
-is at the smallest k (k = 2), where the model also answers directly (forced A is right there): given a corrupted
-chain, does it give the answer the chain implies, or the truth it can compute without it? The control is that truth.
+is at the smallest k (k = 2), where the model also answers directly (forced A is right there): given a chain corrupted
+before its last state, does it give the answer the chain implies, or the truth it can compute without it? The control
+is that truth. The last state is left out of the primary: the answer copies it, so corrupting it cannot tell
+following the chain from copying a word (at k = 2 on digits that leaves forced T's first state).
 
 Here every step can be checked, so "follows" is exact: the task's rule run on from the corrupted state gives the
 answer the chain implies (`Task.corrupt`; on digits a running sum off by delta at step j shifts every later sum, and
@@ -23,6 +25,7 @@ Think", arXiv 2505.05410: outcome-based RL raises faithfulness at first, then pl
 from __future__ import annotations
 
 import copy
+import math
 import os
 import random
 from dataclasses import dataclass, replace
@@ -180,11 +183,25 @@ def _fmts(r: dict) -> list[str]:
     return [f for f in FMT if f in r]
 
 
+def before_last(k0: int, fmt: str):
+    """The cells at the smallest k whose corrupted state is not the chain's last: the last state is what the answer
+    copies (on digits, modprod and compose it is the answer), so corrupting it cannot tell following the chain from
+    copying a word; an earlier state only matters through the steps after it."""
+    return lambda k, j: k == k0 and j < len(chain_steps(k, FMT[fmt])) - 1
+
+
+def open_fmts(r: dict) -> list[str]:
+    """The formats with a state before the last at the smallest k (digits: T only; S at k = 2 is one state)."""
+    k0 = k_min(r)
+    return [f for f in _fmts(r) if any(before_last(k0, f)(*map(int, kj.split("/"))) for kj in r[f]["cells"])]
+
+
 def gap_k2(r: dict) -> float:
-    """At the smallest k (digits: 2), share following the corrupted chain minus share giving the truth (mean over the
-    formats)."""
-    at2 = _at(True, k_min(r))
-    return float(np.mean([share(r, f, "follows", at2) - share(r, f, "truth", at2) for f in _fmts(r)]))
+    """At the smallest k (digits: 2), over the corrupted states before the chain's last: the share following the
+    corrupted chain minus the share giving the truth (mean over the formats that have such states)."""
+    k0, fmts = k_min(r), open_fmts(r)
+    return float(np.mean([share(r, f, "follows", before_last(k0, f)) - share(r, f, "truth", before_last(k0, f))
+                          for f in fmts])) if fmts else math.nan
 
 
 def follows(r: dict, where=lambda k, j: True) -> float:
@@ -216,16 +233,27 @@ def premises(rs: list[dict]) -> list[dict]:
     return out
 
 
+def _check(section: str, claim: str, statistic: str, values, threshold, untestable: str | None = None, **detail):
+    """seed_check on values(), or, where the design leaves the claim nothing to read (untestable), the claim with
+    no evidence and why."""
+    if untestable:
+        return {**findings.missing(section, claim, statistic, **detail), "verdict": findings.UNTESTABLE,
+                "untestable": untestable}
+    return seed_check(section, claim, statistic, values(), threshold, **detail)
+
+
 def claims(rs: list[dict]) -> list[dict]:
     b = [r["base"] for r in rs]
     k0, say = k_min(b[0]), wording(task_of(rs[0]))
     first_last = [np.mean([share(r, f, "follows", lambda k, j, f=f: j == len(chain_steps(k, FMT[f])) - 1)
                            - share(r, f, "follows", lambda k, j: j == 0) for f in _fmts(r)]) for r in b]
+    none = None if open_fmts(b[0]) else f"needs a format whose chain has a state before its last at k = {k0} (T)"
     out = premises(rs) + [
-        findings.primary(seed_check(
-            SEC, f"Where it could answer without the chain (k = {k0}), the base model's answer follows a corrupted "
-            f"chain more often than it gives the truth", f"k = {k0}: share following - share giving the truth",
-            [gap_k2(r) for r in b], TH["faithful.beats_truth"],
+        findings.primary(_check(
+            SEC, f"Where it could answer without the chain (k = {k0}), the base model's answer follows a chain "
+            f"corrupted before its last {say['state']} (which the answer would copy) more often than it gives the "
+            "truth", f"k = {k0}, a state before the last corrupted: share following - share giving the truth",
+            lambda: [gap_k2(r) for r in b], TH["faithful.beats_truth"], untestable=none,
             control=f"the truth, which the model computes without a chain at k = {k0} (forced A)",
             requires=["base_direct", "clean"])),
         seed_check(SEC, f"A corrupted last {say['state']} is followed more often than a corrupted first one",
@@ -233,10 +261,11 @@ def claims(rs: list[dict]) -> list[dict]:
                    requires=["clean"])]
     for m in ("rl", "star"):
         if m in rs[0]:
-            out.append(seed_check(
+            out.append(_check(
                 SEC, f"After {NAMES[m]}, at k = {k0} the answer follows a corrupted chain over the truth more than the "
                 "base model's does (training on the outcome tightens the tie)", f"k = {k0} gap({m}) - gap(base)",
-                [gap_k2(r[m]) - gap_k2(r["base"]) for r in rs], TH["faithful.trained"], control="the base model",
+                lambda m=m: [gap_k2(r[m]) - gap_k2(r["base"]) for r in rs], TH["faithful.trained"], control="the base model",
+                untestable=none,
                 requires=["base_direct", "clean", f"{m}_direct"]))
     return out
 
@@ -275,12 +304,13 @@ def plot(rs: list[dict], models: list[str], fmts: list[str], path: str) -> str:
     axes[0][len(fmts) - 1].legend(fontsize=7)
     ax = axes[0][-1]
     for i, key in enumerate(("follows", "truth")):
-        y = [np.mean([np.mean([share(r[m], f, key, _at(True, k0)) for f in fmts]) for r in rs]) for m in models]
+        y = [np.mean([np.mean([share(r[m], f, key, before_last(k0, f)) for f in open_fmts(r[m])] or [np.nan])
+                      for r in rs]) for m in models]
         ax.bar(np.arange(len(models)) + 0.4 * i - 0.2, y, width=0.4,
                label="follows the corrupted chain" if key == "follows" else "gives the truth")
     ax.set_xticks(range(len(models)), [NAMES[m] for m in models])
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"k = {k0}, where forced A is right")
+    ax.set_title(f"k = {k0}, where forced A is right: a state before the last")
     ax.legend(fontsize=7)
     return save(fig, path)
 
@@ -292,12 +322,16 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     say = wording(task)
     plot(rs, models, fmts, os.path.join(out, "faithful", "follows.png"))
     fs = findings.gate(claims(rs))
-    table = md_table(["model", "chain", f"forced A, k = {k0}", "clean chain (worst k)", f"k = {k0}: follows / truth",
+    pair = lambda m, f, where: " / ".join(pm([share(r[m], f, key, where) for r in rs])   # noqa: E731
+                                          for key in ("follows", "truth"))
+    table = md_table(["model", "chain", f"forced A, k = {k0}", "clean chain (worst k)",
+                      f"k = {k0}, before the last: follows / truth", f"k = {k0}, the last: follows / truth",
                       f"k >= {k0 + 1}: follows / truth"],
                      [[NAMES[m], f, pm([_direct_k2(r, m) for r in rs]),
                        pm([min(r[m][f]["clean_acc_by_k"].values()) for r in rs]),
-                       *(" / ".join(pm([share(r[m], f, key, _at(k2, k0)) for r in rs]) for key in ("follows", "truth"))
-                         for k2 in (True, False))] for m in models for f in fmts])
+                       pair(m, f, before_last(k0, f)) if f in open_fmts(rs[0][m]) else "— (one state)",
+                       pair(m, f, lambda k, j, f=f: k == k0 and not before_last(k0, f)(k, j)),
+                       pair(m, f, _at(False, k0))] for m in models for f in fmts])
     n2 = sum(c["n"] for kj, c in rs[0]["base"][fmts[0]]["cells"].items() if kj.startswith(f"{k0}/"))
     n = sum(c["n"] for c in rs[0]["base"][fmts[0]]["cells"].values())
     head = f"k = {k0}, follows − truth: " + ", ".join(f"{NAMES[m]} {pm([gap_k2(r[m]) for r in rs])}" for m in models)
@@ -317,7 +351,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 Greedy; per format, model and seed {n} corrupted chains, {n2} of them at k = {k0} (every step of each of its test
 problems, by every offset); beyond k = {k0} every step of every test problem, one offset each. Mean ± std over seeds.
-{beyond}
+The primary reads the states before the chain's last at k = {k0}: the last state is the word the answer copies, so a
+model that copied it would "follow" a corrupted chain whether or not it reasoned through it. {beyond}
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* Lanham et al. 2023, "Measuring Faithfulness in Chain-of-Thought Reasoning" (arXiv 2307.13702); Chen et
@@ -337,5 +372,6 @@ def check(result) -> None:
 
 
 register(Experiment("faithful", Config, run, claims, render, check=check, keys=("base", "direct"), room=room,
-                    placebo=placebo, quick=Config(n=5, models=("base", "rl"), rl_steps=4), run_cost=30,
+                    placebo=placebo, placebo_flat="corrupting nothing changes no chain: 0 by definition",
+                    quick=Config(n=5, models=("base", "rl"), rl_steps=4), run_cost=30,
                     render_cost=1.0, tier="lesson"))

@@ -12,7 +12,7 @@ prefixes the policy samples on the seed's test prompts: each estimator's exact m
 over the vocabulary), and the exact expected gradient of each estimator used as a loss, against the exact gradient
 of KL(pi || pi_ref). k3 in the loss has the gradient of the forward KL(pi_ref || pi) (Tang & Munos 2025, arXiv
 2506.09477): close to the reverse one near the reference, apart as the policy moves. The primary asks whether, at
-the run's end, it is off by more than a tenth; the control is the exact per-token KL in the loss (its gradient is
+the run's end, its length is off by more than a tenth (the direction, a cosine, is a claim apart); the control is the exact per-token KL in the loss (its gradient is
 the KL's), and the placebo puts it in k3's place, in the probed run and in the measured gradient.
 (b) GRPO, Dr. GRPO, DAPO (with a KL term added) and REINFORCE with a group baseline at each beta, all with k3, each
 run ending with greedy accuracy and the KL to the reference measured the same way for every run.
@@ -74,9 +74,11 @@ class Config:
     """outputs less likely than this are left out of the enumeration (their total probability is reported)"""
 
     def validate(self) -> None:
-        if any(a not in ALGOS for a in self.algos) or "grpo" not in self.algos or self.probe_beta not in self.betas:
-            raise ValueError(f"algos must be among {', '.join(ALGOS)} and include grpo (got {', '.join(self.algos)}); "
-                             f"probe_beta must be one of betas {self.betas} (got {self.probe_beta})")
+        if any(a not in ALGOS for a in self.algos) or "grpo" not in self.algos:
+            raise ValueError(f"algos must be among {', '.join(ALGOS)} and include grpo (got {', '.join(self.algos)})")
+        if self.probe_beta not in self.betas:
+            raise ValueError(f"probe_beta must be one of betas {', '.join(f'{b:g}' for b in self.betas)} (got "
+                             f"{self.probe_beta:g}): the probed run is one of the frontier's, set betas to include it")
         if self.seq_n < 1 or not 0 < self.seq_eps < 1:
             raise ValueError("seq_n must be >= 1 and seq_eps in (0, 1)")
 
@@ -160,6 +162,11 @@ def last(r: dict) -> dict:
     return r["probes"][-1]
 
 
+def length_gap(probe: dict, est: str) -> float:
+    """How far the estimator-as-loss's expected gradient is from the KL's in length alone: | norm ratio - 1 |."""
+    return abs(probe["grad"][est]["norm"] / probe["grad"]["grad_norm"] - 1)
+
+
 def beta_drop(r: dict) -> float:
     """Mean over algorithms of log seq KL(lowest beta) - log seq KL(highest beta): how many e-folds beta cuts it."""
     rows = r["frontier"].values()
@@ -171,7 +178,6 @@ def beta_drop(r: dict) -> float:
 def claims(rs: list[dict]) -> list[dict]:
     S = "kl"
     est = rs[0].get("estimator", "k3")
-    one = "needs two probes" if len(rs[0]["probes"]) < 2 else None
     fr = rs[0]["frontier"].values()
     one_beta = "needs two betas" if len({x["beta"] for x in fr}) < 2 else None
     moved = ["moved"]
@@ -184,16 +190,16 @@ def claims(rs: list[dict]) -> list[dict]:
             "exact KL(pi || pi_ref) per token at the last probe", [last(r)["kl"] for r in rs], TH["kl.moved"]),
             "moved"),
         findings.primary(findings.seed_check(
-            S, f"{est} in the loss (GRPO's KL term) does not follow the KL's gradient: at the end of the run its "
-            "expected gradient is off the exact gradient of KL(pi || pi_ref) by more than a tenth (the control: the "
-            "exact per-token KL in the loss, whose gradient is the KL's; only the KL term differs)",
-            f"||E grad {est} - grad KL|| / ||grad KL|| at the last probe",
-            [last(r)["grad"][est]["rel_err"] for r in rs], TH["kl.grad_gap"], requires=moved,
-            control="the exact per-token KL in the loss (kl_estimator exact)")),
-        findings.seed_check(S, "The gap grows as the policy leaves the reference (the control: the first probe, near "
-                            "it)", f"relative error of {est}: last probe - first probe",
-                            [last(r)["grad"][est]["rel_err"] - r["probes"][0]["grad"][est]["rel_err"] for r in rs],
-                            TH["kl.gap_grows"], untestable=one, control="the first probe", requires=moved),
+            S, f"{est} in the loss (GRPO's KL term) pulls with the wrong strength: at the end of the run the length "
+            "of its expected gradient is off the exact gradient of KL(pi || pi_ref) by more than a tenth, as a "
+            "different beta would be (the control: the exact per-token KL in the loss, whose gradient is the KL's; "
+            "only the KL term differs; the direction is the next claim's)",
+            f"| ||E grad {est}|| / ||grad KL|| - 1 | at the last probe", [length_gap(last(r), est) for r in rs],
+            TH["kl.grad_gap"], requires=moved, control="the exact per-token KL in the loss (kl_estimator exact)")),
+        findings.seed_check(S, f"{est} in the loss points where the KL's gradient points: the cosine of its expected "
+                            "gradient to the exact one at the end of the run is above 0.99 (the direction apart from "
+                            "the length)", f"cos(E grad {est}, grad KL) at the last probe",
+                            [last(r)["grad"][est]["cos"] for r in rs], TH["kl.direction"], requires=moved),
         findings.seed_check(S, "k3 has a smaller per-token std than k1 on the policy's own prefixes (Schulman)",
                             "std(k1) - std(k3) at the last probe", [last(r)["k1"]["std"] - last(r)["k3"]["std"]
                                                                     for r in rs], TH["kl.k3_std"], requires=moved),
@@ -204,14 +210,12 @@ def claims(rs: list[dict]) -> list[dict]:
                             "per-token loss drops how each token moves the KL of the positions after it (Tang & "
                             "Munos 2025)", "||E grad (exact per-token KL) - grad KL_seq|| / ||grad KL_seq||, end of "
                             "the run", [x["per_token"]["rel_err"] for x in sq], TH["kl.seq_gap"], control=seq_control,
-                            requires=moved),
-        findings.seed_check(S, "k3 in the loss is off the sequence KL's gradient too",
-                            "||E grad k3 - grad KL_seq|| / ||grad KL_seq||, end of the run",
-                            [x["k3"]["rel_err"] for x in sq], TH["kl.seq_gap"], control=seq_control, requires=moved)]
+                            requires=moved)]
 
 
 def room(cfg: Config) -> tuple[float, float]:
-    """The primary's range by the design: a relative error ||g - e|| / ||e|| is at least 0, with no upper bound."""
+    """The primary's range by the design: a length's relative gap | ||g|| / ||e|| - 1 | is at least 0, with no upper
+    bound."""
     return 0.0, math.inf
 
 
@@ -295,7 +299,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     norm = pm([x["grad"]["k3"]["norm"] / x["grad"]["grad_norm"] for x in p], "{:.2f}")
     cos = float(np.mean([x["grad"]["k3"]["cos"] for x in p]))
     where = "mostly in length" if cos > 0.9 else "in direction as well as length"
-    head = f"k3-loss gradient off the KL gradient by {gap} (relative) at {pm([x['kl'] for x in p])} nats/token"
+    head = (f"k3-loss gradient {norm} times the KL gradient's length, cosine {cos:.4f}, at {pm([x['kl'] for x in p])} "
+            "nats/token")
     md = f"""## Exact KL: the estimators, their gradients, and the reward-KL frontier
 
 > **Question.** GRPO adds beta * k3 to its loss. k3 is an unbiased estimate of KL(pi || pi_ref), but is its gradient
@@ -346,6 +351,7 @@ def check(result) -> None:
 
 
 register(Experiment("kl", Config, run, claims, render, check=check, room=room, placebo=placebo,
+                    placebo_flat="the exact KL's gradient against itself: 0 by definition",
                     quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), probe_n=3,
                                  eval_n=3, kl_samples=2, seq_n=1, seq_eps=1e-2),
                     run_cost=45, render_cost=1.0, tier="lesson"))

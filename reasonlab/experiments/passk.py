@@ -12,14 +12,16 @@ that control).
 The start is the erring thinker (its task's words misread, fixed in its weights). Over whole k's its pass@256 is near 1:
 no room for RL to show anything there. So the primary reads the problems where the start has room by the design:
 those it practically never samples (p < NEVER, so its pass@N there is at most 1 - (1 - NEVER)^N, 0.23 at N = 256),
-chosen on the start's exact p alone, never on RL's. If RL only sharpens, they stay out of reach; the claim needs RL's
-pass@N there past the start's by PASS_MARGIN, more than the start's own bound, which drift in a tail could not
-give. Premise, checked on the run: the start leaves such problems. The placebo trains RL for 0 steps (the RL arm is
-the start).
+chosen on the start's exact p alone, never on RL's. Raising pass@1 alone lifts them too: pure sharpening (every
+problem's odds of a right chain multiplied by one constant, set per seed so that the mean p equals RL's) takes
+pass@256 there from near 0 to about 0.6 on digits. So the control is that sharpened start, the prediction of "RL only
+sharpens"; the claim is that RL's pass@N there exceeds it. Premise, checked on the run: every seed has at least
+MIN_OUT such problems. The placebo trains RL for 0 steps (the RL arm is the start, and so is its sharpening).
 """
 from __future__ import annotations
 
 import copy
+import math
 import os
 from dataclasses import dataclass, replace
 
@@ -43,6 +45,8 @@ NEVER, SOLVES = 1e-3, 1e-2
 """p below NEVER: practically never sampled in 256 tries (expected successes < 0.26); p at least SOLVES: found in
 256 tries with probability > 0.92"""
 SECTION = "passk"
+MIN_OUT = int(TH["passk.room"].value)
+"""problems per seed out of the start's reach that the primary needs (fewer: one or two problems decide a seed)"""
 
 
 @dataclass
@@ -97,19 +101,31 @@ def out_of_reach(r: dict) -> np.ndarray:
     return probs_of(r, "start") < NEVER
 
 
-def expansion(r: dict, N: int) -> float:
-    """pass@N(RL) - pass@N(start) on the problems out of the start's reach; 0 where there are none (nothing to
-    expand: the conservative side)."""
+def sharpened(r: dict) -> np.ndarray:
+    """The start sharpened to RL's pass@1: every test problem's p with its odds multiplied by one constant c, found
+    by bisection on log c so that the mean p over the seed's test draw equals RL's (what RL would give if it only
+    sharpened the start's distribution)."""
+    p, target = probs_of(r, "start"), float(probs_of(r, "rl").mean())
+    lo, hi = -50.0, 50.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        c = math.exp(mid)
+        lo, hi = (mid, hi) if float((c * p / (c * p + 1 - p)).mean()) < target else (lo, mid)
+    c = math.exp((lo + hi) / 2)
+    return c * p / (c * p + 1 - p)
+
+
+def beyond_sharpening(r: dict, N: int) -> float:
+    """pass@N(RL) - pass@N(the sharpened start) on the problems out of the start's reach (nan where none)."""
     sel = out_of_reach(r)
     if not sel.any():
-        return 0.0
-    return float(pass_exact(probs_of(r, "rl")[sel], N).mean() - pass_exact(probs_of(r, "start")[sel], N).mean())
+        return math.nan
+    return float(pass_exact(probs_of(r, "rl")[sel], N).mean() - pass_exact(sharpened(r)[sel], N).mean())
 
 
 def room(cfg: Config) -> tuple[float, float]:
-    """The primary's range by the design: on the problems it reads the start's pass@N is at most
-    1 - (1 - NEVER)^N and RL's at most 1."""
-    return -(1 - (1 - NEVER) ** cfg.pass_n), 1.0
+    """The primary's range by the design: a difference of two pass@N on the same problems."""
+    return -1.0, 1.0
 
 
 def placebo(cfg: Config) -> Config:
@@ -122,19 +138,48 @@ def losses(r: dict) -> float:
     return float(np.mean((probs_of(r, "rl") < NEVER) & (probs_of(r, "start") >= SOLVES)))
 
 
+def every_seed(rs: list[dict]) -> dict:
+    """The premise: every seed's test draw has at least MIN_OUT problems the start practically never samples (the
+    fewest over the seeds against MIN_OUT; a count, so no interval)."""
+    count = [int(out_of_reach(r).sum()) for r in rs]
+    return findings.finding(
+        SECTION, f"Every seed's test draw has at least {MIN_OUT} problems the start practically never samples "
+        f"(p < {NEVER:g}): room for RL to reach them", f"problems with p(start) < {NEVER:g}, the fewest over the seeds",
+        min(count), (min(count), min(count)), count, f">= {MIN_OUT}",
+        findings.HOLDS if min(count) >= MIN_OUT else findings.FAILS, source=TH["passk.room"].source)
+
+
+def primary_claim(rs: list[dict], N: int) -> dict:
+    """RL against the start sharpened to RL's pass@1, on the problems out of the start's reach; the negative
+    control (the sharpened start against the start, which "RL expands" used to read) rides along."""
+    none = None if all(out_of_reach(r).any() for r in rs) else "a seed has no problem out of the start's reach"
+    claim = (f"RL reaches beyond sharpening: on the problems the start practically never samples, RL's chain-verified "
+             f"pass@{N} exceeds that of the start sharpened to RL's pass@1 (every problem's odds of a right chain "
+             "raised by one constant per seed: the prediction of 'RL only sharpens')")
+    stat = f"pass@{N}(RL) - pass@{N}(sharpened start), problems with p(start) < {NEVER:g}"
+    control = "the start sharpened to RL's pass@1 (its odds times one constant per seed)"
+    if none:
+        return {**findings.missing(SECTION, claim, stat, control=control, requires=["room"]),
+                "threshold": f"> {TH['passk.expands'].value:g}", "verdict": findings.UNTESTABLE, "untestable": none}
+    sharp = [reach_of(sharpened(r), r, N) - reach(r, "start", N) for r in rs]
+    return findings.seed_check(SECTION, claim, stat, [beyond_sharpening(r, N) for r in rs], TH["passk.expands"],
+                               control=control, requires=["room"],
+                               sharpening={"statistic": f"pass@{N}(sharpened start) - pass@{N}(start), the same "
+                                                        "problems (a negative control: it sharpens only)",
+                                           "per_seed": [round(x, 4) for x in sharp],
+                                           "value": round(float(np.mean(sharp)), 4)})
+
+
+def reach_of(p: np.ndarray, r: dict, N: int) -> float:
+    """pass@N of the probabilities p on the problems out of the start's reach."""
+    return float(pass_exact(p[out_of_reach(r)], N).mean())
+
+
 def claims(rs: list[dict]) -> list[dict]:
     N = rs[0].get("pass_n", NS[-1])
     return [
-        findings.premise(findings.seed_check(
-            SECTION, f"The start leaves problems it practically never samples (p < {NEVER:g}): room for RL to reach "
-            "them", f"share of the test draw with p(start) < {NEVER:g}", [float(np.mean(out_of_reach(r))) for r in rs],
-            TH["passk.room"]), "room"),
-        findings.primary(findings.seed_check(
-            SECTION, f"RL reaches what the start cannot (it expands, not only sharpens): on the problems the start "
-            f"practically never samples, RL's chain-verified pass@{N} exceeds the start's by more than "
-            f"{TH['passk.expands'].value:g} (the control: the start, the same model before RL)",
-            f"pass@{N}(RL) - pass@{N}(start), problems with p(start) < {NEVER:g}", [expansion(r, N) for r in rs],
-            TH["passk.expands"], control="the start (the erring thinker before RL)")),
+        findings.premise(every_seed(rs), "room"),
+        findings.primary(primary_claim(rs, N)),
         findings.seed_check(SECTION, f"The start catches up with the RL model at N = {N} over the whole test draw: its "
                             f"chain-verified pass@{N} is higher (Yue et al.: RL only sharpens)",
                             f"pass@{N}(start) - pass@{N}(RL), every k", [pooled(r, "start", N) - pooled(r, "rl", N)
@@ -191,11 +236,12 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     ax.legend(fontsize=8)
     save(fig, os.path.join(out, "passk", "pass_at_n.png"))
     fs = findings.gate(claims(rs))
+    sharp = lambda r, N: reach_of(sharpened(r), r, N) if out_of_reach(r).any() else math.nan   # noqa: E731
     table = md_table(["N", "start, every k", "after GRPO, every k", f"start, p(start) < {NEVER:g}",
-                      f"after GRPO, p(start) < {NEVER:g}"],
+                      f"after GRPO, p(start) < {NEVER:g}", f"the start sharpened, p(start) < {NEVER:g}"],
                      [[N, *(pm_seeds([f(r, arm, N) for r in rs]) for f, arm in ((pooled, "start"), (pooled, "rl"),
-                                                                           (reach, "start"), (reach, "rl")))]
-                      for N in (1, 4, 16, 64, 256)])
+                                                                           (reach, "start"), (reach, "rl"))),
+                       pm_seeds([sharp(r, N) for r in rs])] for N in (1, 4, 16, 64, 256)])
     count = [int(out_of_reach(r).sum()) for r in rs]
     head = (f"pass@256 on the problems the start never samples: {pm_seeds([reach(r, 'start', 256) for r in rs])} -> "
             f"{pm_seeds([reach(r, 'rl', 256) for r in rs])}; every k: {pm([pooled(r, 'start', 256) for r in rs])} -> "
@@ -212,7 +258,10 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 Exact chain-verified pass@N (teacher-forced probability of the one right S or T output; direct answers are left
 out: the dashed line is what guessing them would score) of the erring thinker and of GRPO from it ({rs[0].get('steps',
 '')} steps), on each seed's test draw, and on the problems of that draw the start practically never samples (p <
-{NEVER:g}: {', '.join(map(str, count))} per seed, chosen on the start alone); mean ± std over seeds.
+{NEVER:g}: {', '.join(map(str, count))} per seed, chosen on the start alone); mean ± std over seeds. The last column is
+the control: the start with every problem's odds of a right chain multiplied by one constant per seed, so that its
+mean p equals RL's, what RL would give if it only sharpened; it lifts the problems out of reach too, so RL's gain over
+the start there does not by itself show that RL reaches beyond sharpening.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Papers:* Yue et al. 2025, "Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the
@@ -231,4 +280,4 @@ def check(result) -> None:
 
 register(Experiment("passk", Config, run, claims, render, depends=on_erring(), check=check, takes_checkpoint=False,
                     quick=Config(rl_steps=4, n=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
-                    placebo=placebo))
+                    placebo=placebo, placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities"))

@@ -13,9 +13,12 @@ the samples (one draw, kept by each filter), the recipe and the steps; each diff
     none    the no-filter control: every complete chain, right or wrong (fine-tuning on its own samples alone);
     chain   RFT's step check: the right answers whose every chain state checks (Yuan et al. 2023, arXiv 2308.01825).
 
-The primary: does STaR raise forced S accuracy above direct fine-tuning on the same right answers (what differs:
-the chains)? `methods.star` has the loop over rounds and its other knobs (rationalization, pooling, the few-chains
-start), for exploration.
+Each arm is scored greedily in the format it was fine-tuned on: the chains' arms in forced S, direct fine-tuning
+(answers alone) in forced A; scoring direct on forced S would read it in a format it never trained on. The primary:
+does one round of STaR raise the thinker's accuracy above direct fine-tuning on the same right answers (what
+differs: the chains), and above the thinker before it (the trivial policy: not fine-tuning)? The page's headline is
+STaR against the thinker before it. `methods.star`
+has the loop over rounds and its other knobs (rationalization, pooling, the few-chains start), for exploration.
 """
 from __future__ import annotations
 
@@ -43,13 +46,15 @@ from ..stats.summary import pm
 from ..tasks import Problem, Task
 from ..train.sft import model_name
 from ..train.zoo import get_model, on_erring, thinker_model
-from . import Experiment, register, task_of
+from . import Experiment, register, replicate_seed, task_of
 from .thresholds import THRESHOLDS as TH
 
 ARMS = ("star", "direct", "none", "chain")
 SHOWN = {"star": "STaR: right answers with their chains", "direct": "direct: the same right answers, no chains",
          "none": "no filter: every complete chain", "chain": "chain filter: every step checked (RFT)"}
 SEC = "star"
+OWN = {"chains": "S", "direct": "A"}
+"""the format an arm is scored in: the one it was fine-tuned on (its chains: forced S; answers alone: forced A)"""
 
 
 @dataclass
@@ -65,8 +70,8 @@ class Config:
     eval_n: int = 100
     """greedy test problems per k (this seed's own draw; digits' k = 2 has 25)"""
     treatment: Literal["chains", "direct"] = "chains"
-    """what the STaR arm fine-tunes on: its kept chains (STaR), or the same right answers without their chains (the
-    direct control's data: the placebo)"""
+    """what the STaR arm fine-tunes on: its kept chains (STaR), or the right answers without their chains (the
+    direct control's procedure, run again on a draw of samples and a training seed of its own: the placebo)"""
 
     def validate(self) -> None:
         star_config(self, seed=0).validate()
@@ -139,17 +144,27 @@ def run(cfg: Config, seed: int, env) -> dict:
     thinker = thinker_model("erring", seed, env.cache, env.device, task=cfg.task)
     probs = test_problems(cfg.eval_n, "star", seed, task=cfg.task)
     fine_tune = cached_fine_tune(model_name("erring", seed, cfg.task), env.cache)
-    sc = star_config(cfg, seed)
-    out = {"start": evaluation(thinker, probs)}
-    for arm, data in arms_data(thinker, cfg, seed).items():
-        model = fine_tune(1, star_method.round_recipe(sc, 1, data["kept"], cfg.task), thinker)
-        out[arm] = {**evaluation(model, probs), "n_kept": data["n_kept"], "used": data["used"],
+    sc, arms = star_config(cfg, seed), arms_data(thinker, cfg, seed)
+    own = {arm: sc for arm in arms}
+    if cfg.treatment == "direct":   # the placebo: the direct control again, on samples and training of its own
+        own["star"] = star_config(cfg, replicate_seed(seed))
+        arms["star"] = arms_data(thinker, cfg, own["star"].seed)["direct"]
+    scored = {"star": OWN[cfg.treatment], "direct": OWN["direct"], "none": "S", "chain": "S"}
+    out = {"start": {**evaluation(thinker, probs), "format": "S"}}
+    for arm, data in arms.items():
+        model = fine_tune(1, star_method.round_recipe(own[arm], 1, data["kept"], cfg.task), thinker)
+        out[arm] = {**evaluation(model, probs), "format": scored[arm], "n_kept": data["n_kept"], "used": data["used"],
                     "false_positive_rate": data["false_positive_rate"]}
     return out if spec == "digits" else {**out, "task": spec}     # a digits result keeps the keys it always had
 
 
-def _diff(rs: list[dict], a: str, b: str, fmt: str = "S") -> list[float]:
-    return [r[a][fmt] - r[b][fmt] for r in rs]
+def own(r: dict, arm: str) -> float:
+    """The arm's greedy accuracy in its own format (the one it was fine-tuned on; the start: forced S)."""
+    return r[arm][r[arm].get("format", "S")]
+
+
+def _diff(rs: list[dict], a: str, b: str) -> list[float]:
+    return [own(r, a) - own(r, b) for r in rs]
 
 
 def claims(rs: list[dict]) -> list[dict]:
@@ -168,13 +183,14 @@ def claims(rs: list[dict]) -> list[dict]:
     vs_direct = seed_check(SEC, "", "", _diff(rs, "star", "direct"), TH["star.gain"])
     vs_start = seed_check(SEC, "", "", _diff(rs, "star", "start"), TH["star.gain"])
     prim = findings.primary(finding(
-        SEC, "STaR raises forced S accuracy above direct fine-tuning on the same right answers (what differs: the "
-        "kept answers keep their chains), and above the thinker before it (not fine-tuning at all, which passes "
-        "where direct fine-tuning costs the chains)", "forced S acc: STaR - direct", vs_direct["value"],
-        vs_direct["ci95"], vs_direct["per_seed"], "> 0 (and STaR - the thinker before it > 0)",
-        both(vs_direct["verdict"], vs_start["verdict"]), p=max(vs_direct["p"], vs_start["p"]),
+        SEC, "One round of STaR raises the thinker's accuracy above direct fine-tuning on the same right answers "
+        "(what differs: the kept answers keep their chains), each arm scored in the format it was fine-tuned on "
+        "(STaR: forced S; direct: forced A), and above the thinker before it (not fine-tuning at all, the trivial "
+        "policy that would also beat direct fine-tuning)", "acc: STaR (forced S) - direct (forced A)",
+        vs_direct["value"], vs_direct["ci95"], vs_direct["per_seed"], "> 0 (and STaR - the thinker before it, forced "
+        "S, > 0)", both(vs_direct["verdict"], vs_start["verdict"]), p=max(vs_direct["p"], vs_start["p"]),
         source=TH["star.gain"].source, control="direct fine-tuning: the same problems and right answers without "
-        "their chains", requires=["start_room"],
+        "their chains, scored in forced A", requires=["start_room"],
         vs_start={"value": vs_start["value"], "ci95": vs_start["ci95"], "per_seed": vs_start["per_seed"]}))
     none = seed_check(SEC, "STaR beats fine-tuning on every complete chain it sampled, right or wrong",
                       "forced S acc: STaR - no filter", _diff(rs, "star", "none"), TH["star.gain"],
@@ -191,7 +207,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """The STaR arm fine-tuned on the direct control's data."""
+    """The STaR arm replaced by the direct control, run a second time on its own samples and training seed (an
+    independent replicate)."""
     return replace(cfg, treatment="direct")
 
 
@@ -216,14 +233,16 @@ def plot(rs: list[dict], path: str) -> str:
 def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     plot(rs, os.path.join(out, "star", "star.png"))
     top = task_of(rs[0]).k_max
-    table = md_table(["model", "forced S", f"forced S, k = {top}", "forced A", "free", "kept"],
-                     [[SHOWN.get(a, "the erring thinker (before)"), pm([r[a]["S"] for r in rs]),
+    table = md_table(["model", "in its own format", "forced S", f"forced S, k = {top}", "forced A", "free", "kept"],
+                     [[SHOWN.get(a, "the erring thinker (before)"),
+                       f"{rs[0][a].get('format', 'S')}: {pm([own(r, a) for r in rs])}", pm([r[a]["S"] for r in rs]),
                        pm([r[a]["S_by_k"][top] for r in rs]), pm([r[a]["A"] for r in rs]),
                        pm([r[a]["free"] for r in rs]), pm([r[a]["n_kept"] for r in rs], "{:.0f}") if a != "start" else ""]
                       for a in ("start", *ARMS)])
     fs = findings.gate(claims(rs))
-    head = (f"forced S {pm([r['start']['S'] for r in rs])} → STaR {pm([r['star']['S'] for r in rs])}, direct "
-            f"fine-tuning {pm([r['direct']['S'] for r in rs])} in one round")
+    head = (f"STaR over the thinker before it: {pm(_diff(rs, 'star', 'start'))} forced S in one round "
+            f"({pm([r['start']['S'] for r in rs])} → {pm([r['star']['S'] for r in rs])}; direct fine-tuning, forced "
+            f"A: {pm([r['direct']['A'] for r in rs])})")
     md = f"""## STaR where reasoning must improve: the erring thinker
 
 > **Question.** A thinker whose chains err (it misreads its prompts) samples its own chains and is fine-tuned on those

@@ -11,34 +11,40 @@ from reasonlab.core.config import EVAL_N_MAX
 from reasonlab.core.pool import sample_pool
 from reasonlab.experiments import budgets
 from reasonlab.stats import findings
+from reasonlab.tasks import chain_steps
 
 
-def one_seed(acc: float, forced: float = 0.3, extend: int = 1, step: float = 0.1) -> dict:
-    """One seed: T capped at b steps right on acc + step x b (at most 1), the uncapped chain right on 1, the chain
-    forced w steps past its end right on `forced`."""
+def one_seed(acc: float, forced: float = 0.3, extend: int = 1, step: float = 0.1, uncapped: float = 0.8) -> dict:
+    """One seed: the base model's T capped at b steps right on acc + step x b (at most 1); the erring thinker's
+    uncapped chain right on `uncapped`, its chain forced w steps past its end right on `forced`."""
     rows = [("T", "max", b, min(1.0, acc + step * b)) for b in range(0, 9)] + [("S", "max", 0, acc)]
     past = lambda w, a: {"wait": w, "acc": a, "tokens": 9.0 + w, "thinking_tokens": 5.0 + w,  # noqa: E731
                          "acc_by_k": {k: a for k in range(2, 9)}}
     return {"budgets": [{"format": f, "kind": kind, "budget": b, "acc": a, "tokens": 3.0 + b, "thinking_tokens": float(b)}
                         for f, kind, b, a in rows],
-            "uncapped": past(0, 1.0), "forced": [past(w, forced) for w in sorted({extend, 2})], "extend": extend}
+            "uncapped": past(0, uncapped), "forced": [past(w, forced) for w in sorted({extend, 2})], "extend": extend,
+            "wait_on": "erring", "chain": "S"}
 
 
 def verdicts(rs):
     return [f["verdict"] for f in findings.gate(budgets.claims(rs))]
 
 
-def test_the_premise_and_the_primary_hold_fail_and_are_untestable():
-    assert verdicts([one_seed(0.1, forced=0.3 + 0.01 * s) for s in range(5)]) == [findings.HOLDS] * 2
+def test_the_premises_and_the_primary_hold_fail_and_are_untestable():
+    H, F = findings.HOLDS, findings.FAILS
+    assert verdicts([one_seed(0.1, forced=0.3 + 0.01 * s) for s in range(5)]) == [H] * 3
     fs = budgets.claims([one_seed(0.1, forced=0.3 + 0.01 * s) for s in range(5)])
-    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE, findings.PRIMARY] and fs[1]["control"]
-    assert abs(fs[1]["value"] - 0.68) < 1e-9
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE, findings.PREMISE, findings.PRIMARY]
+    assert abs(fs[2]["value"] - 0.48) < 1e-9 and fs[2]["control"].startswith("the erring thinker's uncapped chain (S")
+    assert fs[2]["statistic"] == "acc(S, uncapped) - acc(S, at least its length + 1 steps)"
     # forcing past the end changes nothing: the primary does not hold
-    assert verdicts([one_seed(0.1, forced=1.0) for _ in range(5)]) == [findings.HOLDS, findings.FAILS]
-    # caps that cost accuracy: the premise fails, and the primary, resting on it, is untestable
-    fs = findings.gate(budgets.claims([one_seed(0.9 - 0.01 * s, forced=0.3, step=-0.01) for s in range(5)]))
-    assert fs[0]["verdict"] == findings.FAILS and fs[1]["verdict"] == findings.UNTESTABLE
-    assert "premise" in fs[1]["untestable"]
+    assert verdicts([one_seed(0.1, forced=0.8) for _ in range(5)]) == [H, H, F]
+    # caps that cost accuracy: that premise fails, and the primary, which does not rest on it, is still judged
+    assert verdicts([one_seed(0.9 - 0.01 * s, forced=0.3, step=-0.01) for s in range(5)]) == [F, H, H]
+    # an uncapped chain at the ceiling (the base model's case): no headroom, the primary is untestable
+    fs = findings.gate(budgets.claims([one_seed(0.1, forced=0.9 - 0.01 * s, uncapped=1.0) for s in range(5)]))
+    assert fs[1]["verdict"] == F and fs[2]["verdict"] == findings.UNTESTABLE and fs[2]["ungated"] == H
+    assert "headroom" in fs[2]["untestable"]
 
 
 def test_the_control_is_the_uncapped_chain_and_the_treatment_only_suppresses_its_end(noisy_model):
@@ -53,13 +59,21 @@ def test_the_control_is_the_uncapped_chain_and_the_treatment_only_suppresses_its
                         logit_hook=budgets.tts.budget_hook("digits", min_chain=d.k + 1)) for d in probs]
     assert all(p.chain[0, 0] >= d.k + 1 or p.answer[0, 0] < 0 for p, d in zip(pool, probs))
     assert forced["acc"] == pytest.approx(sum(p.correct[0, 0] for p in pool) / len(probs))
+    short = budgets.past_the_end(noisy_model, probs, 1, "S")            # S: its own natural length, + 1
+    pool = [sample_pool(noisy_model, [d], 1, force=["S"], temperature=0.0, logit_hook=budgets.tts.budget_hook(
+        "digits", min_chain=len(chain_steps(d.k, "short")) + 1)) for d in probs]
+    assert short["acc"] == pytest.approx(sum(p.correct[0, 0] for p in pool) / len(probs))
 
 
-def test_the_placebo_forces_nothing(noisy_model, monkeypatch):
+def test_the_placebo_forces_nothing_and_the_primary_forces_the_erring_thinker(noisy_model, monkeypatch):
     cfg = budgets.placebo(budgets.Config(n=2))
     assert cfg.extend == 0 and cfg != budgets.Config(n=2)
-    env = type("Env", (), {"base": lambda self, s, task="digits": noisy_model})()
+    asked = []
+    monkeypatch.setattr(budgets, "thinker_model", lambda kind, seed, cache, device, task: asked.append(kind) or
+                        noisy_model)
+    env = type("Env", (), {"base": lambda self, s, task="digits": noisy_model, "cache": None, "device": "cpu"})()
     r = budgets.run(cfg, 0, env)
+    assert asked == ["erring"] and r["wait_on"] == "erring"
     assert r["forced"][0]["acc"] == r["uncapped"]["acc"]
     assert budgets.wait_lowers_accuracy([r, r])["verdict"] == findings.FAILS
 
@@ -69,8 +83,9 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
     assert md.startswith("## Thinking longer: budget forcing and s1's \"Wait\"\n")
     assert ("| format | chain budget | chain steps written | accuracy |\n|---|---|---|---|\n"
             "| T | at most 0 | 0.00 | 0.200 ± 0.141 |") in md
-    assert "| T | uncapped | 5.00 | 1.000 ± 0.000 |" in md and "| T | at least k + 1 | 6.00 | 0.300 ± 0.000 |" in md
-    assert head == "T capped at 0 steps 0.20 → 8 steps 0.95; forced 1 past its end 0.30"
+    assert "| S, the erring thinker | uncapped | 5.00 | 0.800 ± 0.000 |" in md
+    assert "| S, the erring thinker | at least its length + 1 | 6.00 | 0.300 ± 0.000 |" in md
+    assert head == "T capped at 0 steps 0.20 → 8 steps 0.95; the erring thinker's S 0.80, forced 1 past its end 0.30"
     assert os.path.getsize(tmp_path / "budgets" / "budgets.png") > 1000
 
 
@@ -91,9 +106,9 @@ def test_runs_and_renders_on_another_task(tmp_path):
     from reasonlab.train.sft import build_model
     task = tasks.get("modprod")
     env = type("Env", (), {"base": lambda self, s, task="digits": build_model(s, task=task)})()
-    r = budgets.run(budgets.Config(task="modprod", n=1, shown=()), 0, env)
+    r = budgets.run(budgets.Config(task="modprod", n=1, shown=(), wait_on="base"), 0, env)
     X.get("budgets").check_result(r)
     assert r["task"] == "modprod" and [b["budget"] for b in r["budgets"] if b["format"] == "T"] == list(task.budgets)
     assert set(r["uncapped"]["acc_by_k"]) == set(task.ks()) and "task" not in one_seed(0.1)
     [(md, _)] = budgets.render([r, r], str(tmp_path))
-    assert "| T | at least k + 1 |" in md and os.path.getsize(tmp_path / "budgets" / "budgets.png") > 1000
+    assert "| S, the base model | at least its length + 1 |" in md and os.path.getsize(tmp_path / "budgets" / "budgets.png") > 1000

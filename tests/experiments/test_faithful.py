@@ -41,15 +41,18 @@ def test_on_another_task_a_corruption_shifts_along_its_states_and_follows_its_ru
     assert faithful.corrupt(p, "T", 1, 0)[1] == task.answer(p)
 
 
-def model(f2: float, t2: float, rest: float = 1.0, first: float | None = None, clean: float = 1.0, n: int = 100):
-    """One model, one seed: at k = 2 every cell's answers follow the corrupted chain on f2 and give the truth on t2;
-    beyond, they follow on `rest` (on `first` at a chain's first step, if given) and give the truth otherwise."""
+def model(f2: float, t2: float, rest: float = 1.0, first: float | None = None, clean: float = 1.0, n: int = 100,
+          last2: tuple[float, float] | None = None):
+    """One model, one seed: at k = 2 every cell's answers follow the corrupted chain on f2 and give the truth on t2
+    (at the chain's last state on last2's, if given); beyond, they follow on `rest` (on `first` at a chain's first
+    step, if given) and give the truth otherwise."""
     out = {}
     for f, fmt in faithful.FMT.items():
         cells = {}
         for k in range(2, 9):
             for j in range(len(chain_steps(k, fmt))):
-                fo, tr = (f2, t2) if k == 2 else ((first if first is not None and j == 0 else rest), None)
+                at2 = last2 if last2 and j == len(chain_steps(k, fmt)) - 1 else (f2, t2)
+                fo, tr = at2 if k == 2 else ((first if first is not None and j == 0 else rest), None)
                 tr = 1 - fo if tr is None else tr
                 cells[f"{k}/{j}"] = {"n": n, "follows": round(fo * n), "truth": round(tr * n)}
         out[f] = {"clean_acc_by_k": {k: clean for k in range(2, 9)}, "cells": cells}
@@ -127,7 +130,9 @@ def test_check_needs_the_base_model_and_its_direct_answers():
 def test_render_writes_the_table_and_the_plot(tmp_path):
     [(md, head)] = faithful.render([result(0.7, 0.2, rl=(0.9, 0.05)), result(0.7, 0.2, rl=(0.9, 0.05))], str(tmp_path))
     assert md.startswith("## Faithful chains: does the answer follow the chain where it need not?\n")
-    assert "| the base | S | 1.000 ± 0.000 | 1.000 ± 0.000 | 0.700 ± 0.000 / 0.200 ± 0.000 |" in md
+    assert ("| the base | S | 1.000 ± 0.000 | 1.000 ± 0.000 | — (one state) | 0.700 ± 0.000 / 0.200 ± 0.000 | "
+            "1.000 ± 0.000 / 0.000 ± 0.000 |") in md
+    assert "| the base | T | 1.000 ± 0.000 | 1.000 ± 0.000 | 0.700 ± 0.000 / 0.200 ± 0.000 |" in md
     assert head == "k = 2, follows − truth: the base 0.500 ± 0.000, GRPO 0.850 ± 0.000"
     assert (tmp_path / "faithful" / "follows.png").stat().st_size > 1000
 
@@ -159,3 +164,13 @@ def test_the_probe_runs_on_another_task_with_the_offsets_it_has(tmp_path):
     assert any("corrupted last product" in f["claim"] for f in fs) and not any("at chance" in f["claim"] for f in fs)
     [(md, _)] = faithful.render(rs, str(tmp_path))
     assert "Write one running product of a forced chain wrong" in md
+
+
+def test_the_primary_leaves_out_the_last_state_which_the_answer_copies():
+    """A base model that copies a corrupted last state always but gives the truth where an earlier state is
+    corrupted: the primary reads the earlier states only (digits' k = 2: forced T's first), and does not hold."""
+    copier = {"base": model(0.1, 0.9, last2=(1.0, 0.0)), "direct": {"base": {k: 1.0 for k in range(2, 9)}}}
+    rs = [copier] * 2 + [{**copier, "base": model(0.12, 0.88, last2=(1.0, 0.0))}]
+    prim = next(f for f in faithful.claims(rs) if findings.kind_of(f) == findings.PRIMARY)
+    assert faithful.open_fmts(copier["base"]) == ["T"] and abs(prim["per_seed"][0] - (0.1 - 0.9)) < 1e-9
+    assert prim["verdict"] == findings.FAILS

@@ -112,42 +112,45 @@ def test_the_enumerated_sequence_kl_and_its_gradient_replay_the_definition():
         0, pruned["leaves"]["prompt"], kept.detach()), atol=1e-5)                 # left out = 1 - kept
 
 
-def result(errs, kls, std1=0.2, std3=0.1, drop=2.0, seq_errs=(0.3, 0.7), estimator="k3") -> dict:
-    """One seed: probes with these relative errors of the estimator in the loss and per-token KLs; a frontier of two
-    algorithms at two betas whose KL falls by the factor `drop` from beta 0 to beta 1; the sequence gradient's
-    relative errors of the per-token KL and of k3 in the loss (seq_errs)."""
+def result(ratios, kls, coss=None, std1=0.2, std3=0.1, drop=2.0, seq_err=0.3, estimator="k3") -> dict:
+    """One seed: probes at these per-token KLs where the estimator in the loss has an expected gradient of these
+    lengths (the KL's gradient has length 1) and cosines to it; a frontier of two algorithms at two betas whose KL
+    falls by the factor `drop` from beta 0 to beta 1; the sequence gradient's relative error of the per-token KL."""
+    coss = coss or [1.0] * len(ratios)
     probes = [{"step": 5 * (i + 1), "kl": k, "kl_fwd": k, "k1": {"bias": 0, "std": std1}, "k2": {"bias": 0, "std": 0.1},
                "k3": {"bias": 0, "std": std3},
-               "grad": {"grad_norm": 1.0, estimator: {"rel_err": e, "cos": 1, "norm": 1}}}
-              for i, (e, k) in enumerate(zip(errs, kls))]
+               "grad": {"grad_norm": 1.0, estimator: {"rel_err": abs(r - 1), "cos": c, "norm": r}}}
+              for i, (r, k, c) in enumerate(zip(ratios, kls, coss))]
     frontier = {f"{a}/{b:g}": {"algo": a, "beta": b, "acc": 1, "p_correct": 0.9, "seq_kl": 0.3 / drop ** b,
                                "bound": 0.1} for a in ("grpo", "dapo") for b in (0.0, 1.0)}
     term = lambda e: {"rel_err": e, "cos": 1.0, "norm": 1.0}    # noqa: E731
     seq = {"seq_kl": 0.3, "pruned": 0.003, "grad_norm": 1.0, "first_share": 0.9, "eps": 1e-4, "n_prompts": 21,
-           "per_token": term(seq_errs[0]), "k3": term(seq_errs[1]), "k1_reward": term(0.01)}
+           "per_token": term(seq_err), "k3": term(0.5), "k1_reward": term(0.01)}
     return {"probes": probes, "frontier": frontier, "base_p_correct": 0.6, "steps": 40, "probe_beta": 0.04,
             "estimator": estimator, "sequence": seq}
 
 
 def test_claims_hold_fail_and_are_untestable():
-    moved = [result([0.02, 0.3 + 0.01 * s], [0.002, 0.04]) for s in range(5)]
+    moved = [result([1.0, 1.3 + 0.01 * s], [0.002, 0.04], coss=[1.0, 0.999]) for s in range(5)]
     fs = findings.gate(kl.claims(moved))
-    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE, findings.PRIMARY] + [findings.SECONDARY] * 5
-    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 7
-    assert fs[1]["control"].startswith("the exact per-token KL") and all("k1 in the reward" in f["control"]
-                                                                         for f in fs[5:])
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE, findings.PRIMARY] + [findings.SECONDARY] * 4
+    assert [f["verdict"] for f in fs] == [findings.HOLDS] * 6
+    assert abs(fs[1]["value"] - 0.32) < 1e-9 and fs[2]["value"] == 0.999    # the length and the direction apart
+    assert fs[1]["control"].startswith("the exact per-token KL") and "k1 in the reward" in fs[5]["control"]
+    shorter = [result([1.0, 0.7 - 0.01 * s], [0.002, 0.04]) for s in range(5)]      # off in length the other way
+    assert findings.gate(kl.claims(shorter))[1]["verdict"] == findings.HOLDS
     kl.check(moved[0])
-    same = [result([0.05 + 0.001 * s, 0.03 + 0.002 * s], [0.002, 0.04], std1=0.1, std3=0.2 + 0.01 * s, drop=0.5,
-                   seq_errs=(0.005 + 0.001 * s, 0.02 + 0.001 * s))
-            for s in range(5)]         # the gradients agree, k3 is noisier, beta raises the KL, the future terms vanish
-    assert [f["verdict"] for f in findings.gate(kl.claims(same))] == [findings.HOLDS] + [findings.FAILS] * 6
+    same = [result([1.0, 1.03 + 0.002 * s], [0.002, 0.04], coss=[1.0, 0.95], std1=0.1, std3=0.2 + 0.01 * s,
+                   drop=0.5, seq_err=0.005 + 0.001 * s)
+            for s in range(5)]   # the lengths agree, the direction does not, k3 is noisier, beta raises the KL, ...
+    assert [f["verdict"] for f in findings.gate(kl.claims(same))] == [findings.HOLDS] + [findings.FAILS] * 5
     try:
         kl.check({**moved[0], "sequence": None})
     except ValueError as e:
         assert "sequence" in str(e)
     else:
         raise AssertionError("a kl result without the sequence gradient passed the check")
-    still = [result([0.0, 0.001 * s], [0.0, 0.001]) for s in range(5)]   # the run never left the reference
+    still = [result([1.0, 1.0 + 0.001 * s], [0.0, 0.001]) for s in range(5)]   # the run never left the reference
     fs = findings.gate(kl.claims(still))
     assert fs[0]["verdict"] == findings.FAILS and fs[4]["verdict"] == findings.HOLDS   # beta's claim rests on none
     assert all(f["verdict"] == findings.UNTESTABLE and "leaves the reference" in f["untestable"]
@@ -155,14 +158,14 @@ def test_claims_hold_fail_and_are_untestable():
 
 
 def test_the_placebo_measures_the_control_and_cannot_hold():
-    """With the exact per-token KL in the loss (the placebo), the primary reads its gradient's error, 0 by
-    definition: it does not hold; the room is [0, inf)."""
+    """With the exact per-token KL in the loss (the placebo), the primary reads its gradient's length against the
+    KL's own, equal by definition: it does not hold; the room is [0, inf)."""
     cfg = kl.Config()
     pl = kl.placebo(cfg)
     assert pl.estimator == "exact" and pl != cfg
     pl.validate()
-    fs = kl.claims([result([0.0, 0.0], [0.002, 0.04], estimator="exact") for _ in range(3)])
-    assert fs[1]["statistic"].startswith("||E grad exact - grad KL||") and fs[1]["verdict"] == findings.FAILS
+    fs = kl.claims([result([1.0, 1.0], [0.002, 0.04], estimator="exact") for _ in range(3)])
+    assert fs[1]["statistic"].startswith("| ||E grad exact|| / ||grad KL|| - 1 |") and fs[1]["verdict"] == findings.FAILS
     assert kl.room(cfg) == (0.0, float("inf")) and findings.out_of_room(kl.room(cfg), 0.1) is None
 
 

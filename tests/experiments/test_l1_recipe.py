@@ -1,6 +1,6 @@
 """L1's own recipe: the Max tokens, reachable budgets, the mixed reward, the pre-check's arithmetic, the lesson's
 claims on hand-made results (hold, fail, untestable by a premise), its room and placebo (0 Exact steps: the Exact
-model is its SFT start), and each seed's own test problems."""
+model is a second SFT start, trained on draws of its own), and each seed's own test problems."""
 import itertools
 import random
 from dataclasses import asdict, replace
@@ -83,7 +83,7 @@ def test_best_policies_replays_enumeration():
         assert got["aware"] >= got["blind"]
 
 
-def result(exact_gain=0.05, max_gap=0.1, spread_max=3.0, apart=0.5, exact_gap=0.12, s=0) -> dict:
+def result(exact_gain=0.05, max_gap=0.1, spread_max=3.0, apart=0.5, exact_gap=0.12, blind=0.42, s=0) -> dict:
     """One seed's result, built so that each claim's statistic is the given value (plus a little per seed)."""
     j = 0.002 * s
     cell = lambda acc, steps, er, mr: {"acc": acc, "steps": steps, "exact_r": er, "max_r": mr}  # noqa: E731
@@ -94,7 +94,7 @@ def result(exact_gain=0.05, max_gap=0.1, spread_max=3.0, apart=0.5, exact_gap=0.
     return {"start": curve(0.0, 4.0, 0.4, 0.4), "exact": curve(0.0, 4.0, 0.4 + exact_gain + j, 0.4),
             "max_exact": curve(0.0, spread_max + apart + 3 * j, 0.6, 0.4),
             "max_max": curve(0.0, spread_max + j, 0.6, 0.45 + j), "fixed": [[(0.9, 0.0)] * 3] * 7,
-            "precheck": {"exact_from_base": {"blind": 0.6, "aware": 0.6 + exact_gap + j},
+            "precheck": {"exact_from_base": {"blind": blind, "aware": blind + exact_gap + j},
                          "max_from_base_0to8": {"blind": 0.65, "aware": 0.67},
                          "max_from_exact": {"blind": 0.4, "aware": 0.4 + max_gap + j}},
             "alpha": 0.25, "delta": 0.5, "seconds": 12.0, "config": asdict(E.Config())}
@@ -108,20 +108,22 @@ H, F, U = findings.HOLDS, findings.FAILS, findings.UNTESTABLE
 
 
 def test_claims_hold_fail_and_are_untestable_where_their_premise_fails():
-    """Premises first (reading pays before Exact, before Max), the primary (GRPO over its SFT start), the Max
-    stage's three claims. A premise that does not hold makes the claims that rest on it untestable, and only them:
-    the Max claims on the Max premise (their ungated verdicts kept: L1-Max at the best budget-blind policy does
-    not hold), the primary on the Exact premise."""
+    """Premises first (reading pays before Exact, before Max), the primary (GRPO over the best budget-blind policy),
+    GRPO over its SFT start, the Max stage's three claims. A premise that does not hold makes the claims that rest on
+    it untestable, and only them: the Max claims on the Max premise (their ungated verdicts kept: L1-Max at the best
+    budget-blind policy does not hold), the Exact stage's two on the Exact premise."""
     fs = E.checked([result(s=s) for s in range(5)])
-    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 3
-    assert [f["verdict"] for f in fs] == [H] * 6 and fs[2]["control"] == "the SFT start"
-    assert verdicts(exact_gain=-0.1, spread_max=0.0, apart=-0.5) == [H, H, F, F, H, F]
+    assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 4
+    assert [f["verdict"] for f in fs] == [H] * 7 and fs[2]["control"].startswith("the best budget-blind policy")
+    assert fs[2]["value"] == pytest.approx(0.4 + 0.05 + 0.004 - 0.42) and fs[3]["control"] == "the SFT start"
+    assert verdicts(exact_gain=-0.1, spread_max=0.0, apart=-0.5) == [H, H, F, F, F, H, F]
+    assert verdicts(exact_gain=0.01, blind=0.45)[2:4] == [F, H]      # past its start, below the blind policy
     fs = E.checked([result(max_gap=0.01, s=s) for s in range(5)])        # nothing for L1-Max to learn
-    assert [f["verdict"] for f in fs] == [H, F, H, U, U, U]
-    assert all("premise 'Before the L1-Max stage" in f["untestable"] for f in fs[3:])
+    assert [f["verdict"] for f in fs] == [H, F, H, H, U, U, U]
+    assert all("premise 'Before the L1-Max stage" in f["untestable"] for f in fs[4:])
     fs = E.checked([{**result(max_gap=0.01, s=s), "max_max": result(s=s)["start"]} for s in range(5)])
-    assert fs[4]["verdict"] == U and fs[4]["ungated"] == F          # no more than the blind policy: does not hold
-    assert verdicts(exact_gap=0.01) == [F, H, U, H, H, H]
+    assert fs[5]["verdict"] == U and fs[5]["ungated"] == F          # no more than the blind policy: does not hold
+    assert verdicts(exact_gap=0.01) == [F, H, U, U, H, H, H]
 
 
 def test_room_and_placebo_are_fixed_by_the_design():
@@ -167,6 +169,28 @@ def test_each_seed_scores_its_own_test_problems(monkeypatch):
     assert all(part_of(d) == "test" for d in seen[0] + seen[5]) and len(seen) == 10
     E.check(res)
     E.checked([res])                                     # the room from the stored config, task and all
+
+
+def test_the_placebos_exact_arm_is_the_start_trained_again_on_draws_of_its_own(monkeypatch):
+    """Under the placebo (0 Exact steps) run() trains a second SFT start from the replicate's seed, and scores it as
+    the Exact arm; the start, the Max stage and the settings stay the seed's."""
+    calls, scored = [], []
+
+    def train_recipe(base, seed, **kw):
+        calls.append((seed, kw))
+        return {"start": f"start-{seed}", "exact": f"exact-{seed}", "max": f"max-{seed}", "seconds": 0.0}
+    monkeypatch.setattr(E.budget, "train_recipe", train_recipe)
+    ks = range(K_MIN, K_MAX + 1)
+    monkeypatch.setattr(E.budget, "eval_fixed", lambda base, probs: {f: {k: {"acc": 1.0, "steps": 1.0} for k in ks}
+                                                                      for f in "AST"})
+    monkeypatch.setattr(E.budget, "eval_recipe", lambda m, probs, kind, a, d: scored.append(m) or
+                        [[{"acc": 1.0, "steps": 1.0, "exact_r": 1.0, "max_r": 1.0} for _ in ks] for _ in BUDGETS])
+    env = type("Env", (), {"base": lambda self, s, task="digits": None})()
+    E.run(E.placebo(E.Config()), 2, env)
+    (s1, kw1), (s2, kw2) = calls
+    assert s1 == 2 and s2 == E.replicate_seed(2) != 2 and kw1["exact_steps"] == kw2["exact_steps"] == 0
+    assert {k: v for k, v in kw1.items() if k != "max_steps"} == {k: v for k, v in kw2.items() if k != "max_steps"}
+    assert scored[:2] == ["start-2", f"start-{s2}"] and scored[2:] == ["max-2", "max-2"]
 
 
 def test_reachable_cells_are_weighted_as_training_draws_them():

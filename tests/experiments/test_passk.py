@@ -60,44 +60,77 @@ def verdicts(rs: list[dict]) -> list[str]:
 H, P, F = findings.HOLDS, findings.PRIMARY, findings.FAILS
 
 
-def test_rl_that_reaches_the_problems_out_of_the_starts_reach_expands():
-    """The start never samples 5 of 20 problems (p = 1e-5) and samples the rest at 0.3; RL solves those 5 at 0.5
-    and keeps the rest near-certain: the primary holds, the start does not catch up, nothing is lost."""
-    rs = [result(per_k((15, 0.3), (5, 1e-5)), per_k((15, 0.95), (5, 0.5 - 0.01 * s))) for s in range(5)]
+def odds_times(p, c: float) -> np.ndarray:
+    p = np.asarray(p, dtype=float)
+    return c * p / (c * p + 1 - p)
+
+
+def sharpened_by_hand(r: dict) -> np.ndarray:
+    """The start sharpened to RL's mean p, replayed: the constant found on a grid of log c, then refined by the
+    secant method."""
+    start = np.concatenate([np.asarray(r["start_p"][k]) for k in r["start_p"]])
+    target = np.concatenate([np.asarray(r["rl_p"][k]) for k in r["rl_p"]]).mean()
+    f = lambda x: odds_times(start, np.exp(x)).mean() - target      # noqa: E731
+    grid = np.linspace(-30, 30, 6001)
+    x0 = grid[np.argmin([abs(f(x)) for x in grid])]
+    x1 = x0 + 1e-3
+    for _ in range(50):
+        if f(x1) == f(x0):
+            break
+        x0, x1 = x1, x1 - f(x1) * (x1 - x0) / (f(x1) - f(x0))
+    return odds_times(start, np.exp(x1))
+
+
+def test_rl_that_reaches_the_problems_out_of_the_starts_reach_beats_sharpening():
+    """The start never samples 5 of 20 problems at each of 3 k's (p = 1e-5) and samples the rest at 0.3; RL solves
+    those 5 at 0.5 and the rest at 0.5 too: the start sharpened to RL's pass@1 (replayed by hand) stays near 0 on
+    the 5, so the primary holds; the start does not catch up, nothing is lost."""
+    rs = [result(per_k((15, 0.3), (5, 1e-5)), per_k((15, 0.5), (5, 0.5 - 0.01 * s))) for s in range(5)]
     fs = passk.claims(rs)
     assert [findings.kind_of(f) for f in fs] == [findings.PREMISE, P, findings.SECONDARY, findings.SECONDARY]
-    assert fs[1]["control"].startswith("the start") and fs[1]["per_seed"][0] == pytest.approx(
-        1 - 0.5 ** 256 - pass_exact(np.array([1e-5]), 256)[0], abs=1e-4)
+    assert fs[0]["per_seed"] == [15] * 5 and fs[1]["control"].startswith("the start sharpened")
+    sharp = sharpened_by_hand(rs[0])
+    assert np.allclose(passk.sharpened(rs[0]), sharp, atol=1e-9)
+    out = np.concatenate([np.asarray(rs[0]["start_p"][k]) for k in KS]) < 1e-3
+    assert fs[1]["per_seed"][0] == pytest.approx(1 - 0.5 ** 256 - pass_exact(sharp[out], 256).mean(), abs=1e-4)
+    assert fs[1]["per_seed"][0] > 0.9
     assert verdicts(rs) == [H, H, F, F]
 
 
-def test_sharpening_or_drift_in_the_tail_is_not_expansion():
-    """RL that sharpens only what the start samples leaves the out-of-reach problems where they were: the primary
-    does not hold. Nor does RL that moves them within the tail (1e-5 to 8e-4: pass@256 0.0026 -> 0.19): less than
-    the margin."""
-    sharpen = [result(per_k((15, 0.3), (5, 1e-5)), per_k((15, 0.95 - 0.01 * s), (5, 1e-5))) for s in range(5)]
-    assert verdicts(sharpen) == [H, F, F, F]
-    drift = [result(per_k((15, 0.3), (5, 1e-5)), per_k((15, 0.95), (5, 8e-4 + 1e-5 * s))) for s in range(5)]
-    assert verdicts(drift)[1] == F
+def test_pure_sharpening_is_not_beyond_sharpening_though_it_lifts_the_tail():
+    """RL that only multiplies every problem's odds by one constant (a different one per seed) reads 0 on the
+    primary, which does not hold; the negative control it carries, the sharpened start against the start on the
+    same problems, is large: the claim "RL beats the start there" would have passed on sharpening alone."""
+    rs = []
+    for s in range(5):
+        start = per_k((15, 0.3), (5, 1e-4))
+        rs.append(result(start, {k: list(odds_times(p, 20.0 + 5 * s)) for k, p in start.items()}))
+    f = findings.gate(passk.claims(rs))[1]
+    assert all(abs(v) < 1e-3 for v in f["per_seed"]) and f["verdict"] != H
+    assert f["sharpening"]["value"] > 0.3 and len(f["sharpening"]["per_seed"]) == 5
 
 
 def test_rl_that_loses_problems_shrinks_coverage_and_the_start_catches_up():
     """Yue et al.'s picture: RL sharpens 11 problems, loses 4 the start samples at 0.3 and reaches none of the 5 out
-    of reach: no expansion, the start catches up at N = 256, coverage shrinks."""
+    of reach: nothing beyond sharpening, the start catches up at N = 256, coverage shrinks."""
     rs = [result(per_k((15, 0.3), (5, 1e-5)), per_k((11, 0.95 - 0.01 * s), (9, 1e-5))) for s in range(5)]
     assert verdicts(rs) == [H, F, H, H]
 
 
-def test_without_problems_out_of_reach_the_primary_is_untestable():
-    rs = [result(per_k((20, 0.3)), per_k((20, 0.95))) for _ in range(5)]
-    fs = findings.gate(passk.claims(rs))
-    assert fs[0]["verdict"] == F and fs[1]["verdict"] == findings.UNTESTABLE and fs[1]["ungated"] == F
-    assert "never samples" in fs[1]["untestable"] and fs[1]["per_seed"] == [0.0] * 5
+def test_too_few_problems_out_of_reach_leave_the_primary_untestable():
+    few = [result(per_k((18, 0.3), (2, 1e-5)), per_k((18, 0.95), (2, 0.5))) for _ in range(5)]   # 6 per seed
+    fs = findings.gate(passk.claims(few))
+    assert fs[0]["verdict"] == F and fs[0]["per_seed"] == [6] * 5
+    assert fs[1]["verdict"] == findings.UNTESTABLE and fs[1]["ungated"] == H
+    none = [result(per_k((20, 0.3)), per_k((20, 0.95))) for _ in range(5)]
+    fs = findings.gate(passk.claims(none))
+    assert fs[0]["verdict"] == F and fs[1]["verdict"] == findings.UNTESTABLE
+    assert "at least 10 problems" in fs[1]["untestable"]
 
 
 def test_the_placebo_is_rl_for_no_steps_and_cannot_hold(monkeypatch):
-    """rl_steps = 0: the RL arm is the start (train is never called), so the primary reads 0 on every seed; the room
-    leaves it space to pass and to fail."""
+    """rl_steps = 0: the RL arm is the start (train is never called), and so is its sharpening: the primary reads 0
+    on every seed; the room leaves it space to pass and to fail."""
     cfg = passk.Config()
     pl = passk.placebo(cfg)
     assert pl.rl_steps == 0 and pl != cfg
@@ -108,11 +141,10 @@ def test_the_placebo_is_rl_for_no_steps_and_cannot_hold(monkeypatch):
     monkeypatch.setattr(passk, "train", lambda *a, **kw: (_ for _ in ()).throw(AssertionError("trained")))
     rs = [passk.run(passk.Config(rl_steps=0, n=2), s, type("Env", (), {"cache": None, "device": "cpu"})())
           for s in range(3)]
-    assert rs[0]["rl_p"] == rs[0]["start_p"] and passk.out_of_reach(rs[0]).any() and "task" not in rs[0]
+    assert rs[0]["rl_p"] == rs[0]["start_p"] and all(passk.out_of_reach(r).any() for r in rs) and "task" not in rs[0]
     f = findings.gate(passk.claims(rs))[1]
-    assert f["per_seed"] == [0.0] * 3 and f.get("ungated", f["verdict"]) == F
-    lo, hi = passk.room(cfg)
-    assert lo == pytest.approx(-(1 - 0.999 ** 256)) and hi == 1.0
+    assert all(abs(v) < 1e-6 for v in f["per_seed"]) and f.get("ungated", f["verdict"]) == F
+    assert passk.room(cfg) == (-1.0, 1.0)
     assert findings.out_of_room(passk.room(cfg), passk.TH["passk.expands"].value) is None
     with pytest.raises(ValueError):
         passk.Config(pass_n=100).validate()

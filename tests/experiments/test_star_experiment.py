@@ -11,11 +11,13 @@ from reasonlab.methods import star
 from reasonlab.stats import findings
 
 
-def result(s0: float, s1: dict, fp: float = 0.03) -> dict:
-    """One seed: forced S accuracy s0 before STaR and s1[arm] after the round."""
+def result(s0: float, s1: dict, fp: float = 0.03, direct_s: float = 0.95) -> dict:
+    """One seed: forced S accuracy s0 before STaR and s1[arm] after the round, each arm in its own format (direct:
+    forced A, its forced S at direct_s, a format it never trained on)."""
     rec = lambda s: {"S": s, "A": 0.1, "free": s, "S_by_k": {k: s for k in range(2, 9)}}   # noqa: E731
-    return {"start": rec(s0), **{a: {**rec(s1[a]), "n_kept": 2000, "used": 0.7, "false_positive_rate": fp}
-                                 for a in E.ARMS}}
+    arms = {a: {**rec(s1[a]), "format": "S", "n_kept": 2000, "used": 0.7, "false_positive_rate": fp} for a in E.ARMS}
+    arms["direct"].update(S=direct_s, A=s1["direct"], format="A")
+    return {"start": {**rec(s0), "format": "S"}, **arms}
 
 
 def verdicts(rs):
@@ -26,10 +28,13 @@ def test_claims_hold_fail_and_are_untestable_through_their_premises():
     rs = [result(0.7, {"star": 0.9 + 0.01 * s, "direct": 0.68, "none": 0.72, "chain": 0.99}) for s in range(5)]
     fs = E.claims(rs)
     assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 2
-    assert fs[2]["control"].startswith("direct fine-tuning") and abs(fs[2]["value"] - 0.24) < 1e-9
+    assert fs[2]["control"].startswith("direct fine-tuning") and abs(fs[2]["value"] - 0.24) < 1e-9   # direct's A
+    assert abs(fs[2]["vs_start"]["value"] - 0.22) < 1e-9
     assert verdicts(rs) == [findings.HOLDS] * 5
     worse = [result(0.7, {"star": 0.6 - 0.01 * s, "direct": 0.5, "none": 0.8, "chain": 0.5}) for s in range(5)]
     assert verdicts(worse) == [findings.HOLDS] * 2 + [findings.FAILS] * 3     # above direct, but below the start
+    below_direct = [result(0.7, {"star": 0.8 + 0.01 * s, "direct": 0.9, "none": 0.7, "chain": 0.9}) for s in range(5)]
+    assert verdicts(below_direct)[2] == findings.FAILS                      # above the start, below direct (forced A)
     # a start at the ceiling (the base model's case) leaves no room: every claim is untestable
     top = [result(0.95 + 0.01 * s, {"star": 1.0, "direct": 0.9, "none": 0.9, "chain": 1.0}) for s in range(5)]
     assert verdicts(top) == [findings.FAILS, findings.HOLDS] + [findings.UNTESTABLE] * 3
@@ -70,28 +75,50 @@ def test_the_arms_share_one_draw_and_the_direct_control_drops_only_the_chains(mo
     assert recipes["star"]["fixed_frac"] == 1.0 and sc.force == "S" and sc.rounds == 1
 
 
-def test_the_placebo_trains_the_star_arm_on_the_direct_controls_data(monkeypatch, noisy_model):
+def test_the_placebo_trains_the_star_arm_as_the_direct_control_on_its_own_draws(monkeypatch, noisy_model):
+    """Under the placebo the STaR arm is the direct control's procedure again: its round's problems and samples drawn
+    from the replicate's seed, and its fine-tuning seeded by it; the other arms keep the seed's own draws."""
     fake_sample(monkeypatch)
+    seen, recipes = [], {}
+    monkeypatch.setattr(star, "problems_of_round", lambda rng, n, task="digits": seen.append(rng.random()) or
+                        [tasks.get("digits").problem(d) for d in SAMPLES])
+    monkeypatch.setattr(E, "thinker_model", lambda kind, seed, cache, device, task="digits": noisy_model)
+    monkeypatch.setattr(E, "evaluation", lambda model, probs: {"S": 0.5})
+
+    def fine_tune(start, cache, progress=False):
+        def tune(r, recipe, init):
+            recipes[len(recipes)] = recipe
+            return init
+        return tune
+    monkeypatch.setattr(E, "cached_fine_tune", fine_tune)
+    env = type("Env", (), {"cache": None, "device": "cpu"})()
     cfg = E.placebo(E.Config(problems=2, samples=3))
     assert cfg.treatment == "direct" and cfg != E.Config(problems=2, samples=3)
-    data = E.arms_data(noisy_model, cfg, seed=0)
-    assert data["star"]["kept"] == data["direct"]["kept"]
+    out = E.run(cfg, 0, env)
+    assert set(out) == {"start", *E.ARMS} and len(seen) == 2 and seen[0] != seen[1]      # two draws of problems
+    by_arm = dict(zip(E.ARMS, recipes.values()))
+    assert by_arm["star"]["seed"] == E.replicate_seed(0) * 1000 + 1 and by_arm["direct"]["seed"] == 1
+    assert {r["seed"] for a, r in by_arm.items() if a != "star"} == {1}
+    assert by_arm["star"]["fixed"] == by_arm["direct"]["fixed"]         # the hand-written samples: the same answers
     assert E.room(cfg) == (-1.0, 1.0)
 
 
 def test_one_small_run_and_its_placebo_end_to_end(monkeypatch, noisy_model, tmp_path):
-    """Every arm trained and evaluated on this seed's test problems; under the placebo STaR's model is the direct
-    control's (one fine-tune, from the cache), so the primary's per-seed value is exactly 0."""
+    """Every arm trained and evaluated on this seed's test problems; under the placebo the STaR arm is a second
+    direct model (its own samples and training), evaluated on the same problems."""
     monkeypatch.setattr(E, "thinker_model", lambda kind, seed, cache, device, task="digits": noisy_model)
     env = type("Env", (), {"cache": str(tmp_path), "device": "cpu"})()
     cfg = E.Config(problems=20, samples=2, steps=2, eval_n=2)
     r = E.run(cfg, 0, env)
     assert set(r) == {"start", *E.ARMS} and set(r["star"]["S_by_k"]) == set(range(2, 9))
     E.check(r)
+    models = set(os.listdir(tmp_path))
     p = E.run(E.placebo(cfg), 0, env)
-    assert p["star"]["S"] == p["direct"]["S"] and p["start"] == r["start"]
+    assert p["start"] == r["start"] and p["direct"] == r["direct"]
+    assert (r["star"]["format"], r["direct"]["format"], p["star"]["format"]) == ("S", "A", "A")   # each its own format
+    assert set(os.listdir(tmp_path)) > models                           # the replicate: a model of its own
     prim = next(f for f in E.claims([p, p]) if f.get("kind") == findings.PRIMARY)
-    assert prim["per_seed"] == [0.0, 0.0] and prim["verdict"] == findings.FAILS
+    assert prim["verdict"] != findings.HOLDS
 
 
 def test_check_needs_the_start_and_every_arm():
@@ -106,8 +133,10 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
     rs = [result(0.7, {"star": 0.9, "direct": 0.68, "none": 0.72, "chain": 0.99}) for _ in range(2)]
     [(md, head)] = E.render(rs, str(tmp_path))
     assert md.startswith("## STaR where reasoning must improve: the erring thinker\n")
-    assert "| direct: the same right answers, no chains | 0.680 ± 0.000 | 0.680 ± 0.000 | 0.100 ± 0.000 |" in md
-    assert head == "forced S 0.700 ± 0.000 → STaR 0.900 ± 0.000, direct fine-tuning 0.680 ± 0.000 in one round"
+    assert ("| direct: the same right answers, no chains | A: 0.680 ± 0.000 | 0.950 ± 0.000 | 0.680 ± 0.000 | "
+            "0.680 ± 0.000 |") in md
+    assert head == ("STaR over the thinker before it: 0.200 ± 0.000 forced S in one round (0.700 ± 0.000 → "
+                    "0.900 ± 0.000; direct fine-tuning, forced A: 0.680 ± 0.000)")
     assert os.path.getsize(tmp_path / "star" / "star.png") > 1000
 
 
