@@ -9,6 +9,7 @@ import pytest
 from reasonlab.cli import main
 from reasonlab.runner import lab, readme
 from reasonlab.runner.config import LabConfig
+from reasonlab.stats import findings
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 RUN = os.path.join(ROOT, "results", "lab")
@@ -106,3 +107,18 @@ def test_the_reports_verdicts_are_the_findings_verdicts():
             assert word.lower() in v, (word, claim)
             checked += 1
     assert checked >= len([f for f in fs if f["primary"]])
+
+
+def test_the_committed_placebos_never_hold_and_replicates_have_a_spread():
+    """The placebo lab beside the committed run (`make results`): at the lab's full size and seeds, no primary's
+    placebo holds, before or after its premises gate it; a placebo that replicates the control varies from seed to
+    seed as a real comparison does, and one without spread says why in its experiment's design."""
+    cfg = json.load(open(os.path.join(RUN, "placebo", "config.json")))
+    assert cfg["placebo"] and not cfg["quick"] and cfg["seeds"] == json.load(open(os.path.join(RUN, "config.json")))["seeds"]
+    placebo = lab.placebo_verdicts(RUN)
+    assert {p["experiment"] for p in placebo.values()} == {n for n in lab.X.names() if lab.X.get(n).placebo}
+    for group, p in placebo.items():
+        assert findings.HOLDS not in (p["verdict"], p.get("ungated")), (group, p)
+        spread = len(set(p["per_seed"])) > 1
+        assert spread != bool(lab.X.get(p["experiment"]).placebo_flat), (group, p["per_seed"])
+    assert "Placebo holds: 0 of" in lab.placebo_rate(placebo)
