@@ -337,7 +337,7 @@ def table_training_log(results: list[dict]) -> str:
 def headline(results: list[dict], ms: list[dict], fs: list[dict]) -> str:
     """The primary's arms: each one's spread (steps at the largest budget minus at b = 0), their difference and its
     verdict."""
-    prim = next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)
+    prim = findings.as_judged(next(f for f in fs if findings.kind_of(f) == findings.PRIMARY))   # the lab's verdict
     first, ctl = f"L1-{variants_of(results[0])[0]}", control_name(results[0])
     return (f"spread (steps at b = {budgets_of(results[0])[-1]} - b = 0): {first} {mean_std(prim['spread_treatment'])}, "
             f"{ctl} {mean_std(prim['spread_control'])}; difference {prim['value']:+.2f} [{findings._num(prim['ci95'][0])}, "

@@ -216,7 +216,7 @@ def headline(results: list[dict], fs: list[dict]) -> str:
     acc = {n: np.mean([per_problem(r, n, nmax if n != "greedy" else 1)[0].mean() for r in results])
            for n in ("greedy", "majority", "weighted/prm", "bon/oracle") if cell(results[0], n, 1)}
     fs = [f for f in fs if findings.kind_of(f) != findings.PREMISE]
-    held = sum(f["verdict"] == "holds" for f in fs)
+    held = sum(findings.as_judged(f)["verdict"] == findings.HOLDS for f in fs)      # as the lab judged them
     return (", ".join(f"{n} {v:.3f}" for n, v in acc.items()) + f" (N = {nmax}); {held}/{len(fs)} findings hold")
 
 
