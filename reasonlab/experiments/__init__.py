@@ -11,7 +11,8 @@ functions:
 An experiment with a primary claim also says, before any run, how that claim could fail: `room(config)`, the range
 its statistic can reach by the design, and `placebo(config)`, the config whose treatment arm is the control arm
 run again: an independent replicate, on training and sampling streams of its own (`replicate_seed`), so its
-statistic has the spread the real comparison has, and the primary must not hold. One with no primary is a demonstration: its premises only.
+statistic has the spread the real comparison has, and the primary must not hold. One with no primary is a
+demonstration: its premises only.
 
 The lab, sweeps and the command line iterate the registry (`names()`, `get()`) and read results through one
 store (`reasonlab.runner.store`); nothing else lists experiments. Each built-in experiment is a command whose flags

@@ -359,4 +359,5 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
 
 register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "selection", "control", "tts"),
                     quick=Config(steps=4, eval_n=30, select_n=30), run_cost=13, render_cost=0.4, room=room,
-                    placebo=placebo, placebo_flat="both arms are the formats picked on the selection set, decoded greedily"))
+                    placebo=placebo,
+                    placebo_flat="both arms are the formats picked on the selection set, decoded greedily"))

@@ -8,7 +8,8 @@ longer than k steps. Forced `extend` steps past its natural end (T writes k stat
 before it may answer), does its accuracy fall below the uncapped chain's? The base model's uncapped chain is right
 on nearly every problem, so Wait could not be seen to help it: the primary forces the erring thinker's S chain (its
 prompts' words misread, fixed in its weights, so its chains err; its T is right on 0.96-0.97 in two seeds of five),
-whose uncapped chain leaves headroom (a premise, checked on the run). The control is its uncapped chain on the same problems; the placebo forces nothing (extend = 0).
+whose uncapped chain leaves headroom (a premise, checked on the run). The control is its uncapped chain on the same
+problems; the placebo forces nothing (extend = 0).
 """
 from __future__ import annotations
 
@@ -166,7 +167,8 @@ def plot_budgets(caps: list[dict], forced: list[dict], path: str, task=None, who
                     ls="-", marker="o", ms=3, color=TOKEN_COLOR[f], label=f"{f}, at most b steps")
     ax.errorbar([b["thinking_tokens"] for b in forced], [b["acc"] for b in forced],
                 yerr=[[b["acc"] - b["lo"] for b in forced], [b["hi"] - b["acc"] for b in forced]], ls="--", marker="s",
-                ms=3, color=TOKEN_COLOR[chain], label=f"{chain} of {who}, forced w steps past its end (w = 0: uncapped)")
+                ms=3, color=TOKEN_COLOR[chain],
+                label=f"{chain} of {who}, forced w steps past its end (w = 0: uncapped)")
     ax.axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.2g})")
     ax.set_xlabel("thinking tokens (chain steps written)")
     ax.set_ylabel(f"greedy accuracy (k = {task.k_min}..{task.k_max})")

@@ -16,9 +16,10 @@ both papers do) and take a larger step than the lab's default, so the format ent
 rather than after it.
 
 The primary: clip-higher against GRPO, which differ only in the upper clip (epsilon_high 0.28 against 0.2: the
-placebo sets it to 0.2, and that arm is then GRPO run again on training and sampling streams of its own). Premises, checked on the run: the start's format entropy is above half
-a nat and GRPO lowers it (else there is no collapse to prevent); the accuracy and step claims also need GRPO to
-leave accuracy below 1 and to not be solved at its first probe.
+placebo sets it to 0.2, and that arm is then GRPO run again on training and sampling streams of its own).
+Premises, checked on the run: the start's format entropy is above half a nat and GRPO lowers it (else there is no
+collapse to prevent); the accuracy and step claims also need GRPO to leave accuracy below 1 and to not be solved at
+its first probe.
 """
 from __future__ import annotations
 

@@ -264,7 +264,8 @@ def claims(rs: list[dict]) -> list[dict]:
             out.append(_check(
                 SEC, f"After {NAMES[m]}, at k = {k0} the answer follows a corrupted chain over the truth more than the "
                 "base model's does (training on the outcome tightens the tie)", f"k = {k0} gap({m}) - gap(base)",
-                lambda m=m: [gap_k2(r[m]) - gap_k2(r["base"]) for r in rs], TH["faithful.trained"], control="the base model",
+                lambda m=m: [gap_k2(r[m]) - gap_k2(r["base"]) for r in rs], TH["faithful.trained"],
+                control="the base model",
                 untestable=none,
                 requires=["base_direct", "clean", f"{m}_direct"]))
     return out

@@ -12,8 +12,9 @@ prefixes the policy samples on the seed's test prompts: each estimator's exact m
 over the vocabulary), and the exact expected gradient of each estimator used as a loss, against the exact gradient
 of KL(pi || pi_ref). k3 in the loss has the gradient of the forward KL(pi_ref || pi) (Tang & Munos 2025, arXiv
 2506.09477): close to the reverse one near the reference, apart as the policy moves. The primary asks whether, at
-the run's end, its length is off by more than a tenth (the direction, a cosine, is a claim apart); the control is the exact per-token KL in the loss (its gradient is
-the KL's), and the placebo puts it in k3's place, in the probed run and in the measured gradient.
+the run's end, its length is off by more than a tenth (the direction, a cosine, is a claim apart); the control is
+the exact per-token KL in the loss (its gradient is the KL's), and the placebo puts it in k3's place, in the probed
+run and in the measured gradient.
 (b) GRPO, Dr. GRPO, DAPO (with a KL term added) and REINFORCE with a group baseline at each beta, all with k3, each
 run ending with greedy accuracy and the KL to the reference measured the same way for every run.
 (c) At the end of the probed run, the sequence KL and its exact gradient, by enumerating every output of

@@ -161,9 +161,10 @@ def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, e
               stream: int | None = None) -> dict:
     """One budget model trained with the reward weight `alpha`, saved in the model cache as `name`, evaluated at
     every budget on the test problems. stream: the seed of its training draws (None: `seed`)."""
-    tr = budget.train_variant(base, variant, seed if stream is None else stream, steps=cfg.steps, prompts_per_step=cfg.prompts_per_step,
-                              num_generations=cfg.num_generations, learning_rate=cfg.learning_rate, beta=cfg.beta,
-                              alpha=alpha, delta=cfg.delta, sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr,
+    tr = budget.train_variant(base, variant, seed if stream is None else stream, steps=cfg.steps,
+                              prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
+                              learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=alpha, delta=cfg.delta,
+                              sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr,
                               log_every=cfg.every, progress=True, task=cfg.task)
     store(name, {"experiment": "l1", "variant": variant, "seed": seed, **stored_config(cfg), "alpha": alpha,
                  **({} if stream is None else {"stream": stream})}, tr["model"], cache=env.cache)

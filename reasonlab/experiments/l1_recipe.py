@@ -13,8 +13,9 @@ base model's formats for every budget, the best chosen with hindsight on the sam
 earns the reward without reading the budget at all (its reward computed from the base model's measured accuracy and
 length per k, `budget.best_policies`). Against the SFT start it begins from is a secondary: the start reads the
 budget but earns less than the blind policy, so beating it alone would not show that the budget is read well. The
-placebo runs 0 Exact steps: the Exact arm is then the SFT start, trained again on draws of its own. `best_policies` prices what each RL stage could learn, from the lengths and accuracies it starts with:
-reading the budget must pay at least the design bound, a premise that the stage's claims require.
+placebo runs 0 Exact steps: the Exact arm is then the SFT start, trained again on draws of its own.
+`best_policies` prices what each RL stage could learn, from the lengths and accuracies it starts with: reading the
+budget must pay at least the design bound, a premise that the stage's claims require.
 """
 from __future__ import annotations
 
@@ -251,8 +252,9 @@ per seed; mean ± std over seeds; each seed scores its own test problems (`test_
 seed)`), training draws from the train part. The primary's control is the best budget-blind policy (the "best
 budget-blind" column before L1-Exact): one of the base model's formats for every budget, which earns L1-Exact
 reward without reading the budget at all; the SFT start, the same model before the Exact stage, is a secondary's
-control; the placebo (`reasonlab lab --placebo`) runs 0 Exact steps. Each stage's claims rest on its premise (reading the budget pays
-at least {TH['l1.aware_gap'].value:g} before it). {" ".join(findings.verdict_line(f) for f in fs)}
+control; the placebo (`reasonlab lab --placebo`) runs 0 Exact steps. Each stage's claims rest on its premise
+(reading the budget pays at least {TH['l1.aware_gap'].value:g} before it).
+{" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Aggarwal & Welleck 2025, arXiv 2503.04697 (cmu-l3/l1).
 *Explore:* `reasonlab l1_recipe`; `budget.train_recipe(base, seed)` returns the three models;

@@ -121,7 +121,8 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
     problems and samples (None: `seed`; the probe and test problems are always the seed's)."""
     spec = as_task(task).spec
     policy = copy.deepcopy(base)
-    cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed if stream is None else stream, log_every=0, task=spec), **(overrides or {})})
+    cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed if stream is None else stream, log_every=0,
+                                          task=spec), **(overrides or {})})
     probe = probe_set(probe_n, seed, spec)
     state = {"eval_s": 0.0, "solved": None, "curve": []}
     t0 = time.perf_counter()

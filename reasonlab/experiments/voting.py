@@ -445,6 +445,6 @@ def check(result) -> None:
 
 
 register(Experiment("voting", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
-                    takes_checkpoint=False, room=room, placebo=placebo, placebo_flat="a vote at temperature 0 is greedy",
+                    takes_checkpoint=False, room=room, placebo=placebo, placebo_flat="a vote at temperature 0: greedy",
                     quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=50,
                     render_cost=0.3, tier="lesson"))
