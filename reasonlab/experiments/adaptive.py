@@ -30,7 +30,7 @@ from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pareto
 from ..tasks import FMT_NAMES, Problem, Task
 from ..train.rl import RLConfig, train
-from . import Experiment, register, task_of
+from . import Experiment, register, replicate_seed, task_of
 from .thresholds import THRESHOLDS as TH
 
 CONTROL = "fixed_per_k"
@@ -159,7 +159,9 @@ def run(cfg: Config, seed: int, env) -> dict:
     fixed = fixed_points(model, probs)
     pick = pick_per_k(selection)
     ref_acc = reference_accuracy(model, task=cfg.task)
-    runs = [fixed_method(fixed, pick, seed) if m == CONTROL else
+    if CONTROL in cfg.methods:     # the control as a method (the placebo): its pick made again, on a draw of its own
+        own = pick_per_k(fixed_points(model, selection_set(cfg.select_n, replicate_seed(seed, "select"), cfg.task)))
+    runs = [fixed_method(fixed, own, seed) if m == CONTROL else
             run_method(model, m, seed, probs, steps=cfg.steps, lr=cfg.lr, ref_acc=ref_acc, beta=cfg.beta, progress=True)
             for m in cfg.methods]
     out = {"runs": runs, "fixed": fixed, "selection": selection, "control": score_per_k(fixed, pick),
@@ -225,8 +227,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """The control in the method's place: the first method replaced by fixed_per_k (untrained, the control's own
-    outputs), so accuracy and tokens match the control exactly."""
+    """The control in the method's place: the first method replaced by fixed_per_k, the control's procedure again
+    (untrained; its formats picked on a selection draw of its own, `replicate_seed`), scored on the same outputs."""
     return replace(cfg, methods=(CONTROL, *cfg.methods[1:]))
 
 
@@ -359,5 +361,4 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
 
 register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "selection", "control", "tts"),
                     quick=Config(steps=4, eval_n=30, select_n=30), run_cost=13, render_cost=0.4, room=room,
-                    placebo=placebo,
-                    placebo_flat="both arms are the formats picked on the selection set, decoded greedily"))
+                    placebo=placebo))

@@ -124,15 +124,19 @@ def test_the_primary_holds_fails_and_is_inconclusive():
 
 
 def test_the_placebo_puts_the_control_in_the_methods_place_and_cannot_pass(monkeypatch):
-    """fixed_per_k is the control's own outputs: accuracy and tokens equal the control's on every seed, so no token is
-    saved and the primary does not hold."""
+    """fixed_per_k is the control's procedure again: its formats picked on a selection draw of its own
+    (replicate_seed), scored on the same outputs; where it picks what the control picked, accuracy and tokens equal
+    the control's, no token is saved and the primary does not hold."""
     cfg = E.Config()
     pl = E.placebo(cfg)
     assert pl.methods == ("fixed_per_k",) and pl != cfg
     pl.validate()
     fake_run(monkeypatch, sel_a2=1.0, test_a2=0.9)
+    drawn, draw = [], E.selection_set
+    monkeypatch.setattr(E, "selection_set", lambda n, seed, task="digits": drawn.append(seed) or draw(n, seed, task))
     rs = [E.run(E.Config(methods=pl.methods), s, type("Env", (), {"base": lambda self, s, task="digits": "model"})())
           for s in range(3)]
+    assert drawn[:2] == [0, E.replicate_seed(0, "select")]
     assert rs[0]["runs"][0]["acc_by_k"] == {2: 0.9, 3: 1.0} and rs[0]["runs"][0]["direct_acc_by_k"][2] == 0.9
     f = E.claims(rs)[0]
     assert f["per_seed"] == [0.0] * 3 and f["tokens_saved"]["per_seed"] == [0.0] * 3
