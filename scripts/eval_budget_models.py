@@ -7,8 +7,9 @@ Reads every budget model the `l1` experiment saved in the model cache (l1-<varia
 the control arm is the variant <first>-alpha0; quick runs' models are l1-quick-<variant>-seed<s> and count as
 variants of their own), draws n test problems per k with a seed of its own (one draw for every model: the run
 scored each seed on its own draw, `test_problems(eval_n, "l1", seed)`), decodes greedily with each budget token and
-prints, per variant, the chain steps written and the accuracy at each b (mean over k and seeds, and the spread over
-seeds of "reads its budget": steps at b = 8 minus steps at b = 0). Writes the numbers to --out.
+prints, per variant, the chain steps written, the share within budget and the accuracy at each b (mean over k and
+seeds, and the spread over seeds of "reads its budget": steps at b = 8 minus steps at b = 0). Writes the numbers
+to --out.
 """
 from __future__ import annotations
 
@@ -50,15 +51,14 @@ def main(argv=None) -> int:
         variant, seed = NAME.fullmatch(os.path.basename(f)).groups()
         model, _ = load_model(f[:-len(".safetensors")])
         ev = eval_budget_model(model.eval(), probs)
-        out.setdefault(variant, {})[int(seed)] = {b: {"steps": float(np.mean([c["steps"] for c in ev[b].values()])),
-                                                      "acc": float(np.mean([c["acc"] for c in ev[b].values()]))}
-                                                  for b in BUDGETS}
+        out.setdefault(variant, {})[int(seed)] = {b: {key: float(np.mean([c[key] for c in ev[b].values()]))
+                                                      for key in ("steps", "within", "acc")} for b in BUDGETS}
     for variant, seeds in out.items():
         reads = [s[8]["steps"] - s[0]["steps"] for s in seeds.values()]
         print(f"{variant} ({len(seeds)} seeds): reads its budget (steps at b = 8 - b = 0) "
               f"{np.mean(reads):.3f} (per seed {', '.join(f'{x:.2f}' for x in reads)})")
         print("  b      " + " ".join(f"{b:>6}" for b in BUDGETS))
-        for key in ("steps", "acc"):
+        for key in ("steps", "within", "acc"):
             print(f"  {key:6} " + " ".join(f"{np.mean([s[b][key] for s in seeds.values()]):6.3f}" for b in BUDGETS))
     write_json(a.out, {"n_per_k": a.n, "seed": a.seed, "cache": cache, "variants": out})
     return 0
