@@ -209,7 +209,8 @@ def test_a_run_saves_its_models_where_the_evaluation_script_reads_them(tmp_path,
     assert got["n_per_k"] == 2 and set(got["variants"]) == {"quick-max-sft", "quick-max-sft-alpha0"}
     cells = got["variants"]["quick-max-sft"]["0"]
     assert sorted(map(int, cells)) == list(BUDGETS) and all(0 <= c["acc"] <= 1 for c in cells.values())
-    assert all(0 <= c["within"] <= 1 for c in cells.values()) and (cells["0"]["within"] == 1) == (cells["0"]["steps"] == 0)
+    assert all(0 <= c["within"] <= 1 for c in cells.values())
+    assert (cells["0"]["within"] == 1) == (cells["0"]["steps"] == 0)
     assert cells == got["variants"]["quick-max-sft"]["1"]          # the same weights on the same fresh problems
     assert "reads its budget" in capsys.readouterr().out
 
