@@ -71,7 +71,17 @@ def build_parser(argv: list[str] | None = None) -> Parser:
         if name == named:
             add_flags(p.add_argument_group(f"{name}'s config"), X.get(name).Config)
             add_flags(p.add_argument_group("where and how it runs"), RunExperiment, skip=EXPERIMENT_SKIP)
+            one_worker_per_cpu(p)
+    one_worker_per_cpu(sub.choices["lab"])
     return ap
+
+
+def one_worker_per_cpu(p: argparse.ArgumentParser) -> None:
+    """The lab and the experiment commands run one worker per CPU unless told (`jobs.lab_config`): their --workers
+    help says the value that will run here, not the config's default of 1."""
+    for action in p._actions:
+        if "--workers" in action.option_strings and action.help:
+            action.help = action.help.replace("(default 1)", f"(default here: {os.cpu_count() or 1}, one per CPU)")
 
 
 def leaves(obj) -> dict:

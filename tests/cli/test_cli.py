@@ -219,6 +219,18 @@ def test_sweep_help_lists_the_experiments_own_fields(capsys):
     assert "treatment (one of grpo," in shown["rl"] and shown["rl"] != shown["kl"]
 
 
+def test_workers_help_says_the_value_that_will_run(capsys, monkeypatch):
+    """The lab and an experiment's command run one worker per CPU unless told: their help says so, with the count;
+    a sweep runs one worker unless told, and its help says 1."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    for argv, want in ((["lab"], "(default here: 6, one per CPU)"), (["rl"], "(default here: 6, one per CPU)"),
+                       (["sweep", "rl"], "(default 1)")):
+        with pytest.raises(SystemExit):
+            main([*argv, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert want in text.split("--workers WORKERS", 2)[2].split("--ray-address")[0], argv
+
+
 def test_every_command_prints_its_help():
     """argparse formats help with %: a docstring's "20 %" must not break `reasonlab <cmd> --help`."""
     import argparse
