@@ -109,6 +109,15 @@ def test_the_reports_verdicts_are_the_findings_verdicts():
     assert checked >= len([f for f in fs if f["primary"]])
 
 
+def test_the_committed_placebo_findings_follow_from_the_committed_placebo_results():
+    """The placebo lab's claims, judged again from its per-seed results by the experiments' own claims()."""
+    out = os.path.join(RUN, "placebo")
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    results = lab.load_results(out, cfg["seeds"])
+    recomputed = json.loads(json.dumps(lab.lab_findings(results, LabConfig(quick=cfg["quick"], placebo=True).config_of)))
+    assert recomputed == json.load(open(os.path.join(out, "findings.json")))
+
+
 def test_the_committed_placebos_never_hold_and_replicates_have_a_spread():
     """The placebo lab beside the committed run (`make results`): at the lab's full size and seeds, no primary's
     placebo holds, before or after its premises gate it; a placebo that replicates the control varies from seed to
