@@ -1,6 +1,6 @@
 """Every step the README and docs/*.md show works as written: each `reasonlab` command of their code blocks passes
-the real command's parsing and checks (flags, choices, bounds, each config's validate), and the ones a newcomer
-runs first run for real here, at small size, giving what the page shows."""
+the real command's parsing and checks (flags, choices, bounds, each config's validate); the cheap ones (eval,
+sample, export) run as written; the README's sample and API block and hf.md's snippet give what the pages show."""
 import glob
 import os
 import re
@@ -110,6 +110,22 @@ def test_every_documented_command_passes_its_checks(where, argv, tmp_path, monke
     args = cli.parse(argv)
     if args.cmd == "sweep":                                  # a sweep checks every cell's config before any work
         jobs.sweep_config(args)
+
+
+RUN_AS_WRITTEN = (("eval",), ("sample",), ("export", "dataset"), ("export", "hf"))
+"""the documented commands cheap enough to run as written here (seconds each); the others are checked above"""
+RUNS = [(w, a) for w, a in COMMANDS if any(tuple(a[:len(c)]) == c for c in RUN_AS_WRITTEN)
+        and not {"--checkpoint", "--task-file"} & set(a)]          # those read what an earlier step of the page made
+
+
+@pytest.mark.parametrize("where,argv", RUNS, ids=[w for w, _ in RUNS])
+def test_the_cheap_documented_commands_run_as_written(where, argv, tmp_path, monkeypatch, capsys):
+    if argv[:2] == ["export", "hf"]:
+        pytest.importorskip("transformers")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    if argv[0] == "export":
+        assert os.listdir(tmp_path / argv[2])                 # the directory the page names, written
 
 
 def test_the_readmes_sample_gives_what_the_readme_shows(capsys):
