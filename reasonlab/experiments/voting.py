@@ -56,7 +56,7 @@ from ..methods.verifier import Verifier, VerifierConfig, train_verifier, trainin
 from ..stats import findings
 from ..stats.summary import pm
 from ..tasks import Problem, Task
-from ..train.erring import calibrate_misread, misread
+from ..train.erring import calibrate_misread, misread, reachable
 from ..train.zoo import erring_cfg, on_erring, thinker_model
 from . import Experiment, register
 from .search import no_fall
@@ -116,8 +116,7 @@ def calibrate(base: GPT, seed: int, draws: int, task: str | Task = "digits") -> 
     """The noise scale at which greedy forced S at the erring thinker's k (digits: 8) is right on its recipe's share
     of its probe (or chance + 0.1 where higher: modprod's noise only reaches its blind-guess rate), on average over
     `draws` draws (train.erring.calibrate_misread over these draws' directions; sigma in [0, 1], else [0, 4])."""
-    m = erring_cfg(seed, task)["misread"]
-    m = dict(m, acc=max(m["acc"], as_task(task).chance(m["k"]) + 0.1))
+    m = reachable(erring_cfg(seed, task)["misread"], task)
     return calibrate_misread(base, m, [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)], task, (1.0, 4.0))
 
 

@@ -20,7 +20,7 @@ from ..core.optim import AdamW, lr_at
 from ..core.problems import GATE_SEED, as_task, problems_per_k
 from ..tasks import IGNORE, Task
 from ..tasks.records import PAD
-from .erring import calibrate_misread, misread
+from .erring import calibrate_misread, misread, reachable
 
 
 def build_model(seed: int = 0, vocab_size: int | None = None, task: str | Task = "digits") -> GPT:
@@ -323,7 +323,7 @@ def for_task(cfg: dict, task: str | Task) -> dict:
                 ph[5]["until"]["A"] = task.direct_bar
                 ph[1] = round(ph[1] * task.recipe_steps)
     if "misread" in out:
-        out["misread"]["k"] = k(out["misread"]["k"])
+        out["misread"] = reachable(dict(out["misread"], k=k(out["misread"]["k"])), task)
     return out
 
 
@@ -402,5 +402,6 @@ def pretrain(cfg: dict, quick: bool = False, init: GPT | None = None, log: Calla
         done += len(hist)
     model.eval()
     if cfg.get("misread"):   # a recipe that ends by blurring the task's words to a quality target (ERR_CFG)
-        misread(model, calibrate_misread(model, cfg["misread"], cfg.get("seed", 0), task), cfg.get("seed", 0), task)
+        sigma = calibrate_misread(model, cfg["misread"], cfg.get("seed", 0), task, (1.0, 4.0))   # digits: within 1
+        misread(model, sigma, cfg.get("seed", 0), task)
     return model

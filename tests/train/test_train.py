@@ -273,6 +273,18 @@ def test_recipes_convert_to_and_from_the_spec_dicts_exactly():
         r.with_steps([1])
 
 
+def test_the_erring_target_is_one_the_tasks_noise_can_reach():
+    """Misreading can only bring a model down to its blind-guess rate: on digits (chance 0.1 at k = 8) the recipe's
+    0.45 stands and the recipe is the very dict it was (its cache key); on modprod, whose blind guess is right on
+    about 0.58 at k = 8, the target is chance + 0.1."""
+    from reasonlab.train.erring import ERR_CFG, reachable
+    from reasonlab.train.sft import for_task
+    assert for_task(ERR_CFG, "digits") is ERR_CFG and reachable(ERR_CFG["misread"], "digits") == ERR_CFG["misread"]
+    m = for_task(ERR_CFG, "modprod")["misread"]
+    chance = tasks.get("modprod").chance(m["k"])
+    assert chance > 0.45 and m["acc"] == pytest.approx(chance + 0.1, abs=1e-4) and m["k"] == tasks.get("modprod").k_max
+
+
 def test_a_shipped_model_with_the_recipes_key_is_copied_not_trained(tmp_path, monkeypatch):
     """The package's starting models: a cache miss whose key matches a shipped model copies it (no training);
     REASONLAB_RETRAIN=1, or another recipe, trains."""
