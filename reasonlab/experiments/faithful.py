@@ -237,8 +237,7 @@ def _check(section: str, claim: str, statistic: str, values, threshold, untestab
     """seed_check on values(), or, where the design leaves the claim nothing to read (untestable), the claim with
     no evidence and why."""
     if untestable:
-        return {**findings.missing(section, claim, statistic, **detail), "verdict": findings.UNTESTABLE,
-                "untestable": untestable}
+        return findings.unread(section, claim, statistic, threshold, untestable, **detail)
     return seed_check(section, claim, statistic, values(), threshold, **detail)
 
 

@@ -159,8 +159,7 @@ def primary_claim(rs: list[dict], N: int) -> dict:
     stat = f"pass@{N}(RL) - pass@{N}(sharpened start), problems with p(start) < {NEVER:g}"
     control = "the start sharpened to RL's pass@1 (its odds times one constant per seed)"
     if none:
-        return {**findings.missing(SECTION, claim, stat, control=control, requires=["room"]),
-                "threshold": f"> {TH['passk.expands'].value:g}", "verdict": findings.UNTESTABLE, "untestable": none}
+        return findings.unread(SECTION, claim, stat, TH["passk.expands"], none, control=control, requires=["room"])
     sharp = [reach_of(sharpened(r), r, N) - reach(r, "start", N) for r in rs]
     return findings.seed_check(SECTION, claim, stat, [beyond_sharpening(r, N) for r in rs], TH["passk.expands"],
                                control=control, requires=["room"],

@@ -130,6 +130,15 @@ def missing(section: str, claim: str, why: str, **detail) -> dict:
             "per_seed": [], "threshold": "", "verdict": UNSURE, **detail}
 
 
+def unread(section: str, claim: str, statistic: str, threshold: float | Threshold, why: str, **detail) -> dict:
+    """A "greater" claim the design leaves nothing to read on this run (why): stated with its threshold, no
+    evidence, untestable."""
+    thr = threshold.value if isinstance(threshold, Threshold) else threshold
+    source = {"source": threshold.source} if isinstance(threshold, Threshold) else {}
+    return {**missing(section, claim, statistic, **source, **detail), "threshold": f"> {thr:g}",
+            "verdict": UNTESTABLE, "untestable": why}
+
+
 def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: float | Threshold, test=greater,
                room: float | tuple[float, float] | None = None, untestable: str | None = None, **detail) -> dict:
     """A claim about one number per seed, judged on its t interval.

@@ -143,6 +143,14 @@ def test_a_missing_primary_keeps_its_verdict_under_the_room_rule():
     assert findings.with_room(f, (-1.0, 1.0)) == f
 
 
+def test_a_claim_with_nothing_to_read_is_untestable_with_its_threshold_and_source():
+    th = findings.Threshold(0.5, "a practical margin")
+    f = findings.unread("x", "a claim", "a statistic", th, "no such problems", control="c")
+    assert (f["verdict"], f["untestable"], f["threshold"], f["source"], f["control"]) == (
+        findings.UNTESTABLE, "no such problems", "> 0.5", "a practical margin", "c")
+    assert f["value"] is None and f["per_seed"] == [] and "source" not in findings.unread("x", "c", "s", 0.0, "why")
+
+
 def test_a_claims_pipes_cannot_break_a_table():
     from reasonlab.io.report import md_table
     f = findings.seed_check("kl", "k3 is off the gradient of KL(pi || pi_ref)", "|a - b|", [0.2, 0.3, 0.25], 0.1)
