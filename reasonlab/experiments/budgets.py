@@ -117,9 +117,15 @@ def caps_trade_accuracy_for_tokens(rs: list[dict]) -> dict:
                                                       "per_seed": t["per_seed"]}), "caps")
 
 
+def forced_on(r: dict) -> tuple[str, str]:
+    """The model and the chain the primary forces past its end, in words (a result from before they were fields:
+    the base model's T)."""
+    return WHO[r.get("wait_on", "base")], r.get("chain", "T")
+
+
 def headroom(rs: list[dict]) -> dict:
     """The premise of the primary: the forced model's uncapped chain is wrong often enough for Wait to help."""
-    who, c = WHO[rs[0].get("wait_on", "base")], rs[0].get("chain", "T")
+    who, c = forced_on(rs[0])
     return findings.premise(seed_check(
         SEC, f"{who[0].upper() + who[1:]}'s uncapped chain leaves headroom: right on at most "
         f"{TH['budgets.headroom'].value:g} of the problems", f"acc({c}, uncapped)", [r["uncapped"]["acc"] for r in rs],
@@ -129,7 +135,7 @@ def headroom(rs: list[dict]) -> dict:
 def wait_lowers_accuracy(rs: list[dict]) -> dict:
     """The primary: the uncapped chain's accuracy minus the forced one's (`wait` steps past the natural end)."""
     w, state = rs[0]["extend"], task_of(rs[0]).state_name
-    who, c = WHO[rs[0].get("wait_on", "base")], rs[0].get("chain", "T")
+    who, c = forced_on(rs[0])
     return findings.primary(seed_check(
         SEC, f"s1's \"Wait\" does not carry over: forced {w} {state}(s) past its natural end, {who}'s {c} chain "
         "answers less accurately than uncapped (what differs: the end of the chain suppressed)",
@@ -185,8 +191,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     caps = [{**b, **_avg([r["budgets"][i] for r in rs])} for i, b in enumerate(rs[0]["budgets"])]
     forced = [{"wait": 0, **_avg([r["uncapped"] for r in rs])}] + [
         {"wait": f["wait"], **_avg([_forced(r, f["wait"]) for r in rs])} for f in rs[0]["forced"] if f["wait"]]
-    who = WHO[rs[0].get("wait_on", "base")]
-    c = rs[0].get("chain", "T")
+    who, c = forced_on(rs[0])
     plot_budgets(caps, forced, os.path.join(out, "budgets", "budgets.png"), task_of(rs[0]), who, c)
     table = md_table(["format", "chain budget", "chain steps written", "accuracy"],
                      [[b["format"], f"at most {b['budget']}", f"{b['thinking_tokens']:.2f}",

@@ -129,11 +129,10 @@ def to_first_error(problems, outs) -> tuple[np.ndarray, np.ndarray]:
 
 def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
     """Each PRM of prms(cfg) trained on the thinker (under the placebo the treatment PRM is the control's, trained
-    again on problems and rollouts of its own: `replicate_seed`), then read on best_of fresh S samples per test
-    problem: the
-    chain-step AUROC against the exact labels, on the steps up to each chain's first error, and best-of-N accuracy
-    (min over the step scores, through the search experiment's scorer); majority@N, the first sample's accuracy
-    (best-of-1) and a single sample's over the same samples."""
+    again on problems and rollouts of its own: `prm_seed`), then read on best_of fresh S samples per test problem:
+    the chain-step AUROC against the exact labels, on the steps up to each chain's first error, and best-of-N
+    accuracy (min over the step scores, through the search experiment's scorer); majority@N, the first sample's
+    accuracy (best-of-1) and a single sample's over the same samples."""
     N = cfg.best_of
     pool = sample_pool(thinker, probs, N, ["S"], 1.0, seed=10_000 + seed, keep_outputs=True)
     ps, outs = pool.flat()

@@ -94,9 +94,9 @@ def run(cfg: Config, seed: int, env) -> dict:
     for a in dict.fromkeys(cfg.algos):
         out[a] = rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n, progress=True, start=start,
                         overrides=cfg.overrides(), task=cfg.task)
-        out[a]["roles"] = [role for role, algo in (("treatment", cfg.treatment), ("control", cfg.control)) if algo == a]
-        if not out[a]["roles"]:
-            del out[a]["roles"]
+        roles = [role for role, algo in (("treatment", cfg.treatment), ("control", cfg.control)) if algo == a]
+        if roles:                             # the primary's arms
+            out[a]["roles"] = roles
     if cfg.treatment == cfg.control:          # the placebo: the control's algorithm once more, on streams of its own
         out[cfg.control]["roles"] = ["control"]
         out[REPLICATE] = {**rl_run(model, cfg.control, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n,

@@ -195,6 +195,13 @@ def sampled(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str,
         sc.add_prefixes(flat_d, flat_o)
     timing[f"score_{split}"] = round(time.perf_counter() - t, 1)
     vt = task_of(res).prompt_len + pool.length                      # verifier tokens per sample
+    voted = {k: (pool, scores[k], vt) for k in scorers}             # the pool each weighted vote reads
+    if cfg.weigh_with == "uniform":    # the placebo: its weighted vote (majority voting) over samples of its own
+        twin = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature, seed=replicate_seed(seed, split),
+                           keep_outputs=True)
+        d, o = twin.flat()
+        voted["uniform"] = (twin, scorers["uniform"].values(d, o, cfg.agg).reshape(len(probs), cfg.n_max),
+                            task_of(res).prompt_len + twin.length)
     for N in cfg.Ns:
         gen = pool.length[:, :N].sum(1)
         put(res, "majority", split, N, majority(pool, N), gen, np.zeros(len(probs)))
@@ -202,16 +209,8 @@ def sampled(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str,
             if "bon" in cfg.methods:
                 put(res, f"bon/{k}", split, N, best_of_n(pool, scores[k], N), gen, vt[:, :N].sum(1))
             if "weighted" in cfg.methods:
-                put(res, f"weighted/{k}", split, N, weighted(pool, scores[k], N), gen, vt[:, :N].sum(1))
-    if cfg.weigh_with == "uniform":    # the placebo: majority voting once more, over samples of its own
-        twin = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature, seed=replicate_seed(seed, split),
-                           keep_outputs=True)
-        d, o = twin.flat()
-        uniform = scorers["uniform"].values(d, o, cfg.agg).reshape(len(probs), cfg.n_max)
-        vt = task_of(res).prompt_len + twin.length
-        for N in cfg.Ns:
-            put(res, "weighted/uniform", split, N, weighted(twin, uniform, N), twin.length[:, :N].sum(1),
-                vt[:, :N].sum(1))
+                p, s, v = voted[k]
+                put(res, f"weighted/{k}", split, N, weighted(p, s, N), p.length[:, :N].sum(1), v[:, :N].sum(1))
 
 
 def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str, probs: list) -> None:

@@ -17,8 +17,8 @@ Each arm is scored greedily in the format it was fine-tuned on: the chains' arms
 (answers alone) in forced A; scoring direct on forced S would read it in a format it never trained on. The primary:
 does one round of STaR raise the thinker's accuracy above direct fine-tuning on the same right answers (what
 differs: the chains), and above the thinker before it (the trivial policy: not fine-tuning)? The page's headline is
-STaR against the thinker before it. `methods.star`
-has the loop over rounds and its other knobs (rationalization, pooling, the few-chains start), for exploration.
+STaR against the thinker before it. `methods.star` has the loop over rounds and its other knobs (rationalization,
+pooling, the few-chains start), for exploration.
 """
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def run(cfg: Config, seed: int, env) -> dict:
     if cfg.treatment == "direct":   # the placebo: the direct control again, on samples and training of its own
         own["star"] = star_config(cfg, replicate_seed(seed))
         arms["star"] = arms_data(thinker, cfg, own["star"].seed)["direct"]
-    scored = {"star": OWN[cfg.treatment], "direct": OWN["direct"], "none": "S", "chain": "S"}
+    scored = {"star": OWN[cfg.treatment], "direct": OWN["direct"], "none": OWN["chains"], "chain": OWN["chains"]}
     out = {"start": {**evaluation(thinker, probs), "format": "S"}}
     for arm, data in arms.items():
         model = fine_tune(1, star_method.round_recipe(own[arm], 1, data["kept"], cfg.task), thinker)

@@ -349,6 +349,7 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     write_json(os.path.join(out, "findings.json"), fs)
     premises = [f for f in fs if f["kind"] == findings.PREMISE]
     claims = [f for f in fs if f["kind"] != findings.PREMISE]
+    placebo = placebo_verdicts(out)
     seeds = ", ".join(map(str, meta["seeds"]))
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
              "results.\n" if meta["quick"] else "")
@@ -382,9 +383,9 @@ EFFECTS), this run's seeds and the first level of Holm's correction, the power, 
 at 80 % power and the seeds 80 % would take (`stats/power.py`); an inconclusive primary below 80 % is
 underpowered.
 
-{primaries_table(fs, list(results), placebo_verdicts(out))}
+{primaries_table(fs, list(results), placebo)}
 
-{placebo_rate(placebo_verdicts(out))}
+{placebo_rate(placebo)}
 
 ## Premises
 
