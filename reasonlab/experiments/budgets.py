@@ -7,7 +7,7 @@ past its natural end. s1 reports a gain on a model that re-checks its work; this
 longer than k steps. Forced `extend` steps past its natural end (T writes k states; here it must write k + extend
 before it may answer), does its accuracy fall below the uncapped chain's? The base model's uncapped chain is right
 on nearly every problem, so Wait could not be seen to help it: the primary forces the erring thinker's S chain (its
-prompts' words misread, fixed in its weights, so its chains err; its T is right on 0.96-0.97 in two seeds of five),
+prompts' words misread, fixed in its weights, so its chains err; its T is right nearly everywhere in some seeds),
 whose uncapped chain leaves headroom (a premise, checked on the run). The control is its uncapped chain on the same
 problems; the placebo forces nothing (extend = 0).
 """
@@ -53,7 +53,7 @@ class Config:
     the base model (right nearly everywhere: no headroom, the premise fails)"""
     chain: Literal["S", "T"] = "S"
     """the chain forced past its end: S (the erring thinker's forced S errs on about a third of the problems), or T
-    (its full chain is right on 0.96-0.97 in two seeds of five: too little headroom)"""
+    (its full chain is right nearly everywhere in some seeds: too little headroom; docs/findings_moved.md)"""
 
     def validate(self) -> None:
         if self.n > EVAL_N_MAX:

@@ -14,8 +14,8 @@ no room for RL to show anything there. So the primary reads the problems where t
 those it practically never samples (p < NEVER, so its pass@N there is at most 1 - (1 - NEVER)^N, 0.23 at N = 256),
 chosen on the start's exact p alone, never on RL's. Raising pass@1 alone lifts them too: pure sharpening (every
 problem's odds of a right chain multiplied by one constant, set per seed so that the mean p equals RL's) takes
-pass@256 there from near 0 to about 0.6 on digits. So the control is that sharpened start, the prediction of "RL only
-sharpens"; the claim is that RL's pass@N there exceeds it. Premise, checked on the run: every seed has at least
+pass@256 there far above the start's (docs/findings_moved.md has the figure). So the control is that sharpened
+start, the prediction of "RL only sharpens"; the claim is that RL's pass@N there exceeds it. Premise, checked on the run: every seed has at least
 MIN_OUT such problems. The placebo trains RL for 0 steps (the RL arm is the start, and so is its sharpening).
 """
 from __future__ import annotations

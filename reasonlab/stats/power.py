@@ -50,7 +50,5 @@ def mde(sd: float, n: int, alpha: float, target: float = TARGET) -> float:
 
 
 def seeds_for(effect: float, sd: float, alpha: float, target: float = TARGET, most: int = MOST_SEEDS) -> int | None:
-    """The fewest seeds whose power to detect `effect` reaches `target` (None: more than `most`)."""
-    if sd <= 0:
-        return 2 if effect > 0 else None
+    """The fewest seeds whose power to detect `effect` reaches `target` (None: more than `most`, or no spread)."""
     return next((n for n in range(2, most + 1) if power(effect, sd, n, alpha) >= target), None)
