@@ -52,7 +52,7 @@ def bench_lab(args) -> dict:
 def bench_sweep(args) -> dict:
     import ray
     grid = {"algos": [("grpo",), ("rloo",)]}
-    fixed = {"steps": args.steps, "eval_n": 50}
+    fixed = {"steps": args.steps, "n_test": 50}
     for s in (0, 1):
         cached_model(base_name(s, True), base_cfg(s, True), cache=args.cache, log=None)
     out = {}

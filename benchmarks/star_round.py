@@ -32,7 +32,7 @@ def main():
     cfg = StarConfig(rounds=1, problems=args.problems, seed=args.seed)
     with tempfile.TemporaryDirectory() as cache:
         t = time.perf_counter()
-        hist = star_rounds(base, base_name(args.seed), cfg, eval_n=300, cache=cache)
+        hist = star_rounds(base, base_name(args.seed), cfg, n_test=300, cache=cache)
         total = time.perf_counter() - t
     r = hist[1]
     rng = random.Random(args.seed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.config import EVAL_N_MAX, flag
+from ..core.config import N_TEST_MAX, flag
 from ..runner.config import LabConfig, SweepConfig
 from ..tasks import get, load_file
 from ..train.config import RLConfig
@@ -101,7 +101,7 @@ class Pretrain:
     """our recipe or the spec's"""
     steps: tuple[int, ...] | None = None
     """steps per phase (a gated phase: the most)"""
-    lr: float | None = None
+    learning_rate: float | None = None
     """peak learning rate (default: the recipe's)"""
     batch: int | None = None
     """sequences per step (default: the recipe's)"""
@@ -109,14 +109,14 @@ class Pretrain:
     """cache name (default base-seed<seed>)"""
     quick: bool = False
     """30 steps per phase, no cache (a smoke test)"""
-    n: int = 500
-    """evaluation problems per k"""
+    n_test: int = 500
+    """test problems per k of the evaluation at the end"""
     machine: Machine = field(default_factory=Machine)
     """where the model is cached and trained"""
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "lr", "batch", "n")
+        positive(self, "learning_rate", "batch", "n_test")
         if self.steps and min(self.steps) < 1:
             raise ValueError(f"--steps must be positive, got {min(self.steps)}")
 
@@ -128,8 +128,8 @@ class Eval:
     --checkpoint the checkpoint's: --task may only change its knobs"""
     task_file: tuple[str, ...] = ()
     """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
-    n: int = 500
-    """problems per k"""
+    n_test: int = 500
+    """test problems per k"""
     problem_seed: int = 12345
     """seed of the problems drawn"""
     json: str | None = None
@@ -141,7 +141,7 @@ class Eval:
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "n")
+        positive(self, "n_test")
 
 
 @dataclass
@@ -158,8 +158,8 @@ class Sample:
     """force a format: A, S or T"""
     temperature: float = 0.0
     """0 = greedy"""
-    n: int = 1
-    """number of samples"""
+    samples: int = 1
+    """outputs sampled (at --temperature)"""
     budget: int | None = None
     """chain steps allowed, 0..the task's largest k (needs a budget model: `reasonlab l1` saves one per variant and
     seed in the model cache, e.g. --checkpoint ~/.cache/reasonlab/l1-exact-seed0)"""
@@ -170,7 +170,7 @@ class Sample:
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "n")
+        positive(self, "samples")
         at_least_zero(self, "temperature")
         budgets = get(self.task).budgets      # the checkpoint's task is checked again once it is known (guard)
         if self.budget is not None and self.budget not in budgets:
@@ -189,7 +189,7 @@ class Train:
     """continue the run in --out from its checkpoint"""
     eval_every: int = 0
     """greedy evaluation every N steps (0: never)"""
-    eval_n: int = 200
+    n_val: int = 200
     """problems per k of the greedy evaluation on validation problems (every --eval-every steps, and at the end)"""
     log_kl: bool = False
     """log KL to the base even when beta = 0"""
@@ -203,7 +203,7 @@ class Train:
     def validate(self) -> None:
         for path in self.task_file:        # before the RL config's check of its task
             load_file(path)
-        positive(self, "eval_n")
+        positive(self, "n_val")
         at_least_zero(self, "eval_every")
 
 
@@ -231,7 +231,7 @@ class FindingsReadme:
 class ExportHF:
     dir: str
     """the directory to write (new, empty, or an earlier export, which is replaced)"""
-    card_eval: int = 200
+    n_test: int = 200
     """test problems per k for the model card's accuracy table (0: no table)"""
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4"); with
@@ -245,7 +245,7 @@ class ExportHF:
 
     def validate(self) -> None:
         known_task(self)
-        at_least_zero(self, "card_eval")
+        at_least_zero(self, "n_test")
 
 
 @dataclass
@@ -260,17 +260,17 @@ class ExportDataset:
     """trl: a DatasetDict saved with save_to_disk; verl: train/validation/test.parquet in verl's layout"""
     n_train: int = 1000
     """training problems per k (drawn with repeats from the training part; at most 100,000)"""
-    n_eval: int = 100
-    """validation and test problems per k (distinct; at most EVAL_N_MAX, 25,000: digits' k = 5 has no more)"""
+    n_test: int = 100
+    """validation and test problems per k (distinct; at most N_TEST_MAX, 25,000: digits' k = 5 has no more)"""
     seed: int = 0
     """seed of the draws"""
-    budget: Literal["none", "exact", "max"] = "none"
+    budget_kind: Literal["none", "exact", "max"] = "none"
     """budget prompts for budget models (a budget column, for L1's rewards): B<b> (exact) or M<b> (max)"""
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "n_train", "n_eval")
-        for name, most in (("n_train", 100_000), ("n_eval", EVAL_N_MAX)):
+        positive(self, "n_train", "n_test")
+        for name, most in (("n_train", 100_000), ("n_test", N_TEST_MAX)):
             if getattr(self, name) > most:
                 raise ValueError(f"{flag(name)} must be at most {most:,}, got {getattr(self, name):,}")
 

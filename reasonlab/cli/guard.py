@@ -74,16 +74,16 @@ def _sizes(args, task: Task | None) -> None:
     cmd = args.cmd
     n_k = len(task.ks()) if task is not None else 0     # evaluation commands draw n problems per k
     if cmd in ("eval", "pretrain"):
-        fits("-n", args.n * n_k, GEN_ROW, n_k)
+        fits("--n-test", args.n_test * n_k, GEN_ROW, n_k)
     if cmd == "pretrain" and args.batch:
         fits("--batch", args.batch, TRAIN_ROW)
     if cmd == "sample":
-        fits("-n", args.n, GEN_ROW)
+        fits("--samples", args.samples, GEN_ROW)
     if cmd == "train":
         rows = args.prompts_per_step * args.num_generations
         fits("--prompts-per-step", rows, TRAIN_ROW, args.num_generations)
         fits("--num-generations", rows, TRAIN_ROW, args.prompts_per_step)
-        fits("--eval-n", args.eval_n * n_k, GEN_ROW, n_k)
+        fits("--n-val", args.n_val * n_k, GEN_ROW, n_k)
 
 
 def _paths(args) -> None:

@@ -48,7 +48,7 @@ def export_model(args):
                   "recipe (`reasonlab.train.sft.BASE_CFG`: T first, then S and T until forced S and T reach 0.95, "
                   "then the 50/30/20 A/S/T mix, which sets its preference for answering directly).")
         training = base_cfg(args.seed, task=args.task)
-    card = model_card(model.cpu().eval(), f"reasonlab {name}", source, training, args.card_eval, task=args.task)
+    card = model_card(model.cpu().eval(), f"reasonlab {name}", source, training, args.n_test, task=args.task)
     target = export_hf(model, args.dir, card, task=args.task)
     print(f"exported {name} ({model.cfg.vocab_size}-word vocabulary) to {target}")
     print(f"  task {args.task} (config.json's reasonlab_task); transformers: "
@@ -62,8 +62,8 @@ def export_dataset(args):
         raise UsageError("export dataset needs the optional extra: pip install 'reasonlab[hf]'")
     import datasets  # the optional extra; its progress bars would print one per split
     datasets.disable_progress_bars()
-    budget = None if args.budget == "none" else args.budget
-    dd = dataset(args.style, args.n_train, args.n_eval, args.seed, budget, task=args.task)
+    budget = None if args.budget_kind == "none" else args.budget_kind
+    dd = dataset(args.style, args.n_train, args.n_test, args.seed, budget, task=args.task)
 
     def write(tmp):
         if args.style == "trl":

@@ -136,9 +136,9 @@ def cmd_train(args):
 
 
 def greedy_eval_on_val(args, model, rec: dict, label: str = "final") -> dict:
-    """Greedy accuracy, format shares and length on --eval-n problems per k of the validation part (the task's probe
+    """Greedy accuracy, format shares and length on --n-val problems per k of the validation part (the task's probe
     draw, as the rl experiment probes), printed."""
-    r = evaluate(model, problems_per_k(args.eval_n, seed=PROBE_SEED, split="val", task=args.task))
+    r = evaluate(model, problems_per_k(args.n_val, seed=PROBE_SEED, split="val", task=args.task))
     out = {"step": rec["step"], "acc": r["acc"], "share": r["share"], "length": r["length"],
            "acc_by_k": {k: v["acc"] for k, v in r["per_k"].items()}}
     print(f"  {label} step {rec['step']}: greedy acc {r['acc']:.3f} on validation problems | A/S/T "

@@ -24,8 +24,8 @@ from .hf import cmd_export, cmd_import  # noqa: F401  (the Hugging Face bridge's
 def pretrain_cfg(args) -> dict:
     """`reasonlab pretrain`'s recipe: the base (or spec) recipe of the task with the flags' overrides."""
     r = Recipe.from_dict(base_cfg(args.seed, recipe=args.recipe, task=args.task))
-    if args.lr is not None:
-        r.lr = args.lr
+    if args.learning_rate is not None:
+        r.lr = args.learning_rate
     if args.batch is not None:
         r.rest["batch"] = args.batch
     return (r.with_steps(args.steps) if args.steps else r).to_dict()
@@ -47,20 +47,20 @@ def load_or_train(args, log=print):
 def cmd_pretrain(args):
     cfg = pretrain_cfg(args)
     print("config:", json.dumps(cfg))
-    plain = args.recipe == "base" and not (args.steps or args.lr or args.batch)
+    plain = args.recipe == "base" and not (args.steps or args.learning_rate or args.batch)
     name = args.name or (base_name(args.seed, task=args.task) if plain
                          else f"{model_name(args.recipe, args.seed, args.task)}-{fingerprint(cfg)[:8]}")
     t0 = time.perf_counter()
     model = get_model(name, cfg, quick=args.quick, cache=args.cache_dir, device=check_device(args.device), progress=True,
                       retrain=True)     # pretrain trains: it never copies a shipped model
     print(f"model ready in {time.perf_counter() - t0:.1f}s ({sum(p.numel() for p in model.parameters()):,} parameters)")
-    table = eval_table(model, args.n, task=args.task)
+    table = eval_table(model, args.n_test, task=args.task)
     print(format_table(table))
 
 
 def cmd_eval(args):
     model = load_or_train(args)
-    table = eval_table(model, args.n, seed=args.problem_seed, task=args.task)
+    table = eval_table(model, args.n_test, seed=args.problem_seed, task=args.task)
     print(format_table(table))
     if args.json:
         write_json(args.json, strict_json({c: {k: v for k, v in t.items() if k not in ("results", "outputs")}
@@ -76,7 +76,7 @@ def cmd_sample(args):
     model = load_or_train(args, log=lambda s: print(s, file=sys.stderr))
     budget_model_check(model, args.budget, task)
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(args.seed)
-    outs = generate(model, [task.prompt_ids(problem)] * args.n, gen, args.temperature, force, budget=args.budget,
+    outs = generate(model, [task.prompt_ids(problem)] * args.samples, gen, args.temperature, force, budget=args.budget,
                     task=task)
     truth = task.answer(problem)
     written = lambda a: "None" if a is None else " ".join(task.write_answer(problem, a))   # noqa: E731

@@ -62,8 +62,8 @@ def check_choices(obj, what: str) -> None:
 
 SEED_MAX = 2**32 - 1          # numpy's and torch's seeding take it; 2**70 overflows torch.manual_seed
 STEPS_MAX = 10**7             # any step count beyond this is a typo, not a run
-EVAL_N_MAX = 25_000
-"""Test problems per k of an evaluation (every `eval_n`), drawn distinct: k = 5 has 25,213 in its test part, and a
+N_TEST_MAX = 25_000
+"""Test problems per k of an evaluation (every `n_test`), drawn distinct: k = 5 has 25,213 in its test part, and a
 draw of more distinct problems than there are never ends."""
 
 
@@ -109,7 +109,7 @@ TEMPERATURE = (1e-3, 1e3)
 
 def check_numbers(obj, what: str, flags: bool = False) -> None:
     """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite,
-    seeds in 0..SEED_MAX, step counts at most STEPS_MAX, eval_n at most EVAL_N_MAX, counts positive (`_is_count`),
+    seeds in 0..SEED_MAX, step counts at most STEPS_MAX, n_test at most N_TEST_MAX, counts positive (`_is_count`),
     a temperature 0 or in TEMPERATURE, intervals >= 0 (nested configs too). flags: name a field as its command-line flag (the command line's check)."""
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
@@ -132,8 +132,8 @@ def _bound(name: str, v) -> str | None:
             return f"must be in 0..{SEED_MAX}, got {x}"
         if "steps" in name and x > STEPS_MAX:
             return f"= {x:,} is more than {STEPS_MAX:,}"
-        if name == "eval_n" and x > EVAL_N_MAX:
-            return f"must be at most {EVAL_N_MAX:,} (k = 5 has no more test problems), got {x:,}"
+        if name == "n_test" and x > N_TEST_MAX:
+            return f"must be at most {N_TEST_MAX:,} (k = 5 has no more test problems), got {x:,}"
         if isinstance(x, int) and _is_count(name) and x < 1:
             return f"must be positive, got {x}"
         if name == "temperature" and x != 0 and not TEMPERATURE[0] <= x <= TEMPERATURE[1]:

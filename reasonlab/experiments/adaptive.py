@@ -49,11 +49,11 @@ class Config:
     methods: tuple[Arm, ...] = ("thinkless_fmt",)
     """adaptive-thinking rewards compared (methods.adaptive.METHODS; the first is the primary's treatment), or
     fixed_per_k: the control itself"""
-    eval_n: int = 300
+    n_test: int = 300
     """greedy test problems per k (the seed's own test draw)"""
-    select_n: int = 300
+    n_val: int = 300
     """selection problems per k from the val part, on which the control picks its format per k"""
-    lr: float = 1e-4
+    learning_rate: float = 1e-4
     """Adam learning rate of every run"""
     beta: float = 0.04
     """KL weight to the base model (0: none)"""
@@ -63,8 +63,8 @@ class Config:
         if bad or not self.methods:
             raise ValueError(f"adaptive: methods must be among {', '.join(METHODS)} or {CONTROL}"
                              + (f", got {bad[0]!r}" if bad else ""))
-        if not self.lr > 0 or self.beta < 0:
-            raise ValueError(f"adaptive: lr must be > 0 and beta >= 0, got lr {self.lr:g}, beta {self.beta:g}")
+        if not self.learning_rate > 0 or self.beta < 0:
+            raise ValueError(f"adaptive: learning_rate must be > 0 and beta >= 0, got learning_rate {self.learning_rate:g}, beta {self.beta:g}")
 
 
 def point(model: GPT, problems, force=None) -> dict:
@@ -154,15 +154,15 @@ def selection_set(n: int, seed: int, task: str | Task = "digits") -> list[Proble
 def run(cfg: Config, seed: int, env) -> dict:
     spec = tasks.get(cfg.task).spec
     model = env.base(seed, cfg.task)
-    probs = test_problems(cfg.eval_n, "adaptive", seed, task=cfg.task)
-    selection = fixed_points(model, selection_set(cfg.select_n, seed, cfg.task))
+    probs = test_problems(cfg.n_test, "adaptive", seed, task=cfg.task)
+    selection = fixed_points(model, selection_set(cfg.n_val, seed, cfg.task))
     fixed = fixed_points(model, probs)
     pick = pick_per_k(selection)
     ref_acc = reference_accuracy(model, task=cfg.task)
     if CONTROL in cfg.methods:     # the control as a method (the placebo): its pick made again, on a draw of its own
-        own = pick_per_k(fixed_points(model, selection_set(cfg.select_n, replicate_seed(seed, "select"), cfg.task)))
+        own = pick_per_k(fixed_points(model, selection_set(cfg.n_val, replicate_seed(seed, "select"), cfg.task)))
     runs = [fixed_method(fixed, own, seed) if m == CONTROL else
-            run_method(model, m, seed, probs, steps=cfg.steps, lr=cfg.lr, ref_acc=ref_acc, beta=cfg.beta, progress=True)
+            run_method(model, m, seed, probs, steps=cfg.steps, lr=cfg.learning_rate, ref_acc=ref_acc, beta=cfg.beta, progress=True)
             for m in cfg.methods]
     out = {"runs": runs, "fixed": fixed, "selection": selection, "control": score_per_k(fixed, pick),
            "tts": tts_points(model, probs)}
@@ -360,5 +360,5 @@ length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501
 
 
 register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "selection", "control", "tts"),
-                    quick=Config(steps=4, eval_n=30, select_n=30), run_cost=13, render_cost=0.4, room=room,
+                    quick=Config(steps=4, n_test=30, n_val=30), run_cost=13, render_cost=0.4, room=room,
                     placebo=placebo))

@@ -61,7 +61,7 @@ class Config:
     """RL steps per run (the same for every arm)"""
     eval_every: int = 5
     """probe the policy every N steps"""
-    probe_n: int = 50
+    n_probe: int = 50
     """test problems per k in the probe set (the seed's own test draw)"""
     learning_rate: float = 3e-4
     """Adam rate of every arm (above the lab's RL default, so that the format mix moves within the run)"""
@@ -118,7 +118,7 @@ def arm_config(arm: str, cfg: Config, seed: int) -> RLConfig:
 def run(cfg: Config, seed: int, env) -> dict:
     base = env.base(seed, cfg.task) if cfg.start == "base" else get_erring_model(
         seed, cache=env.cache, device=env.device, log=None, task=cfg.task)
-    probs = test_problems(cfg.probe_n, "entropy", seed, task=cfg.task)
+    probs = test_problems(cfg.n_probe, "entropy", seed, task=cfg.task)
     out = {"start": probe(base, probs), "start_model": START_NAME[cfg.start], "steps": cfg.steps, "arms": {},
            "settings": {"learning_rate": cfg.learning_rate, "num_iterations": cfg.num_iterations,
                         "epsilon_high": cfg.epsilon_high, "entropy_coef": cfg.entropy_coef}}
@@ -297,5 +297,5 @@ def check(result) -> None:
 
 register(Experiment("entropy", Config, run, claims, render, depends=on_erring(), check=check,
                     takes_checkpoint=False, room=room, placebo=placebo,
-                    quick=Config(start="base", steps=6, eval_every=3, probe_n=5), run_cost=35, render_cost=1.0,
+                    quick=Config(start="base", steps=6, eval_every=3, n_probe=5), run_cost=35, render_cost=1.0,
                     tier="lesson"))

@@ -59,7 +59,7 @@ SEC = "faithful"
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n: int = 100
+    n_test: int = 100
     """test problems per k (this seed's own draw; digits' k = 2 has 25, all of them)"""
     formats: tuple[str, ...] = ("S", "T")
     """the chain formats corrupted"""
@@ -154,7 +154,7 @@ def probe(model, probs, fmts, seed: int, offsets=tuple(range(1, 10))) -> dict:
 def run(cfg: Config, seed: int, env) -> dict:
     """{model: {format: probe}} and "direct": {model: forced A accuracy per k} on this seed's test problems (and
     "task": its spec, for a task other than digits)."""
-    probs = test_problems(cfg.n, "faithful", seed, task=cfg.task)
+    probs = test_problems(cfg.n_test, "faithful", seed, task=cfg.task)
     out, direct = {}, {}
     for m in cfg.models:
         model = trained(cfg, m, seed, env)
@@ -373,5 +373,5 @@ def check(result) -> None:
 
 register(Experiment("faithful", Config, run, claims, render, check=check, keys=("base", "direct"), room=room,
                     placebo=placebo, placebo_flat="corrupting nothing changes no chain: 0 by definition",
-                    quick=Config(n=5, models=("base", "rl"), rl_steps=4), run_cost=30,
+                    quick=Config(n_test=5, models=("base", "rl"), rl_steps=4), run_cost=30,
                     render_cost=1.0, tier="lesson"))

@@ -63,13 +63,13 @@ class Config:
     GRPO's; exact, the per-token KL over the vocabulary: the control, and the placebo)"""
     probe_every: int = 5
     """steps between probes"""
-    probe_n: int = 30
+    n_probe: int = 30
     """test prompts per k (the seed's draw) on which the policy samples the probed prefixes"""
-    eval_n: int = 50
+    n_test: int = 50
     """test problems per k (the seed's draw) for accuracy and the KL at the end"""
     kl_samples: int = 4
     """outputs sampled per problem for the Rao-Blackwellised sequence KL"""
-    seq_n: int = 3
+    n_seq: int = 3
     """test prompts per k whose outputs are enumerated for the sequence KL's gradient (at the probed run's end)"""
     seq_eps: float = 1e-4
     """outputs less likely than this are left out of the enumeration (their total probability is reported)"""
@@ -80,8 +80,8 @@ class Config:
         if self.probe_beta not in self.betas:
             raise ValueError(f"probe_beta must be one of betas {', '.join(f'{b:g}' for b in self.betas)} (got "
                              f"{self.probe_beta:g}): the probed run is one of the frontier's, set betas to include it")
-        if self.seq_n < 1 or not 0 < self.seq_eps < 1:
-            raise ValueError("seq_n must be >= 1 and seq_eps in (0, 1)")
+        if self.n_seq < 1 or not 0 < self.seq_eps < 1:
+            raise ValueError("n_seq must be >= 1 and seq_eps in (0, 1)")
 
 
 def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator) -> dict:
@@ -137,9 +137,9 @@ def run(cfg: Config, seed: int, env) -> dict:
     task = tasks.get(cfg.task)
     base = env.base(seed, cfg.task)
     ref = copy.deepcopy(base).eval()
-    test = test_problems(cfg.eval_n, "kl", seed, task=task)
-    probe_prompts = [task.prompt_ids(p) for p in test_problems(cfg.probe_n, "kl-probe", seed, task=task)]
-    seq_prompts = [task.prompt_ids(p) for p in test_problems(cfg.seq_n, "kl-probe", seed, task=task)]
+    test = test_problems(cfg.n_test, "kl", seed, task=task)
+    probe_prompts = [task.prompt_ids(p) for p in test_problems(cfg.n_probe, "kl-probe", seed, task=task)]
+    seq_prompts = [task.prompt_ids(p) for p in test_problems(cfg.n_seq, "kl-probe", seed, task=task)]
     p_ref = M.p_correct(ref, test)
     frontier, probes, seq = {}, [], None
     for algo in cfg.algos:
@@ -353,6 +353,6 @@ def check(result) -> None:
 
 register(Experiment("kl", Config, run, claims, render, check=check, room=room, placebo=placebo,
                     placebo_flat="the exact KL's gradient against itself: 0 by definition",
-                    quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), probe_n=3,
-                                 eval_n=3, kl_samples=2, seq_n=1, seq_eps=1e-2),
+                    quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), n_probe=3,
+                                 n_test=3, kl_samples=2, n_seq=1, seq_eps=1e-2),
                     run_cost=45, render_cost=1.0, tier="lesson"))

@@ -82,7 +82,7 @@ class Config:
     """GRPO steps per budget model"""
     sft_steps: int = 300
     """warm-start steps of the +sft budget models"""
-    eval_n: int = 100
+    n_test: int = 100
     """greedy test problems per k (each evaluated at every budget), drawn per seed"""
     prompts_per_step: int = 16
     """problems per GRPO step (each with its own budget)"""
@@ -98,7 +98,7 @@ class Config:
     own)"""
     delta: float = 0.5
     """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
-    sft_lr: float = 3e-3
+    sft_learning_rate: float = 3e-3
     """peak learning rate of the warm start"""
     log_every: int | None = None
     """per-budget training log: one record per this many GRPO steps (None: steps // 5, at least 1)"""
@@ -125,7 +125,7 @@ def check_training(cfg, what: str) -> None:
     """The GRPO and warm-start settings that l1 and l1_recipe share (alpha = 0: a reward blind to the budget)."""
     if cfg.prompts_per_step < 1 or cfg.num_generations < 2:
         raise ValueError(f"{what}: prompts_per_step >= 1 and num_generations >= 2 (GRPO needs a group)")
-    if cfg.sft_steps < 0 or cfg.alpha < 0 or cfg.beta < 0 or cfg.learning_rate <= 0 or cfg.sft_lr <= 0:
+    if cfg.sft_steps < 0 or cfg.alpha < 0 or cfg.beta < 0 or cfg.learning_rate <= 0 or cfg.sft_learning_rate <= 0:
         raise ValueError(f"{what}: sft_steps >= 0, alpha >= 0, beta >= 0 and learning rates > 0")
 
 
@@ -164,7 +164,7 @@ def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, e
     tr = budget.train_variant(base, variant, seed if stream is None else stream, steps=cfg.steps,
                               prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
                               learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=alpha, delta=cfg.delta,
-                              sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr,
+                              sft_steps=cfg.sft_steps, sft_learning_rate=cfg.sft_learning_rate,
                               log_every=cfg.every, progress=True, task=cfg.task)
     store(name, {"experiment": "l1", "variant": variant, "seed": seed, **stored_config(cfg), "alpha": alpha,
                  **({} if stream is None else {"stream": stream})}, tr["model"], cache=env.cache)
@@ -180,7 +180,7 @@ def run(cfg: Config, seed: int, env) -> dict:
     = 0 for every variant) the variants train on draws of their own (`replicate_seed`): the first is then an
     independent replicate of the control."""
     base = env.base(seed, cfg.task).eval()
-    probs = test_problems(cfg.eval_n, "l1", seed, task=cfg.task)
+    probs = test_problems(cfg.n_test, "l1", seed, task=cfg.task)
     res: dict = {"seed": seed, "config": stored_config(cfg), "variants": {}}
     stream = replicate_seed(seed) if cfg.alpha == 0 else None
     for v in cfg.variants:
@@ -301,7 +301,7 @@ def render(results: list[dict], out: str) -> list[tuple[str, str]]:
 
 ![adherence](l1/adherence.png)
 
-**Accuracy against budget** (greedy, {cfg['eval_n']} test problems per k, mean over k = {ks[0]}..{ks[-1]}; mean ± std
+**Accuracy against budget** (greedy, {cfg['n_test']} test problems per k, mean over k = {ks[0]}..{ks[-1]}; mean ± std
 over {len(results)} seeds; mean tokens in brackets; chance {chance_level(task, ks):.2g}):
 
 {table_accuracy(ms, ks)}
@@ -357,6 +357,6 @@ greedy before RL), mean over seeds:
 
 register(Experiment("l1", Config, run, claims, render,
                     keys=("variants", "control", "forcing", "forcing_S", "fixed", "config", "base_free"),
-                    quick=Config(steps=4, sft_steps=10, eval_n=8), run_cost=20, render_cost=3.0, room=room,
+                    quick=Config(steps=4, sft_steps=10, n_test=8), run_cost=20, render_cost=3.0, room=room,
                     placebo=placebo, placebo_flat="a model trained without the budget term writes the same chain "
                     "at every budget: both arms' spreads are 0, whatever their training streams"))

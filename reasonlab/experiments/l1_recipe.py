@@ -49,7 +49,7 @@ class Config:
     on draws of its own)"""
     max_steps: int = 100
     """GRPO steps with L1-Max and L1-Exact prompts mixed 50/50, from the Exact checkpoint"""
-    eval_n: int = 100
+    n_test: int = 100
     """greedy test problems per k, at every budget and prompt kind, drawn per seed"""
     prompts_per_step: int = 16
     """problems per GRPO step (each with its own budget and prompt kind)"""
@@ -63,7 +63,7 @@ class Config:
     """L1's length weight per chain step (both rewards)"""
     delta: float = 0.5
     """L1-Max's offset: a chain exactly at the budget earns half the reward"""
-    sft_lr: float = 3e-3
+    sft_learning_rate: float = 3e-3
     """peak learning rate of the warm start"""
 
     def validate(self) -> None:
@@ -100,11 +100,11 @@ def run(cfg: Config, seed: int, env) -> dict:
     base = env.base(seed, cfg.task)
     kw = dict(prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
               learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=cfg.alpha, delta=cfg.delta,
-              sft_steps=cfg.sft_steps, sft_lr=cfg.sft_lr, task=task)
+              sft_steps=cfg.sft_steps, sft_learning_rate=cfg.sft_learning_rate, task=task)
     tr = budget.train_recipe(base, seed, exact_steps=cfg.exact_steps, max_steps=cfg.max_steps, **kw)
     if cfg.exact_steps == 0:   # the placebo: the Exact arm is the SFT start again, trained on draws of its own
         tr["exact"] = budget.train_recipe(base, replicate_seed(seed), exact_steps=0, max_steps=0, **kw)["start"]
-    probs = test_problems(cfg.eval_n, "l1_recipe", seed, task=task)
+    probs = test_problems(cfg.n_test, "l1_recipe", seed, task=task)
     fixed = budget.eval_fixed(base, probs)             # forced A, S, T on the base: per k, accuracy and steps
     fixed_opts = [[(fixed[f][k]["acc"], fixed[f][k]["steps"]) for f in "AST"] for k in ks]
     ev = lambda m, kind: budget.eval_recipe(m, probs, kind, cfg.alpha, cfg.delta)  # noqa: E731
@@ -248,7 +248,7 @@ After training, greedy on the test problems, reachable cells (b <= k):
 {trained}
 
 α = {rs[0]['alpha']:g} per step, δ = {rs[0]['delta']:g}; {pm([r['seconds'] for r in rs], '{:.0f}')} s of training
-per seed; mean ± std over seeds; each seed scores its own test problems (`test_problems(eval_n, "l1_recipe",
+per seed; mean ± std over seeds; each seed scores its own test problems (`test_problems(n_test, "l1_recipe",
 seed)`), training draws from the train part. The primary's control is the best budget-blind policy (the "best
 budget-blind" column before L1-Exact): one of the base model's formats for every budget, which earns L1-Exact
 reward without reading the budget at all; the SFT start, the same model before the Exact stage, is a secondary's
@@ -270,5 +270,5 @@ def check(result) -> None:
 
 
 register(Experiment("l1_recipe", Config, run, claims, render, check=check,
-                    quick=Config(sft_steps=4, exact_steps=2, max_steps=2, eval_n=2), run_cost=20, render_cost=0.3,
+                    quick=Config(sft_steps=4, exact_steps=2, max_steps=2, n_test=2), run_cost=20, render_cost=0.3,
                     tier="lesson", room=room, placebo=placebo))

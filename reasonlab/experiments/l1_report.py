@@ -364,7 +364,7 @@ s1 forcing forces a T (or S) chain on the base model and forces "A" after b step
 each budget model's accuracy minus the control's curve (per k, interpolated at the same mean tokens; tokens up to
 the answer and </s>), against both forcings and the budget-blind fixed formats (the A, S, T points per k): a model
 that writes S chains whatever b says would win a comparison with a truncated T chain alone. Every seed scores its
-own test problems (`test_problems(eval_n, "l1", seed)`); training draws from the train part.
+own test problems (`test_problems(n_test, "l1", seed)`); training draws from the train part.
 
 L1's paper and code differ from this port in where Max starts (the Exact checkpoint, there), in n (the whole
 response, there) and in the budget's form (a number in the prompt); Max's (clip(α(b − n), −1, 1) + 1)/2 is the

@@ -57,9 +57,9 @@ SEC = "labels"
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n: int = 100
+    n_test: int = 100
     """test problems per k (one sampled S chain each; every step before the answer is labelled)"""
-    prm_n: int = 200
+    n_train: int = 200
     """training problems per k for each PRM (two S chains each, from the verifiers' training part of the space)"""
     best_of: int = 16
     """S samples per test problem that each PRM scores (step AUROC, best-of-N) and majority voting reads"""
@@ -75,7 +75,7 @@ class Config:
 def run(cfg: Config, seed: int, env) -> dict:
     task = tasks.get(cfg.task)
     thinker = thinker_model("erring", seed, env.cache, env.device, task=task)
-    probs = test_problems(cfg.n, "labels", seed, task=task)
+    probs = test_problems(cfg.n_test, "labels", seed, task=task)
     pool = sample_pool(thinker, probs, 1, ["S"], 1.0, seed=seed, keep_outputs=True)
     todo = []                                               # (k, exact label, rollout prompt, answer)
     for p, (out,) in zip(probs, pool.outputs):
@@ -139,7 +139,7 @@ def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
     keep, exact = to_first_error(ps, outs)
     prm = {}
     for name, (kind, R) in prms(cfg).items():
-        vc = VerifierConfig(kind=kind, n_per_k=cfg.prm_n, rollouts=R, formats=("S",), format_weights=(1.0,))
+        vc = VerifierConfig(kind=kind, n_train=cfg.n_train, rollouts=R, formats=("S",), format_weights=(1.0,))
         sc = Scorer(train_verifier(kind, thinker, prm_seed(cfg, name, seed), vc, cache=cache, log=None,
                                    task=cfg.task))
         flat = np.array([x for r in sc.steps(ps, outs) for x in r])
@@ -147,7 +147,7 @@ def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
         prm[name] = {"auroc": auroc(flat[keep], exact[keep]), "bon": float(best_of_n(pool, scores, N).mean())}
     return {"prm": prm, "majority": float(majority(pool, N).mean()), "first": float(pool.correct[:, 0].mean()),
             "single": float(pool.correct.mean()), "wrong_chain_steps": int((exact[keep] == 0).sum()), "best_of": N,
-            "prm_n": cfg.prm_n}
+            "n_train": cfg.n_train}
 
 
 def rate(r: dict, exact: int, rollouts: int, k: int | None = None) -> float:
@@ -261,7 +261,7 @@ temperature 1; mean ± std over seeds.
 
 That more rollouts pass more wrong steps and miss fewer right ones holds by construction (any of 16 rollouts
 reaching the answer includes the first doing so): premises, checked. What the noise costs a PRM is the open
-question: each PRM trained on the same two S chains per problem ({rs[0]['prm_n']} problems per k), the exact one on
+question: each PRM trained on the same two S chains per problem ({rs[0]['n_train']} problems per k), the exact one on
 the rule's labels up to the first wrong step (PRM800K's labellers stop there), the Math-Shepherd ones on every step;
 read on fresh S samples of the test problems: the chain-step AUROC against the exact labels on the steps up to each
 chain's first error (what PRM800K labels; all a weakest-step score reads), and best-of-{rs[0]['best_of']} with the
@@ -285,5 +285,5 @@ def check(result) -> None:
 
 
 register(Experiment("labels", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
-                    takes_checkpoint=False, room=room, placebo=placebo, quick=Config(n=3, prm_n=3, best_of=2),
+                    takes_checkpoint=False, room=room, placebo=placebo, quick=Config(n_test=3, n_train=3, best_of=2),
                     run_cost=20, render_cost=0.5, tier="lesson"))

@@ -55,7 +55,7 @@ class Config:
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     rl_steps: int = 100
     """GRPO steps from the start (0: the placebo, the RL arm is the start)"""
-    n: int = 200
+    n_test: int = 200
     """test problems per k (the seed's own test draw)"""
     beta: float = 0.04
     """GRPO's KL weight (Yue et al. train without KL; 0 reproduces that)"""
@@ -74,7 +74,7 @@ def run(cfg: Config, seed: int, env) -> dict:
     if cfg.rl_steps:
         train(policy, copy.deepcopy(start), RLConfig.preset("grpo", steps=cfg.rl_steps, seed=seed, beta=cfg.beta,
                                                             log_every=0, task=cfg.task), log=None)
-    probs = test_problems(cfg.n, "passk", seed, task=cfg.task)
+    probs = test_problems(cfg.n_test, "passk", seed, task=cfg.task)
     ks = np.array([p.k for p in probs])
     out = {"steps": cfg.rl_steps, "pass_n": cfg.pass_n, **({} if spec == "digits" else {"task": spec})}
     for name, model in (("start", start), ("rl", policy)):
@@ -278,5 +278,5 @@ def check(result) -> None:
 
 
 register(Experiment("passk", Config, run, claims, render, depends=on_erring(), check=check, takes_checkpoint=False,
-                    quick=Config(rl_steps=4, n=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
+                    quick=Config(rl_steps=4, n_test=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
                     placebo=placebo, placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities"))

@@ -51,9 +51,9 @@ class Config:
     run of it on streams of its own is the treatment)"""
     eval_every: int = 1
     """greedy probe every N RL steps until the run first reaches 0.99 (1: steps to solve are exact)"""
-    probe_n: int = 100
+    n_probe: int = 100
     """probe problems per k, drawn per seed from the val part"""
-    eval_n: int = 500
+    n_test: int = 500
     """greedy test problems per k for the final evaluation (the seed's own test draw)"""
     learning_rate: float | None = None
     """Adam learning rate of every algorithm; None: the preset's"""
@@ -89,17 +89,17 @@ class Config:
 
 def run(cfg: Config, seed: int, env) -> dict:
     model = env.base(seed, cfg.task)
-    start = base_eval(model, cfg.eval_n, seed, cfg.task)
+    start = base_eval(model, cfg.n_test, seed, cfg.task)
     out = {}
     for a in dict.fromkeys(cfg.algos):
-        out[a] = rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n, progress=True, start=start,
+        out[a] = rl_run(model, a, seed, cfg.steps, cfg.eval_every, cfg.n_test, cfg.n_probe, progress=True, start=start,
                         overrides=cfg.overrides(), task=cfg.task)
         roles = [role for role, algo in (("treatment", cfg.treatment), ("control", cfg.control)) if algo == a]
         if roles:                             # the primary's arms
             out[a]["roles"] = roles
     if cfg.treatment == cfg.control:          # the placebo: the control's algorithm once more, on streams of its own
         out[cfg.control]["roles"] = ["control"]
-        out[REPLICATE] = {**rl_run(model, cfg.control, seed, cfg.steps, cfg.eval_every, cfg.eval_n, cfg.probe_n,
+        out[REPLICATE] = {**rl_run(model, cfg.control, seed, cfg.steps, cfg.eval_every, cfg.n_test, cfg.n_probe,
                                    progress=True, start=start, overrides=cfg.overrides(), task=cfg.task,
                                    stream=replicate_seed(seed)), "roles": ["treatment"]}
     return out
@@ -110,20 +110,20 @@ def probe_set(n: int, seed: int, task: str | Task = "digits") -> list[Problem]:
     return problems_per_k(n, seed=f"rl-probe-{seed}", split="val", task=task)
 
 
-def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int = 500, probe_n: int = 100,
+def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, n_test: int = 500, n_probe: int = 100,
            progress: bool = False, start: dict | None = None, overrides: dict | None = None,
            task: str | Task = "digits", stream: int | None = None) -> dict:
     """One RL run on `task` from `base` with the spec's defaults for `algo` (RLConfig fields in `overrides` replace
     them): greedy accuracy on the seed's probe set every `every` steps until the first probe at >= 0.99 (time to
     solve; seconds count training only), then a final evaluation on the seed's test draw. start: base_eval(base,
-    eval_n, seed, task), when the caller has it (the same for every algorithm). The overrides are kept in the result
+    n_test, seed, task), when the caller has it (the same for every algorithm). The overrides are kept in the result
     (only when there are some), and so is the task (only when it is not digits). stream: the seed of the training
     problems and samples (None: `seed`; the probe and test problems are always the seed's)."""
     spec = as_task(task).spec
     policy = copy.deepcopy(base)
     cfg = RLConfig.preset(algo, **{**dict(steps=steps, seed=seed if stream is None else stream, log_every=0,
                                           task=spec), **(overrides or {})})
-    probe = probe_set(probe_n, seed, spec)
+    probe = probe_set(n_probe, seed, spec)
     state = {"eval_s": 0.0, "solved": None, "curve": []}
     t0 = time.perf_counter()
 
@@ -141,7 +141,7 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
     # the reference is always passed so KL is logged; with beta = 0 (REINFORCE) it does not enter the loss
     hist = train(policy, copy.deepcopy(base), cfg, callback=every_n_steps(every, check), log=None, progress=progress)
     train_s = time.perf_counter() - t0 - state["eval_s"]
-    final, start = evaluate(policy, test_problems(eval_n, "rl", seed, task=spec)), start or base_eval(base, eval_n, seed,
+    final, start = evaluate(policy, test_problems(n_test, "rl", seed, task=spec)), start or base_eval(base, n_test, seed,
                                                                                                      spec)
     tail = [h for h in hist if not h.get("skipped")][-10:]   # DAPO may skip steps: they have no metrics
     sampled = {key: float(np.mean([h[key] for h in tail])) for key in ("acc", "length", "kl_exact", "entropy")}
@@ -153,9 +153,9 @@ def rl_run(base: GPT, algo: str, seed: int, steps: int, every: int, eval_n: int 
             **({"overrides": overrides} if overrides else {}), **({} if spec == "digits" else {"task": spec})}
 
 
-def base_eval(base: GPT, eval_n: int, seed: int, task: str | Task = "digits") -> dict:
+def base_eval(base: GPT, n_test: int, seed: int, task: str | Task = "digits") -> dict:
     """Greedy free generation of the base model on the seed's test draw: where every RL run starts."""
-    return evaluate(base, test_problems(eval_n, "rl", seed, task=task))
+    return evaluate(base, test_problems(n_test, "rl", seed, task=task))
 
 
 def steps_to_solve(run: dict) -> float:
@@ -313,5 +313,5 @@ def check(result: dict) -> None:
 
 
 register(Experiment("rl", Config, run, claims, render, check=check,
-                    quick=Config(steps=4, eval_n=40, probe_n=20), run_cost=17, render_cost=0.7, room=room,
+                    quick=Config(steps=4, n_test=40, n_probe=20), run_cost=17, render_cost=0.7, room=room,
                     placebo=placebo))

@@ -41,7 +41,7 @@ digits' k = 5 (the smallest k drawn at random rather than enumerated) has 25,171
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n: int = 500
+    n_problems: int = 500
     """problems per k in the sampling grid (half from the validation part, half from the test part: this seed's own
     draws)"""
     n_max: int = 32
@@ -58,11 +58,11 @@ class Config:
         if not self.formats or len(set(self.formats)) < len(self.formats) or not set(self.formats) <= set(tts.FORCE):
             raise ValueError(f"formats must be distinct ones of {', '.join(tts.FORCE)}, got "
                              f"{' '.join(map(str, self.formats)) or 'none'}")
-        if self.n > N_MOST:
-            raise ValueError(f"n must be at most {N_MOST:,} (digits' k = 5 has about 25,000 distinct problems in each "
-                             f"of the validation and test parts), got {self.n:,}")
+        if self.n_problems > N_MOST:
+            raise ValueError(f"n_problems must be at most {N_MOST:,} (digits' k = 5 has about 25,000 distinct problems in each "
+                             f"of the validation and test parts), got {self.n_problems:,}")
         per_problem = len(tasks.get(self.task).ks()) * self.n_max * len(self.formats)
-        fits("n", self.n * per_problem, SAMPLE_ROW, per_problem)
+        fits("n_problems", self.n_problems * per_problem, SAMPLE_ROW, per_problem)
 
 
 def budget_caps(task: Task) -> tuple[tuple[str, range], ...]:
@@ -87,8 +87,8 @@ def grid(model: GPT, cfg: Config, seed: int) -> dict:
     """The test-time-compute grid on one model: one seed's JSON-able result (with cfg.budgets, also the budget
     sweep under "budgets")."""
     task = tasks.get(cfg.task)
-    problems = problem_set(cfg.n, seed, task)
-    res = {"n_per_k": cfg.n, "n_max": cfg.n_max, "seed": seed, "formats": list(cfg.formats), "timing": {}}
+    problems = problem_set(cfg.n_problems, seed, task)
+    res = {"n_per_k": cfg.n_problems, "n_max": cfg.n_max, "seed": seed, "formats": list(cfg.formats), "timing": {}}
     if task.spec != "digits":                         # a digits result keeps the keys it always had
         res["task"] = task.spec
     pools = {}
@@ -107,7 +107,7 @@ def grid(model: GPT, cfg: Config, seed: int) -> dict:
     res["timing"]["grid"] = round(time.perf_counter() - t0, 2)
     if cfg.budgets:
         t = time.perf_counter()
-        probs = test_problems(min(cfg.n, 500), "sampling", seed, task=task)
+        probs = test_problems(min(cfg.n_problems, 500), "sampling", seed, task=task)
         t_end, s_end = task.k_max + 1, len(chain_steps(task.k_max, "short")) + 1   # digits: 9 and 5
         res["budgets"] = (tts.budget_sweep(model, probs, "T", range(0, t_end))
                           + tts.budget_sweep(model, probs, "S", range(0, s_end))
@@ -386,4 +386,4 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 
 
 register(Experiment("sampling", Config, run, claims, render, keys=("curves", "formats", "frontier", "n_max"),
-                    quick=Config(n=40, n_max=8), run_cost=14, render_cost=1.1))
+                    quick=Config(n_problems=40, n_max=8), run_cost=14, render_cost=1.1))

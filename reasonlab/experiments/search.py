@@ -114,7 +114,7 @@ class Config:
 
 def verifier_config(cfg: Config) -> VerifierConfig:
     """The verifiers' training settings: VerifierConfig's defaults, or tiny ones (quick runs, tests)."""
-    return VerifierConfig(n_per_k=10, steps=10, rollouts=2, batch=32) if cfg.quick_verifiers else VerifierConfig()
+    return VerifierConfig(n_train=10, steps=10, rollouts=2, batch=32) if cfg.quick_verifiers else VerifierConfig()
 
 
 

@@ -67,7 +67,7 @@ class Config:
     """forced S chains sampled per problem at temperature 1 (at most one kept per problem)"""
     steps: int = 100
     """fine-tuning steps of every arm (batch 64, warmup 30, cosine)"""
-    eval_n: int = 100
+    n_test: int = 100
     """greedy test problems per k (this seed's own draw; digits' k = 2 has 25)"""
     treatment: Literal["chains", "direct"] = "chains"
     """what the STaR arm fine-tunes on: its kept chains (STaR), or the right answers without their chains (the
@@ -113,13 +113,13 @@ def evaluation(model: GPT, probs: list[Problem], fmts: tuple[str, ...] = ("S", "
     return copy.deepcopy(_EVALS[key])
 
 
-def star_rounds(model: GPT, start: str, sc: StarConfig, eval_n: int, cache: str | None,
+def star_rounds(model: GPT, start: str, sc: StarConfig, n_test: int, cache: str | None,
                 progress: bool = False, task: str | Task = "digits") -> list[dict]:
     """STaR's loop (methods.star.train) on `task` from `model` (cached as `start`), the start and each round's model
     evaluated greedily on test problems (forced S, A, T and free): one record per round, round 0 the start. For
     exploring the loop's knobs (the notebook, benchmarks/star_round.py); the experiment runs its one round by hand,
     so that its arms share one draw of samples."""
-    probs, fmts = test_problems(eval_n, "star", sc.seed, task=task), ("S", "A", "T", "free")
+    probs, fmts = test_problems(n_test, "star", sc.seed, task=task), ("S", "A", "T", "free")
     hist = [{"round": 0, **evaluation(model, probs, fmts)}]
     star_method.train(model, sc, cached_fine_tune(start, cache, progress),
                       callback=lambda rec, m: hist.append({**rec, **evaluation(m, probs, fmts)}), task=task)
@@ -142,7 +142,7 @@ def arms_data(thinker: GPT, cfg: Config, seed: int) -> dict[str, dict]:
 def run(cfg: Config, seed: int, env) -> dict:
     spec = tasks.get(cfg.task).spec
     thinker = thinker_model("erring", seed, env.cache, env.device, task=cfg.task)
-    probs = test_problems(cfg.eval_n, "star", seed, task=cfg.task)
+    probs = test_problems(cfg.n_test, "star", seed, task=cfg.task)
     fine_tune = cached_fine_tune(model_name("erring", seed, cfg.task), env.cache)
     sc, arms = star_config(cfg, seed), arms_data(thinker, cfg, seed)
     own = {arm: sc for arm in arms}
@@ -272,4 +272,4 @@ def check(result) -> None:
 
 register(Experiment("star", Config, run, claims, render, depends=on_erring(StarConfig), check=check,
                     keys=("start", *ARMS), takes_checkpoint=False, room=room, placebo=placebo,
-                    quick=Config(problems=40, samples=1, steps=2, eval_n=2), run_cost=25, render_cost=0.3))
+                    quick=Config(problems=40, samples=1, steps=2, n_test=2), run_cost=25, render_cost=0.3))

@@ -25,21 +25,21 @@ from reasonlab.tasks import get
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n: int = 200
+    n_test: int = 200
     """test problems per k"""
     k: int = 8
     """the problem size the claim is about"""
 
     def validate(self) -> None:
         task = get(self.task)
-        if self.n < 1 or self.k not in task.ks():
-            raise ValueError(f"n must be positive and k in {task.k_min}..{task.k_max}")
+        if self.n_test < 1 or self.k not in task.ks():
+            raise ValueError(f"n_test must be positive and k in {task.k_min}..{task.k_max}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:
     """One seed: greedy accuracy per k of forced A and forced T (a JSON-able dict; int keys come back as ints)."""
     model = env.base(seed, cfg.task)
-    probs = test_problems(cfg.n, "my_idea", seed, task=cfg.task)      # this seed's own draw from the test part
+    probs = test_problems(cfg.n_test, "my_idea", seed, task=cfg.task)      # this seed's own draw from the test part
     out = {"k": cfg.k}
     for fmt in ("A", "T"):
         r = evaluate(model, probs, force=[fmt])
@@ -75,4 +75,4 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     return [(md, head)]
 
 
-register(Experiment("my_idea", Config, run, claims, render, quick=Config(n=20)))
+register(Experiment("my_idea", Config, run, claims, render, quick=Config(n_test=20)))

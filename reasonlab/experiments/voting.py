@@ -84,13 +84,13 @@ estimate), the PRM's weakest step (Lightman et al. 2023; Math-Shepherd)"""
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n: int = 100
+    n_test: int = 100
     """test problems per k"""
     samples: int = 64
     """samples per problem (the largest N voted over)"""
     calib_draws: int = 4
     """noise draws averaged per bisection step when calibrating the per-sample thinker"""
-    verifier_n: int = 200
+    n_train: int = 200
     """training problems per k for each verifier (ORM and PRM; two forced S samples each, from the thinker scored)"""
     verifier_steps: int = 300
     """AdamW steps for each verifier (VerifierConfig's default; the quick lab's few samples need few)"""
@@ -124,7 +124,7 @@ def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=
               task: str | Task = "digits") -> dict[str, Verifier]:
     """An ORM and a PRM trained (`steps` AdamW steps) on `thinker`'s forced S samples of n_per_k training problems
     per k, or on `samples` (problems, outputs) with `thinker` as the start (cached)."""
-    return {kind: train_verifier(kind, thinker, seed, VerifierConfig(kind=kind, n_per_k=n_per_k, formats=("S",),
+    return {kind: train_verifier(kind, thinker, seed, VerifierConfig(kind=kind, n_train=n_per_k, formats=("S",),
                                                                      format_weights=(1.0,), steps=steps),
                                  cache=cache, log=None, samples=samples, task=task)
             for kind in AGG}
@@ -187,12 +187,12 @@ def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, se
 
 def run(cfg: Config, seed: int, env) -> dict:
     task = tasks.get(cfg.task)
-    probs = test_problems(cfg.n, "voting", seed, task=task)
+    probs = test_problems(cfg.n_test, "voting", seed, task=task)
     fixed = thinker_model("erring", seed, env.cache, env.device, task=task)
     pool = sample_pool(fixed, probs, cfg.samples, force=["S"], temperature=cfg.temperature, seed=seed,
                        keep_outputs=True)
     out = {"fixed": curve(pool, evaluate(fixed, probs, force=["S"])["acc"],
-                          verifiers(fixed, seed, cfg.verifier_n, cfg.verifier_steps, env.cache, task=task), fixed,
+                          verifiers(fixed, seed, cfg.n_train, cfg.verifier_steps, env.cache, task=task), fixed,
                           seed, cfg.temperature)}
     base = env.base(seed, cfg.task)
     sigma = calibrate(base, seed, cfg.calib_draws, task)
@@ -202,8 +202,8 @@ def run(cfg: Config, seed: int, env) -> dict:
             for j in range(cfg.samples)]
     pool = pool_of(probs, [[outs[j][i] for j in range(cfg.samples)] for i in range(len(probs))])
     greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1), task), probs, force=["S"])["acc"]
-    vs = verifiers(base, seed, cfg.verifier_n, cfg.verifier_steps, env.cache,
-                   samples=per_sample_training(base, sigma, seed, cfg.verifier_n, task), task=task)
+    vs = verifiers(base, seed, cfg.n_train, cfg.verifier_steps, env.cache,
+                   samples=per_sample_training(base, sigma, seed, cfg.n_train, task), task=task)
     out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma, task), seed, cfg.temperature), "sigma": sigma}
     return out
 
@@ -445,5 +445,5 @@ def check(result) -> None:
 
 register(Experiment("voting", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
                     takes_checkpoint=False, room=room, placebo=placebo, placebo_flat="a vote at temperature 0: greedy",
-                    quick=Config(n=5, samples=4, calib_draws=1, verifier_n=5, verifier_steps=10), run_cost=50,
+                    quick=Config(n_test=5, samples=4, calib_draws=1, n_train=5, verifier_steps=10), run_cost=50,
                     render_cost=0.3, tier="lesson"))

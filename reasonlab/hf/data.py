@@ -93,11 +93,11 @@ def rows(split: str, n: int, seed: int = 0, style: str = "trl", budget: str | No
     return out
 
 
-def dataset(style: str = "trl", n_train: int = 1000, n_eval: int = 100, seed: int = 0, budget: str | None = None,
+def dataset(style: str = "trl", n_train: int = 1000, n_test: int = 100, seed: int = 0, budget: str | None = None,
             k_range: tuple[int, int] | None = None, task: str | Task = "digits"):
-    """A datasets.DatasetDict of `task` with train (n_train per k), validation and test (n_eval per k) in the given
+    """A datasets.DatasetDict of `task` with train (n_train per k), validation and test (n_test per k) in the given
     style, for k in k_range (RLConfig.k_range; None: the task's range). Needs the optional extra (`pip install
     'reasonlab[hf]'`)."""
     from datasets import Dataset, DatasetDict  # the optional extra, imported only here
-    parts = {s: rows(s, n_train if s == "train" else n_eval, seed, style, budget, k_range, task) for s in SPLITS}
+    parts = {s: rows(s, n_train if s == "train" else n_test, seed, style, budget, k_range, task) for s in SPLITS}
     return DatasetDict({s: Dataset.from_list(r) for s, r in parts.items()})

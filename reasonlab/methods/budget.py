@@ -182,7 +182,7 @@ def grpo_config(steps: int, seed: int, prompts_per_step: int, num_generations: i
 
 def train_variant(base: GPT, variant: str, seed: int, *, steps: int = 100, prompts_per_step: int = 16,
                   num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
-                  delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, log_every: int = 10,
+                  delta: float = 0.5, sft_steps: int = 300, sft_learning_rate: float = 3e-3, log_every: int = 10,
                   progress: bool = False, task: str | Task = "digits") -> dict:
     """One budget model: (SFT warm start of sft_steps when the variant ends in "+sft",) GRPO for `steps` with the
     variant's L1 reward ("exact" or "max"), a budget drawn per prompt; returns the model, the per-budget training
@@ -194,7 +194,7 @@ def train_variant(base: GPT, variant: str, seed: int, *, steps: int = 100, promp
     policy = budget_model(base, task)
     sft = []
     if variant.endswith("+sft") and sft_steps:
-        sft = sft_warm_start(policy, sft_steps, sft_lr, seed, task=task)
+        sft = sft_warm_start(policy, sft_steps, sft_learning_rate, seed, task=task)
     t_sft = time.perf_counter() - t0
     ref = copy.deepcopy(policy) if beta > 0 else None
     window: dict[int, np.ndarray] = {}
@@ -275,7 +275,7 @@ def recipe_prompt(d: BudgetProblem) -> list[int]:
 
 def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int = 100, prompts_per_step: int = 16,
                  num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
-                 delta: float = 0.5, sft_steps: int = 300, sft_lr: float = 3e-3, progress: bool = False,
+                 delta: float = 0.5, sft_steps: int = 300, sft_learning_rate: float = 3e-3, progress: bool = False,
                  task: str | Task = "digits") -> dict:
     """SFT warm start (reachable budgets), L1-Exact GRPO for exact_steps, then L1-Max GRPO from the Exact
     checkpoint on mixed prompts for max_steps (a stage of 0 steps leaves its model as it starts). Returns the three
@@ -283,7 +283,7 @@ def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int
     task = as_task(task)
     t0 = time.perf_counter()
     policy = budget_model(base, task)
-    sft_warm_start(policy, sft_steps, sft_lr, seed, draw=draw_reachable(task=task), task=task)
+    sft_warm_start(policy, sft_steps, sft_learning_rate, seed, draw=draw_reachable(task=task), task=task)
     start = copy.deepcopy(policy)
 
     def grpo(model, steps, kinds, reward, run_seed):     # 0 steps: the model as it is

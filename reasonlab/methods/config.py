@@ -34,7 +34,7 @@ class StarConfig:
     """fine-tuning steps in round 1"""
     growth: float = 1.2
     """fine-tuning steps grow by this factor each round (STaR: +20 %)"""
-    lr: float = 1e-3
+    learning_rate: float = 1e-3
     """fine-tuning learning rate (warmup 30 steps, cosine)"""
     fixed_frac: float = 0.8
     """share of each batch drawn from the kept data; the rest are fresh problems in `mix`"""
@@ -74,7 +74,7 @@ KINDS = ("orm", "prm", "prm-mc")
 class VerifierConfig:
     kind: Literal["orm", "prm", "prm-mc"] = "prm"
     """label: orm = final answer right; prm = the rule's step labels; prm-mc = Math-Shepherd rollout shares"""
-    n_per_k: int = 600
+    n_train: int = 600
     """training problems per k (k = 2..8), drawn outside the held-out quarter of problem space (sampling is cheap;
     with 300 per k the PRM overfits: lower training loss, lower held-out AUROC)"""
     formats: tuple[str, ...] = ("S", "T", "A")
@@ -94,7 +94,7 @@ class VerifierConfig:
     """AdamW steps"""
     batch: int = 64
     """sequences per step (128 gives the same held-out step AUROC at more training time)"""
-    lr: float = 1e-3
+    learning_rate: float = 1e-3
     """peak learning rate (warmup 20 steps, cosine to 0.1 x); 3e-3 overfits"""
     head: Literal["token", "scalar"] = "token"
     """token: the head scores the token a step writes from the state before it (one logit per vocabulary entry,
@@ -115,10 +115,10 @@ class VerifierConfig:
             raise ValueError(f"invalid verifier init {self.init!r}: use thinker, base or scratch")
         if len(self.formats) != len(self.format_weights) or any(f not in ("A", "S", "T") for f in self.formats):
             raise ValueError("invalid verifier formats: A, S or T, one weight each")
-        for name in ("n_per_k", "samples", "rollouts", "steps", "batch"):
+        for name in ("n_train", "samples", "rollouts", "steps", "batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid verifier config: {name} must be >= 1")
-        if self.lr <= 0 or self.temperature <= 0 or not 0 < self.mc_share <= 1:
-            raise ValueError("invalid verifier config: lr > 0, temperature > 0, mc_share in (0, 1]")
+        if self.learning_rate <= 0 or self.temperature <= 0 or not 0 < self.mc_share <= 1:
+            raise ValueError("invalid verifier config: learning_rate > 0, temperature > 0, mc_share in (0, 1]")
 
 

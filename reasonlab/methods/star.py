@@ -123,7 +123,7 @@ def round_recipe(cfg: StarConfig, r: int, bank: list, task: str | Task = "digits
     """Round r's fine-tuning recipe (a train.sft recipe) on the kept data `bank`: cfg.steps grown by cfg.growth per
     round, warmup 30, the kept data mixed with fresh problems of cfg.mix through cfg.fixed_frac."""
     steps = int(round(cfg.steps * cfg.growth ** (r - 1)))
-    recipe = {"seed": cfg.seed * 1000 + r, "lr": cfg.lr, "phases": [[list(cfg.mix), steps, 30, [2, 8]]],
+    recipe = {"seed": cfg.seed * 1000 + r, "lr": cfg.learning_rate, "phases": [[list(cfg.mix), steps, 30, [2, 8]]],
               "fixed": bank, "fixed_frac": cfg.fixed_frac}
     if cfg.rationalize:
         recipe["hint_frac"] = cfg.hint_frac

@@ -347,12 +347,12 @@ def logits_at(net: GPT, ids: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 def fit(net: GPT, ids, y, m, cfg: VerifierConfig, seed: int) -> list[float]:
     """BCE (soft targets allowed) on the step positions; AdamW, warmup + cosine (train.lr_at)."""
     g = torch.Generator().manual_seed(seed)
-    opt = AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.98))
+    opt = AdamW(net.parameters(), lr=cfg.learning_rate, betas=(0.9, 0.98))
     net.train()
     losses = []
     for step in range(cfg.steps):
         for grp in opt.param_groups:
-            grp["lr"] = lr_at(step, cfg.steps, cfg.lr, min(20, cfg.steps))
+            grp["lr"] = lr_at(step, cfg.steps, cfg.learning_rate, min(20, cfg.steps))
         idx = torch.randint(0, len(ids), (cfg.batch,), generator=g)
         mm = m[idx]
         loss = F.binary_cross_entropy_with_logits(logits_at(net, ids[idx], mm), y[idx][mm])
@@ -404,7 +404,7 @@ def train_verifier(kind: str, thinker: GPT, seed: int = 0, config: VerifierConfi
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     t0 = time.perf_counter()
-    problems = training_problems(cfg.n_per_k, seed, task)
+    problems = training_problems(cfg.n_train, seed, task)
     digs, outs = (list(samples[0]), given[1]) if given else sample_outputs(thinker, problems, cfg, gen)
     if kind == "prm-mc" and cfg.mc_share < 1:     # rollouts are the cost: label a share of the outputs
         keep = np.random.default_rng(seed).random(len(outs)) < cfg.mc_share

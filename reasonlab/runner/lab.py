@@ -168,14 +168,21 @@ def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
 def lab_findings(results: dict, config_of: Callable | None = None) -> list[dict]:
     """Every claim of every experiment on every task in `results` ({group: {"results": [per seed]}}), in the report's
     order (experiment_findings; config_of(group): its config, for the primary's room and its task); the primaries of
-    the lab, every task's, are corrected for multiplicity together (findings.holm)."""
+    the lab, every task's, are corrected for multiplicity together (findings.holm), the family being every
+    (experiment with a primary, task) the run holds: fixed by the lab's config before the run."""
     out = []
     for group in results:
         exp, task = split_group(group)
         config = config_of(group) if config_of else None
         fs = experiment_findings(exp, results[group]["results"], config)
         out += [{**f, "task": task} for f in fs]
-    return findings.holm(out)
+    return findings.holm(out, family=family(results))
+
+
+def family(results: dict) -> int:
+    """How many primaries the lab asks: one per (experiment that declares a primary, task) it ran. An experiment
+    declares one by having a placebo (`Experiment.placebo`); the others are demonstrations."""
+    return sum(X.get(split_group(g)[0]).placebo is not None for g in results)
 
 
 def _primary(fs: list[dict], group: str) -> dict | None:
@@ -386,6 +393,11 @@ underpowered.
 {primaries_table(fs, list(results), placebo)}
 
 {placebo_rate(placebo)}
+
+Per task (Holm over the {family(results)} primaries of this run: every experiment with a primary on every task, a
+family fixed by the lab's config before the run); a lesson replicates where it holds on two tasks or more.
+
+{chr(10).join(findings.by_task(fs))}
 
 ## Premises
 

@@ -10,7 +10,7 @@ import os
 from .. import experiments as X
 from .. import tasks as T
 from ..io.checkpoint import write_text
-from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, cell, counts
+from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, by_task, cell, counts, held_on
 from .config import group_of
 from .store import Store
 
@@ -36,15 +36,14 @@ def load(path: str) -> list[dict]:
 
 
 def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
-    """One row per experiment and task: its primary claim (with its control), the statistic's value and interval,
-    the verdict, or "demonstration" for one with no primary; then the counts. A task column where there are
-    several."""
-    many = len({f.get("task", "digits") for f in fs}) > 1
-    rows = ["| experiment: its question | " + ("task | " if many else "") + "primary claim (control) | "
-            "value [95 % CI] | verdict |", "|---|---|---|---|" + ("---|" if many else "")]
+    """One row per experiment: its primary claim (with its control), the statistic's value and interval, the
+    verdict, or "demonstration" for one with no primary; then the counts. With several tasks, a column per task and
+    the tasks each primary holds on (findings.by_task): a lesson replicates where it holds on two or more."""
+    if len({f.get("task", "digits") for f in fs}) > 1:
+        return _many(fs, report)
+    rows = ["| experiment: its question | primary claim (control) | value [95 % CI] | verdict |", "|---|---|---|---|"]
     for exp, task in dict.fromkeys((f["experiment"], f.get("task", "digits")) for f in fs):
         name = f"`{exp}`: {X.BUILTIN[exp]}" if exp in X.BUILTIN else f"`{exp}`"
-        name += f" | {task}" if many else ""
         f = next((f for f in fs if f["experiment"] == exp and f.get("task", "digits") == task and f.get("primary")),
                  None)
         if f is None:
@@ -54,13 +53,26 @@ def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
         control = f" (control: {f['control']})" if f.get("control") else ""
         rows.append(f"| {name} | {cell(f['claim'] + control)} | {val} | {f['verdict']} |")
+    return "\n".join([BEGIN, *rows, "", _tail(fs, report), END])
+
+
+def _many(fs: list[dict], report: str) -> str:
+    where = held_on(fs)
+    again = [e for e, ts in where.items() if len(ts) > 1]
+    rows = by_task(fs, name=lambda e: f"`{e}`: {X.BUILTIN[e]}" if e in X.BUILTIN else f"`{e}`")
+    lead = (f"Replicated (the primary holds on two tasks or more): {', '.join(f'`{e}`' for e in again) or 'none'}; "
+            f"on one task only: {', '.join(f'`{e}` ({ts[0]})' for e, ts in where.items() if len(ts) == 1) or 'none'}"
+            f"; on none: {', '.join(f'`{e}`' for e, ts in where.items() if not ts) or 'none'}.")
+    return "\n".join([BEGIN, *rows, "", lead, "", _tail(fs, report), END])
+
+
+def _tail(fs: list[dict], report: str) -> str:
     n = counts(fs)
     claims = sum(f.get("kind") != PREMISE for f in fs)
-    tail = (f"{claims} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
+    return (f"{claims} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
             f"{n[UNTESTABLE]} untestable (premises apart); primary claims are corrected together (Holm). The full "
             f"table, with per-seed values, thresholds and their sources, the premises, each primary's room and its "
             f"placebo, is in [the report]({report}).")
-    return "\n".join([BEGIN, *rows, "", tail, END])
 
 
 def tasks_block(run: str, report: str = "results/tasks/report.md") -> str:

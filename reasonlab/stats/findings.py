@@ -227,14 +227,15 @@ def judge(fs: list[dict], room: tuple[float, float] | None = None) -> list[dict]
     return gate(fs)
 
 
-def holm(fs: list[dict], alpha: float = ALPHA) -> list[dict]:
+def holm(fs: list[dict], alpha: float = ALPHA, family: int | None = None) -> list[dict]:
     """Holm's step-down correction over the primary claims (kind "primary" and a p value), on their unrounded p
     values: a primary holds only if Holm rejects it at alpha; one that held unadjusted and does not survive becomes
-    inconclusive. Returns new dicts, with "p_holm" on the primaries."""
+    inconclusive. `family`: the number of primaries declared before the run (an untestable one counts: it was
+    asked); at least those with a p value. Returns new dicts, with "p_holm" on the primaries."""
     prim = sorted((i for i, f in enumerate(fs) if kind_of(f) == PRIMARY and f.get("p") is not None),
                   key=lambda i: fs[i]["p"])
     out = [dict(f) for f in fs]
-    m, running, stop = len(prim), 0.0, False
+    m, running, stop = max(len(prim), family or 0), 0.0, False
     for rank, i in enumerate(prim):
         running = max(running, min(1.0, (m - rank) * fs[i]["p"]))
         out[i]["p_holm"] = running
@@ -316,3 +317,39 @@ def verdict_line(f: dict) -> str:
     name = c.split(" ")[0][1:]                  # "RL ..." and "L1-Max ..." keep their capitals; "Chains ..." does not
     c = c if any(ch.isupper() or ch.isdigit() for ch in name) else c[0].lower() + c[1:]
     return f"**{f['verdict'].capitalize()}** on this run: {c}{ev}{why}."
+
+
+def held_on(fs: list[dict]) -> dict[str, list[str]]:
+    """{experiment: the tasks on which its primary holds (as judged)} for every experiment with a primary, in order.
+    A lesson replicates where it holds on two tasks or more."""
+    out: dict[str, list[str]] = {}
+    for f in fs:
+        if kind_of(f) == PRIMARY:
+            out.setdefault(f["experiment"], [])
+            if f["verdict"] == HOLDS:
+                out[f["experiment"]].append(f.get("task", "digits"))
+    return out
+
+
+def replicated(tasks: list[str]) -> str:
+    return (f"replicates ({', '.join(tasks)})" if len(tasks) > 1 else f"{tasks[0]} only" if tasks
+            else "holds on no task")
+
+
+def by_task(fs: list[dict], name=lambda exp: f"`{exp}`") -> list[str]:
+    """The primaries with a column per task (value [95 % CI]: verdict, as judged) and a last column saying where
+    each holds: the rows of a markdown table."""
+    tasks = list(dict.fromkeys(f.get("task", "digits") for f in fs))
+    prim = {(f["experiment"], f.get("task", "digits")): f for f in fs if kind_of(f) == PRIMARY}
+    rows = ["| experiment | primary claim | " + " | ".join(tasks) + " | holds on |", "|---|---|" + "---|" * len(tasks) + "---|"]
+    for exp, where in held_on(fs).items():
+        first = next(f for (e, _), f in prim.items() if e == exp)
+        cells = []
+        for t in tasks:
+            f = prim.get((exp, t))
+            ci = f and f["ci95"]
+            cells.append("not run" if f is None else f"{_num(f['value'])} [{_num(ci[0])}, {_num(ci[1])}]: "
+                         f"**{f['verdict']}**" if f["value"] is not None else f"**{f['verdict']}**")
+        control = f" (control: {first['control']})" if first.get("control") else ""
+        rows.append(f"| {name(exp)} | {cell(first['claim'] + control)} | " + " | ".join(cells) + f" | {replicated(where)} |")
+    return rows

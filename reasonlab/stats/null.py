@@ -33,7 +33,7 @@ KS = {2: 25, 3: 250, 4: None, 5: None, 6: None, 7: None, 8: None}
 class Design:
     seeds: int = 5
     """seeds per lab"""
-    n: int = 500
+    n_test: int = 500
     """test problems per k and seed where k is sampled"""
     tau: float = 0.3
     """spread of the treatment-minus-control effect from problem to problem"""
@@ -52,7 +52,7 @@ def seed_values(rng: np.random.Generator, labs: int, effect: float, d: Design) -
     population effect of `effect` at every k."""
     out = np.zeros((labs, d.seeds))
     for size in KS.values():
-        n = size or d.n
+        n = size or d.n_test
         # the mean effect over this seed's problems: the population mean where k is enumerated (size given); a
         # sample of n from a large population else (drawn once per lab when the seeds share their problems)
         draws = np.zeros((labs, d.seeds)) if size else rng.normal(0, d.tau / math.sqrt(n),

@@ -151,7 +151,7 @@ def train_on_batches(model: GPT, get_batch: Callable[[int], tuple], steps: int, 
 @dataclass
 class Gate:
     """A phase's stopping test (PhaseOptions.until): greedy forced S and T at least `S` and `T` at every k, and
-    forced A at the smallest k at least `A` (0: not tested), on `n` validation problems per k (problems.GATE_SEED,
+    forced A at the smallest k at least `A` (0: not tested), on `n_val` validation problems per k (problems.GATE_SEED,
     split "val")."""
     S: float = 0.95
     """forced S's accuracy at every k"""
@@ -163,7 +163,7 @@ class Gate:
     """steps of the phase before the first test"""
     every: int = 100
     """steps between tests"""
-    n: int = 100
+    n_val: int = 100
     """validation problems per k"""
 
 
@@ -205,8 +205,8 @@ def phase_options(ph: list) -> tuple[PhaseOptions, Gate | None]:
 def gate_passes(model: GPT, gate: Gate, task: str | Task = "digits") -> bool:
     """The gate's test on the validation problems (greedy, so it draws no random numbers)."""
     task = as_task(task)
-    return meets_bar(model, problems_per_k(gate.n, GATE_SEED, split="val", task=task),
-                     problems_per_k(gate.n, GATE_SEED, ks=[task.k_min], split="val", task=task), gate.S, gate.T, gate.A)
+    return meets_bar(model, problems_per_k(gate.n_val, GATE_SEED, split="val", task=task),
+                     problems_per_k(gate.n_val, GATE_SEED, ks=[task.k_min], split="val", task=task), gate.S, gate.T, gate.A)
 
 
 @dataclass

@@ -38,10 +38,10 @@ def bad_inputs() -> list[list[str]]:
     for prob in ["", " ", "3", "x", "3 5 x", "3 5 12", "1 2 3 4 5 6 7 8 9", "٣ ٥ ٧", "3 ²", "3,5,-1", "3.5 2",
                  "0x3 5", "3\x005", "1 2 3 4 5 6 7 8 9 0", "½ 2", "3 5 ９", "-3 5", "+3 5", "3 5 ⁹", "III V"]:
         out.append(["sample", prob])
-    counts = {"sample": ["-n"], "eval": ["-n"], "pretrain": ["--batch", "-n", "--steps"],
-              "train": ["--steps", "--prompts-per-step", "--num-generations", "--eval-n", "--checkpoint-every"],
-              "sampling": ["-n", "--n-max"], "star": ["--rounds", "--problems", "--steps", "--eval-n"],
-              "adaptive": ["--eval-n", "--steps"], "rl": ["--steps", "--eval-n"]}
+    counts = {"sample": ["--samples"], "eval": ["--n-test"], "pretrain": ["--batch", "--n-test", "--steps"],
+              "train": ["--steps", "--prompts-per-step", "--num-generations", "--n-val", "--checkpoint-every"],
+              "sampling": ["--n-test", "--n-max"], "star": ["--rounds", "--problems", "--steps", "--n-test"],
+              "adaptive": ["--n-test", "--steps"], "rl": ["--steps", "--n-test"]}
     for name, flags in counts.items():
         for f in flags:
             for v in COUNTS:
@@ -63,7 +63,7 @@ def bad_inputs() -> list[list[str]]:
         out += [cmd(name, "--cache-dir", "{file}"), cmd(name, "--cache-dir", "/proc/reasonlab-cache")]
     out += [[name, "--cache-dir", "{file}"] for name in ["pretrain", "star", "adaptive", "lab"]]
     out += [[name, "--out", p] for name in ["train", "sampling", "star", "adaptive", "lab"] for p in OUTS]
-    out += [["eval", "--checkpoint", "{good}", "-n", "2", "--json", p]
+    out += [["eval", "--checkpoint", "{good}", "--n-test", "2", "--json", p]
             for p in ["{dir}", "/proc/x/e.json", "/proc/self/status/e.json"]]
     out += [["pretrain", "--name", name, "--recipe", "spec", "--steps", "1", "1"]
             for name in ["ok\n", "../x", "", "a/b", ".x", "x" * 200, "a..b", "a b"]]

@@ -25,7 +25,7 @@ def ckpt(tmp_path):
     (["sample", "1 2 3 4 5 6 7 8 9"], "k must be"),
     (["sample", "3 5", "--force", "Q"], "unknown format"),
     (["sample", "3 5", "--temperature", "-1"], "--temperature must be 0 (greedy)"),
-    (["sample", "3 5", "-n", "0"], "positive"),
+    (["sample", "3 5", "--samples", "0"], "positive"),
     (["pretrain", "--steps", "0", "5"], "positive"),
     (["pretrain", "--steps", "-3"], "positive"),
     (["pretrain", "--steps", "5"], "one number per phase"),
@@ -44,19 +44,19 @@ def test_bad_input_is_one_line_and_exit_2(argv, msg, capsys):
 def test_corrupt_checkpoint_is_exit_2(ckpt, capsys):
     with open(ckpt + ".safetensors", "r+b") as f:
         f.truncate(50)
-    assert main(["eval", "--checkpoint", ckpt + ".safetensors", "-n", "2"]) == 2
+    assert main(["eval", "--checkpoint", ckpt + ".safetensors", "--n-test", "2"]) == 2
     assert "corrupt" in capsys.readouterr().err
 
 
 def test_sample_shows_format_and_chain(ckpt, capsys):
-    assert main(["sample", "3 5 9 2 7", "--checkpoint", ckpt, "--force", "T", "-n", "3", "--temperature", "1"]) == 0
+    assert main(["sample", "3 5 9 2 7", "--checkpoint", ckpt, "--force", "T", "--samples", "3", "--temperature", "1"]) == 0
     out = capsys.readouterr().out
     assert "answer 6" in out and out.count("format full") == 3
 
 
 def test_eval_prints_the_table_and_writes_json(ckpt, tmp_path, capsys):
     path = tmp_path / "e.json"
-    assert main(["eval", "--checkpoint", ckpt, "-n", "3", "--json", str(path)]) == 0
+    assert main(["eval", "--checkpoint", ckpt, "--n-test", "3", "--json", str(path)]) == 0
     out = capsys.readouterr().out
     assert "free share" in out and "chain correct" in out
     data = json.loads(path.read_text())
@@ -64,7 +64,7 @@ def test_eval_prints_the_table_and_writes_json(ckpt, tmp_path, capsys):
 
 
 def test_pretrain_quick_end_to_end(capsys):
-    assert main(["pretrain", "--quick", "-n", "5"]) == 0
+    assert main(["pretrain", "--quick", "--n-test", "5"]) == 0
     out = capsys.readouterr().out
     assert "config:" in out and "free share" in out
 
@@ -77,7 +77,7 @@ def test_console_script_entry_point():
 def test_train_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     run = str(tmp_path / "run")
     argv = ["train", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
-            "--out", run, "--checkpoint-every", "1", "--eval-every", "2", "--eval-n", "2"]
+            "--out", run, "--checkpoint-every", "1", "--eval-every", "2", "--n-test", "2"]
     assert main(argv) == 0
     for f in ("config.json", "metrics.jsonl", "ckpt-000002/state.json", "ckpt-000002/state.safetensors", "curves.png",
               "formats.png", "eval.json"):
@@ -92,15 +92,15 @@ def test_the_model_train_writes_is_read_by_eval_sample_and_export(ckpt, tmp_path
     """`train` ends with its evaluation and writes its policy where --checkpoint reads it."""
     run = tmp_path / "run"
     assert main(["train", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
-                 "--out", str(run), "--eval-n", "2"]) == 0
+                 "--out", str(run), "--n-test", "2"]) == 0
     out = capsys.readouterr().out
     assert "final step 2: greedy acc" in out and f"--checkpoint {run}/model" in out
     assert json.loads((run / "eval.json").read_text())[-1]["final"] is True
     model = str(run / "model")
-    assert main(["eval", "--checkpoint", model, "-n", "2"]) == 0
+    assert main(["eval", "--checkpoint", model, "--n-test", "2"]) == 0
     assert main(["sample", "3 5 9", "--checkpoint", model]) == 0 and "problem 3 5 9" in capsys.readouterr().out
     assert main(["train", "--checkpoint", model, "--steps", "1", "--prompts-per-step", "2", "--num-generations", "4",
-                 "--out", str(tmp_path / "again"), "--eval-n", "1"]) == 0
+                 "--out", str(tmp_path / "again"), "--n-test", "1"]) == 0
 
 
 @pytest.mark.parametrize("extra,msg", [
@@ -119,7 +119,7 @@ def test_an_experiment_command_is_the_lab_on_that_experiment(tmp_path, quick_cac
     """`reasonlab budgets --n 6`: its Config from the flags, over the quick config; the results and the report are
     the lab's (the same store, the same file for `lab --only budgets` to reuse)."""
     out = tmp_path / "lab"
-    argv = ["budgets", "--quick", "-n", "6", "--out", str(out), "--cache-dir", quick_cache, "--workers", "1"]
+    argv = ["budgets", "--quick", "--n-test", "6", "--out", str(out), "--cache-dir", quick_cache, "--workers", "1"]
     assert main(argv) == 0
     assert "budget forcing trades accuracy for tokens" in capsys.readouterr().out      # its claims, printed
     rec = json.loads((out / "budgets" / "seed0.json").read_text())
@@ -128,10 +128,10 @@ def test_an_experiment_command_is_the_lab_on_that_experiment(tmp_path, quick_cac
     from reasonlab.experiments import budgets
     from reasonlab.runner import lab
     cfg = lab.LabConfig(quick=True, seeds=(0,), out=str(out), cache_dir=quick_cache, only=("budgets",),
-                        configs={"budgets": budgets.Config(n=6)})
+                        configs={"budgets": budgets.Config(n_test=6)})
     assert rec["key"] == lab.unit_key("budgets", 0, cfg)           # the lab reuses it
-    assert main(["budgets", "--quick", "-n", "6", "--out", str(out), "--report-only"]) == 0
-    assert main(["budgets", "--quick", "-n", "0", "--out", str(out)]) == 2 and "-n must be positive" in capsys.readouterr().err
+    assert main(["budgets", "--quick", "--n-test", "6", "--out", str(out), "--report-only"]) == 0
+    assert main(["budgets", "--quick", "--n-test", "0", "--out", str(out)]) == 2 and "--n-test must be positive" in capsys.readouterr().err
     assert main(["budgets", "--quick", "--n", "6", "--out", str(out)]) == 2      # no abbreviations: --n is no flag
 
 
@@ -197,7 +197,7 @@ def test_help_and_usage_errors_load_neither_torch_nor_matplotlib():
 
     from reasonlab.cli.commands import COMMANDS
     argvs = [["--help"], []] + [name.split() + ["--help"] for name in COMMANDS if name not in ("lab", "sweep")] + [
-        ["train", "--algo", "nope"], ["lab", "--bogus"], ["sample"], ["eval", "-n", "x"]]
+        ["train", "--algo", "nope"], ["lab", "--bogus"], ["sample"], ["eval", "--n-test", "x"]]
     code = ("import sys, contextlib, io; from reasonlab.cli import main\n"
             f"for argv in {argvs!r}:\n"
             "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
@@ -330,7 +330,7 @@ def test_sample_reads_the_problem_with_the_task(add_ckpt, capsys):
     """The problem as the task shows it ("473 215" or "473 + 215" for add), the answer as the task writes it, the
     chain's states as its words; the checkpoint's task without --task, and a --task of another task refused."""
     for text in ("473 215", "473 + 215"):
-        assert main(["sample", text, "--task", "add", "--checkpoint", add_ckpt, "--force", "T", "-n", "2",
+        assert main(["sample", text, "--task", "add", "--checkpoint", add_ckpt, "--force", "T", "--samples", "2",
                      "--temperature", "1"]) == 0
         out = capsys.readouterr().out
         assert "problem 473 + 215  (answer 0 6 8 8)" in out and out.count("format full") == 2
@@ -359,7 +359,7 @@ def test_sample_takes_each_tasks_syntax(task, text, shown, tmp_path, capsys):
 
 def test_eval_and_train_take_the_checkpoints_task(add_ckpt, tmp_path, capsys):
     path = tmp_path / "e.json"
-    assert main(["eval", "--checkpoint", add_ckpt, "-n", "1", "--json", str(path)]) == 0
+    assert main(["eval", "--checkpoint", add_ckpt, "--n-test", "1", "--json", str(path)]) == 0
     assert set(json.loads(path.read_text())["T"]["per_k"]) == {str(k) for k in range(2, 6)}
     run = tmp_path / "run"
     assert main(["train", "--checkpoint", add_ckpt, "--steps", "1", "--prompts-per-step", "2", "--num-generations",

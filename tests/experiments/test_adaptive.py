@@ -38,12 +38,12 @@ def test_adaptive_summarize_and_mean_points_by_hand():
 
 def test_config_defaults_and_checks():
     cfg = E.Config()
-    assert (cfg.steps, cfg.lr, cfg.beta, cfg.eval_n, cfg.select_n, cfg.methods) == (200, 1e-4, 0.04, 300, 300,
+    assert (cfg.steps, cfg.learning_rate, cfg.beta, cfg.n_test, cfg.n_val, cfg.methods) == (200, 1e-4, 0.04, 300, 300,
                                                                                    ("thinkless_fmt",))
     E.Config(methods=METHODS).validate()
     E.Config(methods=("fixed_per_k",)).validate()
     for bad, match in ((dict(methods=("nope",)), "got 'nope'"), (dict(methods=()), "must be among"),
-                       (dict(lr=0.0), "lr must be > 0"), (dict(beta=-1.0), "beta >= 0")):
+                       (dict(learning_rate=0.0), "learning_rate must be > 0"), (dict(beta=-1.0), "beta >= 0")):
         with pytest.raises(ValueError, match=match):
             E.Config(**bad).validate()
 
@@ -91,7 +91,7 @@ def test_the_control_picks_on_val_and_is_scored_on_the_seeds_test_draw(monkeypat
     """A is perfect at k = 2 on the selection set, so the control picks A there; on the test draw A is right on 0.8
     of k = 2: the control is scored with that 0.8, not re-picked on the test numbers (the oracle would pick S)."""
     seen = fake_run(monkeypatch, sel_a2=1.0, test_a2=0.8)
-    cfg = E.Config(eval_n=7, select_n=9, lr=3e-4, beta=0.0, steps=5, methods=("grpo", "kimi"))
+    cfg = E.Config(n_test=7, n_val=9, learning_rate=3e-4, beta=0.0, steps=5, methods=("grpo", "kimi"))
     out = E.run(cfg, 2, type("Env", (), {"base": lambda self, s, task="digits": "model"})())
     assert out["control"]["per_k"] == {2: "A", 3: "S"}
     assert out["control"]["acc"] == pytest.approx(0.9) and out["control"]["tokens"] == pytest.approx(4.5)
@@ -148,12 +148,12 @@ def test_every_draw_is_the_configs_task(monkeypatch):
     it (their RLConfig reads the task off the problems), and the result names it (a digits result does not)."""
     seen = fake_run(monkeypatch, sel_a2=1.0, test_a2=0.8)
     env = type("Env", (), {"base": lambda self, s, task="digits": seen.setdefault("base", task) and "model"})()
-    out = E.run(E.Config(task="modprod", eval_n=3, select_n=4, methods=("grpo",)), 1, env)
+    out = E.run(E.Config(task="modprod", n_test=3, n_val=4, methods=("grpo",)), 1, env)
     assert seen["base"] == seen["ref"] == "modprod" and out["task"] == "modprod"
     assert seen["test"] == E.test_problems(3, "adaptive", 1, task="modprod") and seen["method"][0] == seen["test"]
     assert seen["val"] == E.selection_set(4, 1, "modprod") and {p.task for p in seen["val"]} == {"modprod"}
     probs = seen["test"]
-    assert "task" not in E.run(E.Config(eval_n=3, select_n=4, methods=("grpo",)), 1, env)
+    assert "task" not in E.run(E.Config(n_test=3, n_val=4, methods=("grpo",)), 1, env)
     monkeypatch.undo()
     trained = []
     monkeypatch.setattr(E, "train", lambda policy, ref, cfg, **kw: trained.append(cfg.task) or [])

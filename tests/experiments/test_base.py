@@ -44,9 +44,9 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
 
 def test_config_refuses_more_problems_than_k5_has_or_memory_holds(monkeypatch):
     monkeypatch.setattr(config, "mem_available", lambda: 1 << 40)
-    X.get("base").validate(base.Config(n=config.EVAL_N_MAX))
-    with pytest.raises(ValueError, match="n must be at most 25,000"):
-        X.get("base").validate(base.Config(n=config.EVAL_N_MAX + 1))
+    X.get("base").validate(base.Config(n_test=config.N_TEST_MAX))
+    with pytest.raises(ValueError, match="n_test must be at most 25,000"):
+        X.get("base").validate(base.Config(n_test=config.N_TEST_MAX + 1))
     monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 decoded rows do not fit
     with pytest.raises(ValueError, match="^n: about"):
         base.Config().validate()
@@ -59,7 +59,7 @@ def test_runs_and_renders_on_another_task(tmp_path):
     from reasonlab.train.sft import build_model
     seen = []
     env = type("Env", (), {"base": lambda self, s, task="digits": seen.append(task) or build_model(s, task=task)})()
-    cfg = base.Config(task="modprod", n=2)
+    cfg = base.Config(task="modprod", n_test=2)
     X.get("base").validate(cfg)
     r = base.run(cfg, 0, env)
     assert seen == ["modprod"] and r["task"] == "modprod" and set(r["S"]["acc_by_k"]) == set(tasks.get("modprod").ks())

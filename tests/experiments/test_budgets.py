@@ -7,7 +7,7 @@ import pytest
 
 from reasonlab import experiments as X
 from reasonlab.core import problems
-from reasonlab.core.config import EVAL_N_MAX
+from reasonlab.core.config import N_TEST_MAX
 from reasonlab.core.pool import sample_pool
 from reasonlab.experiments import budgets
 from reasonlab.stats import findings
@@ -66,8 +66,8 @@ def test_the_control_is_the_uncapped_chain_and_the_treatment_only_suppresses_its
 
 
 def test_the_placebo_forces_nothing_and_the_primary_forces_the_erring_thinker(noisy_model, monkeypatch):
-    cfg = budgets.placebo(budgets.Config(n=2))
-    assert cfg.extend == 0 and cfg != budgets.Config(n=2)
+    cfg = budgets.placebo(budgets.Config(n_test=2))
+    assert cfg.extend == 0 and cfg != budgets.Config(n_test=2)
     asked = []
     monkeypatch.setattr(budgets, "thinker_model", lambda kind, seed, cache, device, task: asked.append(kind) or
                         noisy_model)
@@ -90,10 +90,10 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
 
 
 def test_config_refuses_more_problems_than_k5_has_and_negative_forcing():
-    X.get("budgets").validate(budgets.Config(n=EVAL_N_MAX))
-    with pytest.raises(ValueError, match="n must be at most 25,000"):
-        X.get("budgets").validate(budgets.Config(n=EVAL_N_MAX + 1))
-    assert len(problems.test_problems(EVAL_N_MAX, "budgets", 0, ks=[5])) == EVAL_N_MAX   # k = 5's test part holds them
+    X.get("budgets").validate(budgets.Config(n_test=N_TEST_MAX))
+    with pytest.raises(ValueError, match="n_test must be at most 25,000"):
+        X.get("budgets").validate(budgets.Config(n_test=N_TEST_MAX + 1))
+    assert len(problems.test_problems(N_TEST_MAX, "budgets", 0, ks=[5])) == N_TEST_MAX   # k = 5's test part holds them
     for bad in (dict(extend=-1), dict(shown=(0,))):
         with pytest.raises(ValueError, match="extend must be >= 0"):
             X.get("budgets").validate(replace(budgets.Config(), **bad))
@@ -106,7 +106,7 @@ def test_runs_and_renders_on_another_task(tmp_path):
     from reasonlab.train.sft import build_model
     task = tasks.get("modprod")
     env = type("Env", (), {"base": lambda self, s, task="digits": build_model(s, task=task)})()
-    r = budgets.run(budgets.Config(task="modprod", n=1, shown=(), wait_on="base"), 0, env)
+    r = budgets.run(budgets.Config(task="modprod", n_test=1, shown=(), wait_on="base"), 0, env)
     X.get("budgets").check_result(r)
     assert r["task"] == "modprod" and [b["budget"] for b in r["budgets"] if b["format"] == "T"] == list(task.budgets)
     assert set(r["uncapped"]["acc_by_k"]) == set(task.ks()) and "task" not in one_seed(0.1)

@@ -182,8 +182,8 @@ def test_the_probed_run_differs_from_the_control_only_in_its_kl_term(monkeypatch
     probed = {}
     for est in ("k3", "exact"):
         seen.clear()
-        out = kl.run(kl.Config(steps=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), estimator=est, probe_n=2,
-                               eval_n=2, seq_n=1), 0, env)
+        out = kl.run(kl.Config(steps=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), estimator=est, n_probe=2,
+                               n_test=2, n_seq=1), 0, env)
         assert out["estimator"] == est
         probed[est] = [asdict(rl) for rl, hook in seen if hook is not None]
         assert len(probed[est]) == 1 and all(rl.kl_estimator == "k3" for rl, hook in seen if hook is None)
@@ -200,7 +200,7 @@ def test_run_carries_its_task_to_every_run_and_the_page(monkeypatch, tmp_path):
     monkeypatch.setattr(kl, "finish", lambda *a: {})
     monkeypatch.setattr(kl.M, "p_correct", lambda model, probs: torch.zeros(len(probs)))
     env = type("Env", (), {"base": lambda self, s, task="digits": GPT(d_model=16, n_layers=1, n_heads=2)})()
-    out = kl.run(kl.Config(task="modprod", steps=2, algos=("grpo",), betas=(0.04,), probe_n=1, eval_n=1, seq_n=1), 0,
+    out = kl.run(kl.Config(task="modprod", steps=2, algos=("grpo",), betas=(0.04,), n_probe=1, n_test=1, n_seq=1), 0,
                  env)
     assert [rl.task for rl in seen] == ["modprod"] and out["task"] == "modprod"
     rs = [{**result([0.02, 0.3 + 0.01 * s], [0.002, 0.04]), "task": "modprod"} for s in range(2)]

@@ -176,7 +176,7 @@ def test_the_config_keeps_the_labs_settings_and_refuses_bad_values(capsys):
     for bad in (dict(variants=()), dict(num_generations=1), dict(alpha=-0.1), dict(sft_steps=-1), dict(log_every=0)):
         with pytest.raises(ValueError):
             l1.Config(**bad).validate()
-    for argv in (["l1", "--variants", "nope"], ["l1", "--num-generations", "1"], ["l1", "--eval-n", "0"],
+    for argv in (["l1", "--variants", "nope"], ["l1", "--num-generations", "1"], ["l1", "--n-test", "0"],
                  ["l1", "--seeds", "0", "--report-only", "--out", "/nonexistent/dir"]):
         assert main(argv) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -192,11 +192,11 @@ def test_a_run_saves_its_models_where_the_evaluation_script_reads_them(tmp_path,
     spec.loader.exec_module(script)
     cache, out = tmp_path / "cache", str(tmp_path / "eval.json")
     cache.mkdir()
-    assert script.main(["--cache-dir", str(cache), "--n", "2", "--out", out]) == 2
+    assert script.main(["--cache-dir", str(cache), "--n-test", "2", "--out", out]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     for ext in (".json", ".safetensors"):                  # the session's quick base model, in a cache of our own
         shutil.copy(os.path.join(quick_cache, base_name(0, True) + ext), cache)
-    cfg = l1.Config(variants=("max+sft",), steps=2, sft_steps=2, eval_n=2, n_examples=1)
+    cfg = l1.Config(variants=("max+sft",), steps=2, sft_steps=2, n_test=2, n_examples=1)
     res = l1.run(cfg, 0, Env(cache=str(cache), quick=True))
     X.get("l1").check_result(res)
     assert list(res["variants"]) == ["max+sft"] and sorted(res["variants"]["max+sft"]["eval"]) == list(BUDGETS)
@@ -204,7 +204,7 @@ def test_a_run_saves_its_models_where_the_evaluation_script_reads_them(tmp_path,
     assert l1.model_name("max+sft", 0, quick=True) == "l1-quick-max-sft-seed0"
     for ext in (".json", ".safetensors"):                  # the same weights as another seed's
         shutil.copy(cache / ("l1-quick-max-sft-seed0" + ext), cache / ("l1-quick-max-sft-seed1" + ext))
-    assert script.main(["--cache-dir", str(cache), "--n", "2", "--out", out]) == 0
+    assert script.main(["--cache-dir", str(cache), "--n-test", "2", "--out", out]) == 0
     got = json.load(open(out))
     assert got["n_per_k"] == 2 and set(got["variants"]) == {"quick-max-sft", "quick-max-sft-alpha0"}
     cells = got["variants"]["quick-max-sft"]["0"]

@@ -19,7 +19,7 @@ def result(fp: dict, tp: dict, n_wrong: int = 200, n_right: int = 800, prm: dict
     if n_right:
         cells["5/1"] = {"n": n_right, **{f"any{R}": round(tp[R] * n_right) for R in labels.ROLLOUTS}}
     return {"cells": cells, "steps": n_wrong + n_right, "prm": prm, "majority": majority, "single": 0.57,
-            "first": first, "wrong_chain_steps": wrong_chain_steps, "best_of": 16, "prm_n": 200}
+            "first": first, "wrong_chain_steps": wrong_chain_steps, "best_of": 16, "n_train": 200}
 
 
 RISE = {1: 0.04, 2: 0.05, 4: 0.06, 8: 0.07, 16: 0.09}
@@ -117,7 +117,7 @@ def test_the_result_check_asks_for_the_prms():
         labels.check({"cells": {}, "steps": 0})
 
 
-@pytest.mark.parametrize("bad", [dict(best_of=0), dict(prm_n=0), dict(n=0)])
+@pytest.mark.parametrize("bad", [dict(best_of=0), dict(n_train=0), dict(n_test=0)])
 def test_config_rejects_what_cannot_run(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         X.get("labels").validate(labels.Config(**bad))
@@ -134,7 +134,7 @@ def test_run_on_another_task_labels_its_chain_steps(monkeypatch):
     monkeypatch.setattr(labels, "thinker_model", lambda *a, **kw: asked.append(kw.get("task").spec) or model)
     monkeypatch.setattr(labels, "prm_costs", lambda *a: {})
     env = type("Env", (), {"cache": None, "device": "cpu"})()
-    r = labels.run(labels.Config(task="modprod", n=1), 0, env)
+    r = labels.run(labels.Config(task="modprod", n_test=1), 0, env)
     assert asked == ["modprod"] and r["steps"] == sum(c["n"] for c in r["cells"].values())
     assert all(2 <= int(kl.split("/")[0]) <= 8 and c[f"any{max(labels.ROLLOUTS)}"] <= c["n"]
                for kl, c in r["cells"].items())

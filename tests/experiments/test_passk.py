@@ -139,7 +139,7 @@ def test_the_placebo_is_rl_for_no_steps_and_cannot_hold(monkeypatch):
     model = GPT(d_model=16, n_layers=1, n_heads=2).eval()
     monkeypatch.setattr(passk, "thinker_model", lambda *a, **kw: model)
     monkeypatch.setattr(passk, "train", lambda *a, **kw: (_ for _ in ()).throw(AssertionError("trained")))
-    rs = [passk.run(passk.Config(rl_steps=0, n=2), s, type("Env", (), {"cache": None, "device": "cpu"})())
+    rs = [passk.run(passk.Config(rl_steps=0, n_test=2), s, type("Env", (), {"cache": None, "device": "cpu"})())
           for s in range(3)]
     assert rs[0]["rl_p"] == rs[0]["start_p"] and all(passk.out_of_reach(r).any() for r in rs) and "task" not in rs[0]
     f = findings.gate(passk.claims(rs))[1]
@@ -179,6 +179,6 @@ def test_run_on_another_task_reads_its_problems_and_names_it(monkeypatch):
     asked = []
     model = build_model(0, task="modprod").eval()
     monkeypatch.setattr(passk, "thinker_model", lambda *a, **kw: asked.append(kw.get("task")) or model)
-    r = passk.run(passk.Config(task="modprod", rl_steps=0, n=1), 0, type("Env", (), {"cache": None, "device": "cpu"})())
+    r = passk.run(passk.Config(task="modprod", rl_steps=0, n_test=1), 0, type("Env", (), {"cache": None, "device": "cpu"})())
     assert asked == ["modprod"] and r["task"] == "modprod" and sorted(r["start_p"]) == list(range(2, 9))
     passk.check(r)

@@ -63,7 +63,7 @@ def test_the_probe_runs_every_step_on_a_val_draw_until_solved(monkeypatch):
     monkeypatch.setattr(E, "train", fake_train(10))
     evaluate, seen = fake_eval([0.2, 0.5, 0.9, 0.995, 0.999])
     monkeypatch.setattr(E, "evaluate", evaluate)
-    run = E.rl_run(FakeEnv().base(0), "reinforce", 1, steps=10, every=1, eval_n=3, probe_n=4, start={"acc": 0.1})
+    run = E.rl_run(FakeEnv().base(0), "reinforce", 1, steps=10, every=1, n_test=3, n_probe=4, start={"acc": 0.1})
     assert run["solved"]["step"] == 4 and [c["step"] for c in run["curve"]] == [1, 2, 3, 4]
     probe, final = seen[0], seen[-1]
     assert len(seen) == 5 and all(s == probe for s in seen[:4])
@@ -211,7 +211,7 @@ def test_every_draw_and_run_is_the_configs_task(monkeypatch):
     monkeypatch.setattr(E, "train", train)
     evaluate, probs = fake_eval([0.5])
     monkeypatch.setattr(E, "evaluate", evaluate)
-    cfg = E.Config(task="modprod", algos=("grpo",), steps=2, eval_n=2, probe_n=2)
+    cfg = E.Config(task="modprod", algos=("grpo",), steps=2, n_test=2, n_probe=2)
     cfg.validate()
     run = E.run(cfg, 0, FakeEnv())["grpo"]
     assert seen == ["modprod"] and run["task"] == "modprod"
@@ -220,4 +220,4 @@ def test_every_draw_and_run_is_the_configs_task(monkeypatch):
     run.update(acc_by_k={2: 0.5}, base_acc=0.5, share={"direct": 1.0, "short": 0.0, "full": 0.0})
     chance = tasks.get("modprod").chance
     assert f"Chance: {sum(chance(k) for k in range(2, 9)) / 7:.2g}." in E.rl_table([run])
-    assert "task" not in E.rl_run(FakeEnv().base(0), "grpo", 0, steps=2, every=1, eval_n=2, probe_n=2, start={"acc": 0})
+    assert "task" not in E.rl_run(FakeEnv().base(0), "grpo", 0, steps=2, every=1, n_test=2, n_probe=2, start={"acc": 0})

@@ -15,7 +15,7 @@ from reasonlab.stats import findings
 
 
 def test_the_grid_reads_its_curves_off_the_pools(noisy_model, tmp_path):
-    cfg = sampling.Config(n=8, n_max=4, formats=("A", "free"), budgets=True)
+    cfg = sampling.Config(n_problems=8, n_max=4, formats=("A", "free"), budgets=True)
     res = sampling.grid(noisy_model, cfg, seed=3)
     assert res["formats"] == ["A", "free"] and set(res["curves"]) == {"A", "free"}
     problems = sampling.problem_set(8, 3)
@@ -40,7 +40,7 @@ def test_the_grid_reads_its_curves_off_the_pools(noisy_model, tmp_path):
 
 
 def test_both_sections_render_with_their_tables_and_plots(noisy_model, tmp_path):
-    rs = [sampling.grid(noisy_model, sampling.Config(n=4, n_max=2, formats=("A", "S")), seed=s) for s in (0, 1)]
+    rs = [sampling.grid(noisy_model, sampling.Config(n_problems=4, n_max=2, formats=("A", "S")), seed=s) for s in (0, 1)]
     (voting, head), (verifiers, _) = sampling.render(rs, str(tmp_path))
     assert voting.startswith("## Sampling more: voting\n") and verifiers.startswith("## Verifiers and the compute")
     assert "| format | greedy | maj@1 | maj@2 | maj@2 | pass@2 (oracle) | tokens@2 |\n|---|---|---|---|---|---|---|" in voting
@@ -85,8 +85,8 @@ def test_a_demonstration_its_premise_and_its_frontier_secondary():
     ({"formats": ()}, "formats must be distinct"),
     ({"formats": ("A", "A")}, "formats must be distinct"),
     ({"formats": ("A", "Q")}, "formats must be distinct"),
-    ({"n": sampling.N_MOST + 1}, "n must be at most 50,000"),
-    ({"n": 0}, "n must be positive"),
+    ({"n_problems": sampling.N_MOST + 1}, "n_problems must be at most 50,000"),
+    ({"n_problems": 0}, "n_problems must be positive"),
 ])
 def test_config_refuses_what_the_grid_cannot_run(change, msg):
     with pytest.raises(ValueError, match=msg):
@@ -108,7 +108,7 @@ def test_the_grid_and_its_sections_on_another_task(tmp_path):
     from reasonlab.io.report import chance_at
     from reasonlab.train.sft import build_model
     task = tasks.get("modprod")
-    res = sampling.grid(build_model(0, task=task), sampling.Config(task="modprod", n=2, n_max=2, formats=("A", "S")),
+    res = sampling.grid(build_model(0, task=task), sampling.Config(task="modprod", n_problems=2, n_max=2, formats=("A", "S")),
                       seed=0)
     assert res["task"] == "modprod" and set(res["per_k"]["A"]) == set(task.ks()) and "budgets" not in res
     assert {p["method"] for p in res["frontier"]["points"] if p["format"] == "S"} >= {"S<=0", "S<=3"}

@@ -108,7 +108,7 @@ def test_one_small_run_and_its_placebo_end_to_end(monkeypatch, noisy_model, tmp_
     direct model (its own samples and training), evaluated on the same problems."""
     monkeypatch.setattr(E, "thinker_model", lambda kind, seed, cache, device, task="digits": noisy_model)
     env = type("Env", (), {"cache": str(tmp_path), "device": "cpu"})()
-    cfg = E.Config(problems=20, samples=2, steps=2, eval_n=2)
+    cfg = E.Config(problems=20, samples=2, steps=2, n_test=2)
     r = E.run(cfg, 0, env)
     assert set(r) == {"start", *E.ARMS} and set(r["star"]["S_by_k"]) == set(range(2, 9))
     E.check(r)
@@ -185,7 +185,7 @@ def test_one_small_run_on_another_task(monkeypatch, tmp_path):
     data = E.arms_data(build_model(0, task=task), E.Config(task="modprod", problems=6, samples=1), seed=0)
     assert all(task.possible(tuple(x)) and 2 <= len(x) <= 8 for x, _ in data["none"]["kept"])
     env = type("Env", (), {"cache": str(tmp_path), "device": "cpu"})()
-    r = E.run(E.Config(task="modprod", problems=6, samples=1, steps=1, eval_n=1), 0, env)
+    r = E.run(E.Config(task="modprod", problems=6, samples=1, steps=1, n_test=1), 0, env)
     assert asked == ["modprod"] and r["task"] == "modprod" and set(r["star"]["S_by_k"]) == set(task.ks())
     E.check(r)
     [(md, _)] = E.render([r, r], str(tmp_path))

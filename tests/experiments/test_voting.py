@@ -291,7 +291,7 @@ def test_check_needs_both_thinkers_best_of_n_and_the_searches(path, word):
 
 
 @pytest.mark.parametrize("bad, word", [(dict(samples=2), "samples"), (dict(calib_draws=0), "calib_draws"),
-                                       (dict(verifier_steps=0), "verifier_steps"), (dict(n=0), "n"),
+                                       (dict(verifier_steps=0), "verifier_steps"), (dict(n_test=0), "n_test"),
                                        (dict(temperature=-1.0), "temperature")])
 def test_config_rejects_what_cannot_run(bad, word):
     with pytest.raises(ValueError, match=word):
@@ -314,7 +314,7 @@ def test_the_per_sample_prm_rises_with_n_and_fell_when_labelled_past_the_first_e
                      force=["S"]) for j in range(64)]
     pool = pool_of(probs, [[outs[j][i] for j in range(64)] for i in range(len(probs))])
     samples = voting.per_sample_training(base, sigma, 0, 200)
-    cfg = VerifierConfig(kind="prm", n_per_k=200, formats=("S",), format_weights=(1.0,))
+    cfg = VerifierConfig(kind="prm", n_train=200, formats=("S",), format_weights=(1.0,))
 
     def bon():
         return voting.bon(pool, {"prm": Scorer(train_verifier("prm", base, 0, cfg, cache="", log=None,

@@ -23,13 +23,13 @@ def one_line_error(capsys, code, argv, msg):
 
 def test_export_then_import_then_eval_and_sample(tmp_path, capsys, shipped):
     out = tmp_path / "base0"
-    assert main(["export", "hf", str(out), "--seed", "0", "--card-eval", "20"]) == 0
+    assert main(["export", "hf", str(out), "--seed", "0", "--n-test", "20"]) == 0
     said = capsys.readouterr().out
     assert f"exported base-seed0 (18-word vocabulary) to {out}" in said
     card = (out / "README.md").read_text()
     assert card.startswith("---\nlibrary_name: transformers") and "## Accuracy" in card and "free share" in card
     assert '"phases"' in card     # the recipe it was trained by
-    assert main(["export", "hf", str(out), "--seed", "0", "--card-eval", "0"]) == 0    # an earlier export is replaced
+    assert main(["export", "hf", str(out), "--seed", "0", "--n-test", "0"]) == 0    # an earlier export is replaced
     assert "## Accuracy" not in (out / "README.md").read_text()
     assert main(["import", "hf", str(out)]) == 0
     stem = os.path.join(os.environ["REASONLAB_CACHE"], "imported", "base0")
@@ -37,7 +37,7 @@ def test_export_then_import_then_eval_and_sample(tmp_path, capsys, shipped):
     model, meta = load_model(stem)
     assert meta["imported_from"] == str(out) and meta["dtype"] == "F32"
     assert all((model.state_dict()[k] == v).all() for k, v in shipped["base-seed0"].state_dict().items())
-    assert main(["eval", "--checkpoint", stem, "-n", "5"]) == 0
+    assert main(["eval", "--checkpoint", stem, "--n-test", "5"]) == 0
     assert "free share" in capsys.readouterr().out
     assert main(["sample", "3 5 9 2 7", "--checkpoint", stem, "--force", "S"]) == 0
     assert "S 8 9 6 A 6 </s>" in capsys.readouterr().out
@@ -46,7 +46,7 @@ def test_export_then_import_then_eval_and_sample(tmp_path, capsys, shipped):
 def test_a_budget_checkpoint_exports_with_its_vocabulary(tmp_path, capsys, shipped):
     stem = str(tmp_path / "budget")
     save_model(stem, budget_model(shipped["base-seed0"]), {"note": "warm start"})
-    assert main(["export", "hf", str(tmp_path / "b"), "--checkpoint", stem + ".json", "--card-eval", "0"]) == 0
+    assert main(["export", "hf", str(tmp_path / "b"), "--checkpoint", stem + ".json", "--n-test", "0"]) == 0
     assert "(37-word vocabulary)" in capsys.readouterr().out
     card = (tmp_path / "b" / "README.md").read_text()
     assert "budget tokens B0..B8" in card and '"note": "warm start"' in card and "## Accuracy" not in card
@@ -57,7 +57,7 @@ def test_a_budget_checkpoint_exports_with_its_vocabulary(tmp_path, capsys, shipp
 
 def test_the_export_loads_in_transformers_offline(tmp_path, capsys):
     transformers = need("transformers")
-    assert main(["export", "hf", str(tmp_path / "m"), "--card-eval", "0"]) == 0
+    assert main(["export", "hf", str(tmp_path / "m"), "--n-test", "0"]) == 0
     tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "m"), local_files_only=True)
     model = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path / "m"), local_files_only=True)
     ids = tok("<s> 3 5 9 2 7 _ _ _ = S", return_tensors="pt").input_ids
@@ -72,9 +72,9 @@ def test_the_export_loads_in_transformers_offline(tmp_path, capsys):
     ("spaces", ["import", "hf", "{tmp}/my model"], "give --out"),
     ("other", ["export", "hf", "{tmp}/d"], "holds other files"),
     (None, ["export", "hf", "{tmp}/d", "--checkpoint", "{tmp}/none"], "not found"),
-    (None, ["export", "hf", "{tmp}/d", "--card-eval", "-1"], "--card-eval must be >= 0"),
+    (None, ["export", "hf", "{tmp}/d", "--n-test", "-1"], "--n-test must be >= 0"),
     (None, ["export", "dataset", "{tmp}/d", "--n-train", "0"], "--n-train must be positive"),
-    (None, ["export", "dataset", "{tmp}/d", "--n-eval", "30000"], "--n-eval must be at most 25,000"),
+    (None, ["export", "dataset", "{tmp}/d", "--n-test", "30000"], "--n-test must be at most 25,000"),
     (None, ["export", "dataset", "{tmp}/d", "--n-train", "100001"], "--n-train must be at most 100,000"),
     (None, ["export", "dataset", "{tmp}/d", "--style", "openrlhf"], "invalid choice"),
     ("other", ["export", "dataset", "{tmp}/d"], "holds other files"),
@@ -116,7 +116,7 @@ def test_a_model_of_another_task_goes_out_and_comes_back(tmp_path, capsys):
     stem = str(tmp_path / "add")
     save_model(stem, build_model(0, task="add"), {"task": "add"})
     out = tmp_path / "hf"
-    assert main(["export", "hf", str(out), "--checkpoint", stem, "--card-eval", "1"]) == 0
+    assert main(["export", "hf", str(out), "--checkpoint", stem, "--n-test", "1"]) == 0
     assert "(38-word vocabulary)" in capsys.readouterr().out
     assert json.loads((out / "config.json").read_text())["reasonlab_task"] == "add"
     card = (out / "README.md").read_text()
@@ -128,14 +128,14 @@ def test_a_model_of_another_task_goes_out_and_comes_back(tmp_path, capsys):
     assert load_model(str(tmp_path / "back"))[1]["task"] == "add"
     assert main(["sample", "473 215", "--checkpoint", str(tmp_path / "back"), "--force", "T"]) == 0
     assert "problem 473 + 215  (answer 0 6 8 8)" in capsys.readouterr().out
-    assert main(["eval", "--checkpoint", str(tmp_path / "back"), "-n", "1"]) == 0
+    assert main(["eval", "--checkpoint", str(tmp_path / "back"), "--n-test", "1"]) == 0
     assert "free share" in capsys.readouterr().out
 
 
 def test_export_dataset_of_a_task(tmp_path, capsys):
     datasets = need("datasets")
     assert main(["export", "dataset", str(tmp_path / "c"), "--task", "compose:n_f=4", "--n-train", "2",
-                 "--n-eval", "2"]) == 0
+                 "--n-test", "2"]) == 0
     assert "wrote the compose:n_f=4 task's parts (train 14, validation 14, test 14 rows" in capsys.readouterr().out
     dd = datasets.load_from_disk(str(tmp_path / "c"))
     assert set(dd["test"]["task"]) == {"compose:n_f=4"} and "digits" not in dd["test"].column_names
@@ -144,13 +144,13 @@ def test_export_dataset_of_a_task(tmp_path, capsys):
 
 def test_export_dataset_in_both_styles(tmp_path, capsys):
     datasets = need("datasets")
-    assert main(["export", "dataset", str(tmp_path / "trl"), "--n-train", "5", "--n-eval", "3"]) == 0
+    assert main(["export", "dataset", str(tmp_path / "trl"), "--n-train", "5", "--n-test", "3"]) == 0
     assert "train 35, validation" in capsys.readouterr().out
     dd = datasets.load_from_disk(str(tmp_path / "trl"))
     assert set(dd) == {"train", "validation", "test"} and {"prompt", "digits", "answer", "full"} <= set(dd["train"][0])
-    assert main(["export", "dataset", str(tmp_path / "trl"), "--n-train", "6", "--budget", "max"]) == 0   # replaced
+    assert main(["export", "dataset", str(tmp_path / "trl"), "--n-train", "6", "--budget-kind", "max"]) == 0   # replaced
     assert datasets.load_from_disk(str(tmp_path / "trl"))["train"].num_rows == 42
-    assert main(["export", "dataset", str(tmp_path / "verl"), "--style", "verl", "--n-train", "5", "--n-eval", "3"]) == 0
+    assert main(["export", "dataset", str(tmp_path / "verl"), "--style", "verl", "--n-train", "5", "--n-test", "3"]) == 0
     assert sorted(os.listdir(tmp_path / "verl")) == ["test.parquet", "train.parquet", "validation.parquet"]
     rows = datasets.load_dataset("parquet", data_files=str(tmp_path / "verl" / "train.parquet"), split="train",
                                  cache_dir=str(tmp_path / "cache"))

@@ -110,18 +110,18 @@ def test_bad_arguments_are_refused():
 def test_dataset_dict_and_verl_parquet_round_trip(tmp_path):
     datasets = need("datasets")
     from reasonlab.hf import dataset
-    dd = dataset(n_train=10, n_eval=5, seed=4)
+    dd = dataset(n_train=10, n_test=5, seed=4)
     assert list(dd) == ["train", "validation", "test"] and dd["train"].num_rows == 70
     assert dd["train"][0] == rows("train", 10, seed=4)[0]
     dd.save_to_disk(str(tmp_path / "trl"))
     assert datasets.load_from_disk(str(tmp_path / "trl"))["test"][:] == dd["test"][:]
-    verl = dataset("verl", n_train=10, n_eval=5)
+    verl = dataset("verl", n_train=10, n_test=5)
     path = str(tmp_path / "test.parquet")
     verl["test"].to_parquet(path)
     back = datasets.load_dataset("parquet", data_files=path, split="train", cache_dir=str(tmp_path / "c"))
     assert back[0] == rows("test", 5, style="verl")[0] and os.path.getsize(path) > 0
     for name in ("modprod:p_zero=0.25", "add"):      # knobs and long answers survive Arrow and parquet
-        verl = dataset("verl", n_train=3, n_eval=2, task=name)
+        verl = dataset("verl", n_train=3, n_test=2, task=name)
         path = str(tmp_path / f"{name[:3]}.parquet")
         verl["validation"].to_parquet(path)
         back = datasets.load_dataset("parquet", data_files=path, split="train", cache_dir=str(tmp_path / "c"))

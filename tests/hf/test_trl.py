@@ -224,7 +224,7 @@ def test_thirty_trl_steps_teach_the_base_model_to_think(shipped, base_dir, tmp_p
     assert chains0 < 0.1 and acc0 < 0.4
     assert chains1 > chains0 + 0.4 and acc1 > acc0 + 0.3
     capsys.readouterr()
-    assert main(["eval", "--checkpoint", stem, "-n", "20"]) == 0
+    assert main(["eval", "--checkpoint", stem, "--n-test", "20"]) == 0
     assert "free share" in capsys.readouterr().out
 
 

@@ -327,7 +327,7 @@ def test_non_finite_weights_are_reported_naming_the_checkpoint(tmp_path, capsys,
     save_model(stem, m, {})
     with pytest.raises(CheckpointError, match="nanmodel .*non-finite"):
         load_model(stem)
-    err = one_line_error(capsys, 2, main(["eval", "--checkpoint", stem, "-n", "2"]))
+    err = one_line_error(capsys, 2, main(["eval", "--checkpoint", stem, "--n-test", "2"]))
     assert "nanmodel" in err and "non-finite" in err
 
 
@@ -335,7 +335,7 @@ def test_a_fifo_checkpoint_is_refused_without_hanging(tmp_path, capsys):
     os.mkfifo(tmp_path / "x.json")
     signal.alarm(20)                           # a hang fails the test instead of stalling the suite
     try:
-        err = one_line_error(capsys, 2, main(["eval", "--checkpoint", str(tmp_path / "x.json"), "-n", "2"]))
+        err = one_line_error(capsys, 2, main(["eval", "--checkpoint", str(tmp_path / "x.json"), "--n-test", "2"]))
     finally:
         signal.alarm(0)
     assert "regular file" in err
@@ -363,9 +363,9 @@ def no_training(monkeypatch):
     ("none", ["sample", "3 5 9", "--cache-dir", "/proc/reasonlab-cache"], "not writable"),
     ("file", ["train", "--out", "{p}", "--steps", "1"], "is a file"),
     ("none", ["train", "--out", "/proc/reasonlab-run", "--steps", "1"], "not writable"),
-    ("file", ["sampling", "--out", "{p}", "-n", "2"], "is a file"),
-    ("dir", ["eval", "--json", "{p}", "-n", "2", "--checkpoint", "CKPT"], "is a directory"),
-    ("none", ["eval", "--json", "/proc/x/e.json", "-n", "2", "--checkpoint", "CKPT"], "not writable"),
+    ("file", ["sampling", "--out", "{p}", "--n-test", "2"], "is a file"),
+    ("dir", ["eval", "--json", "{p}", "--n-test", "2", "--checkpoint", "CKPT"], "is a directory"),
+    ("none", ["eval", "--json", "/proc/x/e.json", "--n-test", "2", "--checkpoint", "CKPT"], "not writable"),
     ("none", ["sampling", "--report-only", "--out", "{p}"], "no finished experiments"),
 ])
 def test_unusable_paths_fail_at_once_on_one_line(tmp_path, monkeypatch, capsys, ckpt, make, argv, msg):
@@ -387,7 +387,7 @@ def test_full_disk_on_eval_json_is_one_line_and_leaves_nothing(tmp_path, monkeyp
     monkeypatch.setattr(checkpoint.json, "dump", full_dump)
     out = tmp_path / "out"
     out.mkdir()
-    err = one_line_error(capsys, 2, main(["eval", "--checkpoint", ckpt, "-n", "2", "--json", str(out / "e.json")]))
+    err = one_line_error(capsys, 2, main(["eval", "--checkpoint", ckpt, "--n-test", "2", "--json", str(out / "e.json")]))
     assert "No space left" in err and os.listdir(out) == []
     assert f"cannot read or write {out / 'e.json'}:" in err                    # the error names the file
 
@@ -416,7 +416,7 @@ def test_report_only_over_a_result_of_the_wrong_shape_is_exit_2(tmp_path, capsys
 
 def test_eval_json_is_strict(tmp_path, ckpt, capsys):
     path = tmp_path / "e.json"
-    assert main(["eval", "--checkpoint", ckpt, "-n", "2", "--json", str(path)]) == 0
+    assert main(["eval", "--checkpoint", ckpt, "--n-test", "2", "--json", str(path)]) == 0
 
     def no_constants(c):
         raise AssertionError(f"non-strict JSON constant {c}")
@@ -427,7 +427,7 @@ def test_eval_json_is_strict(tmp_path, ckpt, capsys):
 @pytest.mark.parametrize("argv,msg", [
     (["sample", "٣ ٥ ٧"], "write it as"), (["sample", "3 ²"], "write it as"), (["sample", "3 5", "--temperature", "1e-300"], "temperature"),
     (["sample", "3 5", "--seed", str(2**70)], "--seed"), (["sample", "3 5", "--device", "cuda:0"], "cuda"),
-    (["sample", "3 5", "-n", "10000000000"], "at most"), (["pretrain", "--name", "ok\n"], "invalid model name"),
+    (["sample", "3 5", "--samples", "10000000000"], "at most"), (["pretrain", "--name", "ok\n"], "invalid model name"),
     (["train", "--prompts-per-step", "100000000"], "at most"), (["pretrain", "--batch", "100000000"], "at most"),
     (["train", "--learning-rate", "inf"], "finite"), (["eval", "--seed", "-1"], "--seed"),
     (["rl", "--steps", "100000000000"], "more than"), (["rl", "--seeds", "-1"], "--seeds"),
@@ -457,10 +457,10 @@ VALUES = ["0", "1", "2", "-1", "-4", "3", "8", "64", "1e-300", "1e300", "inf", "
           str(2**70), "x", "", " ", "٣", "²", "3 5 9", "1,2,3", "3 5 9 2 7 1 2 3 4", "A", "S", "T", "Q", "cpu", "cuda",
           "cuda:0", "tpu", "grpo", "reinforce", "ppo", "k3", "free", "base", "rl", "ok\n", "../x", "/proc/x",
           "{file}", "{dir}", "{fifo}", "{missing}"]
-FLAGS = ["--seed", "--seeds", "-n", "--batch", "--steps", "--prompts-per-step", "--num-generations", "--temperature",
-         "--growth", "--lr", "--beta", "--epsilon", "--device", "--cache-dir", "--out", "--json", "--grid", "--set",
+FLAGS = ["--seed", "--seeds", "--n-test", "--batch", "--steps", "--prompts-per-step", "--num-generations", "--temperature",
+         "--growth", "--learning-rate", "--beta", "--epsilon", "--device", "--cache-dir", "--out", "--json", "--grid", "--set",
          "--checkpoint", "--force", "--name", "--algo", "--algos", "--n-max", "--formats", "--rounds",
-         "--eval-every", "--eval-n", "--problems", "--samples", "--methods", "--only", "--resume", "--report-only",
+         "--eval-every", "--n-val", "--problems", "--samples", "--methods", "--only", "--resume", "--report-only",
          "--quick", "--force-direct", "--kl-estimator", "--problem-seed", "--workers", "--start", "--fresh"]
 COMMANDS = ["lab", "pretrain", "eval", "sample", "train", "sweep", "rl", "sampling", "adaptive", "star", "bogus"]
 

@@ -128,7 +128,7 @@ def test_atomic_writes_keep_the_umasks_mode(tmp_path, mask):
     (None, ["--grid", "steps=0,1"], "steps must be positive"),
     (None, ["--grid", "steps=2", "--seeds", "-1"], "--seeds must be in 0..4294967295"),
     (None, ["--grid", "steps=" + ",".join(str(i + 1) for i in range(200)),
-            "--grid", "eval_n=" + ",".join(str(i + 1) for i in range(60))], "36,000 (cell, seed) units"),
+            "--grid", "n_test=" + ",".join(str(i + 1) for i in range(60))], "36,000 (cell, seed) units"),
     (None, ["--grid", "steps=1,2", "--max-units", "5"], "6 (cell, seed) units, more than --max-units 5"),
 ])
 def test_every_sweep_value_is_checked_before_any_work(tmp_path, capsys, toml, argv, msg):

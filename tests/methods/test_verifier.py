@@ -192,7 +192,7 @@ def test_config_validation():
 
 def test_verifier_cache_round_trip(tmp_path):
     thinker = build_model(0).eval()
-    cfg = V.VerifierConfig(n_per_k=3, samples=1, steps=2, batch=8)
+    cfg = V.VerifierConfig(n_train=3, samples=1, steps=2, batch=8)
     v1 = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None)
     v2 = V.train_verifier("prm", thinker, 0, cfg, cache=str(tmp_path), log=None)
     assert list(tmp_path.glob("verifier-prm-*-seed0.safetensors"))

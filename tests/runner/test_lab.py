@@ -74,9 +74,9 @@ def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_p
     assert len(reused) == len(core()) - 1 and not any("rl," in line for line in reused)
     assert any(line.startswith(f"[5/{len(core())}] rl, seed 0 ...") for line in logs)
     # other sizes: a different key, so that experiment reruns
-    other = lab.LabConfig(quick=True, configs={"base": base.Config(n=30), "rl": replace(X.get("rl").quick, eval_n=30)})
+    other = lab.LabConfig(quick=True, configs={"base": base.Config(n_test=30), "rl": replace(X.get("rl").quick, n_test=30)})
     assert lab.unit_key("base", 0, other) != lab.unit_key("base", 0, cfg)
-    assert lab.unit_key("rl", 0, other) != lab.unit_key("rl", 0, cfg)            # RL's final evaluation uses eval_n
+    assert lab.unit_key("rl", 0, other) != lab.unit_key("rl", 0, cfg)            # RL's final evaluation uses n_test
     assert lab.unit_key("star", 0, other) == lab.unit_key("star", 0, cfg)        # STaR does not: reused
 
 

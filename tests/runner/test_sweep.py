@@ -45,7 +45,7 @@ def test_a_toml_grid_is_typed_the_same_way(tmp_path):
     p.write_text('seeds = [0, 2]\nquick = true\n[grid]\nalgos = [["grpo"], ["rloo", "dapo"]]\nsteps = [2, 3]\n'
                  '[set]\neval_n = 50\n')
     assert C.load_toml(str(p), "rl") == {"grid": {"algos": [("grpo",), ("rloo", "dapo")], "steps": [2, 3]},
-                                         "fixed": {"eval_n": 50}, "seeds": (0, 2), "quick": True}
+                                         "fixed": {"n_test": 50}, "seeds": (0, 2), "quick": True}
     p.write_text("[grid]\nsteps = [1, 'x']\n")
     with pytest.raises(ValueError, match="bad value 'x' for steps"):
         C.load_toml(str(p), "rl")
@@ -146,7 +146,7 @@ def test_tensorboard_event_files_per_rl_run(tmp_path, quick_cache):
     # `reasonlab train --report-to tensorboard`: live from metrics.jsonl, with the greedy evaluations under eval/
     run_dir = tmp_path / "train"
     assert main(["train", "--checkpoint", os.path.join(quick_cache, "lab-quick-seed0"), "--steps", "3",
-                 "--prompts-per-step", "2", "--num-generations", "4", "--eval-every", "2", "--eval-n", "5",
+                 "--prompts-per-step", "2", "--num-generations", "4", "--eval-every", "2", "--n-test", "5",
                  "--out", str(run_dir), "--report-to", "tensorboard"]) == 0
     sc = scalars(run_dir / "tensorboard")
     assert [st for st, _ in sc["train/reward"]] == [1, 2, 3] and [st for st, _ in sc["eval/accuracy"]] == [2]

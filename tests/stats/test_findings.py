@@ -69,6 +69,32 @@ def test_holm_step_down_on_known_p_values():
     assert [f["verdict"] for f in findings.holm(fs)] == [findings.HOLDS, findings.UNSURE, findings.UNSURE, findings.HOLDS]
 
 
+def test_holm_counts_the_declared_family_not_only_the_primaries_with_a_p_value():
+    fs = [{"claim": str(i), "verdict": findings.HOLDS, "p": p, "primary": True} for i, p in enumerate([0.001, 0.012])]
+    assert [f["verdict"] for f in findings.holm(fs)] == [findings.HOLDS] * 2
+    # declared: four primaries (two untestable, no p): 0.012 > 0.025 / 3 no longer survives
+    assert [f["verdict"] for f in findings.holm(fs, family=4)] == [findings.HOLDS, findings.UNSURE]
+    assert findings.holm(fs, family=4)[0]["p_holm"] == 0.004
+    assert [f["verdict"] for f in findings.holm(fs, family=1)] == [findings.HOLDS] * 2    # never fewer than asked
+
+
+def prim(exp, task, verdict, value=0.5, control=None):
+    return {"experiment": exp, "task": task, "claim": f"{exp} works", "verdict": verdict, "value": value,
+            "ci95": [value - 0.1, value + 0.1], "kind": findings.PRIMARY, **({"control": control} if control else {})}
+
+
+def test_a_lesson_replicates_where_its_primary_holds_on_two_tasks():
+    fs = [prim("a", "digits", findings.HOLDS), prim("a", "add", findings.HOLDS), prim("b", "digits", findings.HOLDS),
+          prim("b", "add", findings.UNSURE), prim("c", "digits", findings.FAILS),
+          {"experiment": "c", "task": "add", "claim": "side", "verdict": findings.HOLDS, "kind": findings.SECONDARY}]
+    assert findings.held_on(fs) == {"a": ["digits", "add"], "b": ["digits"], "c": []}
+    rows = findings.by_task(fs)
+    assert rows[0] == "| experiment | primary claim | digits | add | holds on |"
+    assert rows[2].endswith("| replicates (digits, add) |") and rows[3].endswith("| digits only |")
+    assert "| 0.500 [0.400, 0.600]: **inconclusive** |" in rows[3]
+    assert rows[4].endswith("| not run | holds on no task |")     # c's primary was not asked on add (a secondary was)
+
+
 def test_untestable_when_the_arms_cannot_reach_the_threshold_or_nothing_varies():
     ceiling = findings.seed_check("x", "c", "s", [0.01, 0.0, 0.02], 0.05, room=0.03)         # the arms allow 0.03 at most
     assert ceiling["verdict"] == findings.UNTESTABLE and "at best" in ceiling["untestable"]

@@ -27,7 +27,7 @@ def test_the_commands_read_a_task_from_a_file(tmp_path, capsys):
     assert main(["sample", "3 5 9", "--task-file", str(mine), "--checkpoint", stem, "--force", "T"]) == 0
     assert "problem 3 5 9  (answer 9)" in capsys.readouterr().out
     out = tmp_path / "e.json"
-    assert main(["eval", "--task-file", str(mine), "--checkpoint", stem, "-n", "2", "--json", str(out)]) == 0
+    assert main(["eval", "--task-file", str(mine), "--checkpoint", stem, "--n-test", "2", "--json", str(out)]) == 0
     assert set(json.loads(out.read_text())["T"]["per_k"]) == {str(k) for k in range(2, 9)}
     assert main(["sample", "3 5 9", "--task-file", str(tmp_path / "no.py"), "--task", "maxdigit"]) == 2
     err = capsys.readouterr().err

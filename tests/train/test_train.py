@@ -172,7 +172,7 @@ def test_the_gate_tests_validation_problems(monkeypatch):
     E = importlib.import_module("reasonlab.core.evaluate")
     seen, orig = [], E.evaluate
     monkeypatch.setattr(E, "evaluate", lambda model, probs, **kw: (seen.extend(probs), orig(model, probs, **kw))[1])
-    assert not gate_passes(build_model(0), Gate(n=5))     # an untrained model fails it
+    assert not gate_passes(build_model(0), Gate(n_val=5))     # an untrained model fails it
     assert seen and all(part_of(d) == "val" for d in seen)
 
 
