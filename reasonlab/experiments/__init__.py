@@ -28,6 +28,7 @@ import hashlib
 import importlib.metadata
 import os
 import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -105,6 +106,12 @@ class Experiment:
     """why the placebo has no spread where it cannot be a replicate, in a few words (both arms one deterministic
     function of one model, e.g. exact probabilities or a greedy decode): its statistic is then the same at every seed
     and it cannot catch a biased statistic; "" for a placebo that replicates the control on streams of its own"""
+    question: str = ""
+    """the open question its page opens with, in a few sentences ({field}s filled by the page: a task's words)"""
+    papers: str = ""
+    """the papers behind it, as its page cites them"""
+    explore: str = ""
+    """what to try next: commands and functions, as its page ends"""
     takes_checkpoint: bool = True
     """whether run() starts from env.base(seed), which `--checkpoint` replaces (False: it starts elsewhere, e.g. from
     the erring thinker, so a checkpoint would be ignored: the lab refuses it)"""
@@ -138,6 +145,21 @@ class Experiment:
             raise ValueError(f"a {self.name} result needs {', '.join(missing)}")
         if self.check is not None:
             self.check(result)
+
+
+def opening(name: str, **fill) -> str:
+    """An experiment's question as its page opens with it: a quoted "Question." paragraph (`fill`: the fields its
+    text leaves to the page)."""
+    q = get(name).question
+    return textwrap.fill(q.format(**fill) if fill else q, 116, initial_indent="> **Question.** ", subsequent_indent="> ",
+                         break_on_hyphens=False)
+
+
+def reading(name: str) -> str:
+    """An experiment's papers and what to explore, as its page ends."""
+    e = get(name)
+    return "\n".join(textwrap.fill(f"*{head}:* {text}", 116, break_on_hyphens=False)
+                     for head, text in (("Papers", e.papers), ("Explore", e.explore)) if text)
 
 
 BUILTIN = {

@@ -30,7 +30,7 @@ from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pareto
 from ..tasks import FMT_NAMES, Problem, Task
 from ..train.rl import RLConfig, train
-from . import Experiment, register, replicate_seed, task_of
+from . import Experiment, opening, reading, register, replicate_seed, task_of
 from .thresholds import THRESHOLDS as TH
 
 CONTROL = "fixed_per_k"
@@ -337,8 +337,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"(always S {fixed['S']['acc']:.3f} at {fixed['S']['tokens']:.2f})")
     md = f"""## Adaptive thinking: when does thinking pay?
 
-> **Question.** Make thinking cost something in the reward. Does the model learn to answer directly where that is
-> reliable and think where it must, and does that beat every fixed format?
+{opening("adaptive")}
 
 ![format by k](adaptive/heatmap.png)
 
@@ -352,13 +351,18 @@ table and the plane is on each seed's own test draw. The control is the lookup t
 per k, the forced format most accurate on a selection set from the val part (the cheapest within 0.005 of it),
 scored on the same test draw. {" ".join(findings.verdict_line(f) + saved(f) for f in adaptive_vs_best_fixed(rs))}
 
-*Papers:* Thinkless (Fang et al. 2025, arXiv 2505.13379); AdaptThink (Zhang et al. 2025, arXiv 2505.13417);
-length penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501.12599).
-*Explore:* `reasonlab adaptive --methods grpo cost0.3 cost0.6 kimi thinkless thinkless_fmt arm adaptthink`.
+{reading("adaptive")}
 """
     return [(md, head)]
 
 
-register(Experiment("adaptive", Config, run, claims, render, keys=("runs", "fixed", "selection", "control", "tts"),
+QUESTION = """Make thinking cost something in the reward. Does the model learn to answer directly where that is
+reliable and think where it must, and does that beat every fixed format?"""
+PAPERS = """Thinkless (Fang et al. 2025, arXiv 2505.13379); AdaptThink (Zhang et al. 2025, arXiv 2505.13417); length
+penalties (Arora & Zanette 2025, arXiv 2502.04463); Kimi k1.5 (arXiv 2501.12599)."""
+EXPLORE = """`reasonlab adaptive --methods grpo cost0.3 cost0.6 kimi thinkless thinkless_fmt arm adaptthink`."""
+
+register(Experiment("adaptive", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    keys=("runs", "fixed", "selection", "control", "tts"),
                     quick=Config(steps=4, n_test=30, n_val=30), run_cost=13, render_cost=0.4, room=room,
                     placebo=placebo))

@@ -19,7 +19,7 @@ from ..io.report import TOKEN_COLOR, band, chance_at, chance_level, k_label, md_
 from ..stats import findings
 from ..stats.summary import pm
 from ..tasks import FMT_NAMES, FORMATS
-from . import Experiment, register, task_of
+from . import Experiment, opening, reading, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 
@@ -96,8 +96,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"direct A {pm([r['A']['acc'] for r in rs])} (chance {chance_level(task):.2g})")
     md = f"""## The base model: does writing a chain help?
 
-> **Question.** A 200K-parameter GPT is pre-trained on a mix of direct answers (A), short chains (S) and full
-> chains (T). How accurate is each format, and which does the model choose on its own?
+{opening("base")}
 
 ![accuracy per k](base/accuracy_by_k.png)
 
@@ -109,11 +108,16 @@ the chains are right, so the lesson below is checked as a premise, not counted a
 {pm([r["free"]["share"]["direct"] for r in rs], "{:.2f}")} of problems: A was half of the pre-training mix, so the
 model has to learn *when* to think (the `star`, `rl` and `adaptive` experiments).
 
-*Papers:* chain of thought (Wei et al. 2022, arXiv 2201.11903); scratchpads (Nye et al. 2021, arXiv 2112.00114).
-*Explore:* `reasonlab pretrain --recipe spec` trains the course module's recipe; change the mix in `BASE_CFG`.
+{reading("base")}
 """
     return [(md, head)]
 
 
-register(Experiment("base", Config, run, claims, render, keys=("free", "A", "S", "T"), quick=Config(n_test=40), run_cost=2,
+QUESTION = """A 200K-parameter GPT is pre-trained on a mix of direct answers (A), short chains (S) and full chains
+(T). How accurate is each format, and which does the model choose on its own?"""
+PAPERS = """chain of thought (Wei et al. 2022, arXiv 2201.11903); scratchpads (Nye et al. 2021, arXiv 2112.00114)."""
+EXPLORE = """`reasonlab pretrain --recipe spec` trains the course module's recipe; change the mix in `BASE_CFG`."""
+
+register(Experiment("base", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    keys=("free", "A", "S", "T"), quick=Config(n_test=40), run_cost=2,
                     render_cost=0.2))

@@ -28,7 +28,7 @@ from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pm
 from ..tasks import Problem, chain_steps
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, register, task_of
+from . import Experiment, opening, reading, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 SEC = "budgets"
@@ -203,9 +203,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"{forced[0]['acc']:.2f}, forced {w['wait']} past its end {w['acc']:.2f}")
     md = f"""## Thinking longer: budget forcing and s1's "Wait"
 
-> **Question.** Capping the chain at b steps trades accuracy for tokens, by construction. Forcing the chain past
-> its natural end (s1's "Wait") helps a model that re-checks its work: what does it do to one that was never
-> shown a longer chain?
+{opening("budgets")}
 
 ![budget forcing](budgets/budgets.png)
 
@@ -218,8 +216,7 @@ over seeds; tokens count up to the end of the answer.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* s1: simple test-time scaling (Muennighoff et al. 2025, arXiv 2501.19393).
-*Explore:* `tts.budget_hook(task, max_chain=b)` on any generation; `reasonlab sampling --budgets` adds the budget-forced
-points to the sampling frontier.
+{reading("budgets")}
 """
     return [(md, head)]
 
@@ -229,7 +226,14 @@ def check(result) -> None:
         raise ValueError("a budgets result needs the uncapped chain and at least one forced past its end")
 
 
-register(Experiment("budgets", Config, run, claims, render, keys=("budgets", "uncapped", "forced", "extend"), check=check,
+QUESTION = """Capping the chain at b steps trades accuracy for tokens, by construction. Forcing the chain past its
+natural end (s1's "Wait") helps a model that re-checks its work: what does it do to one that was never shown a
+longer chain?"""
+EXPLORE = """`tts.budget_hook(task, max_chain=b)` on any generation; `reasonlab sampling --budgets` adds the
+budget-forced points to the sampling frontier."""
+
+register(Experiment("budgets", Config, run, claims, render, question=QUESTION, explore=EXPLORE,
+                    keys=("budgets", "uncapped", "forced", "extend"), check=check,
                     depends=on_erring(),
                     room=room, placebo=placebo, placebo_flat="both arms are one model's greedy decode, unforced",
                     quick=Config(n_test=30), run_cost=5, render_cost=0.1))

@@ -43,7 +43,7 @@ from ..stats.summary import pm
 from ..tasks import FORMATS
 from ..train.rl import RLConfig, entropy, every_n_steps, train
 from ..train.zoo import get_erring_model, on_erring
-from . import Experiment, register, replicate_seed
+from . import Experiment, opening, reading, register, replicate_seed
 from .thresholds import THRESHOLDS as TH
 
 ARMS = {"grpo": "GRPO", "clip_higher": "GRPO + clip-higher", "bonus": "GRPO + entropy bonus"}
@@ -264,9 +264,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     head = "; ".join(f"{ARMS[a]} ends at format entropy {pm([final(r, a) for r in rs])}" for a in ARMS)
     md = f"""## Entropy: does clip-higher keep the format choice open?
 
-> **Question.** RL sharpens the policy: how fast does the entropy of the format choice collapse under GRPO, does
-> DAPO's clip-higher (or an entropy bonus) keep it, and does that pay in accuracy or in steps? And how many groups
-> lose all reward variance on the way?
+{opening("entropy")}
 
 ![entropy, accuracy and zero-std groups along the runs](entropy/curves.png)
 
@@ -281,10 +279,7 @@ held-out probe problems), chain and answer entropies per role, at the last probe
 chain, stays a guess where a direct answer is at chance); mean ± std over seeds, bands min..max.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
-*Papers:* DAPO (Yu et al. 2025, arXiv 2503.14476); Cui et al. 2025, "The Entropy Mechanism of Reinforcement
-Learning for Reasoning Language Models" (arXiv 2505.22617).
-*Explore:* `reasonlab lab --only entropy`; `entropy.probe(model, problems)` measures one policy;
-`RLConfig.preset("grpo", entropy_coef=1e-2)` is the bonus Cui et al. saw explode.
+{reading("entropy")}
 """
     return [(md, head)]
 
@@ -295,7 +290,16 @@ def check(result) -> None:
         raise ValueError("an entropy result needs its start probe and every arm's curve and history")
 
 
-register(Experiment("entropy", Config, run, claims, render, depends=on_erring(), check=check,
+QUESTION = """RL sharpens the policy: how fast does the entropy of the format choice collapse under GRPO, does
+DAPO's clip-higher (or an entropy bonus) keep it, and does that pay in accuracy or in steps? And how many groups
+lose all reward variance on the way?"""
+PAPERS = """DAPO (Yu et al. 2025, arXiv 2503.14476); Cui et al. 2025, "The Entropy Mechanism of Reinforcement
+Learning for Reasoning Language Models" (arXiv 2505.22617)."""
+EXPLORE = """`reasonlab lab --only entropy`; `entropy.probe(model, problems)` measures one policy;
+`RLConfig.preset("grpo", entropy_coef=1e-2)` is the bonus Cui et al. saw explode."""
+
+register(Experiment("entropy", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    depends=on_erring(), check=check,
                     takes_checkpoint=False, room=room, placebo=placebo,
                     quick=Config(start="base", steps=6, eval_every=3, n_probe=5), run_cost=35, render_cost=1.0,
                     tier="lesson"))

@@ -46,7 +46,7 @@ from ..stats.summary import pm
 from ..tasks import Problem, Task, chain_steps
 from ..train.rl import RLConfig, train
 from ..train.sft import base_name
-from . import Experiment, register, task_of
+from . import Experiment, opening, reading, register, task_of
 from .star import cached_fine_tune
 from .thresholds import THRESHOLDS as TH
 
@@ -341,9 +341,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
               "(where a direct answer partly works, it need not).")
     md = f"""## Faithful chains: does the answer follow the chain where it need not?
 
-> **Question.** Write one {say['states']} of a forced chain wrong and let the model go on. Where the model can compute
-> the answer without a chain (k = {k0}: its direct answers are right), does it give the answer the corrupted chain
-> implies, or the truth? And does training on the outcome alone (GRPO, STaR) change that?
+{opening("faithful", states=say["states"], k0=k0)}
 
 ![answer follows the corrupted chain](faithful/follows.png)
 
@@ -355,9 +353,7 @@ The primary reads the states before the chain's last at k = {k0}: the last state
 model that copied it would "follow" a corrupted chain whether or not it reasoned through it. {beyond}
 {" ".join(findings.verdict_line(f) for f in fs)}
 
-*Papers:* Lanham et al. 2023, "Measuring Faithfulness in Chain-of-Thought Reasoning" (arXiv 2307.13702); Chen et
-al. 2025, "Reasoning Models Don't Always Say What They Think" (arXiv 2505.05410).
-*Explore:* `reasonlab lab --only faithful`; `faithful.corrupt(problem, "T", j, delta)` builds one corrupted prefix.
+{reading("faithful")}
 """
     return [(md, head)]
 
@@ -371,7 +367,16 @@ def check(result) -> None:
                          "model's forced A accuracy ('direct')")
 
 
-register(Experiment("faithful", Config, run, claims, render, check=check, keys=("base", "direct"), room=room,
+QUESTION = """Write one {states} of a forced chain wrong and let the model go on. Where the model can compute the
+answer without a chain (k = {k0}: its direct answers are right), does it give the answer the corrupted chain
+implies, or the truth? And does training on the outcome alone (GRPO, STaR) change that?"""
+PAPERS = """Lanham et al. 2023, "Measuring Faithfulness in Chain-of-Thought Reasoning" (arXiv 2307.13702); Chen et
+al. 2025, "Reasoning Models Don't Always Say What They Think" (arXiv 2505.05410)."""
+EXPLORE = """`reasonlab lab --only faithful`; `faithful.corrupt(problem, "T", j, delta)` builds one corrupted
+prefix."""
+
+register(Experiment("faithful", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    check=check, keys=("base", "direct"), room=room,
                     placebo=placebo, placebo_flat="corrupting nothing changes no chain: 0 by definition",
                     quick=Config(n_test=5, models=("base", "rl"), rl_steps=4), run_cost=30,
                     render_cost=1.0, tier="lesson"))

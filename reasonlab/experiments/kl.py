@@ -42,7 +42,7 @@ from ..methods import kl as M
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import ALGOS, RLConfig, every_n_steps, train
-from . import Experiment, register
+from . import Experiment, opening, reading, register
 from .thresholds import THRESHOLDS as TH
 
 
@@ -304,8 +304,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             "nats/token")
     md = f"""## Exact KL: the estimators, their gradients, and the reward-KL frontier
 
-> **Question.** GRPO adds beta * k3 to its loss. k3 is an unbiased estimate of KL(pi || pi_ref), but is its gradient
-> the KL's gradient? And what does beta buy: how far does each algorithm move from the reference at each beta?
+{opening("kl")}
 
 ![estimators and frontier](kl/kl.png)
 
@@ -337,11 +336,7 @@ position, the format token, whose prefix (the prompt) has probability 1 and no g
 less a per-token loss drops.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
-*Papers:* Schulman 2020, "Approximating KL divergence" (k1, k2, k3); GRPO (Shao et al. 2024, arXiv 2402.03300);
-Tang & Munos 2025 (arXiv 2506.09477: k3 in the loss is the forward KL's gradient; per-token losses drop the future
-terms of the sequence gradient); Dr. GRPO (arXiv 2503.20783); DAPO (arXiv 2503.14476).
-*Explore:* `reasonlab lab --only kl`; `methods.kl.gradient_gaps(logits, ref_logits, mask, params)` on any pair of
-models; `reasonlab train --kl-estimator exact` puts the exact per-token KL in the loss.
+{reading("kl")}
 """
     return [(md, head)]
 
@@ -351,7 +346,16 @@ def check(result) -> None:
         raise ValueError("a kl result needs its probes, its frontier and the sequence KL's gradient")
 
 
-register(Experiment("kl", Config, run, claims, render, check=check, room=room, placebo=placebo,
+QUESTION = """GRPO adds beta * k3 to its loss. k3 is an unbiased estimate of KL(pi || pi_ref), but is its gradient
+the KL's gradient? And what does beta buy: how far does each algorithm move from the reference at each beta?"""
+PAPERS = """Schulman 2020, "Approximating KL divergence" (k1, k2, k3); GRPO (Shao et al. 2024, arXiv 2402.03300);
+Tang & Munos 2025 (arXiv 2506.09477: k3 in the loss is the forward KL's gradient; per-token losses drop the future
+terms of the sequence gradient); Dr. GRPO (arXiv 2503.20783); DAPO (arXiv 2503.14476)."""
+EXPLORE = """`reasonlab lab --only kl`; `methods.kl.gradient_gaps(logits, ref_logits, mask, params)` on any pair of
+models; `reasonlab train --kl-estimator exact` puts the exact per-token KL in the loss."""
+
+register(Experiment("kl", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    check=check, room=room, placebo=placebo,
                     placebo_flat="the exact KL's gradient against itself: 0 by definition",
                     quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), n_probe=3,
                                  n_test=3, kl_samples=2, n_seq=1, seq_eps=1e-2),

@@ -22,7 +22,7 @@ from ..methods import budget
 from ..stats import findings
 from ..tasks import Task
 from ..train.zoo import store
-from . import Experiment, register, replicate_seed, task_of
+from . import Experiment, opening, register, replicate_seed, task_of
 from .l1_report import (
     arms,
     blind,
@@ -290,10 +290,7 @@ def render(results: list[dict], out: str) -> list[tuple[str, str]]:
                      for n in arms(results[0]))
     md = f"""## Thinking on a budget: L1 against s1 forcing
 
-> **Question.** Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..{top}) and train
-> the model with L1's rewards. Does L1's budget term teach RL from the base model to read the budget, against the
-> same RL whose reward ignores it? Does that beat cutting the chain (s1) at equal tokens, and what does the model do
-> with fewer steps than its shortest chain (S needs ⌈k/2⌉)?
+{opening("l1", top=top)}
 
 ![accuracy against budget](l1/accuracy_vs_budget.png)
 
@@ -355,7 +352,15 @@ greedy before RL), mean over seeds:
 
 
 
-register(Experiment("l1", Config, run, claims, render,
+QUESTION = """Write the budget into the prompt (B<b> in place of "=": think for b chain steps, b = 0..{top}) and
+train the model with L1's rewards. Does L1's budget term teach RL from the base model to read the budget, against
+the same RL whose reward ignores it? Does that beat cutting the chain (s1) at equal tokens, and what does the model
+do with fewer steps than its shortest chain (S needs ⌈k/2⌉)?"""
+PAPERS = """L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393)."""
+EXPLORE = """`reasonlab l1 --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
+--budget 1 --checkpoint ~/.cache/reasonlab/l1-exact-seed0` (a model the run saved in the model cache)."""
+
+register(Experiment("l1", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     keys=("variants", "control", "forcing", "forcing_S", "fixed", "config", "base_free"),
                     quick=Config(steps=4, sft_steps=10, n_test=8), run_cost=20, render_cost=3.0, room=room,
                     placebo=placebo, placebo_flat="a model trained without the budget term writes the same chain "

@@ -30,7 +30,7 @@ from ..io.report import band, md_table, plt, save
 from ..methods import budget
 from ..stats import findings
 from ..stats.summary import pm
-from . import Experiment, register, replicate_seed, task_of
+from . import Experiment, opening, reading, register, replicate_seed, task_of
 from .l1 import check_training, max_steps
 from .thresholds import THRESHOLDS as TH
 
@@ -232,9 +232,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"{pm([gap(r, 'max_from_exact') for r in rs])} before L1-Max")
     md = f"""## L1 as its authors train it: Exact first, Max from Exact, budgets a chain can reach
 
-> **Question.** Trained the way L1's authors train it (a warm start that already reads the budget, Exact first, Max
-> from the Exact checkpoint), does GRPO add to what its start does, does L1-Max read the budget, and was there
-> anything to learn before each stage?
+{opening("l1_recipe")}
 
 ![L1's recipe](l1_recipe/budgets.png)
 
@@ -257,8 +255,7 @@ control; the placebo (`reasonlab lab --placebo`) runs 0 Exact steps. Each stage'
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Aggarwal & Welleck 2025, arXiv 2503.04697 (cmu-l3/l1).
-*Explore:* `reasonlab l1_recipe`; `budget.train_recipe(base, seed)` returns the three models;
-`budget.best_policies` prices any set of lengths before training.
+{reading("l1_recipe")}
 """
     return [(md, head)]
 
@@ -269,6 +266,13 @@ def check(result) -> None:
         raise ValueError("an l1_recipe result needs every model's cells at every budget, the pre-checks and its config")
 
 
-register(Experiment("l1_recipe", Config, run, claims, render, check=check,
+QUESTION = """Trained the way L1's authors train it (a warm start that already reads the budget, Exact first, Max
+from the Exact checkpoint), does GRPO add to what its start does, does L1-Max read the budget, and was there
+anything to learn before each stage?"""
+EXPLORE = """`reasonlab l1_recipe`; `budget.train_recipe(base, seed)` returns the three models;
+`budget.best_policies` prices any set of lengths before training."""
+
+register(Experiment("l1_recipe", Config, run, claims, render, question=QUESTION, explore=EXPLORE,
+                    check=check,
                     quick=Config(sft_steps=4, exact_steps=2, max_steps=2, n_test=2), run_cost=20, render_cost=0.3,
                     tier="lesson", room=room, placebo=placebo))

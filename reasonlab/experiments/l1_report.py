@@ -10,7 +10,7 @@ from ..methods.strides import STRIDE_GROUPS
 from ..stats import findings
 from ..stats.summary import pm
 from ..tasks import chain_steps
-from . import task_of
+from . import reading, task_of
 from .thresholds import THRESHOLDS as TH
 
 
@@ -372,7 +372,5 @@ paper's clip with δ = 0.5 (budget.py's docstring has the details). L1-Max from 
 (its premise prices it; the `l1_recipe` lesson too), which is why the lab trains L1-Exact. L1's own recipe, Exact
 first and Max from Exact on budgets a chain can reach, is the `l1_recipe` lesson (`reasonlab l1_recipe`).
 
-*Papers:* L1 / LCPO (Aggarwal & Welleck 2025, arXiv 2503.04697); s1 (Muennighoff et al. 2025, arXiv 2501.19393).
-*Explore:* `reasonlab l1 --variants exact max exact+sft max+sft --alpha 0.1`, `reasonlab sample "3 5 9 2 7"
---budget 1 --checkpoint ~/.cache/reasonlab/l1-exact-seed0` (a model the run saved in the model cache).
+{reading("l1")}
 """

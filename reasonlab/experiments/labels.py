@@ -41,7 +41,7 @@ from ..methods.verifier_quality import auroc
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, register, replicate_seed
+from . import Experiment, opening, reading, register, replicate_seed
 from .search import no_fall
 from .thresholds import THRESHOLDS as TH
 
@@ -248,9 +248,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     head = f"FP {pm([rate(r, 0, 8) for r in rs])}, FN {pm([1 - rate(r, 1, 8) for r in rs])} at 8 rollouts"
     md = f"""## Process labels, measured: Math-Shepherd's rollouts against the exact labels
 
-> **Question.** Math-Shepherd labels a step right when a rollout from it reaches the answer. How often is that
-> label wrong, how does the number of rollouts move the errors, and does the noise cost a PRM: does one trained on
-> the exact labels rank steps better than one trained on Math-Shepherd's?
+{opening("labels")}
 
 ![label error rates](labels/rates.png)
 
@@ -272,8 +270,7 @@ min over step scores (an output that ends without an answer scores 0):
 {" ".join(findings.verdict_line(f) for f in fs)}
 
 *Paper:* Math-Shepherd (Wang et al. 2023, arXiv 2312.08935).
-*Explore:* `reasonlab labels --best-of 64`; `methods.verifier.train_verifier` with `VerifierConfig(kind="prm-mc",
-rollouts=2)` trains a PRM on them.
+{reading("labels")}
 """
     return [(md, head)]
 
@@ -284,6 +281,13 @@ def check(result) -> None:
         raise ValueError("a labels result needs its cells, each PRM's AUROC and best-of-N, and best-of-1 (first)")
 
 
-register(Experiment("labels", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
+QUESTION = """Math-Shepherd labels a step right when a rollout from it reaches the answer. How often is that label
+wrong, how does the number of rollouts move the errors, and does the noise cost a PRM: does one trained on the exact
+labels rank steps better than one trained on Math-Shepherd's?"""
+EXPLORE = """`reasonlab labels --best-of 64`; `methods.verifier.train_verifier` with `VerifierConfig(kind="prm-mc",
+rollouts=2)` trains a PRM on them."""
+
+register(Experiment("labels", Config, run, claims, render, question=QUESTION, explore=EXPLORE,
+                    depends=on_erring(VerifierConfig), check=check,
                     takes_checkpoint=False, room=room, placebo=placebo, quick=Config(n_test=3, n_train=3, best_of=2),
                     run_cost=20, render_cost=0.5, tier="lesson"))

@@ -36,7 +36,7 @@ from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, register
+from . import Experiment, opening, reading, register
 from .thresholds import THRESHOLDS as TH
 
 NS = POOL_NS + (128, 256)
@@ -247,8 +247,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"{pm([pooled(r, 'rl', 256) for r in rs])}")
     md = f"""## Does RL only sharpen? pass@N of the start and of the RL model
 
-> **Question.** RL raises the chance that one sample is right. Does it also solve problems the start could never
-> sample, or does the start catch up when it may try many times?
+{opening("passk")}
 
 ![pass@N](passk/pass_at_n.png)
 
@@ -263,10 +262,7 @@ mean p equals RL's, what RL would give if it only sharpened; it lifts the proble
 the start there does not by itself show that RL reaches beyond sharpening.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
-*Papers:* Yue et al. 2025, "Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the
-Base Model?" (arXiv 2504.13837); ProRL (arXiv 2505.24864); pass@N as in Chen et al. 2021 (arXiv 2107.03374), here
-exact.
-*Explore:* `reasonlab lab --only passk`; `core.exact.right_probs(model, problems)` gives each format's p(x).
+{reading("passk")}
 """
     return [(md, head)]
 
@@ -277,6 +273,14 @@ def check(result) -> None:
             raise ValueError("a passk result needs start and rl, each with pass@N per k and p per problem")
 
 
-register(Experiment("passk", Config, run, claims, render, depends=on_erring(), check=check, takes_checkpoint=False,
+QUESTION = """RL raises the chance that one sample is right. Does it also solve problems the start could never
+sample, or does the start catch up when it may try many times?"""
+PAPERS = """Yue et al. 2025, "Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs Beyond the
+Base Model?" (arXiv 2504.13837); ProRL (arXiv 2505.24864); pass@N as in Chen et al. 2021 (arXiv 2107.03374), here
+exact."""
+EXPLORE = """`reasonlab lab --only passk`; `core.exact.right_probs(model, problems)` gives each format's p(x)."""
+
+register(Experiment("passk", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    depends=on_erring(), check=check, takes_checkpoint=False,
                     quick=Config(rl_steps=4, n_test=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
                     placebo=placebo, placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities"))

@@ -25,7 +25,7 @@ from ..stats.findings import missing, seed_check
 from ..stats.summary import pm
 from ..tasks import FMT_NAMES, Problem, Task
 from ..train.rl import ALGOS, Algo, RLConfig, every_n_steps, train
-from . import Experiment, register, replicate_seed, task_of
+from . import Experiment, opening, reading, register, replicate_seed, task_of
 from .thresholds import THRESHOLDS as TH
 
 OVERRIDES = ("learning_rate", "beta", "epsilon", "num_iterations", "prompts_per_step", "num_generations",
@@ -281,8 +281,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     every = "after every step" if n == 1 else f"every {n} steps"
     md = f"""## RL from a rule reward: the group baseline, GRPO and REINFORCE
 
-> **Question.** Reward only the right answer (plus a format bonus). Does RL move the model from answering directly
-> to thinking, and does the baseline matter: REINFORCE with and without GRPO's group mean, all else equal?
+{opening("rl")}
 
 ![RL curves](rl/curves.png)
 
@@ -298,10 +297,7 @@ from the val part) is at ≥ 0.99; the table's accuracy is on the seed's own tes
 `reinforce_baseline` in its std scaling, two clipped updates per batch and the KL, so that comparison is secondary and
 counts GRPO's updates. {note}{" ".join(findings.verdict_line(f) for f in fs)}
 
-*Papers:* GRPO (Shao et al. 2024, arXiv 2402.03300); DeepSeek-R1 (2025, arXiv 2501.12948); Dr. GRPO (Liu et al.
-2025, arXiv 2503.20783); REINFORCE (Williams 1992).
-*Explore:* `reasonlab rl --algos grpo dapo rloo gspo`, `--beta 0`, `--learning-rate 1e-4`; one run with every
-setting: `reasonlab train --algo dapo --kl-estimator exact`.
+{reading("rl")}
 """
     return [(md, head)]
 
@@ -312,6 +308,14 @@ def check(result: dict) -> None:
         raise ValueError("a rl result maps each algorithm to its run (hist, solved, ...)")
 
 
-register(Experiment("rl", Config, run, claims, render, check=check,
+QUESTION = """Reward only the right answer (plus a format bonus). Does RL move the model from answering directly to
+thinking, and does the baseline matter: REINFORCE with and without GRPO's group mean, all else equal?"""
+PAPERS = """GRPO (Shao et al. 2024, arXiv 2402.03300); DeepSeek-R1 (2025, arXiv 2501.12948); Dr. GRPO (Liu et al.
+2025, arXiv 2503.20783); REINFORCE (Williams 1992)."""
+EXPLORE = """`reasonlab rl --algos grpo dapo rloo gspo`, `--beta 0`, `--learning-rate 1e-4`; one run with every
+setting: `reasonlab train --algo dapo --kl-estimator exact`."""
+
+register(Experiment("rl", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    check=check,
                     quick=Config(steps=4, n_test=40, n_probe=20), run_cost=17, render_cost=0.7, room=room,
                     placebo=placebo))

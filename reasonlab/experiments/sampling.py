@@ -29,7 +29,7 @@ from ..stats import findings
 from ..stats.findings import both, finding, missing, seed_check
 from ..stats.summary import bootstrap_ci, pareto, pm
 from ..tasks import Problem, Task, chain_steps
-from . import Experiment, register, task_of
+from . import Experiment, opening, reading, register, task_of
 from .thresholds import THRESHOLDS as TH
 
 N_MOST = 50_000
@@ -318,8 +318,7 @@ def render_sampling(rs: list[dict], out: str) -> tuple[str, str]:
     greedy = "; ".join(f"greedy {f} {pm([r['curves'][f]['greedy']['acc'] for r in rs])}" for f in fmts)
     md = f"""## Sampling more: voting
 
-> **Question.** Instead of thinking, sample N direct answers and take the majority. Does voting buy what a chain
-> buys?
+{opening("sampling")}
 
 ![accuracy against N](sampling/acc_vs_n.png)
 
@@ -332,9 +331,7 @@ seed, 95 % bootstrap bands over problems; grey: chance for one answer and for pa
 A demonstration: {findings.verdict_line(vote_below_chain(rs))} {direct} For comparison: {greedy}. Whether
 voting helps chains that err is measured on the erring thinker (the `search` and `voting` experiments).
 
-*Papers:* self-consistency (Wang et al. 2022, arXiv 2203.11171); pass@k (Chen et al. 2021, arXiv 2107.03374);
-repeated sampling (Brown et al. 2024, arXiv 2407.21787).
-*Explore:* `reasonlab sampling --formats A free --n-max 64`, or a probability-weighted vote (`tts.weighted_vote`).
+{reading("sampling")}
 """
     return md, head
 
@@ -385,5 +382,11 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     return [render_sampling(rs, out), render_verifiers(rs, out)]
 
 
-register(Experiment("sampling", Config, run, claims, render, keys=("curves", "formats", "frontier", "n_max"),
+QUESTION = """Instead of thinking, sample N direct answers and take the majority. Does voting buy what a chain buys?"""
+PAPERS = """self-consistency (Wang et al. 2022, arXiv 2203.11171); pass@k (Chen et al. 2021, arXiv 2107.03374);
+repeated sampling (Brown et al. 2024, arXiv 2407.21787)."""
+EXPLORE = """`reasonlab sampling --formats A free --n-max 64`, or a probability-weighted vote (`tts.weighted_vote`)."""
+
+register(Experiment("sampling", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    keys=("curves", "formats", "frontier", "n_max"),
                     quick=Config(n_problems=40, n_max=8), run_cost=14, render_cost=1.1))

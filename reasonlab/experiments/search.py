@@ -425,7 +425,15 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     return [render_search(rs, out), render_verifiers(rs, out)]
 
 
-register(Experiment("search", Config, run, claims, render, depends=on_erring(VerifierConfig),
+QUESTION = """With a thinker whose chains err and verifiers learned from its own samples, which search turns more
+test-time compute into accuracy: best-of-N, weighted majority, PRM-guided beam search or DVTS? Where is a learned
+verifier fooled, and what does the compute-optimal strategy per k save?"""
+PAPERS = """Lightman et al. 2023 (arXiv 2305.20050); Snell et al. 2024 (arXiv 2408.03314); Math-Shepherd (Wang et
+al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-learn (beam search, DVTS)."""
+EXPLORE = """`reasonlab search --methods beam dvts --width 2`, `--agg prod`, `--thinker base` (the contrast)."""
+
+register(Experiment("search", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    depends=on_erring(VerifierConfig),
                     keys=("verifiers", "search"), run_cost=52, render_cost=6.1, takes_checkpoint=False, room=room,
                     placebo=placebo,
                     quick=Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick")))

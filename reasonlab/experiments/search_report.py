@@ -13,7 +13,7 @@ from ..io.report import log_x, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
 from ..tasks import Task
-from . import task_of
+from . import opening, reading, task_of
 
 FIRST = "first_error_auroc"
 """the verifiers' step AUROC the page leads with: on the steps up to each output's first error (verifier_quality)"""
@@ -165,9 +165,7 @@ def search_page(results: list[dict], out: str, fs: list[dict]) -> str:
     whole = (f', whose "test" quarter holds {len(task.space(k0, "test"))}' if task.enumerable(k0) else "")
     return f"""## Verifiers and search
 
-> **Question.** With a thinker whose chains err and verifiers learned from its own samples, which search turns
-> more test-time compute into accuracy: best-of-N, weighted majority, PRM-guided beam search or DVTS? Where is a
-> learned verifier fooled, and what does the compute-optimal strategy per k save?
+{opening("search")}
 
 ![accuracy against N](search/acc_vs_n.png)
 
@@ -204,9 +202,7 @@ ties and all), then the secondary ones:
 
 {findings.table(fs)}
 
-*Papers:* Lightman et al. 2023 (arXiv 2305.20050); Snell et al. 2024 (arXiv 2408.03314); Math-Shepherd (Wang et
-al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-learn (beam search, DVTS).
-*Explore:* `reasonlab search --methods beam dvts --width 2`, `--agg prod`, `--thinker base` (the contrast).
+{reading("search")}
 """
 
 

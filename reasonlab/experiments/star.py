@@ -46,7 +46,7 @@ from ..stats.summary import pm
 from ..tasks import Problem, Task
 from ..train.sft import model_name
 from ..train.zoo import get_model, on_erring, thinker_model
-from . import Experiment, register, replicate_seed, task_of
+from . import Experiment, opening, reading, register, replicate_seed, task_of
 from .thresholds import THRESHOLDS as TH
 
 ARMS = ("star", "direct", "none", "chain")
@@ -245,9 +245,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"A: {pm([r['direct']['A'] for r in rs])})")
     md = f"""## STaR where reasoning must improve: the erring thinker
 
-> **Question.** A thinker whose chains err (it misreads its prompts) samples its own chains and is fine-tuned on those
-> with the right answer. Do its chains get better than fine-tuning on the same right answers without the chains
-> would make them, and does checking every step matter?
+{opening("star")}
 
 ![forced S accuracy per k](star/star.png)
 
@@ -258,9 +256,7 @@ fine-tuned on each arm's data alone, greedy accuracy on this seed's test problem
 right answers with a wrong step (what the answer filter admits and the chain filter drops):
 {pm([r['star']['false_positive_rate'] for r in rs], '{:.3f}')}. {" ".join(findings.verdict_line(f) for f in fs)}
 
-*Papers:* STaR (Zelikman et al. 2022, arXiv 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825).
-*Explore:* `reasonlab star --steps 300`; `methods.star.train` runs STaR's loop over rounds (rationalization,
-pooling, the few-chains start).
+{reading("star")}
 """
     return [(md, head)]
 
@@ -270,6 +266,14 @@ def check(result) -> None:
         raise ValueError("a star result needs the start's and every arm's forced S accuracy")
 
 
-register(Experiment("star", Config, run, claims, render, depends=on_erring(StarConfig), check=check,
+QUESTION = """A thinker whose chains err (it misreads its prompts) samples its own chains and is fine-tuned on those
+with the right answer. Do its chains get better than fine-tuning on the same right answers without the chains would
+make them, and does checking every step matter?"""
+PAPERS = """STaR (Zelikman et al. 2022, arXiv 2203.14465); RFT (Yuan et al. 2023, arXiv 2308.01825)."""
+EXPLORE = """`reasonlab star --steps 300`; `methods.star.train` runs STaR's loop over rounds (rationalization,
+pooling, the few-chains start)."""
+
+register(Experiment("star", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    depends=on_erring(StarConfig), check=check,
                     keys=("start", *ARMS), takes_checkpoint=False, room=room, placebo=placebo,
                     quick=Config(problems=40, samples=1, steps=2, n_test=2), run_cost=25, render_cost=0.3))

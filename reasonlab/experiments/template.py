@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 
 from reasonlab.core.evaluate import evaluate
 from reasonlab.core.problems import test_problems
-from reasonlab.experiments import Experiment, register
+from reasonlab.experiments import Experiment, opening, reading, register
 from reasonlab.io.report import save
 from reasonlab.stats.findings import seed_check, verdict_line
 from reasonlab.stats.summary import pm
@@ -68,11 +68,18 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
     head = f"at k = {k}: T {pm([r['T'][k] for r in rs])}, A {pm([r['A'][k] for r in rs])}"
     md = f"""## My idea: does thinking pay on the hardest problems?
 
+{opening("my_idea")}
+
 ![accuracy by k](my_idea/accuracy.png)
 
 {verdict_line(claims(rs)[0])}
+
+{reading("my_idea")}
 """
     return [(md, head)]
 
 
-register(Experiment("my_idea", Config, run, claims, render, quick=Config(n_test=20)))
+register(Experiment("my_idea", Config, run, claims, render, quick=Config(n_test=20),
+                    question="Does thinking (a forced full chain, T) beat answering at once (A) on the hardest problems?",
+                    papers="chain of thought (Wei et al. 2022, arXiv 2201.11903)",
+                    explore="`reasonlab sweep my_idea --experiment my_idea.py --grid k=6,7,8`"))

@@ -27,10 +27,8 @@ N = 64 (its interval wholly below) picks wrong answers the more the more it is g
 read it rest on a premise that it does not, and are untestable where it does.
 
 Then search over steps (Snell et al. 2024, arXiv 2408.03314: beam search against a PRM beats best-of-N at small
-budgets): search-and-learn's beam search and DVTS, guided by each thinker's PRM, at the N of SEARCH_NS. The
-per-sample thinker misreads per generation call there too: each candidate step is written by a fresh reader
-(methods.readers), so a rejected step is resampled by a reader that may read it right; the erring thinker's resample
-misreads as before.
+budgets): search-and-learn's beam search and DVTS, guided by each thinker's PRM, at the N of SEARCH_NS; a fresh reader
+writes each of the per-sample thinker's candidate steps (methods.readers), the erring thinker misreads as before.
 """
 from __future__ import annotations
 
@@ -58,7 +56,7 @@ from ..stats.summary import pm
 from ..tasks import Problem, Task
 from ..train.erring import calibrate_misread, misread, reachable
 from ..train.zoo import erring_cfg, on_erring, thinker_model
-from . import Experiment, register
+from . import Experiment, opening, reading, register
 from .search import no_fall
 from .thresholds import THRESHOLDS as TH
 
@@ -386,10 +384,7 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
             f"{pm([margin(r, 'per_sample', 'prm', 'orm') for r in rs])}")
     md = f"""## Self-consistency needs errors that vary
 
-> **Question.** Majority voting rescues a thinker whose samples err independently. What if its errors are fixed:
-> the same misreading in every sample? Does a vote over the erring thinker's samples still beat its greedy decode?
-> And does a verifier's pick, best-of-N with a process (PRM) or an outcome (ORM) reward model, beat the vote on
-> either thinker, and a search over steps with the PRM beat best-of-N?
+{opening("voting")}
 
 ![majority voting](voting/majority.png)
 
@@ -423,12 +418,7 @@ re-reads the prompt and the chain so far through its own (methods.readers), as e
 the PRM rejects is sampled again by a reader that may not misread. On the erring thinker every call misreads alike.
 {" ".join(findings.verdict_line(f) for f in fs)}
 
-*Papers:* Wang et al. 2022, "Self-Consistency Improves Chain of Thought Reasoning in Language Models" (arXiv
-2203.11171); Lightman et al. 2023, "Let's Verify Step by Step" (arXiv 2305.20050, Fig. 3); Snell et al. 2024
-(arXiv 2408.03314); Hugging Face search-and-learn (beam search, DVTS).
-*Explore:* `reasonlab lab --only voting`; `voting.reader(base, sigma, draw)` is one sample's misreading model;
-`voting.verifiers(thinker, seed, n_per_k, steps, cache)` trains a thinker's ORM and PRM; `methods.readers.Readers(base,
-sigma, task)` is the per-sample thinker, which methods.search.beam_search and dvts take in place of a model.
+{reading("voting")}
 """
     return [(md, head)]
 
@@ -443,7 +433,18 @@ def check(result) -> None:
         raise ValueError("a voting result needs PRM-guided beam search and DVTS (search) for fixed and per_sample")
 
 
-register(Experiment("voting", Config, run, claims, render, depends=on_erring(VerifierConfig), check=check,
-                    takes_checkpoint=False, room=room, placebo=placebo, placebo_flat="a vote at temperature 0: greedy",
-                    quick=Config(n_test=5, samples=4, calib_draws=1, n_train=5, verifier_steps=10), run_cost=50,
-                    render_cost=0.3, tier="lesson"))
+QUESTION = """Majority voting rescues a thinker whose samples err independently. What if its errors are fixed: the
+same misreading in every sample? Does a vote over the erring thinker's samples still beat its greedy decode? And
+does a verifier's pick, best-of-N with a process (PRM) or an outcome (ORM) reward model, beat the vote on either
+thinker, and a search over steps with the PRM beat best-of-N?"""
+PAPERS = """Wang et al. 2022, "Self-Consistency Improves Chain of Thought Reasoning in Language Models" (arXiv
+2203.11171); Lightman et al. 2023, "Let's Verify Step by Step" (arXiv 2305.20050, Fig. 3); Snell et al. 2024 (arXiv
+2408.03314); Hugging Face search-and-learn (beam search, DVTS)."""
+EXPLORE = """`reasonlab lab --only voting`; `voting.reader(base, sigma, draw)`: one sample's misreading model;
+`voting.verifiers(thinker, seed, n_per_k, steps, cache)`: a thinker's ORM and PRM; `methods.readers.Readers(base,
+sigma, task)`: the per-sample thinker, which beam_search and dvts take in place of a model."""
+
+register(Experiment("voting", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
+                    depends=on_erring(VerifierConfig), check=check, takes_checkpoint=False, room=room, placebo=placebo,
+                    placebo_flat="a vote at temperature 0: greedy", render_cost=0.3, tier="lesson", run_cost=50,
+                    quick=Config(n_test=5, samples=4, calib_draws=1, n_train=5, verifier_steps=10)))

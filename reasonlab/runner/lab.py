@@ -192,14 +192,14 @@ def _primary(fs: list[dict], group: str) -> dict | None:
 
 
 def glance(sections: dict, fs: list[dict]) -> str:
-    """Lessons at a glance: one row per experiment and task, its question, its primary claim's verdict and a
-    thumbnail of its first plot (read off the rendered sections, so nothing is typed twice)."""
+    """Lessons at a glance: one row per experiment and task, its question (as the experiment declares it), its
+    primary claim's verdict and a thumbnail of its first plot (read off the rendered section)."""
     rows = ["| experiment | task | question | primary claim | verdict | plot |", "|---|---|---|---|---|---|"]
     for group, secs in sections.items():
         for md, _ in secs[:1]:             # an experiment's main section comes first
             title = md.splitlines()[0].lstrip("# ").strip()
-            q = re.search(r"> \*\*Question\.\*\*(.*?)(?:\n\n|\n[^>])", md, re.S)
-            question = " ".join(re.sub(r"\n> ?", " ", q.group(1)).split()).replace("<", "&lt;") if q else ""
+            exp = split_group(group)[0]
+            question = (X.BUILTIN.get(exp) or X.get(exp).question.split("?")[0] + "?").replace("<", "&lt;")
             img = re.search(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
             thumb = f'<img src="{img.group(1)}" width="180">' if img else ""
             prim = _primary(fs, group)
