@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.config import N_TEST_MAX, flag
+from ..core.config import N_TEST_MAX, Count, Every, NTest, Seed, Steps, Temperature, flag
 from ..runner.config import LabConfig, SweepConfig
 from ..tasks import get, load_file
 from ..train.config import RLConfig
@@ -50,7 +50,7 @@ class Machine:
 class Model:
     checkpoint: str | None = None
     """a saved model (stem, .json or .safetensors); default: the cached base model"""
-    seed: int = 0
+    seed: Seed = 0
     """seed of the base model to use (and of sampling)"""
 
 
@@ -95,11 +95,11 @@ class Pretrain:
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     task_file: tuple[str, ...] = ()
     """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
-    seed: int = 0
+    seed: Seed = 0
     """the base model's seed"""
     recipe: Literal["base", "spec"] = "base"
     """our recipe or the spec's"""
-    steps: tuple[int, ...] | None = None
+    steps: tuple[Steps, ...] | None = None
     """steps per phase (a gated phase: the most)"""
     learning_rate: float | None = None
     """peak learning rate (default: the recipe's)"""
@@ -109,7 +109,7 @@ class Pretrain:
     """cache name (default base-seed<seed>)"""
     quick: bool = False
     """30 steps per phase, no cache (a smoke test)"""
-    n_test: int = 500
+    n_test: NTest = 500
     """test problems per k of the evaluation at the end"""
     machine: Machine = field(default_factory=Machine)
     """where the model is cached and trained"""
@@ -128,9 +128,9 @@ class Eval:
     --checkpoint the checkpoint's: --task may only change its knobs"""
     task_file: tuple[str, ...] = ()
     """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
-    n_test: int = 500
+    n_test: NTest = 500
     """test problems per k"""
-    problem_seed: int = 12345
+    problem_seed: Seed = 12345
     """seed of the problems drawn"""
     json: str | None = None
     """also write the summary to this JSON file"""
@@ -156,9 +156,9 @@ class Sample:
     """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     force: str | None = None
     """force a format: A, S or T"""
-    temperature: float = 0.0
+    temperature: Temperature = 0.0
     """0 = greedy"""
-    samples: int = 1
+    samples: Count = 1
     """outputs sampled (at --temperature)"""
     budget: int | None = None
     """chain steps allowed, 0..the task's largest k (needs a budget model: `reasonlab l1` saves one per variant and
@@ -187,9 +187,9 @@ class Train:
     """the run directory: config.json, metrics.jsonl, checkpoints, plots (default runs/train-<algo>-seed<seed>)"""
     resume: bool = False
     """continue the run in --out from its checkpoint"""
-    eval_every: int = 0
+    eval_every: Every = 0
     """greedy evaluation every N steps (0: never)"""
-    n_val: int = 200
+    n_val: Count = 200
     """problems per k of the greedy evaluation on validation problems (every --eval-every steps, and at the end)"""
     log_kl: bool = False
     """log KL to the base even when beta = 0"""
@@ -231,7 +231,7 @@ class FindingsReadme:
 class ExportHF:
     dir: str
     """the directory to write (new, empty, or an earlier export, which is replaced)"""
-    n_test: int = 200
+    n_test: NTest = 200
     """test problems per k for the model card's accuracy table (0: no table)"""
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4"); with
@@ -258,11 +258,11 @@ class ExportDataset:
     """a task of your own: a Python file that registers it (docs/your_task.md); then --task names it"""
     style: Literal["trl", "verl"] = "trl"
     """trl: a DatasetDict saved with save_to_disk; verl: train/validation/test.parquet in verl's layout"""
-    n_train: int = 1000
+    n_train: Count = 1000
     """training problems per k (drawn with repeats from the training part; at most 100,000)"""
-    n_test: int = 100
+    n_test: NTest = 100
     """validation and test problems per k (distinct; at most N_TEST_MAX, 25,000: digits' k = 5 has no more)"""
-    seed: int = 0
+    seed: Seed = 0
     """seed of the draws"""
     budget_kind: Literal["none", "exact", "max"] = "none"
     """budget prompts for budget models (a budget column, for L1's rewards): B<b> (exact) or M<b> (max)"""

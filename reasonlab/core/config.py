@@ -1,6 +1,7 @@
 """One source of truth for configs: a dataclass's fields, their types and the docstring under each, give the
-CLI flags, their help and the choices that `validate` checks. The same idea as tyro (used by cleanrl), in the few
-lines this project needs: bool, int, float, str, Literal, optional and fixed-length tuple fields.
+CLI flags, their help, the choices (a `Literal`) and the bounds (a `Bound` in the type: `n_test: NTest`) that
+`check_choices` and `check_numbers` check. The same idea as tyro (used by cleanrl), in the few lines this project
+needs: bool, int, float, str, Literal, optional and fixed-length tuple fields.
 """
 from __future__ import annotations
 
@@ -107,46 +108,85 @@ TEMPERATURE = (1e-3, 1e3)
 """Sampling temperatures allowed besides 0 (greedy): logits / 1e-300 are inf and sampling gets NaN probabilities."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """A number field's bounds, written next to the field in its type (`n_test: NTest = 100`): lo <= x <= hi, or
+    exactly 0 where zero_ok (a greedy temperature); `over` / `under`: what to say past either end ({x}, {lo}, {hi}).
+    `check_numbers` reads it."""
+    lo: float
+    hi: float | None = None
+    over: str = "must be at most {hi:,}, got {x:,}"
+    under: str = ""
+    zero_ok: bool = False
+
+    def problem(self, x) -> str | None:
+        if self.zero_ok and x == 0:
+            return None
+        if x < self.lo:
+            return (self.under or ("must be positive, got {x}" if self.lo == 1 else "must be >= {lo:g}, got {x}")).format(
+                x=x, lo=self.lo, hi=self.hi)
+        if self.hi is not None and x > self.hi:
+            return self.over.format(x=x, lo=self.lo, hi=self.hi)
+        return None
+
+
+Count = typing.Annotated[int, Bound(1)]
+"""a count a run needs at least one of (problems, samples, rounds, layers)"""
+NTest = typing.Annotated[int, Bound(1, N_TEST_MAX, "must be at most {hi:,} (k = 5 has no more test problems), got {x:,}")]
+"""test problems per k, drawn distinct"""
+Steps = typing.Annotated[int, Bound(1, STEPS_MAX, "= {x:,} is more than {hi:,}")]
+"""the steps of the run a config is about"""
+Steps0 = typing.Annotated[int, Bound(0, STEPS_MAX, "= {x:,} is more than {hi:,}")]
+"""steps of a second run, 0 for none (a warm start, RL before a probe)"""
+Every = typing.Annotated[int, Bound(0)]
+"""a cadence in steps, 0 for never"""
+Seed = typing.Annotated[int, Bound(0, SEED_MAX, "must be in {lo}..{hi}, got {x}", "must be in {lo}..{hi}, got {x}")]
+"""a seed numpy's and torch's seeding take"""
+_GREEDY_OR = "must be 0 (greedy) or in {lo:g}..{hi:g}, got {x:g}"
+Temperature = typing.Annotated[float, Bound(TEMPERATURE[0], TEMPERATURE[1], _GREEDY_OR, _GREEDY_OR, zero_ok=True)]
+"""a sampling temperature: 0 (greedy) or one whose logits stay finite"""
+
+
+@functools.cache
+def bounds(cls) -> dict[str, Bound]:
+    """{field: its Bound} for every field whose type carries one (also inside Optional and tuple[..., ...])."""
+    out = {}
+    for name, tp in typing.get_type_hints(cls, include_extras=True).items():
+        tp = _unwrap(tp)[0]
+        if typing.get_origin(tp) is tuple:
+            tp = typing.get_args(tp)[0]
+        found = [m for m in getattr(tp, "__metadata__", ()) if isinstance(m, Bound)]
+        if found:
+            out[name] = found[0]
+    return out
+
+
 def check_numbers(obj, what: str, flags: bool = False) -> None:
-    """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite,
-    seeds in 0..SEED_MAX, step counts at most STEPS_MAX, n_test at most N_TEST_MAX, counts positive (`_is_count`),
-    a temperature 0 or in TEMPERATURE, intervals >= 0 (nested configs too). flags: name a field as its command-line flag (the command line's check)."""
+    """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite, and
+    each field's Bound where its type carries one (nested configs too). flags: name a field as its command-line flag
+    (the command line's check)."""
+    limits = bounds(type(obj))
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
         if dataclasses.is_dataclass(v):
             check_numbers(v, what, flags)
             continue
-        bad = _bound(f.name, v)
+        bad = _bound(v, limits.get(f.name))
         if bad:
             raise ValueError(f"{flag(f.name)} {bad}" if flags else f"invalid {what} config: {f.name} {bad}")
 
 
-def _bound(name: str, v) -> str | None:
-    """What is wrong with one field's value, or None."""
+def _bound(v, limit: Bound | None) -> str | None:
+    """What is wrong with one field's value (each item of a tuple), or None."""
     for x in (v if isinstance(v, (tuple, list)) else (v,)):
         if isinstance(x, float) and not math.isfinite(x):
             return f"must be a finite number, got {x}"
-        if isinstance(x, bool) or not isinstance(x, (int, float)):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or limit is None:
             continue
-        if name in ("seed", "seeds", "problem_seed") and not 0 <= x <= SEED_MAX:
-            return f"must be in 0..{SEED_MAX}, got {x}"
-        if "steps" in name and x > STEPS_MAX:
-            return f"= {x:,} is more than {STEPS_MAX:,}"
-        if name == "n_test" and x > N_TEST_MAX:
-            return f"must be at most {N_TEST_MAX:,} (k = 5 has no more test problems), got {x:,}"
-        if isinstance(x, int) and _is_count(name) and x < 1:
-            return f"must be positive, got {x}"
-        if name == "temperature" and x != 0 and not TEMPERATURE[0] <= x <= TEMPERATURE[1]:
-            return f"must be 0 (greedy) or in {TEMPERATURE[0]:g}..{TEMPERATURE[1]:g}, got {x:g}"
-        if name.endswith("_every") and x < 0:
-            return f"must be >= 0, got {x}"
+        bad = limit.problem(x)
+        if bad:
+            return bad
     return None
-
-
-def _is_count(name: str) -> bool:
-    """A field that counts what a run needs at least one of, by the house's names: n, n_*, *_n, steps, rounds,
-    problems, samples (not *_steps: a warm start of 0 steps is none; not *_every: 0 is never)."""
-    return name in ("n", "steps", "rounds", "problems", "samples") or name.startswith("n_") or name.endswith("_n")
 
 
 def flag(name: str) -> str:

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .config import Count
+
 
 @dataclass
 class GPTConfig:
@@ -21,9 +23,9 @@ class GPTConfig:
     """number of token ids"""
     d_model: int = 64
     """residual stream width"""
-    n_layers: int = 4
+    n_layers: Count = 4
     """transformer blocks"""
-    n_heads: int = 4
+    n_heads: Count = 4
     """attention heads per block"""
     max_len: int = 24
     """longest sequence (learned position table size)"""

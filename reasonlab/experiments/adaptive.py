@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
+from ..core.config import Count, NTest, Steps
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import sample_pool
@@ -44,14 +45,14 @@ TOL = 0.005
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    steps: int = 200
+    steps: Steps = 200
     """RL steps per adaptive-thinking run"""
     methods: tuple[Arm, ...] = ("thinkless_fmt",)
     """adaptive-thinking rewards compared (methods.adaptive.METHODS; the first is the primary's treatment), or
     fixed_per_k: the control itself"""
-    n_test: int = 300
+    n_test: NTest = 300
     """greedy test problems per k (the seed's own test draw)"""
-    n_val: int = 300
+    n_val: Count = 300
     """selection problems per k from the val part, on which the control picks its format per k"""
     learning_rate: float = 1e-4
     """Adam learning rate of every run"""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import tasks
-from ..core.config import GEN_ROW, fits
+from ..core.config import GEN_ROW, NTest, fits
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..io.report import TOKEN_COLOR, band, chance_at, chance_level, k_label, md_table, plt, save
@@ -27,7 +27,7 @@ from .thresholds import THRESHOLDS as TH
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n_test: int = 500
+    n_test: NTest = 500
     """greedy test problems per k (this seed's own draw; digits' k = 2 has 25, k = 3 250)"""
 
     def validate(self) -> None:

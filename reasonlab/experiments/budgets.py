@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
+from ..core.config import NTest
 from ..core.problems import test_problems
 from ..io.report import TOKEN_COLOR, chance_level, md_table, plt, save
 from ..methods import tts
@@ -40,7 +41,7 @@ FORMATS = {"S": "short", "T": "full"}
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n_test: int = 200
+    n_test: NTest = 200
     """test problems per k (this seed's own draw; digits' k = 2 has 25, k = 3 250)"""
     extend: int = 1
     """the primary's forcing: states the chain must write past its natural end (T: k) before it may answer

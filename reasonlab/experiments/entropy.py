@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .. import tasks
+from ..core.config import Count, Every, Steps
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import SPECIAL_ID, output_logits
@@ -57,11 +58,11 @@ class Config:
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     start: Literal["erring", "base"] = "erring"
     """the model every run starts from: the erring thinker or the base model"""
-    steps: int = 80
+    steps: Steps = 80
     """RL steps per run (the same for every arm)"""
-    eval_every: int = 5
+    eval_every: Every = 5
     """probe the policy every N steps"""
-    n_probe: int = 50
+    n_probe: Count = 50
     """test problems per k in the probe set (the seed's own test draw)"""
     learning_rate: float = 3e-4
     """Adam rate of every arm (above the lab's RL default, so that the format mix moves within the run)"""

@@ -34,6 +34,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
+from ..core.config import NTest, Steps0
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import generate
@@ -59,7 +60,7 @@ SEC = "faithful"
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n_test: int = 100
+    n_test: NTest = 100
     """test problems per k (this seed's own draw; digits' k = 2 has 25, all of them)"""
     formats: tuple[str, ...] = ("S", "T")
     """the chain formats corrupted"""
@@ -69,7 +70,7 @@ class Config:
     """how far along the task's states a corrupted state is shifted (cyclically; digits: what a running sum is shifted
     by, mod 10): at the smallest k each of them, beyond one drawn per chain; (0,): nothing corrupted (the placebo).
     Offsets past the task's number of states are left out (digits: none of 1..9)"""
-    rl_steps: int = 60
+    rl_steps: Steps0 = 60
     """GRPO steps for the rl model (the rl experiment's length)"""
     star_rounds: int = 2
     """STaR rounds for the star model (from the base, free format, answer filter)"""

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .. import tasks
+from ..core.config import Count, Every, NTest, Steps
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import generate_n, output_logits
@@ -50,7 +51,7 @@ from .thresholds import THRESHOLDS as TH
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    steps: int = 40
+    steps: Steps = 40
     """RL steps per run"""
     algos: tuple[str, ...] = ("grpo", "dr_grpo", "dapo", "reinforce_baseline")
     """algorithms on the frontier (each with the k3 term at every beta)"""
@@ -61,15 +62,15 @@ class Config:
     estimator: Literal["k1", "k2", "k3", "exact"] = "k3"
     """the KL term in the probed run's loss, whose expected gradient the primary sets against the KL's (k3:
     GRPO's; exact, the per-token KL over the vocabulary: the control, and the placebo)"""
-    probe_every: int = 5
+    probe_every: Every = 5
     """steps between probes"""
-    n_probe: int = 30
+    n_probe: Count = 30
     """test prompts per k (the seed's draw) on which the policy samples the probed prefixes"""
-    n_test: int = 50
+    n_test: NTest = 50
     """test problems per k (the seed's draw) for accuracy and the KL at the end"""
     kl_samples: int = 4
     """outputs sampled per problem for the Rao-Blackwellised sequence KL"""
-    n_seq: int = 3
+    n_seq: Count = 3
     """test prompts per k whose outputs are enumerated for the sequence KL's gradient (at the probed run's end)"""
     seq_eps: float = 1e-4
     """outputs less likely than this are left out of the enumeration (their total probability is reported)"""

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Literal, get_args
 
 from .. import tasks
+from ..core.config import Count, Every, NTest, Steps, Steps0
 from ..core.problems import as_task, test_problems
 from ..io.report import chance_level
 from ..methods import budget
@@ -78,11 +79,11 @@ class Config:
     variants: tuple[Variant, ...] = ("exact",)
     """budget models trained: L1-Exact or L1-Max, each optionally (+sft) after an SFT warm start on budget-annotated
     chains. The first is the primary's treatment; its control, always trained, is the same variant with alpha = 0"""
-    steps: int = 100
+    steps: Steps = 100
     """GRPO steps per budget model"""
-    sft_steps: int = 300
+    sft_steps: Steps0 = 300
     """warm-start steps of the +sft budget models"""
-    n_test: int = 100
+    n_test: NTest = 100
     """greedy test problems per k (each evaluated at every budget), drawn per seed"""
     prompts_per_step: int = 16
     """problems per GRPO step (each with its own budget)"""
@@ -100,9 +101,9 @@ class Config:
     """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
     sft_learning_rate: float = 3e-3
     """peak learning rate of the warm start"""
-    log_every: int | None = None
+    log_every: Every | None = None
     """per-budget training log: one record per this many GRPO steps (None: steps // 5, at least 1)"""
-    n_examples: int = 3
+    n_examples: Count = 3
     """example outputs kept per (variant, stride class) for b < ceil(k/2)"""
 
     def validate(self) -> None:

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from .. import tasks
+from ..core.config import NTest, Steps0
 from ..core.problems import test_problems
 from ..io.report import band, md_table, plt, save
 from ..methods import budget
@@ -42,14 +43,14 @@ CURVES = {"start": "SFT start, B<b>", "exact": "L1-Exact, B<b>", "max_exact": "L
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    sft_steps: int = 300
+    sft_steps: Steps0 = 300
     """supervised warm-start steps on reachable budgets (the longest fixed format that fits)"""
-    exact_steps: int = 100
+    exact_steps: Steps0 = 100
     """GRPO steps with L1-Exact from the warm start (0: the placebo, the Exact model is a second warm start, trained
     on draws of its own)"""
-    max_steps: int = 100
+    max_steps: Steps0 = 100
     """GRPO steps with L1-Max and L1-Exact prompts mixed 50/50, from the Exact checkpoint"""
-    n_test: int = 100
+    n_test: NTest = 100
     """greedy test problems per k, at every budget and prompt kind, drawn per seed"""
     prompts_per_step: int = 16
     """problems per GRPO step (each with its own budget and prompt kind)"""

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from .. import tasks
+from ..core.config import Count, NTest
 from ..core.pool import sample_pool
 from ..core.problems import test_problems
 from ..core.sampling import generate_n
@@ -57,9 +58,9 @@ SEC = "labels"
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n_test: int = 100
+    n_test: NTest = 100
     """test problems per k (one sampled S chain each; every step before the answer is labelled)"""
-    n_train: int = 200
+    n_train: Count = 200
     """training problems per k for each PRM (two S chains each, from the verifiers' training part of the space)"""
     best_of: int = 16
     """S samples per test problem that each PRM scores (step AUROC, best-of-N) and majority voting reads"""

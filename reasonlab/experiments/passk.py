@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import tasks
 from ..core.config import NS as POOL_NS
+from ..core.config import Count, NTest, Steps0
 from ..core.exact import pass_exact, right_probs
 from ..core.problems import test_problems
 from ..io.report import band, md_table, plt, save
@@ -53,13 +54,13 @@ MIN_OUT = int(TH["passk.room"].value)
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    rl_steps: int = 100
+    rl_steps: Steps0 = 100
     """GRPO steps from the start (0: the placebo, the RL arm is the start)"""
-    n_test: int = 200
+    n_test: NTest = 200
     """test problems per k (the seed's own test draw)"""
     beta: float = 0.04
     """GRPO's KL weight (Yue et al. train without KL; 0 reproduces that)"""
-    pass_n: int = 256
+    pass_n: Count = 256
     """N of the primary's pass@N (one of NS)"""
 
     def validate(self) -> None:

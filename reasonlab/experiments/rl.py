@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..core.config import Count, Every, NTest, Steps, Temperature
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.problems import as_task, problems_per_k, test_problems
@@ -40,7 +41,7 @@ REPLICATE = "replicate"
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    steps: int = 60
+    steps: Steps = 60
     """RL steps per run (censoring: a run that never reaches 0.99 counts this many steps)"""
     algos: tuple[Algo, ...] = ("grpo", "reinforce", "reinforce_baseline", "dr_grpo")
     """RL algorithms trained (a claim whose arms are not among them is reported missing)"""
@@ -49,11 +50,11 @@ class Config:
     control: Algo = "reinforce"
     """the primary's control arm: REINFORCE without a baseline (the placebo sets the treatment to it: then a second
     run of it on streams of its own is the treatment)"""
-    eval_every: int = 1
+    eval_every: Every = 1
     """greedy probe every N RL steps until the run first reaches 0.99 (1: steps to solve are exact)"""
-    n_probe: int = 100
+    n_probe: Count = 100
     """probe problems per k, drawn per seed from the val part"""
-    n_test: int = 500
+    n_test: NTest = 500
     """greedy test problems per k for the final evaluation (the seed's own test draw)"""
     learning_rate: float | None = None
     """Adam learning rate of every algorithm; None: the preset's"""
@@ -67,7 +68,7 @@ class Config:
     """problems per RL step; None: the preset's"""
     num_generations: int | None = None
     """samples per problem (the group); None: the preset's"""
-    temperature: float | None = None
+    temperature: Temperature | None = None
     """sampling temperature of the rollouts; None: the preset's"""
 
     def overrides(self) -> dict:

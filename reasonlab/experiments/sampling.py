@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
-from ..core.config import NS, SAMPLE_ROW, fits
+from ..core.config import NS, SAMPLE_ROW, Count, fits
 from ..core.model import GPT
 from ..core.pool import Pool, sample_pool
 from ..core.problems import problems_per_k, test_problems
@@ -41,10 +41,10 @@ digits' k = 5 (the smallest k drawn at random rather than enumerated) has 25,171
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n_problems: int = 500
+    n_problems: Count = 500
     """problems per k in the sampling grid (half from the validation part, half from the test part: this seed's own
     draws)"""
-    n_max: int = 32
+    n_max: Count = 32
     """samples per problem (N = 1, 2, 4, ... up to this)"""
     formats: tuple[Literal["A", "S", "T", "free"], ...] = ("A", "S", "T")
     """the pools sampled: a forced format (A, S, T), or free (the model picks)"""

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .. import tasks
-from ..core.config import NS
+from ..core.config import NS, Count, NTest, Temperature
 from ..core.pool import sample_pool
 from ..core.problems import problems_per_k, test_problems
 from ..io.pack import pack_bits, pack_ints
@@ -57,16 +57,16 @@ class Config:
     lab's quick base model (train.sft.QUICK_CFG: its S chains err; for tests and quick runs)"""
     force: Literal["S", "T"] = "S"
     """the chain format every method writes (forced as the first token)"""
-    n_val: int = 50
+    n_val: Count = 50
     """validation problems per k (the compute-optimal selection)"""
-    n_test: int = 100
+    n_test: NTest = 100
     """test problems per k (every reported number, and the verifiers' quality check); disjoint from validation and
     from every verifier's training"""
-    n_max: int = 64
+    n_max: Count = 64
     """largest N (a power of two up to 64); N runs over 1, 2, 4, ... up to it"""
     width: int = 4
     """M, the beam width (expansions per beam per step) of beam search and DVTS (min(M, N) where N < M)"""
-    temperature: float = 1.0
+    temperature: Temperature = 1.0
     """sampling temperature of every method"""
     agg: Literal["last", "min", "prod"] = "min"
     """how an output's step scores become one score, in every method (search-and-learn's agg_strategy; its default

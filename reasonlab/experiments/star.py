@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from .. import tasks
-from ..core.config import GEN_ROW, fits
+from ..core.config import GEN_ROW, Count, NTest, Steps, fits
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.problems import test_problems
@@ -61,13 +61,13 @@ OWN = {"chains": "S", "direct": "A"}
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    problems: int = 3000
+    problems: Count = 3000
     """training problems sampled, k uniform over the task's range (digits: 2..8), from the train part"""
-    samples: int = 4
+    samples: Count = 4
     """forced S chains sampled per problem at temperature 1 (at most one kept per problem)"""
-    steps: int = 100
+    steps: Steps = 100
     """fine-tuning steps of every arm (batch 64, warmup 30, cosine)"""
-    n_test: int = 100
+    n_test: NTest = 100
     """greedy test problems per k (this seed's own draw; digits' k = 2 has 25)"""
     treatment: Literal["chains", "direct"] = "chains"
     """what the STaR arm fine-tunes on: its kept chains (STaR), or the right answers without their chains (the

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
+from reasonlab.core.config import NTest
 from reasonlab.core.evaluate import evaluate
 from reasonlab.core.problems import test_problems
 from reasonlab.experiments import Experiment, opening, reading, register
@@ -25,7 +26,7 @@ from reasonlab.tasks import get
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n_test: int = 200
+    n_test: NTest = 200
     """test problems per k"""
     k: int = 8
     """the problem size the claim is about"""

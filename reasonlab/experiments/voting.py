@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from .. import tasks
-from ..core.config import NS
+from ..core.config import NS, Count, NTest, Steps0, Temperature
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import pool_of, sample_pool
@@ -82,17 +82,17 @@ estimate), the PRM's weakest step (Lightman et al. 2023; Math-Shepherd)"""
 class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
-    n_test: int = 100
+    n_test: NTest = 100
     """test problems per k"""
-    samples: int = 64
+    samples: Count = 64
     """samples per problem (the largest N voted over)"""
     calib_draws: int = 4
     """noise draws averaged per bisection step when calibrating the per-sample thinker"""
-    n_train: int = 200
+    n_train: Count = 200
     """training problems per k for each verifier (ORM and PRM; two forced S samples each, from the thinker scored)"""
-    verifier_steps: int = 300
+    verifier_steps: Steps0 = 300
     """AdamW steps for each verifier (VerifierConfig's default; the quick lab's few samples need few)"""
-    temperature: float = 1.0
+    temperature: Temperature = 1.0
     """sampling temperature of every sample (the vote, best-of-N, the searches); 0: every sample of the erring
     thinker is its greedy output, so majority@N is greedy (the primary's placebo)"""
 

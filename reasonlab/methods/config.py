@@ -6,18 +6,18 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core.config import STEPS_MAX, check_choices, check_numbers
+from ..core.config import STEPS_MAX, Count, Seed, Steps, Temperature, check_choices, check_numbers
 
 
 @dataclass
 class StarConfig:
-    rounds: int = 3
+    rounds: Count = 3
     """self-improvement rounds"""
-    problems: int = 10_000
+    problems: Count = 10_000
     """fresh problems sampled each round"""
-    samples: int = 4
+    samples: Count = 4
     """outputs sampled per problem (STaR: 1 near-greedy; RFT / ReST-EM: many)"""
-    temperature: float = 1.0
+    temperature: Temperature = 1.0
     """sampling temperature (STaR: ~0; RFT / ReST-EM: 0.7; 1.0 explores the base model's 50/30/20 formats)"""
     force: Literal["A", "S", "T"] | None = None
     """sample with this format token forced ("T" or "S": STaR prompts for a rationale); None: the model picks"""
@@ -30,7 +30,7 @@ class StarConfig:
     """fine-tune from the base model each round (STaR, ReST-EM) rather than from the last round's model"""
     pool: bool = False
     """train on the kept data of all rounds so far rather than the last round's"""
-    steps: int = 300
+    steps: Steps = 300
     """fine-tuning steps in round 1"""
     growth: float = 1.2
     """fine-tuning steps grow by this factor each round (STaR: +20 %)"""
@@ -46,7 +46,7 @@ class StarConfig:
     token replaces <s>; needs a base pre-trained with hints, e.g. `few_chains_cfg`); kept without the hint"""
     hint_frac: float = 0.1
     """with rationalize: share of fine-tuning's fresh rows that carry the hint, so the next round can still read it"""
-    seed: int = 0
+    seed: Seed = 0
     """seeds the problems, the sampling and the fine-tuning"""
 
     def validate(self) -> None:
@@ -74,23 +74,23 @@ KINDS = ("orm", "prm", "prm-mc")
 class VerifierConfig:
     kind: Literal["orm", "prm", "prm-mc"] = "prm"
     """label: orm = final answer right; prm = the rule's step labels; prm-mc = Math-Shepherd rollout shares"""
-    n_train: int = 600
+    n_train: Count = 600
     """training problems per k (k = 2..8), drawn outside the held-out quarter of problem space (sampling is cheap;
     with 300 per k the PRM overfits: lower training loss, lower held-out AUROC)"""
     formats: tuple[str, ...] = ("S", "T", "A")
     """formats forced when sampling the training outputs (A: the verifier also sees direct answers)"""
     format_weights: tuple[float, ...] = (0.45, 0.45, 0.1)
     """share of the training problems sampled with each format"""
-    samples: int = 2
+    samples: Count = 2
     """outputs sampled per training problem (temperature below): chains that err in different places"""
-    temperature: float = 1.0
+    temperature: Temperature = 1.0
     """the thinker's sampling temperature, for the training outputs and the Math-Shepherd rollouts"""
     rollouts: int = 8
     """prm-mc: completions M sampled from each step's prefix (Math-Shepherd uses N = 8)"""
     mc_share: float = 1.0
     """prm-mc: share of the training outputs that get rollout labels (rollouts cost M generations per step; 1: the
     same data as the oracle-label PRM, so the two compare label quality at equal data)"""
-    steps: int = 300
+    steps: Steps = 300
     """AdamW steps"""
     batch: int = 64
     """sequences per step (128 gives the same held-out step AUROC at more training time)"""

@@ -11,7 +11,7 @@ import tomllib
 
 from .. import experiments as X
 from .. import tasks as T
-from ..core.config import check_numbers, parse_value, with_values
+from ..core.config import Seed, check_numbers, parse_value, with_values
 from ..io import tblog
 from ..io.files import resolve
 from .executor import ExecConfig
@@ -31,7 +31,7 @@ def split_group(group: str) -> tuple[str, str]:
 
 @dataclass
 class LabConfig:
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    seeds: tuple[Seed, ...] = (0, 1, 2, 3, 4)
     """base-model seeds; every experiment runs once per seed, and each claim's interval is a t interval over them"""
     quick: bool = False
     """smoke-test sizes (each experiment's quick config) and a small base model: checks the pipeline, the numbers
@@ -161,7 +161,7 @@ class SweepConfig:
     configs)"""
     fixed: dict = field(default_factory=dict)
     """field -> value set in every cell"""
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[Seed, ...] = (0, 1, 2)
     """every cell runs once per seed (base model, problems and sampling all follow it)"""
     quick: bool = False
     """cells start from the experiment's quick config and the quick base model (checks the pipeline)"""

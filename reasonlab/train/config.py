@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..core.config import check_choices, check_numbers
+from ..core.config import Every, Seed, Steps, Temperature, check_choices, check_numbers
 from ..tasks import get
 
 Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
@@ -20,7 +20,7 @@ class RLConfig:
     """the task (a registered name, knobs after colons: "compose:n_f=3"; `reasonlab tasks` lists them)"""
     algo: Algo = "grpo"
     """name of the preset the other fields came from (grpo, dr_grpo, dapo, rloo, reinforce, reinforce_baseline, gspo)"""
-    steps: int = 100
+    steps: Steps = 100
     """optimizer rounds (each: sample, verify, num_iterations updates)"""
     prompts_per_step: int = 16
     """problems per step"""
@@ -55,7 +55,7 @@ class RLConfig:
     """DAPO: drop groups whose rewards all agree (no signal) and sample new problems in their place"""
     max_resample: int = 4
     """cap on extra sampling rounds per step when dynamic_sampling is on"""
-    temperature: float = 1.0
+    temperature: Temperature = 1.0
     """sampling temperature of the rollouts"""
     force_direct: float = 0.0
     """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
@@ -68,17 +68,17 @@ class RLConfig:
     """max gradient norm"""
     micro_batch: int = 0
     """completions per backward pass (0: all at once); the gradient does not depend on it"""
-    seed: int = 0
+    seed: Seed = 0
     """seeds the problems and the sampling"""
     k_range: tuple[int, int] | None = None
     """problem sizes drawn, uniformly (None: the task's whole range)"""
     format_bonus: float = 0.1
     """the rule reward's bonus for a complete template"""
-    log_every: int = 1
+    log_every: Every = 1
     """console line every N steps (metrics.jsonl gets every step)"""
-    table_every: int = 0
+    table_every: Every = 0
     """print a table of prompts, completions, rewards and advantages every N steps (0: never)"""
-    checkpoint_every: int = 0
+    checkpoint_every: Every = 0
     """write a resumable checkpoint every N steps into the run directory (0: only at the end)"""
 
     @staticmethod

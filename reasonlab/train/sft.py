@@ -13,7 +13,7 @@ import torch
 from tqdm import tqdm
 
 from ..core import fast
-from ..core.config import check_choices
+from ..core.config import Count, Seed, Steps, check_choices
 from ..core.evaluate import meets_bar
 from ..core.model import GPT
 from ..core.optim import AdamW, lr_at
@@ -163,7 +163,7 @@ class Gate:
     """steps of the phase before the first test"""
     every: int = 100
     """steps between tests"""
-    n_val: int = 100
+    n_val: Count = 100
     """validation problems per k"""
 
 
@@ -215,7 +215,7 @@ class Phase:
     options (PhaseOptions' fields)."""
     mix: tuple[float, float, float]
     """shares of A / S / T rows"""
-    steps: int
+    steps: Steps
     """optimizer steps (a gated phase: the most)"""
     warmup: int
     """warmup steps"""
@@ -244,7 +244,7 @@ class Recipe:
     back exactly (the model cache's key is that dict) and `from_dict` reads."""
     phases: list[Phase]
     """the phases, in order"""
-    seed: int | None = None
+    seed: Seed | None = None
     """seeds the model's init and the batches (None: not in the dict)"""
     lr: float | None = None
     """peak learning rate (None: not in the dict, as in the erring thinker's, which trains nothing)"""

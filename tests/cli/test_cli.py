@@ -77,7 +77,7 @@ def test_console_script_entry_point():
 def test_train_writes_a_run_directory_and_resumes(ckpt, tmp_path, capsys):
     run = str(tmp_path / "run")
     argv = ["train", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
-            "--out", run, "--checkpoint-every", "1", "--eval-every", "2", "--n-test", "2"]
+            "--out", run, "--checkpoint-every", "1", "--eval-every", "2", "--n-val", "2"]
     assert main(argv) == 0
     for f in ("config.json", "metrics.jsonl", "ckpt-000002/state.json", "ckpt-000002/state.safetensors", "curves.png",
               "formats.png", "eval.json"):
@@ -92,7 +92,7 @@ def test_the_model_train_writes_is_read_by_eval_sample_and_export(ckpt, tmp_path
     """`train` ends with its evaluation and writes its policy where --checkpoint reads it."""
     run = tmp_path / "run"
     assert main(["train", "--checkpoint", ckpt, "--steps", "2", "--prompts-per-step", "2", "--num-generations", "4",
-                 "--out", str(run), "--n-test", "2"]) == 0
+                 "--out", str(run), "--n-val", "2"]) == 0
     out = capsys.readouterr().out
     assert "final step 2: greedy acc" in out and f"--checkpoint {run}/model" in out
     assert json.loads((run / "eval.json").read_text())[-1]["final"] is True
@@ -100,7 +100,7 @@ def test_the_model_train_writes_is_read_by_eval_sample_and_export(ckpt, tmp_path
     assert main(["eval", "--checkpoint", model, "--n-test", "2"]) == 0
     assert main(["sample", "3 5 9", "--checkpoint", model]) == 0 and "problem 3 5 9" in capsys.readouterr().out
     assert main(["train", "--checkpoint", model, "--steps", "1", "--prompts-per-step", "2", "--num-generations", "4",
-                 "--out", str(tmp_path / "again"), "--n-test", "1"]) == 0
+                 "--out", str(tmp_path / "again"), "--n-val", "1"]) == 0
 
 
 @pytest.mark.parametrize("extra,msg", [

@@ -122,7 +122,7 @@ def test_atomic_writes_keep_the_umasks_mode(tmp_path, mask):
     ("grid = 5\n", [], "grid must be dict"),
     ("seeds = [-1]\n[grid]\nsteps = [2]\n", [], "seeds must be in 0..4294967295"),
     ("seeds = [true]\n[grid]\nsteps = [2]\n", [], "seeds must be a list of integers"),
-    ("[grid]\neval_n = [5]\n[set]\nsteps = 100000000\n", [], "steps = 100,000,000 is more than 10,000,000"),
+    ("[grid]\nn_test = [5]\n[set]\nsteps = 100000000\n", [], "steps = 100,000,000 is more than 10,000,000"),
     ("[grid]\nsteps = [2.5]\n", [], "bad value 2.5 for steps"),
     (None, ["--set", "steps=100000000"], "is more than 10,000,000"),
     (None, ["--grid", "steps=0,1"], "steps must be positive"),

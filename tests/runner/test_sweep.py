@@ -43,7 +43,7 @@ def test_grid_values_are_typed_by_the_experiments_config_fields():
 def test_a_toml_grid_is_typed_the_same_way(tmp_path):
     p = tmp_path / "g.toml"
     p.write_text('seeds = [0, 2]\nquick = true\n[grid]\nalgos = [["grpo"], ["rloo", "dapo"]]\nsteps = [2, 3]\n'
-                 '[set]\neval_n = 50\n')
+                 '[set]\nn_test = 50\n')
     assert C.load_toml(str(p), "rl") == {"grid": {"algos": [("grpo",), ("rloo", "dapo")], "steps": [2, 3]},
                                          "fixed": {"n_test": 50}, "seeds": (0, 2), "quick": True}
     p.write_text("[grid]\nsteps = [1, 'x']\n")
@@ -146,7 +146,7 @@ def test_tensorboard_event_files_per_rl_run(tmp_path, quick_cache):
     # `reasonlab train --report-to tensorboard`: live from metrics.jsonl, with the greedy evaluations under eval/
     run_dir = tmp_path / "train"
     assert main(["train", "--checkpoint", os.path.join(quick_cache, "lab-quick-seed0"), "--steps", "3",
-                 "--prompts-per-step", "2", "--num-generations", "4", "--eval-every", "2", "--n-test", "5",
+                 "--prompts-per-step", "2", "--num-generations", "4", "--eval-every", "2", "--n-val", "5",
                  "--out", str(run_dir), "--report-to", "tensorboard"]) == 0
     sc = scalars(run_dir / "tensorboard")
     assert [st for st, _ in sc["train/reward"]] == [1, 2, 3] and [st for st, _ in sc["eval/accuracy"]] == [2]
