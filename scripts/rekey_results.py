@@ -6,7 +6,7 @@ old names; only where that equals the stored key (the record was computed with e
 the record again under the new key, with the config the result echoes renamed too. Anything else is left alone
 and reruns.
 
-    python scripts/rekey_results.py results/lab results/lab/placebo results/tasks
+    python scripts/rekey_results.py results/lab results/lab/placebo
 """
 from __future__ import annotations
 

@@ -219,7 +219,7 @@ class FindingsDiff:
 class FindingsReadme:
     findings: str = "results/lab/findings.json"
     """the findings the block is written from"""
-    tasks: str | None = "results/tasks"
+    tasks: str | None = "results/lab"
     """the lab run the tasks' table is written from (its base experiment per task; "" or none: leave the table)"""
     readme: str = "README.md"
     """the README holding the block"""

@@ -16,7 +16,7 @@ from .store import Store
 
 BEGIN = "<!-- findings: written by `make results` from results/lab/findings.json; do not edit by hand -->"
 END = "<!-- /findings -->"
-TASKS_BEGIN = "<!-- tasks: written by `make results` from results/tasks; do not edit by hand -->"
+TASKS_BEGIN = "<!-- tasks: written by `make results` from results/lab; do not edit by hand -->"
 TASKS_END = "<!-- /tasks -->"
 
 
@@ -75,7 +75,7 @@ def _tail(fs: list[dict], report: str) -> str:
             f"placebo, is in [the report]({report}).")
 
 
-def tasks_block(run: str, report: str = "results/tasks/report.md") -> str:
+def tasks_block(run: str, report: str = "results/lab/report.md") -> str:
     """How far a direct answer goes on each task: the base experiment's forced A per k (mean over seeds), beside the
     best blind guess and the chains' lowest accuracy over k (forced S and T), from the base results of the lab run
     at `run` (its config.json names the seeds)."""
