@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.config import N_TEST_MAX, Count, Every, NTest, Seed, Steps, Temperature, flag
+from ..core.config import Count, Every, NTest, NTest0, Seed, Steps, Temperature, flag
 from ..runner.config import LabConfig, SweepConfig
 from ..tasks import get, load_file
 from ..train.config import RLConfig
@@ -116,9 +116,7 @@ class Pretrain:
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "learning_rate", "batch", "n_test")
-        if self.steps and min(self.steps) < 1:
-            raise ValueError(f"--steps must be positive, got {min(self.steps)}")
+        positive(self, "learning_rate", "batch")
 
 
 @dataclass
@@ -141,7 +139,6 @@ class Eval:
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "n_test")
 
 
 @dataclass
@@ -170,8 +167,6 @@ class Sample:
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "samples")
-        at_least_zero(self, "temperature")
         budgets = get(self.task).budgets      # the checkpoint's task is checked again once it is known (guard)
         if self.budget is not None and self.budget not in budgets:
             raise ValueError(f"--budget must be in {budgets[0]}..{budgets[-1]}, got {self.budget}")
@@ -203,8 +198,6 @@ class Train:
     def validate(self) -> None:
         for path in self.task_file:        # before the RL config's check of its task
             load_file(path)
-        positive(self, "n_val")
-        at_least_zero(self, "eval_every")
 
 
 @dataclass
@@ -231,7 +224,7 @@ class FindingsReadme:
 class ExportHF:
     dir: str
     """the directory to write (new, empty, or an earlier export, which is replaced)"""
-    n_test: NTest = 200
+    n_test: NTest0 = 200
     """test problems per k for the model card's accuracy table (0: no table)"""
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4"); with
@@ -245,7 +238,6 @@ class ExportHF:
 
     def validate(self) -> None:
         known_task(self)
-        at_least_zero(self, "n_test")
 
 
 @dataclass
@@ -269,8 +261,7 @@ class ExportDataset:
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "n_train", "n_test")
-        for name, most in (("n_train", 100_000), ("n_test", N_TEST_MAX)):
+        for name, most in (("n_train", 100_000),):
             if getattr(self, name) > most:
                 raise ValueError(f"{flag(name)} must be at most {most:,}, got {getattr(self, name):,}")
 

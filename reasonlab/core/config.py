@@ -134,6 +134,8 @@ Count = typing.Annotated[int, Bound(1)]
 """a count a run needs at least one of (problems, samples, rounds, layers)"""
 NTest = typing.Annotated[int, Bound(1, N_TEST_MAX, "must be at most {hi:,} (k = 5 has no more test problems), got {x:,}")]
 """test problems per k, drawn distinct"""
+NTest0 = typing.Annotated[int, Bound(0, N_TEST_MAX, NTest.__metadata__[0].over)]
+"""test problems per k where 0 means none (a model card's table)"""
 Steps = typing.Annotated[int, Bound(1, STEPS_MAX, "= {x:,} is more than {hi:,}")]
 """the steps of the run a config is about"""
 Steps0 = typing.Annotated[int, Bound(0, STEPS_MAX, "= {x:,} is more than {hi:,}")]

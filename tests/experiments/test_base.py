@@ -48,7 +48,7 @@ def test_config_refuses_more_problems_than_k5_has_or_memory_holds(monkeypatch):
     with pytest.raises(ValueError, match="n_test must be at most 25,000"):
         X.get("base").validate(base.Config(n_test=config.N_TEST_MAX + 1))
     monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 decoded rows do not fit
-    with pytest.raises(ValueError, match="^n: about"):
+    with pytest.raises(ValueError, match="^n_test: about"):
         base.Config().validate()
 
 

@@ -206,7 +206,7 @@ def test_a_run_saves_its_models_where_the_evaluation_script_reads_them(tmp_path,
         shutil.copy(cache / ("l1-quick-max-sft-seed0" + ext), cache / ("l1-quick-max-sft-seed1" + ext))
     assert script.main(["--cache-dir", str(cache), "--n-test", "2", "--out", out]) == 0
     got = json.load(open(out))
-    assert got["n_per_k"] == 2 and set(got["variants"]) == {"quick-max-sft", "quick-max-sft-alpha0"}
+    assert got["n_test"] == 2 and set(got["variants"]) == {"quick-max-sft", "quick-max-sft-alpha0"}
     cells = got["variants"]["quick-max-sft"]["0"]
     assert sorted(map(int, cells)) == list(BUDGETS) and all(0 <= c["acc"] <= 1 for c in cells.values())
     assert all(0 <= c["within"] <= 1 for c in cells.values())

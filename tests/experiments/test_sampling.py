@@ -97,7 +97,7 @@ def test_config_accepts_every_format_and_refuses_a_pool_past_memory(monkeypatch)
     monkeypatch.setattr(config, "mem_available", lambda: 1 << 40)
     X.get("sampling").validate(sampling.Config(n_max=64, formats=("free", "T", "S", "A"), budgets=True))
     monkeypatch.setattr(config, "mem_available", lambda: 100 << 20)   # 100 MiB: 500 x 7 x 32 x 3 samples do not fit
-    with pytest.raises(ValueError, match="^n: about .* use at most 304$"):
+    with pytest.raises(ValueError, match="^n_problems: about .* use at most 304$"):
         sampling.Config().validate()
 
 

@@ -363,7 +363,7 @@ def no_training(monkeypatch):
     ("none", ["sample", "3 5 9", "--cache-dir", "/proc/reasonlab-cache"], "not writable"),
     ("file", ["train", "--out", "{p}", "--steps", "1"], "is a file"),
     ("none", ["train", "--out", "/proc/reasonlab-run", "--steps", "1"], "not writable"),
-    ("file", ["sampling", "--out", "{p}", "--n-test", "2"], "is a file"),
+    ("file", ["sampling", "--out", "{p}", "--n-problems", "2"], "is a file"),
     ("dir", ["eval", "--json", "{p}", "--n-test", "2", "--checkpoint", "CKPT"], "is a directory"),
     ("none", ["eval", "--json", "/proc/x/e.json", "--n-test", "2", "--checkpoint", "CKPT"], "not writable"),
     ("none", ["sampling", "--report-only", "--out", "{p}"], "no finished experiments"),
