@@ -10,6 +10,7 @@ import pytest
 
 import reasonlab
 from reasonlab import experiments as X
+from reasonlab import tasks
 from reasonlab.cli import build_parser
 from reasonlab.cli.commands import COMMANDS
 
@@ -23,7 +24,9 @@ NAMES_MD = pathlib.Path(__file__).resolve().parents[1] / "docs" / "names.md"
 
 
 def package_dataclasses() -> dict[str, type]:
-    found = {}
+    """Every dataclass of the package, its modules imported; what the templates register on import (an experiment,
+    a task) is forgotten again, so that later tests see the registries as the package has them."""
+    found, experiments, task_classes = {}, dict(X.REGISTRY), dict(tasks.REGISTRY)
     for m in pkgutil.walk_packages(reasonlab.__path__, "reasonlab."):
         if m.name.endswith("__main__"):
             continue
@@ -31,6 +34,9 @@ def package_dataclasses() -> dict[str, type]:
         for name, obj in vars(mod).items():
             if inspect.isclass(obj) and dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__:
                 found[f"{mod.__name__}.{name}"] = obj
+    X.REGISTRY.clear(), X.REGISTRY.update(experiments)
+    tasks.REGISTRY.clear(), tasks.REGISTRY.update(task_classes)
+    tasks.get.cache_clear()
     return found
 
 
