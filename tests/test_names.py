@@ -23,20 +23,25 @@ SPEC_NAMES = {"reasonlab.train.sft.Recipe": {"lr"}}
 NAMES_MD = pathlib.Path(__file__).resolve().parents[1] / "docs" / "names.md"
 
 
+TEMPLATES = ("reasonlab.experiments.template", "reasonlab.tasks.template")
+"""files a user copies: importing one registers its experiment or task (another test may have registered a copy)"""
+
+
 def package_dataclasses() -> dict[str, type]:
-    """Every dataclass of the package, its modules imported; what the templates register on import (an experiment,
-    a task) is forgotten again, so that later tests see the registries as the package has them."""
+    """Every dataclass of the package's modules (the templates apart), the registries left as they were."""
     found, experiments, task_classes = {}, dict(X.REGISTRY), dict(tasks.REGISTRY)
-    for m in pkgutil.walk_packages(reasonlab.__path__, "reasonlab."):
-        if m.name.endswith("__main__"):
-            continue
-        mod = importlib.import_module(m.name)
-        for name, obj in vars(mod).items():
-            if inspect.isclass(obj) and dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__:
-                found[f"{mod.__name__}.{name}"] = obj
-    X.REGISTRY.clear(), X.REGISTRY.update(experiments)
-    tasks.REGISTRY.clear(), tasks.REGISTRY.update(task_classes)
-    tasks.get.cache_clear()
+    try:
+        for m in pkgutil.walk_packages(reasonlab.__path__, "reasonlab."):
+            if m.name.endswith("__main__") or m.name in TEMPLATES:
+                continue
+            mod = importlib.import_module(m.name)
+            for name, obj in vars(mod).items():
+                if inspect.isclass(obj) and dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__:
+                    found[f"{mod.__name__}.{name}"] = obj
+    finally:
+        X.REGISTRY.clear(), X.REGISTRY.update(experiments)
+        tasks.REGISTRY.clear(), tasks.REGISTRY.update(task_classes)
+        tasks.get.cache_clear()
     return found
 
 

@@ -20,7 +20,7 @@ TASKS = RUN                                                  # its base experime
 def test_the_committed_findings_follow_from_the_committed_results():
     cfg = json.load(open(os.path.join(RUN, "config.json")))
     results = lab.load_results(RUN, cfg["seeds"])
-    assert set(results) == {group_of(e, t) for t in T.names() for e in lab.X.names()}   # every experiment, every task
+    assert set(results) == {group_of(e, t) for t in T.BUILTIN for e in lab.X.BUILTIN}    # every experiment, every task
     committed = json.load(open(os.path.join(RUN, "findings.json")))
     assert cfg["configs"] == {}                                  # each experiment's default config: its room
     run = LabConfig(quick=cfg["quick"], placebo=cfg["placebo"])
@@ -77,7 +77,7 @@ def test_the_front_door_and_results_stay_small():
         for f in files:
             sizes["gz" if f.endswith(".gz") else "other"] += os.path.getsize(os.path.join(d, f))
             assert not f.endswith(".html"), f            # no base64 pages in the repository
-    per_task = len(T.names())                            # the lab's plots and per-seed results, one set per task
+    per_task = len(T.BUILTIN)                            # the lab's plots and per-seed results, one set per task
     assert sizes["other"] < per_task * 3 << 20 and sizes["gz"] < per_task * 2 << 20
 
 
