@@ -56,6 +56,7 @@ def one_thread():
     torch.set_num_threads(n)
 
 
+@pytest.mark.slow        # 35 s: the default suite keeps Ray in the killed-worker test; this one runs in make test-slow
 def test_ray_sweep_writes_the_same_files_as_the_local_executor(local_ray, one_thread, tmp_path, quick_cache):
     local = sweep.run(quick_rl(tmp_path / "local", quick_cache, "local"), log=None)
     on_ray = sweep.run(quick_rl(tmp_path / "ray", quick_cache, "ray", 2), log=None)
