@@ -115,7 +115,8 @@ class VerifierConfig:
             raise ValueError(f"invalid verifier init {self.init!r}: use thinker, base or scratch")
         if len(self.formats) != len(self.format_weights) or any(f not in ("A", "S", "T") for f in self.formats):
             raise ValueError("invalid verifier formats: A, S or T, one weight each")
-        for name in ("n_train", "samples", "rollouts", "steps", "batch"):
+        check_numbers(self, "verifier")              # n_train, samples, steps: the bounds in their types
+        for name in ("rollouts", "batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid verifier config: {name} must be >= 1")
         if self.learning_rate <= 0 or self.temperature <= 0 or not 0 < self.mc_share <= 1:
