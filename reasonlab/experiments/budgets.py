@@ -9,7 +9,8 @@ before it may answer), does its accuracy fall below the uncapped chain's? The ba
 on nearly every problem, so Wait could not be seen to help it: the primary forces the erring thinker's S chain (its
 prompts' words misread, fixed in its weights, so its chains err; its T is right nearly everywhere in some seeds),
 whose uncapped chain leaves headroom (a premise, checked on the run). The control is its uncapped chain on the same
-problems; the placebo forces nothing (extend = 0).
+problems; the placebo forces nothing (extend = 0) on a second erring thinker, its misreading drawn on a stream of its
+own: an independent replicate of the control.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from ..stats.findings import both, finding, seed_check
 from ..stats.summary import mean_std, pm
 from ..tasks import Problem, chain_steps
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, opening, reading, register, task_of
+from . import Experiment, opening, reading, register, replicate_seed, task_of
 from .thresholds import THRESHOLDS as TH
 
 SEC = "budgets"
@@ -45,7 +46,8 @@ class Config:
     """test problems per k (this seed's own draw; digits' k = 2 has 25, k = 3 250)"""
     extend: int = 1
     """the primary's forcing: states the chain must write past its natural end (T: k) before it may answer
-    (s1's "Wait", appended once per step); 0: no forcing (the placebo)"""
+    (s1's "Wait", appended once per step); 0: no forcing, on a second erring thinker made on a stream of its own
+    (the placebo: an independent replicate of the control)"""
     shown: tuple[int, ...] = (2, 3, 4)
     """further forcings shown beside the primary's (steps past the natural end)"""
     wait_on: Literal["erring", "base"] = "erring"
@@ -87,8 +89,13 @@ def run(cfg: Config, seed: int, env) -> dict:
                                                                                           range(0, short + 1)),
            "wait_on": cfg.wait_on}
     waited = model if cfg.wait_on == "base" else thinker_model("erring", seed, env.cache, env.device, task=task)
+    # forcing nothing (the placebo), the treatment arm is the control run again: the uncapped chain of a second
+    # erring thinker, its misreading drawn on a stream of its own (the base model has no second one: the same model)
+    again = waited if cfg.extend or cfg.wait_on == "base" else thinker_model(
+        "erring", seed, env.cache, env.device, task=task, stream=replicate_seed(seed, "erring"))
     out.update(uncapped=past_the_end(waited, probs, 0, cfg.chain), extend=cfg.extend, chain=cfg.chain,
-               forced=[past_the_end(waited, probs, w, cfg.chain) for w in sorted({cfg.extend, *cfg.shown})])
+               forced=[past_the_end(waited if w else again, probs, w, cfg.chain)
+                       for w in sorted({cfg.extend, *cfg.shown})])
     return out if task.spec == "digits" else {**out, "task": task.spec}   # a digits result keeps its keys
 
 
@@ -152,7 +159,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """No forcing: the treatment arm is the uncapped chain."""
+    """No forcing: the treatment arm is the uncapped chain of a second erring thinker, made on a stream of its own
+    (an independent replicate of the control)."""
     return replace(cfg, extend=0, shown=())
 
 
@@ -235,6 +243,6 @@ budget-forced points to the sampling frontier."""
 
 register(Experiment("budgets", Config, run, claims, render, question=QUESTION, explore=EXPLORE,
                     keys=("budgets", "uncapped", "forced", "extend"), check=check,
-                    depends=on_erring(),
-                    room=room, placebo=placebo, placebo_flat="both arms are one model's greedy decode, unforced",
+                    depends=on_erring(replicate=lambda cfg: cfg.extend == 0 and cfg.wait_on == "erring"),
+                    room=room, placebo=placebo,
                     quick=Config(n_test=30), run_cost=5, render_cost=0.1))

@@ -1,6 +1,6 @@
 """Self-consistency needs errors that vary: majority voting on a thinker whose misreadings are fixed in its weights
-against one whose misreadings are drawn afresh for every sample (Wang et al. 2022, "Self-Consistency Improves Chain
-of Thought Reasoning in Language Models", arXiv 2203.11171: sample several chains, take the most frequent answer).
+against one whose misreadings are drawn afresh for every sample (Wang et al. 2022, arXiv 2203.11171, self-consistency:
+sample several chains, take the most frequent answer).
 
 The lab's erring thinker reads its task's words (digits: the digits) through one noise direction fixed in its
 embeddings: a problem it misreads it misreads in every sample, so a vote repeats the error. The per-sample thinker
@@ -11,24 +11,19 @@ per-sample thinker's: draw 0).
 
 The per-sample thinker's vote converges by its design (a premise); the open question, the primary claim, is the
 erring thinker's: how much of its error is fixed in the weights, and how much a vote over its samples still fixes.
-Its control is the same thinker's greedy decode; its placebo votes over samples drawn at temperature 0, every one
-the greedy output, so majority@64 is greedy exactly.
+Its control is the same thinker's greedy decode; its placebo votes at temperature 0 over a second erring thinker
+(its misreading drawn on a stream of its own): its greedy output, an independent replicate of the control.
 
-Beside the vote, best-of-N with learned verifiers (Lightman et al. 2023, "Let's Verify Step by Step", arXiv
-2305.20050, Fig. 3: best-of-N with a process reward model above best-of-N with an outcome reward model, both above
-majority voting). Each thinker gets an ORM (every step labelled with the final answer's outcome; a sample scored by
-its last step) and a PRM (the rule's step labels; a sample scored by its weakest step, as Lightman et al. and
-Math-Shepherd do), trained on its own forced S samples of training problems (methods.verifier) and read through the
-search experiment's scorer (methods.search.Scorer: an output that ends without an answer scores 0). The erring
-thinker's verifiers train on the erring thinker itself. The per-sample thinker's train on samples that draws of their
-own wrote (VERIFIER_DRAWS of them, none a test sample's), so that they see many misreadings, as its test samples do;
-they start from the base model's weights, which misread nothing. A verifier whose best-of-N falls from N = 1 to
-N = 64 (its interval wholly below) picks wrong answers the more the more it is given to choose from: the claims that
-read it rest on a premise that it does not, and are untestable where it does.
+Beside the vote, best-of-N with learned verifiers (Lightman et al. 2023, arXiv 2305.20050, Fig. 3: PRM above ORM,
+both above majority voting). Each thinker gets an ORM (every step labelled with the outcome; a sample scored by its
+last step) and a PRM (the rule's step labels; scored by its weakest step, as Lightman et al. and Math-Shepherd do),
+trained on forced S samples of training problems (methods.verifier), read through the search experiment's scorer
+(an output that ends without an answer scores 0): the erring thinker's on its own samples, the per-sample thinker's
+on samples that draws of their own wrote (none a test sample's), from the base model's weights. A claim that reads a
+verifier rests on a premise: its best-of-N does not fall along N beyond a tolerance (search.no_fall).
 
-Then search over steps (Snell et al. 2024, arXiv 2408.03314: beam search against a PRM beats best-of-N at small
-budgets): search-and-learn's beam search and DVTS, guided by each thinker's PRM, at the N of SEARCH_NS; a fresh reader
-writes each of the per-sample thinker's candidate steps (methods.readers), the erring thinker misreads as before.
+Then search over steps (Snell et al. 2024, arXiv 2408.03314): search-and-learn's beam search and DVTS, guided by
+each thinker's PRM, at SEARCH_NS; a fresh reader writes each per-sample candidate step (methods.readers).
 """
 from __future__ import annotations
 
@@ -56,7 +51,7 @@ from ..stats.summary import pm
 from ..tasks import Problem, Task
 from ..train.erring import calibrate_misread, misread, reachable
 from ..train.zoo import erring_cfg, on_erring, thinker_model
-from . import Experiment, opening, reading, register
+from . import Experiment, opening, reading, register, replicate_seed
 from .search import no_fall
 from .thresholds import THRESHOLDS as TH
 
@@ -65,12 +60,11 @@ DRAW0 = 10_000
 CALIB_DRAW = 7_000
 """calibration reads draws DRAW0 * (s + 1) + CALIB_DRAW + j, none of them a test sample's or the verifiers'"""
 VERIFIER_DRAW = 5_000
-"""the per-sample thinker's verifiers train on draws DRAW0 * (s + 1) + VERIFIER_DRAW + j, past every test sample's"""
+"""the per-sample thinker's verifiers train on draws DRAW0 * (s + 1) + VERIFIER_DRAW + j, none a test sample's"""
 VERIFIER_DRAWS = 16
 """draws that write the per-sample thinker's verifier training samples (training problem i: draw i mod 16)"""
 SEARCH_NS = (4, 16)
-"""N at which beam search and DVTS run (each N a search of its own; the per-sample thinker's beams cannot share a KV
-cache, so its searches cost a full forward per beam and step: N = 64 stays out of the lesson's time budget)"""
+"""N at which beam search and DVTS run (the per-sample thinker's beams share no KV cache: N = 64 costs too much)"""
 WIDTH = 4
 """M, the beam width of beam search and DVTS (search-and-learn's default)"""
 AGG = {"orm": "last", "prm": "min"}
@@ -93,8 +87,9 @@ class Config:
     verifier_steps: Steps0 = 300
     """AdamW steps for each verifier (VerifierConfig's default; the quick lab's few samples need few)"""
     temperature: Temperature = 1.0
-    """sampling temperature of every sample (the vote, best-of-N, the searches); 0: every sample of the erring
-    thinker is its greedy output, so majority@N is greedy (the primary's placebo)"""
+    """sampling temperature of every sample (the vote, best-of-N, the searches); 0: the vote is over a second erring
+    thinker, made on a stream of its own, every sample its greedy output (the primary's placebo: an independent
+    replicate of the control)"""
 
     def validate(self) -> None:
         if self.samples < SEARCH_NS[0]:
@@ -187,7 +182,11 @@ def run(cfg: Config, seed: int, env) -> dict:
     task = tasks.get(cfg.task)
     probs = test_problems(cfg.n_test, "voting", seed, task=task)
     fixed = thinker_model("erring", seed, env.cache, env.device, task=task)
-    pool = sample_pool(fixed, probs, cfg.samples, force=["S"], temperature=cfg.temperature, seed=seed,
+    # at temperature 0 (the placebo) the vote is over a second erring thinker, its misreading drawn on a stream of
+    # its own: every sample its greedy output, so the vote replicates the control independently
+    voter = fixed if cfg.temperature else thinker_model("erring", seed, env.cache, env.device, task=task,
+                                                        stream=replicate_seed(seed, "erring"))
+    pool = sample_pool(voter, probs, cfg.samples, force=["S"], temperature=cfg.temperature, seed=seed,
                        keep_outputs=True)
     out = {"fixed": curve(pool, evaluate(fixed, probs, force=["S"])["acc"],
                           verifiers(fixed, seed, cfg.n_train, cfg.verifier_steps, env.cache, task=task), fixed,
@@ -232,7 +231,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """The vote drawn at temperature 0: every sample the greedy output, majority@N the control itself."""
+    """The vote drawn at temperature 0 from a second erring thinker made on a stream of its own: every sample its
+    greedy output, so majority@N is an independent replicate of the control (greedy)."""
     return replace(cfg, temperature=0.0)
 
 
@@ -395,8 +395,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
 Forced S chains on each seed's own test problems; the per-sample thinker's noise scale is
 calibrated to the erring thinker's accuracy (σ = {pm([r['per_sample']['sigma'] for r in rs], '{:.3f}')}); mean ±
 std over seeds. The per-sample thinker's vote converges by its design (a premise, checked); the primary claim is the
-erring thinker's, against its own greedy decode (its placebo draws the vote at temperature 0, every sample the
-greedy output).
+erring thinker's, against its own greedy decode (its placebo: the vote at temperature 0 over a second erring thinker,
+an independent replicate of greedy).
 
 Best-of-N keeps the sample its verifier scores highest, read as the search experiment reads it (an output that ends
 without an answer scores 0): the ORM (trained on final-answer outcomes) by its last step, the answer, as Lightman
@@ -445,6 +445,6 @@ EXPLORE = """`reasonlab lab --only voting`; `voting.reader(base, sigma, draw)`: 
 sigma, task)`: the per-sample thinker, which beam_search and dvts take in place of a model."""
 
 register(Experiment("voting", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
-                    depends=on_erring(VerifierConfig), check=check, takes_checkpoint=False, room=room, placebo=placebo,
-                    placebo_flat="a vote at temperature 0: greedy", render_cost=0.3, tier="lesson", run_cost=50,
+                    depends=on_erring(VerifierConfig, replicate=lambda cfg: cfg.temperature == 0), check=check,
+                    takes_checkpoint=False, room=room, placebo=placebo, render_cost=0.3, tier="lesson", run_cost=50,
                     quick=Config(n_test=5, samples=4, calib_draws=1, n_train=5, verifier_steps=10)))

@@ -211,26 +211,33 @@ def erring_cfg(seed: int, task: str | Task = "digits") -> dict:
 
 
 def get_erring_model(seed: int, cache: str | None = None, device: str | None = None, log: Callable | None = print,
-                     task: str | Task = "digits") -> GPT:
-    """The erring thinker for `seed` (ERR_CFG on the cached base model), made once and cached as err-seed<seed>."""
+                     task: str | Task = "digits", stream: int | None = None) -> GPT:
+    """The erring thinker for `seed` (ERR_CFG on the cached base model), made once and cached as err-seed<seed>.
+    stream: the seed of its misreading in place of `seed` (a second erring thinker on the same base model, made on a
+    stream of its own: a placebo's replicate), cached as err-seed<seed>-stream<stream>."""
     base = base_model(seed, cache=cache, device=device, log=log, task=task)
-    return get_model(model_name("err", seed, task), erring_cfg(seed, task), init=base, cache=cache, device=device,
-                     log=log)
+    name = model_name("err", seed, task) + ("" if stream is None else f"-stream{stream}")
+    return get_model(name, erring_cfg(seed if stream is None else stream, task), init=base, cache=cache,
+                     device=device, log=log)
 
 
-def on_erring(*defaults: type) -> Callable[[Any], dict]:
+def on_erring(*defaults: type, replicate: Callable[[Any], bool] | None = None) -> Callable[[Any], dict]:
     """The `depends` of an experiment built on the erring thinker: its recipe and the defaults of these config
-    classes (VerifierConfig -> "verifier"), part of the result store's key, so that a change to any reruns it."""
+    classes (VerifierConfig -> "verifier"), part of the result store's key, so that a change to any reruns it.
+    replicate(cfg): the config runs a second erring thinker made on a stream of its own (the placebo's), which the
+    key then says."""
     def depends(cfg) -> dict:
-        return {"erring": for_task(ERR_CFG, getattr(cfg, "task", "digits")),
+        erring = for_task(ERR_CFG, getattr(cfg, "task", "digits"))
+        return {"erring": erring, **({"replicate": erring} if replicate and replicate(cfg) else {}),
                 **{c.__name__.removesuffix("Config").lower(): asdict(c()) for c in defaults}}
     return depends
 
 
 def thinker_model(kind: str, seed: int, cache: str | None = None, device: str | None = None,
-                  log: Callable | None = None, task: str | Task = "digits") -> GPT:
-    """The generator test-time search and the verifiers work on: "erring" (get_erring_model), "base" (the
-    standard base model, the contrast) or "quick" (the lab's quick base model)."""
+                  log: Callable | None = None, task: str | Task = "digits", stream: int | None = None) -> GPT:
+    """The generator test-time search and the verifiers work on: "erring" (get_erring_model; stream: a second one
+    made on a stream of its own), "base" (the standard base model, the contrast) or "quick" (the lab's quick base
+    model)."""
     if kind in ("base", "quick"):
         return base_model(seed, quick=kind == "quick", cache=cache, device=device, log=log, task=task)
-    return get_erring_model(seed, cache=cache, device=device, log=log, task=task)
+    return get_erring_model(seed, cache=cache, device=device, log=log, task=task, stream=stream)

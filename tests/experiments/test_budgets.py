@@ -12,6 +12,7 @@ from reasonlab.core.pool import sample_pool
 from reasonlab.experiments import budgets
 from reasonlab.stats import findings
 from reasonlab.tasks import chain_steps
+from reasonlab.train.sft import build_model
 
 
 def one_seed(acc: float, forced: float = 0.3, extend: int = 1, step: float = 0.1, uncapped: float = 0.8) -> dict:
@@ -65,17 +66,27 @@ def test_the_control_is_the_uncapped_chain_and_the_treatment_only_suppresses_its
     assert short["acc"] == pytest.approx(sum(p.correct[0, 0] for p in pool) / len(probs))
 
 
-def test_the_placebo_forces_nothing_and_the_primary_forces_the_erring_thinker(noisy_model, monkeypatch):
-    cfg = budgets.placebo(budgets.Config(n_test=2))
-    assert cfg.extend == 0 and cfg != budgets.Config(n_test=2)
+def test_the_placebo_forces_nothing_on_a_second_erring_thinker(noisy_model, monkeypatch):
+    """The placebo's treatment arm is the control run again: the uncapped chain of an erring thinker made on a
+    stream of its own (replicate_seed), so its statistic has a spread; the primary forces the seed's erring thinker,
+    and the store's key says when a second one is made."""
+    model = build_model(4).eval()
+    cfg = budgets.placebo(budgets.Config(n_test=20))
+    assert cfg.extend == 0 and cfg != budgets.Config(n_test=20)
     asked = []
-    monkeypatch.setattr(budgets, "thinker_model", lambda kind, seed, cache, device, task: asked.append(kind) or
-                        noisy_model)
+    monkeypatch.setattr(budgets, "thinker_model", lambda kind, seed, cache, device, task, stream=None:
+                        asked.append((kind, stream)) or (noisy_model if stream is None else model))
     env = type("Env", (), {"base": lambda self, s, task="digits": noisy_model, "cache": None, "device": "cpu"})()
     r = budgets.run(cfg, 0, env)
-    assert asked == ["erring"] and r["wait_on"] == "erring"
-    assert r["forced"][0]["acc"] == r["uncapped"]["acc"]
-    assert budgets.wait_lowers_accuracy([r, r])["verdict"] == findings.FAILS
+    assert asked == [("erring", None), ("erring", X.replicate_seed(0, "erring"))] and r["wait_on"] == "erring"
+    assert r["forced"][0]["wait"] == 0 and r["forced"][0] == budgets.past_the_end(model, budgets.test_problems(
+        20, "budgets", 0), 0, "S")
+    assert r["uncapped"] == budgets.past_the_end(noisy_model, budgets.test_problems(20, "budgets", 0), 0, "S")
+    asked.clear()
+    real = budgets.run(budgets.Config(n_test=20, shown=()), 0, env)
+    assert asked == [("erring", None)] and real["forced"][0]["wait"] == 1
+    depends = X.get("budgets").depends
+    assert "replicate" in depends(cfg) and "replicate" not in depends(budgets.Config())
 
 
 def test_render_writes_the_table_and_the_plot(tmp_path):
@@ -103,7 +114,6 @@ def test_runs_and_renders_on_another_task(tmp_path):
     """On modprod: the caps and forcings run on the task's problems and budgets, the result names its task (a digits
     result does not), and the plot's chance is the task's."""
     from reasonlab import tasks
-    from reasonlab.train.sft import build_model
     task = tasks.get("modprod")
     env = type("Env", (), {"base": lambda self, s, task="digits": build_model(s, task=task)})()
     r = budgets.run(budgets.Config(task="modprod", n_test=1, shown=(), wait_on="base"), 0, env)

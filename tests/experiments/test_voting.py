@@ -192,9 +192,29 @@ def test_the_room_and_the_placebo_are_fixed_by_the_config():
     X.get("voting").validate(voting.placebo(cfg))
 
 
-def test_the_placebos_vote_is_greedy_exactly(quick_cache):
-    """At temperature 0 every sample is the greedy decode: majority@N equals greedy problem by problem, so the
-    primary's statistic is 0 on every seed and the primary cannot hold."""
+def test_the_placebo_votes_over_a_second_erring_thinker(monkeypatch):
+    """At temperature 0 (the placebo) the vote is over an erring thinker made on a stream of its own (replicate_seed):
+    an independent replicate of the control, which the store's key says; at temperature 1 over the seed's own."""
+    class Voted(Exception):
+        pass
+    asked = []
+    monkeypatch.setattr(voting, "thinker_model", lambda kind, seed, cache, device, task, stream=None:
+                        asked.append(stream) or ("erring thinker", stream))
+    monkeypatch.setattr(voting, "sample_pool", lambda model, *a, **k: (_ for _ in ()).throw(Voted(model)))
+    env = type("Env", (), {"cache": None, "device": "cpu"})()
+    for cfg, streams in ((voting.placebo(voting.Config()), [None, X.replicate_seed(0, "erring")]),
+                         (voting.Config(), [None])):
+        asked.clear()
+        with pytest.raises(Voted) as voted:
+            voting.run(cfg, 0, env)
+        assert asked == streams and voted.value.args[0] == ("erring thinker", streams[-1]), (cfg.temperature, asked)
+    depends = X.get("voting").depends
+    assert "replicate" in depends(voting.placebo(voting.Config())) and "replicate" not in depends(voting.Config())
+
+
+def test_a_vote_at_temperature_0_is_greedy_exactly(quick_cache):
+    """At temperature 0 every sample is the greedy decode: majority@N equals greedy problem by problem (so the
+    placebo's vote is its second thinker's greedy decode)."""
     m = base_model(0, quick=True, cache=quick_cache, log=None)
     probs = P.test_problems(20, "voting", 0)
     pool = sample_pool(m, probs, 8, force=["S"], temperature=0.0, seed=0)
