@@ -11,6 +11,7 @@ import pytest
 from reasonlab import cli, tasks
 from reasonlab import experiments as X
 from reasonlab.cli import jobs
+from reasonlab.cli.guard import UsageError
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 PAGES = [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
@@ -95,18 +96,24 @@ def registries():
     forget_user_files()
 
 
+def user_files(argv: list[str], where) -> None:
+    """The files a page tells its reader to make before a command: the copy of a template (--experiment,
+    --task-file, with the page's edit) and the grid file docs/scale-out.md describes (--config)."""
+    if "--experiment" in argv or "--task-file" in argv:
+        src = "experiments/template.py" if "--experiment" in argv else "tasks/template.py"
+        name = argv[argv.index("--experiment" if "--experiment" in argv else "--task-file") + 1]
+        text = open(os.path.join(ROOT, "reasonlab", src), encoding="utf-8").read()
+        (where / name).write_text(text.replace('name = "maxdigit"', 'name = "my_task"'))
+    if "--config" in argv:
+        (where / argv[argv.index("--config") + 1]).write_text("seeds = [0, 1]\nquick = true\n[grid]\n"
+                                                              "beta = [0.0, 0.04]\n[set]\nsteps = 30\n")
+
+
 @pytest.mark.parametrize("where,argv", COMMANDS, ids=[w for w, _ in COMMANDS])
 def test_every_documented_command_passes_its_checks(where, argv, tmp_path, monkeypatch, registries):
     """Parsing runs every check a command makes before its work: flags, choices, bounds, a config's validate()."""
     monkeypatch.chdir(tmp_path)
-    if "--experiment" in argv or "--task-file" in argv:      # the user's copy of a template, as the page makes it
-        src = "experiments/template.py" if "--experiment" in argv else "tasks/template.py"
-        name = argv[argv.index("--experiment" if "--experiment" in argv else "--task-file") + 1]
-        text = open(os.path.join(ROOT, "reasonlab", src), encoding="utf-8").read()
-        (tmp_path / name).write_text(text.replace('name = "maxdigit"', 'name = "my_task"'))   # the page's edit
-    if "--config" in argv:                                   # the grid file docs/scale-out.md describes
-        (tmp_path / argv[argv.index("--config") + 1]).write_text("seeds = [0, 1]\nquick = true\n[grid]\n"
-                                                                 "beta = [0.0, 0.04]\n[set]\nsteps = 30\n")
+    user_files(argv, tmp_path)
     args = cli.parse(argv)
     if args.cmd == "sweep":                                  # a sweep checks every cell's config before any work
         jobs.sweep_config(args)
@@ -144,3 +151,61 @@ def test_the_readmes_python_runs_as_written_at_small_size(monkeypatch, tmp_path)
     env: dict = {}
     exec(compile(code.replace("steps=100", "steps=2"), "README.md", "exec"), env)
     assert len(env["hist"]) >= 1 and len(env["rewards"]) == len(env["problems"])
+
+
+NEEDS_A_CLUSTER = "--ray-address"
+"""a command that joins a running Ray cluster (none here): parsed and checked above, not run"""
+
+
+def accepts(argv: list[str], *flag: str) -> bool:
+    try:
+        cli.parse(argv + list(flag))
+    except (UsageError, SystemExit):
+        return False
+    return True
+
+
+def small(argv: list[str], tmp_path) -> list[str]:
+    """A documented command at small size: one seed, each experiment's quick config (--quick), train's 2 steps; a
+    placeholder the page names (RUN_A, RUN_B: the committed run) or a path under the reader's home (the model cache:
+    this test's) filled in. Every other word as the page has it."""
+    out = [a.replace("~/.cache/reasonlab", os.environ["REASONLAB_CACHE"]) for a in argv]
+    out = [os.path.join(ROOT, "results", "lab") if a in ("RUN_A", "RUN_B") else a for a in out]
+    if "--seeds" in out:
+        i = j = out.index("--seeds")
+        while j + 1 < len(out) and not out[j + 1].startswith("--"):
+            j += 1
+        out[i:j + 1] = ["--seeds", "0"]
+    elif accepts(out, "--seeds", "0"):
+        out += ["--seeds", "0"]
+    if out[0] == "train":
+        out += ["--steps", "2"]
+    elif "--quick" not in out and accepts(out, "--quick"):
+        out.append("--quick")
+    return out
+
+
+PAGES_RUN = sorted({w.split(":")[0] for w, _ in COMMANDS})
+
+
+@pytest.mark.slow      # every page's commands in order at small size: minutes
+@pytest.mark.parametrize("page", PAGES_RUN)
+def test_every_documented_command_runs_at_small_size(page, tmp_path, monkeypatch, capsys, registries):
+    """Each page's commands run in the page's order in one directory (a step reads what an earlier one wrote, as
+    the reader's would), at small size (`small`); the model the page's TRL or verl step trains is stood in for by the
+    exported one (out/trained: the base model as exported)."""
+    pytest.importorskip("transformers")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read())
+    os.symlink(os.path.join(ROOT, "results"), tmp_path / "results")        # `findings readme` reads the run
+    ran = []
+    for where, argv in (c for c in COMMANDS if c[0].startswith(page + ":")):
+        if NEEDS_A_CLUSTER in argv:
+            continue
+        if argv[:2] == ["import", "hf"] and not os.path.exists(argv[2]):     # what the page's trainer wrote
+            assert cli.main(["export", "hf", argv[2], "--seed", "0"]) == 0
+        user_files(argv, tmp_path)
+        cmd = small(argv, tmp_path)
+        assert cli.main(cmd) == 0, (where, cmd, capsys.readouterr().err[-2000:])
+        ran.append(where)
+    assert ran, page

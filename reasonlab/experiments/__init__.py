@@ -106,6 +106,10 @@ class Experiment:
     """why the placebo has no spread where it cannot be a replicate, in a few words (both arms one deterministic
     function of one model, e.g. exact probabilities or a greedy decode): its statistic is then the same at every seed
     and it cannot catch a biased statistic; "" for a placebo that replicates the control on streams of its own"""
+    negative: str = ""
+    """the design's negative control, in words: a known-inert treatment or a known-biased alternative in the
+    treatment's place, and what it gives on the primary's statistic; one measured on the run rides on the primary as
+    its `negative` detail (`findings.negative`), which the report judges beside it; "" where the design has none"""
     question: str = ""
     """the open question its page opens with, in a few sentences ({field}s filled by the page: a task's words)"""
     papers: str = ""

@@ -244,5 +244,6 @@ budget-forced points to the sampling frontier."""
 register(Experiment("budgets", Config, run, claims, render, question=QUESTION, explore=EXPLORE,
                     keys=("budgets", "uncapped", "forced", "extend"), check=check,
                     depends=on_erring(replicate=lambda cfg: cfg.extend == 0 and cfg.wait_on == "erring"),
-                    room=room, placebo=placebo,
+                    room=room, placebo=placebo, negative="the same thinker unforced in the forced arm's place: 0 by "
+                    "definition",
                     quick=Config(n_test=30), run_cost=5, render_cost=0.1))

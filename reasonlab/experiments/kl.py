@@ -358,6 +358,6 @@ models; `reasonlab train --kl-estimator exact` puts the exact per-token KL in th
 register(Experiment("kl", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     check=check, room=room, placebo=placebo,
                     placebo_flat="the exact KL's gradient against itself: 0 by definition",
-                    quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04), n_probe=3,
+                    quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04, 0.2), n_probe=3,
                                  n_test=3, kl_samples=2, n_seq=1, seq_eps=1e-2),
                     run_cost=45, render_cost=1.0, tier="lesson"))

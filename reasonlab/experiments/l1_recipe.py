@@ -165,7 +165,11 @@ def claims(rs: list[dict]) -> list[dict]:
             "ignores the budget could earn)", "reward(L1-Exact) - reward(best budget-blind), on B<b>, reachable b",
             [reachable(r, "exact", "exact_r") - r["precheck"]["exact_from_base"]["blind"] for r in rs],
             TH["l1.beats_blind"], control="the best budget-blind policy over the base model's formats",
-            requires=[PAYS["exact"]])),
+            requires=[PAYS["exact"]], negative=findings.negative(
+                "the SFT start in the Exact model's place (the same model before GRPO: it was not trained on the "
+                "reward)", "reward(SFT start) - reward(best budget-blind), on B<b>, reachable b",
+                [reachable(r, "start", "exact_r") - r["precheck"]["exact_from_base"]["blind"] for r in rs],
+                TH["l1.beats_blind"]))),
         findings.seed_check(
             sec, "GRPO with L1-Exact raises the L1-Exact reward over its SFT start (the same model before the Exact "
             "stage: the arms differ only in the Exact GRPO steps)",

@@ -440,11 +440,11 @@ thinker, and a search over steps with the PRM beat best-of-N?"""
 PAPERS = """Wang et al. 2022, "Self-Consistency Improves Chain of Thought Reasoning in Language Models" (arXiv
 2203.11171); Lightman et al. 2023, "Let's Verify Step by Step" (arXiv 2305.20050, Fig. 3); Snell et al. 2024 (arXiv
 2408.03314); Hugging Face search-and-learn (beam search, DVTS)."""
-EXPLORE = """`reasonlab lab --only voting`; `voting.reader(base, sigma, draw)`: one sample's misreading model;
-`voting.verifiers(thinker, seed, n_per_k, steps, cache)`: a thinker's ORM and PRM; `methods.readers.Readers(base,
-sigma, task)`: the per-sample thinker, which beam_search and dvts take in place of a model."""
+EXPLORE = """`voting.reader(base, sigma, draw)`: one sample's misreading model; `voting.verifiers(thinker, seed, n_per_k,
+steps, cache)`: a thinker's ORM and PRM; `methods.readers.Readers(base, sigma, task)`: the per-sample thinker."""
 
 register(Experiment("voting", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     depends=on_erring(VerifierConfig, replicate=lambda cfg: cfg.temperature == 0), check=check,
-                    takes_checkpoint=False, room=room, placebo=placebo, render_cost=0.3, tier="lesson", run_cost=50,
+                    takes_checkpoint=False, room=room, placebo=placebo, negative="the vote at temperature 0 on the "
+                    "same thinker (its greedy output): 0 by definition", render_cost=0.3, tier="lesson", run_cost=50,
                     quick=Config(n_test=5, samples=4, calib_draws=1, n_train=5, verifier_steps=10)))

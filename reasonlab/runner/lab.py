@@ -303,26 +303,37 @@ def power_cell(d: dict | None) -> str:
     return f"{d['power']:.2f} for {d['effect']:g} (MDE {findings._num(d['mde'])}; 80 %: {seeds})"
 
 
-def primaries_table(fs: list[dict], groups, placebo: dict[str, dict]) -> str:
-    """One row per experiment and task: its primary claim with its control, the design's room, the placebo's value,
-    interval and verdict (before its premises gate it: at quick size a premise may fail) beside this run's;
-    "demonstration" for an experiment with no primary (its premises only)."""
-    rows, m = [], sum(1 for f in fs if f.get("primary") and f.get("p") is not None)
+def negative_cell(prim: dict) -> str:
+    """The design's negative control: measured on the run (the primary's `negative` detail, judged as the primary
+    is), or declared (`Experiment.negative`), or the placebo where it is inert by design (`placebo_flat`), or none."""
+    neg = prim.get("negative")
+    e = X.get(prim["experiment"])
+    if neg:
+        return f"{neg['claim']}: {_interval(neg)}: {neg['verdict']}"
+    return e.negative or ("the placebo, inert by design" if e.placebo_flat else "—")
+
+
+def primaries_table(fs: list[dict], groups, placebo: dict[str, dict], m: int) -> str:
+    """One row per experiment and task: its primary claim with its control, its negative control, the design's
+    room, the placebo's value, interval and verdict (before its premises gate it: at quick size a premise may fail)
+    beside this run's, and its power at Holm's first level over the m primaries of the family; "demonstration" for
+    an experiment with no primary (its premises only)."""
+    rows = []
     for group in groups:
         exp, task = split_group(group)
         prim = _primary(fs, group)
         if prim is None:
-            rows.append([f"`{exp}`", task, "demonstration (premises only)", "", "", "", "", "", ""])
+            rows.append([f"`{exp}`", task, "demonstration (premises only)", "", "", "", "", "", "", ""])
             continue
         room = prim.get("room")
         p = placebo.get(group)
-        rows.append([f"`{exp}`", task, prim["claim"], prim.get("control", "—"),
+        rows.append([f"`{exp}`", task, prim["claim"], prim.get("control", "—"), negative_cell(prim),
                      f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
                      f"{_interval(p)}: {p.get('ungated', p['verdict'])}" if p else "not run",
                      power_cell(d := design_power(prim, p, m)), _interval(prim),
                      findings.verdict_cell(prim) + (" (underpowered)" if prim["verdict"] == findings.UNSURE and d
                                                     and d["power"] < power.TARGET else "")])
-    return report.md_table(["experiment", "task", "primary claim", "control", "room (design)",
+    return report.md_table(["experiment", "task", "primary claim", "control", "negative control", "room (design)",
                             "placebo [95 % CI]: verdict", "power (pilot: the placebo)", "value [95 % CI]", "verdict"],
                            rows)
 
@@ -390,7 +401,7 @@ EFFECTS), this run's seeds and the first level of Holm's correction, the power, 
 at 80 % power and the seeds 80 % would take (`stats/power.py`); an inconclusive primary below 80 % is
 underpowered.
 
-{primaries_table(fs, list(results), placebo)}
+{primaries_table(fs, list(results), placebo, family(results))}
 
 {placebo_rate(placebo)}
 

@@ -164,6 +164,14 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
                    p=p_value(per_seed, thr, sign), **detail)
 
 
+def negative(what: str, statistic: str, per_seed, threshold: float | Threshold, test=greater) -> dict:
+    """A measured negative control, the `negative` detail of a primary: a known-inert treatment or a known-biased
+    alternative in the treatment's place (what), its statistic per seed, judged against the primary's threshold as
+    the primary is (a check shown beside it, never counted as a finding)."""
+    f = seed_check("", what, statistic, per_seed, threshold, test=test)
+    return {k: f[k] for k in ("claim", "statistic", "value", "ci95", "per_seed", "threshold", "verdict")}
+
+
 def out_of_room(room, thr: float, sign: str = ">") -> str | None:
     """Why a claim cannot be tested, or None: the design's range of the statistic (least, most) leaves it no way to
     pass, or no way to fail, against its own threshold (sign ">" for greater, "<=" for at_most). One rule for all."""

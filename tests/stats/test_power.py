@@ -44,8 +44,21 @@ def test_the_primary_table_shows_power_from_the_placebos_spread_and_says_underpo
     d = lab.design_power(prim, wide, 1)
     assert d["sd"] == pytest.approx(np.std(wide["per_seed"], ddof=1)) and d["power"] < TARGET
     assert d["power"] == pytest.approx(power(0.1, d["sd"], 5, 0.025))
-    table = lab.primaries_table([prim], ["entropy"], {"entropy": wide})
+    table = lab.primaries_table([prim], ["entropy"], {"entropy": wide}, 1)
     assert "inconclusive** (underpowered)" in table and f"MDE {d['mde']:.3f}" in table
     flat = dict(wide, per_seed=[0.0] * 5)
     assert lab.design_power(prim, flat, 1) is None and "no pilot spread" in lab.primaries_table(
-        [prim], ["entropy"], {"entropy": flat})
+        [prim], ["entropy"], {"entropy": flat}, 1)
+    assert lab.power_cell(lab.design_power(prim, wide, 52)) != lab.power_cell(d)    # Holm's level: the family's
+
+
+def test_the_primary_table_shows_the_negative_control_measured_or_declared():
+    """A negative control measured on the run (the primary's detail) is judged as the primary is and shown with its
+    interval; else the experiment's declared one, or its placebo where that is inert by design; else a dash."""
+    neg = findings.negative("pure sharpening", "s", [0.6, 0.5, 0.7, 0.65, 0.55], findings.Threshold(0.05, "x"))
+    assert neg["verdict"] == findings.HOLDS and neg["threshold"] == "> 0.05" and neg["value"] == pytest.approx(0.6)
+    prim = {"experiment": "passk", "claim": "c", "primary": True, "negative": neg}
+    assert lab.negative_cell(prim) == f"pure sharpening: {lab._interval(neg)}: holds" and "0.600 [" in lab._interval(neg)
+    assert lab.negative_cell({"experiment": "budgets"}) == lab.X.get("budgets").negative != ""
+    assert lab.negative_cell({"experiment": "faithful"}) == "the placebo, inert by design"
+    assert lab.negative_cell({"experiment": "rl"}) == "—"
