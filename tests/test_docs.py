@@ -165,7 +165,7 @@ def accepts(argv: list[str], *flag: str) -> bool:
     return True
 
 
-def small(argv: list[str], tmp_path) -> list[str]:
+def small(argv: list[str]) -> list[str]:
     """A documented command at small size: one seed, each experiment's quick config (--quick), train's 2 steps; a
     placeholder the page names (RUN_A, RUN_B: the committed run) or a path under the reader's home (the model cache:
     this test's) filled in. Every other word as the page has it."""
@@ -204,8 +204,12 @@ def test_every_documented_command_runs_at_small_size(page, tmp_path, monkeypatch
             continue
         if argv[:2] == ["import", "hf"] and not os.path.exists(argv[2]):     # what the page's trainer wrote
             assert cli.main(["export", "hf", argv[2], "--seed", "0"]) == 0
+        if "ray" in argv:
+            pytest.importorskip("ray")
+        if "tensorboard" in argv:
+            pytest.importorskip("tensorboard")
         user_files(argv, tmp_path)
-        cmd = small(argv, tmp_path)
+        cmd = small(argv)
         assert cli.main(cmd) == 0, (where, cmd, capsys.readouterr().err[-2000:])
         ran.append(where)
     assert ran, page

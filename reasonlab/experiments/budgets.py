@@ -47,7 +47,7 @@ class Config:
     extend: int = 1
     """the primary's forcing: states the chain must write past its natural end (T: k) before it may answer
     (s1's "Wait", appended once per step); 0: no forcing, on a second erring thinker made on a stream of its own
-    (the placebo: an independent replicate of the control)"""
+    (the placebo: an independent replicate of the control; with wait_on base, the same model: no spread)"""
     shown: tuple[int, ...] = (2, 3, 4)
     """further forcings shown beside the primary's (steps past the natural end)"""
     wait_on: Literal["erring", "base"] = "erring"

@@ -261,7 +261,7 @@ def claims(rs: list[dict]) -> list[dict]:
             SEC, f"With errors fixed in the weights (the erring thinker), majority@{top} over its samples at "
             f"temperature 1 beats its greedy decode by more than 5 points", f"acc(majority@{top}) - acc(greedy), "
             "erring thinker", [gain(r, "fixed") for r in rs], TH["voting.vote_margin"],
-            control="the same thinker's greedy decode (placebo: the vote at temperature 0)", requires=["fixed_errs"])),
+            control="the same thinker's greedy decode (placebo: a second erring thinker's)", requires=["fixed_errs"])),
         findings.seed_check(SEC, "Voting gains more when the errors are drawn per sample than when they are fixed in "
                             "the weights", "gain(per-sample) - gain(fixed)",
                             [gain(r, "per_sample") - gain(r, "fixed") for r in rs], TH["voting.varies"],

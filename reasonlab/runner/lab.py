@@ -399,7 +399,9 @@ before the premises gate it). The placebo is also the pilot of each primary's po
 smallest effect the primary must detect (fixed before the run, with its source: `experiments/thresholds.py`
 EFFECTS), this run's seeds and the first level of Holm's correction, the power, the minimum detectable effect (MDE)
 at 80 % power and the seeds 80 % would take (`stats/power.py`); an inconclusive primary below 80 % is
-underpowered.
+underpowered. The negative control is a known-inert treatment or a known-biased alternative in the treatment's
+place: measured on the run and judged as the primary is where the design has one, else what it gives by
+definition.
 
 {primaries_table(fs, list(results), placebo, family(results))}
 

@@ -35,12 +35,24 @@ def load(path: str) -> list[dict]:
     return fs
 
 
-def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
+def placebo_line(fs: list[dict]) -> str:
+    """The placebo lab in one sentence: of its primaries (every experiment's on every task it ran), how many hold
+    before their premises gate them (none may), and how many have no spread by design (`Experiment.placebo_flat`)."""
+    prim = [f for f in fs if f.get("primary")]
+    held = [f"{f['experiment']} ({f.get('task', 'digits')})" for f in prim if f.get("ungated", f["verdict"]) == HOLDS]
+    flat = sum(1 for f in prim if f["experiment"] in X.names() and X.get(f["experiment"]).placebo_flat)
+    tasks = [t for t in T.names() if any(f.get("task", "digits") == t for f in prim)]
+    return (f"Placebos (each primary's control run again in its treatment's place, on streams of its own; "
+            f"{', '.join(tasks)}): {len(held)} of {len(prim)} hold" + (f" ({', '.join(held)})" if held else "")
+            + f"; {flat} have no spread by design.")
+
+
+def block(fs: list[dict], report: str = "results/lab/report.md", placebo: list[dict] | None = None) -> str:
     """One row per experiment: its primary claim (with its control), the statistic's value and interval, the
     verdict, or "demonstration" for one with no primary; then the counts. With several tasks, a column per task and
     the tasks each primary holds on (findings.by_task): a lesson replicates where it holds on two or more."""
     if len({f.get("task", "digits") for f in fs}) > 1:
-        return _many(fs, report)
+        return _many(fs, report, placebo)
     rows = ["| experiment: its question | primary claim (control) | value [95 % CI] | verdict |", "|---|---|---|---|"]
     for exp, task in dict.fromkeys((f["experiment"], f.get("task", "digits")) for f in fs):
         name = f"`{exp}`: {X.BUILTIN[exp]}" if exp in X.BUILTIN else f"`{exp}`"
@@ -53,26 +65,27 @@ def block(fs: list[dict], report: str = "results/lab/report.md") -> str:
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
         control = f" (control: {f['control']})" if f.get("control") else ""
         rows.append(f"| {name} | {cell(f['claim'] + control)} | {val} | {f['verdict']} |")
-    return "\n".join([BEGIN, *rows, "", _tail(fs, report), END])
+    return "\n".join([BEGIN, *rows, "", _tail(fs, report, placebo), END])
 
 
-def _many(fs: list[dict], report: str) -> str:
+def _many(fs: list[dict], report: str, placebo: list[dict] | None = None) -> str:
     where = held_on(fs)
     again = [e for e, ts in where.items() if len(ts) > 1]
     rows = by_task(fs, name=lambda e: f"`{e}`: {X.BUILTIN[e]}" if e in X.BUILTIN else f"`{e}`")
     lead = (f"Replicated (the primary holds on two tasks or more): {', '.join(f'`{e}`' for e in again) or 'none'}; "
             f"on one task only: {', '.join(f'`{e}` ({ts[0]})' for e, ts in where.items() if len(ts) == 1) or 'none'}"
             f"; on none: {', '.join(f'`{e}`' for e, ts in where.items() if not ts) or 'none'}.")
-    return "\n".join([BEGIN, *rows, "", lead, "", _tail(fs, report), END])
+    return "\n".join([BEGIN, *rows, "", lead, "", _tail(fs, report, placebo), END])
 
 
-def _tail(fs: list[dict], report: str) -> str:
+def _tail(fs: list[dict], report: str, placebo: list[dict] | None = None) -> str:
     n = counts(fs)
     claims = sum(f.get("kind") != PREMISE for f in fs)
     return (f"{claims} claims in all: {n[HOLDS]} hold, {n[FAILS]} do not hold, {n[UNSURE]} are inconclusive, "
-            f"{n[UNTESTABLE]} untestable (premises apart); primary claims are corrected together (Holm). The full "
-            f"table, with per-seed values, thresholds and their sources, the premises, each primary's room and its "
-            f"placebo, is in [the report]({report}).")
+            f"{n[UNTESTABLE]} untestable (premises apart); primary claims are corrected together (Holm). "
+            + (placebo_line(placebo) + " " if placebo else "")
+            + f"The full table, with per-seed values, thresholds and their sources, the premises, each primary's "
+            f"room, negative control and placebo, is in [the report]({report}).")
 
 
 def tasks_block(run: str, report: str = "results/lab/report.md") -> str:
@@ -113,11 +126,14 @@ def _put(text: str, begin: str, end: str, body: str, readme: str) -> str:
 
 def sync(readme: str, findings: str, check: bool = False, tasks: str | None = None) -> bool:
     """Write the findings block (and, given the tasks' lab run, the tasks' table) into `readme` between their
-    markers; with check, only say whether it is up to date. Returns whether the README is (check) or was (write)
+    markers, with the placebo lab stored beside the findings (<run>/placebo) where there is one; with check, only
+    say whether it is up to date. Returns whether the README is (check) or was (write)
     already up to date."""
     with open(readme, encoding="utf-8") as f:
         text = f.read()
-    new = _put(text, BEGIN, END, block(load(findings)), readme)
+    beside = os.path.join(findings if os.path.isdir(findings) else os.path.dirname(findings), "placebo")
+    placebo = load(beside) if os.path.exists(os.path.join(beside, "findings.json")) else None
+    new = _put(text, BEGIN, END, block(load(findings), placebo=placebo), readme)
     if tasks is not None:
         new = _put(new, TASKS_BEGIN, TASKS_END, tasks_block(tasks), readme)
     if new != text and not check:

@@ -15,8 +15,8 @@ from reasonlab.stats import findings
 PRIMARY = [n for n in X.BUILTIN if X.get(n).placebo is not None]
 COMMITTED = {f["experiment"]: f for f in json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "results",
                                                                      "lab", "placebo", "findings.json")))
-             if f["primary"]}
-"""the primaries of the committed placebo lab (`make results`): their thresholds, as the claims state them"""
+             if f["primary"] and f.get("task", "digits") == "digits"}
+"""the digits primaries of the committed placebo lab (`make results`): their thresholds, as the claims state them"""
 
 
 @pytest.fixture(scope="module")

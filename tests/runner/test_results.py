@@ -128,9 +128,21 @@ def test_the_committed_placebos_never_hold_and_replicates_have_a_spread():
     assert cfg["placebo"] and not cfg["quick"]
     assert cfg["seeds"] == json.load(open(os.path.join(RUN, "config.json")))["seeds"]
     placebo = lab.placebo_verdicts(RUN)
-    assert {p["experiment"] for p in placebo.values()} == {n for n in lab.X.names() if lab.X.get(n).placebo}
+    assert set(placebo) == {group_of(n, t) for n in lab.X.names() if lab.X.get(n).placebo for t in T.BUILTIN}
     for group, p in placebo.items():
         assert findings.HOLDS not in (p["verdict"], p.get("ungated")), (group, p)
         spread = len(set(p["per_seed"])) > 1
         assert spread != bool(lab.X.get(p["experiment"]).placebo_flat), (group, p["per_seed"])
     assert "Placebo holds: 0 of" in lab.placebo_rate(placebo)
+
+
+def test_the_readme_states_the_placebo_rate_over_every_primary_and_task():
+    """The findings block says how many of the placebo lab's primaries hold (naming any) and how many have no spread
+    by design, read off the committed placebo findings."""
+    fs = json.load(open(os.path.join(RUN, "placebo", "findings.json")))
+    line = readme.placebo_line(fs)
+    assert line in open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    assert f"of {len(T.BUILTIN) * sum(1 for n in lab.X.BUILTIN if lab.X.get(n).placebo)} hold" in line
+    prim = next(f for f in fs if f["primary"] and f["experiment"] == "rl")
+    made_up = [dict(prim, verdict="holds", task="add"), dict(prim, experiment="kl")]
+    assert readme.placebo_line(made_up).endswith("1 of 2 hold (rl (add)); 1 have no spread by design.")
