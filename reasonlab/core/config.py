@@ -19,13 +19,15 @@ import typing
 
 @functools.cache
 def field_docs(cls) -> dict[str, str]:
-    """{field: the string literal written under it in the class body}."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    """{field: the string literal written under it in the class body}, a base dataclass's fields included (a
+    subclass's own docstring wins)."""
     docs = {}
-    for a, b in zip(body, body[1:]):
-        if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
-                and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
-            docs[a.target.id] = " ".join(b.value.value.split())
+    for c in reversed([c for c in cls.__mro__ if dataclasses.is_dataclass(c)]):
+        body = ast.parse(textwrap.dedent(inspect.getsource(c))).body[0].body
+        for a, b in zip(body, body[1:]):
+            if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
+                    and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
+                docs[a.target.id] = " ".join(b.value.value.split())
     return docs
 
 

@@ -30,23 +30,39 @@ def split_group(group: str) -> tuple[str, str]:
 
 
 @dataclass
-class LabConfig:
-    seeds: tuple[Seed, ...] = (0, 1, 2, 3, 4)
-    """base-model seeds; every experiment runs once per seed, and each claim's interval is a t interval over them"""
+class RunConfig:
+    """The fields every run of experiments has, the lab's and a sweep's (each adds its own): declared once, each a
+    flag of both commands."""
     quick: bool = False
     """smoke-test sizes (each experiment's quick config) and a small base model: checks the pipeline, the numbers
     mean nothing"""
-    out: str = "runs/lab"
-    """run directory: one folder per experiment, report.md and report.html"""
     cache_dir: str | None = None
-    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab)"""
+    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab); on a cluster, a path every node sees"""
     device: str = "cpu"
     """cpu or cuda"""
     checkpoint: str | None = None
     """a saved model (stem, .json or .safetensors) every seed starts from in place of its base model, e.g. one
     brought in by `reasonlab import hf`; only experiments that start from the base model take it"""
+    experiment: tuple[str, ...] = ()
+    """experiment files to register first (your idea in one file: docs/your_idea.md)"""
+    task_file: tuple[str, ...] = ()
+    """task files to register first (your task in one file: docs/your_task.md)"""
     fresh: bool = False
-    """rerun every experiment even where a finished result with the same settings exists"""
+    """rerun every unit even where a finished result with the same settings exists"""
+    wait: bool = False
+    """if another process is running on --out, wait for it instead of stopping"""
+    report_to: Literal["none", "tensorboard"] = "none"
+    """tensorboard: event files of the RL runs under the run directory (<out>/tensorboard/, a sweep's per cell)"""
+    execution: ExecConfig = field(default_factory=ExecConfig)
+    """where the units run: this process (default), a local process pool, or Ray"""
+
+
+@dataclass
+class LabConfig(RunConfig):
+    seeds: tuple[Seed, ...] = (0, 1, 2, 3, 4)
+    """base-model seeds; every experiment runs once per seed, and each claim's interval is a t interval over them"""
+    out: str = "runs/lab"
+    """run directory: one folder per experiment, report.md and report.html"""
     retrain: bool = False
     """train the starting models (base models, erring thinkers) on this machine instead of copying the ones the
     package ships (give an empty --cache-dir): the findings then move with this CPU (docs/methods.md)"""
@@ -56,24 +72,14 @@ class LabConfig:
     only: tuple[str, ...] = ()
     """the experiments to run (default: the core tier, every registered one with `all`; the report covers those that
     have results)"""
-    experiment: tuple[str, ...] = ()
-    """extra experiment files to register (your idea in one file: docs/your_idea.md)"""
     tasks: tuple[str, ...] = ()
     """the tasks every experiment runs on, each its own results and its own column of the report ("all": every
     registered task; knobs after colons, "compose:n_f=4"); none given: each experiment's config's own task (digits
     unless a config says otherwise)"""
-    task_file: tuple[str, ...] = ()
-    """task files to register first (your task in one file: docs/your_task.md)"""
     configs: dict[str, Any] = field(default_factory=dict)
     """experiment name -> its Config; an experiment not named here runs its default (or, with quick, its quick) one"""
-    execution: ExecConfig = field(default_factory=ExecConfig)
-    """where the (experiment, seed) units run: this process (default), a local process pool, or Ray"""
-    report_to: Literal["none", "tensorboard"] = "none"
-    """tensorboard: event files of the RL runs under <out>/tensorboard/"""
     pack: bool = False
     """store the per-seed results gzipped and write report.md without report.html (the committed results/)"""
-    wait: bool = False
-    """if another process is running a lab on --out, wait for it instead of stopping"""
     placebo: bool = False
     """run each experiment's placebo: its primary's treatment arm replaced by its control arm, run a second time on
     streams of its own (experiments with no primary are left out); the primaries must not hold"""
@@ -153,7 +159,7 @@ def check_checkpoint(checkpoint: str | None, names, tasks=("digits",)) -> None:
 
 
 @dataclass
-class SweepConfig:
+class SweepConfig(RunConfig):
     exp: str = ""
     """the experiment swept (a registered one, or one from --experiment files)"""
     grid: dict = field(default_factory=dict)
@@ -163,30 +169,10 @@ class SweepConfig:
     """field -> value set in every cell"""
     seeds: tuple[Seed, ...] = (0, 1, 2)
     """every cell runs once per seed (base model, problems and sampling all follow it)"""
-    quick: bool = False
-    """cells start from the experiment's quick config and the quick base model (checks the pipeline)"""
     out: str | None = None
     """run directory: cells/<cell>/seed<s>.json, table.md, findings.json, report.html (default runs/sweep-<name>)"""
-    cache_dir: str | None = None
-    """model cache (default $REASONLAB_CACHE or ~/.cache/reasonlab); on a cluster, a path every node sees"""
-    device: str = "cpu"
-    """cpu or cuda"""
-    checkpoint: str | None = None
-    """a saved model every seed starts from in place of its base model (as the lab's --checkpoint)"""
-    experiment: tuple[str, ...] = ()
-    """experiment files to register first (a sweep of your own idea)"""
-    task_file: tuple[str, ...] = ()
-    """task files to register first (a sweep over your own task: --grid task=my_task,digits)"""
-    fresh: bool = False
-    """rerun every unit even where a finished result with the same settings exists"""
-    wait: bool = False
-    """if another process is running a sweep on --out, wait for it instead of stopping"""
     max_units: int = 10_000
     """refuse a grid of more (cell, seed) units than this"""
-    report_to: Literal["none", "tensorboard"] = "none"
-    """tensorboard: event files of each cell's RL runs under <out>/cells/<cell>/tensorboard/"""
-    execution: ExecConfig = field(default_factory=ExecConfig)
-    """where the (cell, seed) units run: this process, a local process pool, or Ray"""
 
     @property
     def run_dir(self) -> str:

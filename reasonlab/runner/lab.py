@@ -344,11 +344,12 @@ def placebo_rate(placebo: dict[str, dict]) -> str:
     if not placebo:
         return "No placebo lab was run beside this one."
     held = [g for g, p in placebo.items() if p.get("ungated", p["verdict"]) == findings.HOLDS]
-    flat = {g: X.get(p["experiment"]).placebo_flat for g, p in placebo.items() if X.get(p["experiment"]).placebo_flat}
+    flat = [g for g, p in placebo.items() if X.get(p["experiment"]).placebo_flat]
+    why = {split_group(g)[0]: X.get(split_group(g)[0]).placebo_flat for g in flat}     # one reason per experiment
     return (f"Placebo holds: {len(held)} of {len(placebo)} primaries" + (f" ({', '.join(held)})" if held else "")
             + f". With a spread (an arm trained or sampled again on streams of its own, as the comparison's arms "
-            f"are): {len(placebo) - len(flat)}. Without spread by design"
-            + (": " + "; ".join(f"`{g}` ({why})" for g, why in flat.items()) + "." if flat else ": none."))
+            f"are): {len(placebo) - len(flat)}. Without spread by design: {len(flat)}"
+            + (" (" + "; ".join(f"`{e}`: {w}" for e, w in why.items()) + ")." if flat else "."))
 
 
 def write_report(out: str, results: dict, meta: dict, workers: int | None = None, html: bool = True,
