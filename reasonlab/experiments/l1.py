@@ -20,6 +20,7 @@ from ..core.config import Count, Every, NTest, Steps, Steps0
 from ..core.problems import as_task, test_problems
 from ..io.report import chance_level
 from ..methods import budget
+from ..methods.config import L1Fields
 from ..stats import findings
 from ..tasks import Task
 from ..train.zoo import store
@@ -73,7 +74,7 @@ def max_steps(task: str | Task) -> int:
 
 
 @dataclass
-class Config:
+class Config(L1Fields):
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     variants: tuple[Variant, ...] = ("exact",)
@@ -85,22 +86,6 @@ class Config:
     """warm-start steps of the +sft budget models"""
     n_test: NTest = 100
     """greedy test problems per k (each evaluated at every budget), drawn per seed"""
-    prompts_per_step: int = 16
-    """problems per GRPO step (each with its own budget)"""
-    num_generations: int = 8
-    """samples per problem (the group)"""
-    learning_rate: float = 1e-4
-    """GRPO's Adam learning rate"""
-    beta: float = 0.04
-    """KL weight to the starting model"""
-    alpha: float = 0.25
-    """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25; 0: the reward
-    ignores the budget (the control arm's value; the placebo gives it to the treatment too, trained on draws of its
-    own)"""
-    delta: float = 0.5
-    """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
-    sft_learning_rate: float = 3e-3
-    """peak learning rate of the warm start"""
     log_every: Every | None = None
     """per-budget training log: one record per this many GRPO steps (None: steps // 5, at least 1)"""
     n_examples: Count = 3
@@ -163,10 +148,8 @@ def train_arm(cfg: Config, variant: str, alpha: float, base, seed: int, probs, e
     """One budget model trained with the reward weight `alpha`, saved in the model cache as `name`, evaluated at
     every budget on the test problems. stream: the seed of its training draws (None: `seed`)."""
     tr = budget.train_variant(base, variant, seed if stream is None else stream, steps=cfg.steps,
-                              prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
-                              learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=alpha, delta=cfg.delta,
-                              sft_steps=cfg.sft_steps, sft_learning_rate=cfg.sft_learning_rate,
-                              log_every=cfg.every, progress=True, task=cfg.task)
+                              **{**cfg.l1_fields(), "alpha": alpha}, sft_steps=cfg.sft_steps, log_every=cfg.every,
+                              progress=True, task=cfg.task)
     store(name, {"experiment": "l1", "variant": variant, "seed": seed, **stored_config(cfg), "alpha": alpha,
                  **({} if stream is None else {"stream": stream})}, tr["model"], cache=env.cache)
     return {"variant": variant, "alpha": alpha, "train_seconds": round(tr["seconds"], 1),

@@ -29,6 +29,7 @@ from ..core.config import NTest, Steps0
 from ..core.problems import test_problems
 from ..io.report import band, md_table, plt, save
 from ..methods import budget
+from ..methods.config import L1Fields
 from ..stats import findings
 from ..stats.summary import pm
 from . import Experiment, opening, reading, register, replicate_seed, task_of
@@ -40,7 +41,7 @@ CURVES = {"start": "SFT start, B<b>", "exact": "L1-Exact, B<b>", "max_exact": "L
 
 
 @dataclass
-class Config:
+class Config(L1Fields):
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     sft_steps: Steps0 = 300
@@ -52,21 +53,6 @@ class Config:
     """GRPO steps with L1-Max and L1-Exact prompts mixed 50/50, from the Exact checkpoint"""
     n_test: NTest = 100
     """greedy test problems per k, at every budget and prompt kind, drawn per seed"""
-    prompts_per_step: int = 16
-    """problems per GRPO step (each with its own budget and prompt kind)"""
-    num_generations: int = 8
-    """samples per problem (the group)"""
-    learning_rate: float = 1e-4
-    """GRPO's Adam learning rate"""
-    beta: float = 0.04
-    """KL weight to the model each GRPO stage starts from"""
-    alpha: float = 0.25
-    """L1's length weight per chain step (both rewards)"""
-    delta: float = 0.5
-    """L1-Max's offset: a chain exactly at the budget earns half the reward"""
-    sft_learning_rate: float = 3e-3
-    """peak learning rate of the warm start"""
-
     def validate(self) -> None:
         check_training(self, "l1_recipe")
         if self.exact_steps < 0 or self.max_steps < 0:
@@ -99,9 +85,7 @@ def run(cfg: Config, seed: int, env) -> dict:
     task = tasks.get(cfg.task)
     ks = task.ks()
     base = env.base(seed, cfg.task)
-    kw = dict(prompts_per_step=cfg.prompts_per_step, num_generations=cfg.num_generations,
-              learning_rate=cfg.learning_rate, beta=cfg.beta, alpha=cfg.alpha, delta=cfg.delta,
-              sft_steps=cfg.sft_steps, sft_learning_rate=cfg.sft_learning_rate, task=task)
+    kw = dict(cfg.l1_fields(), sft_steps=cfg.sft_steps, task=task)
     tr = budget.train_recipe(base, seed, exact_steps=cfg.exact_steps, max_steps=cfg.max_steps, **kw)
     if cfg.exact_steps == 0:   # the placebo: the Exact arm is the SFT start again, trained on draws of its own
         tr["exact"] = budget.train_recipe(base, replicate_seed(seed), exact_steps=0, max_steps=0, **kw)["start"]

@@ -45,6 +45,7 @@ from ..tasks import IGNORE, Problem, Task, chain_steps
 from ..tasks.records import EQ, PAD
 from ..train.rl import RLConfig, every_n_steps, train
 from ..train.sft import train_on_batches
+from .config import L1
 from .strides import classify_chain, stride_group
 from .tts import budget_hook
 
@@ -94,12 +95,12 @@ def steps_of(parsed: dict) -> int:
     return len(parsed["chain"])
 
 
-def l1_exact(correct: float, budget: int, steps: int, alpha: float = 0.25) -> float:
+def l1_exact(correct: float, budget: int, steps: int, alpha: float = L1.alpha) -> float:
     """L1-Exact (Aggarwal & Welleck 2025, eq. 1): r = c - alpha |b - n|."""
     return correct - alpha * abs(budget - steps)
 
 
-def l1_max(correct: float, budget: int, steps: int, alpha: float = 0.25, delta: float = 0.5) -> float:
+def l1_max(correct: float, budget: int, steps: int, alpha: float = L1.alpha, delta: float = L1.delta) -> float:
     """L1-Max (eq. 3): r = c * clip(alpha (b - n) + delta, 0, 1): a right answer within budget pays, more so the
     more budget it leaves; one over budget by delta / alpha steps or more pays nothing."""
     return correct * min(1.0, max(0.0, alpha * (budget - steps) + delta))
@@ -180,10 +181,11 @@ def grpo_config(steps: int, seed: int, prompts_per_step: int, num_generations: i
                            learning_rate=learning_rate, beta=beta, seed=seed, log_every=0, task=task)
 
 
-def train_variant(base: GPT, variant: str, seed: int, *, steps: int = 100, prompts_per_step: int = 16,
-                  num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
-                  delta: float = 0.5, sft_steps: int = 300, sft_learning_rate: float = 3e-3, log_every: int = 10,
-                  progress: bool = False, task: str | Task = "digits") -> dict:
+def train_variant(base: GPT, variant: str, seed: int, *, steps: int = 100,
+                  prompts_per_step: int = L1.prompts_per_step, num_generations: int = L1.num_generations,
+                  learning_rate: float = L1.learning_rate, beta: float = L1.beta, alpha: float = L1.alpha,
+                  delta: float = L1.delta, sft_steps: int = 300, sft_learning_rate: float = L1.sft_learning_rate,
+                  log_every: int = 10, progress: bool = False, task: str | Task = "digits") -> dict:
     """One budget model: (SFT warm start of sft_steps when the variant ends in "+sft",) GRPO for `steps` with the
     variant's L1 reward ("exact" or "max"), a budget drawn per prompt; returns the model, the per-budget training
     log (step 0: greedy before RL, then one record per log_every GRPO steps), the GRPO rewards and the seconds
@@ -273,10 +275,11 @@ def recipe_prompt(d: BudgetProblem) -> list[int]:
     return prompt_of(d.kind, d, d.budget)
 
 
-def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int = 100, prompts_per_step: int = 16,
-                 num_generations: int = 8, learning_rate: float = 1e-4, beta: float = 0.04, alpha: float = 0.25,
-                 delta: float = 0.5, sft_steps: int = 300, sft_learning_rate: float = 3e-3, progress: bool = False,
-                 task: str | Task = "digits") -> dict:
+def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int = 100,
+                 prompts_per_step: int = L1.prompts_per_step, num_generations: int = L1.num_generations,
+                 learning_rate: float = L1.learning_rate, beta: float = L1.beta, alpha: float = L1.alpha,
+                 delta: float = L1.delta, sft_steps: int = 300, sft_learning_rate: float = L1.sft_learning_rate,
+                 progress: bool = False, task: str | Task = "digits") -> dict:
     """SFT warm start (reachable budgets), L1-Exact GRPO for exact_steps, then L1-Max GRPO from the Exact
     checkpoint on mixed prompts for max_steps (a stage of 0 steps leaves its model as it starts). Returns the three
     models and the seconds."""

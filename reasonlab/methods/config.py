@@ -3,7 +3,7 @@ without loading torch."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from ..core.config import STEPS_MAX, Count, Seed, Steps, Temperature, check_choices, check_numbers
@@ -123,3 +123,33 @@ class VerifierConfig:
             raise ValueError("invalid verifier config: learning_rate > 0, temperature > 0, mc_share in (0, 1]")
 
 
+
+
+@dataclass
+class L1Fields:
+    """L1's training as this lab runs it (Aggarwal & Welleck 2025: GRPO on its length rewards, an SFT warm start),
+    declared once: the l1 and l1_recipe experiments' configs inherit these fields and methods.budget's training
+    takes them as its defaults."""
+    prompts_per_step: int = 16
+    """problems per GRPO step (each with its own budget and prompt kind)"""
+    num_generations: int = 8
+    """samples per problem (the group)"""
+    learning_rate: float = 1e-4
+    """GRPO's Adam learning rate"""
+    beta: float = 0.04
+    """KL weight to the model each GRPO stage starts from"""
+    alpha: float = 0.25
+    """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25; 0: the reward
+    ignores the budget (l1's control arm, and its placebo's second arm, trained on draws of its own)"""
+    delta: float = 0.5
+    """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
+    sft_learning_rate: float = 3e-3
+    """peak learning rate of the warm start"""
+
+    def l1_fields(self) -> dict:
+        """These fields' values, as keyword arguments of methods.budget's training."""
+        return {f.name: getattr(self, f.name) for f in fields(L1Fields)}
+
+
+L1 = L1Fields()
+"""L1's defaults, the keyword defaults of methods.budget.train_variant and train_recipe"""
