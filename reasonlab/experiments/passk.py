@@ -152,7 +152,8 @@ def every_seed(rs: list[dict]) -> dict:
 
 def primary_claim(rs: list[dict], N: int) -> dict:
     """RL against the start sharpened to RL's pass@1, on the problems out of the start's reach; the negative
-    control (the sharpened start against the start, which "RL expands" used to read) rides along, judged alike."""
+    control of the statistic it replaced (the sharpened start against the start, which "RL expands" used to read)
+    rides along, judged alike."""
     none = None if all(out_of_reach(r).any() for r in rs) else "a seed has no problem out of the start's reach"
     claim = (f"RL reaches beyond sharpening: on the problems the start practically never samples, RL's chain-verified "
              f"pass@{N} exceeds that of the start sharpened to RL's pass@1 (every problem's odds of a right chain "
@@ -164,11 +165,11 @@ def primary_claim(rs: list[dict], N: int) -> dict:
     sharp = [reach_of(sharpened(r), r, N) - reach(r, "start", N) for r in rs]
     return findings.seed_check(SECTION, claim, stat, [beyond_sharpening(r, N) for r in rs], TH["passk.expands"],
                                control=control, requires=["room"],
-                               negative=findings.negative(
-                                   "pure sharpening against the start (the start sharpened to RL's pass@1 in RL's "
-                                   "place, the unsharpened start as control: what \"RL reaches beyond the start\" "
-                                   "would have counted as reach)", f"pass@{N}(sharpened start) - pass@{N}(start), the "
-                                   "same problems", sharp, TH["passk.expands"]))
+                               sharpening=findings.negative(
+                                   "pure sharpening against the start (what \"RL reaches beyond the start\" would "
+                                   "have counted as reach: why the control is the sharpened start)",
+                                   f"pass@{N}(sharpened start) - pass@{N}(start), the same problems", sharp,
+                                   TH["passk.expands"]))
 
 
 def reach_of(p: np.ndarray, r: dict, N: int) -> float:
@@ -285,6 +286,7 @@ EXPLORE = """`reasonlab lab --only passk`; `core.exact.right_probs(model, proble
 register(Experiment("passk", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     depends=on_erring(), check=check, takes_checkpoint=False,
                     quick=Config(rl_steps=4, n_test=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
-                    placebo=placebo, placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities (a second "
+                    placebo=placebo, negative="the start sharpened to RL's pass@1 in RL's place: 0 by definition "
+                    "(against the unsharpened start it passes: the primary's `sharpening` detail)", placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities (a second "
                                  "start, its misreading of its own, would reach the problems chosen as this one's "
                                  "misses: a selection effect, not a replicate)"))

@@ -309,7 +309,9 @@ def negative_cell(prim: dict) -> str:
     neg = prim.get("negative")
     e = X.get(prim["experiment"])
     if neg:
-        return f"{neg['claim']}: {_interval(neg)}: {neg['verdict']}"
+        alone = (" (it passes as the primary does: the primary's verdict is not the treatment's alone)"
+                 if neg["verdict"] == findings.HOLDS == prim["verdict"] else "")
+        return f"{neg['claim']}: {_interval(neg)}: {neg['verdict']}{alone}"
     return e.negative or ("the placebo, inert by design" if e.placebo_flat else "—")
 
 
@@ -346,9 +348,12 @@ def placebo_rate(placebo: dict[str, dict]) -> str:
     held = [g for g, p in placebo.items() if p.get("ungated", p["verdict"]) == findings.HOLDS]
     flat = [g for g, p in placebo.items() if X.get(p["experiment"]).placebo_flat]
     why = {split_group(g)[0]: X.get(split_group(g)[0]).placebo_flat for g in flat}     # one reason per experiment
+    still = [g for g, p in placebo.items() if g not in flat and len(set(p["per_seed"])) < 2]
     return (f"Placebo holds: {len(held)} of {len(placebo)} primaries" + (f" ({', '.join(held)})" if held else "")
-            + f". With a spread (an arm trained or sampled again on streams of its own, as the comparison's arms "
-            f"are): {len(placebo) - len(flat)}. Without spread by design: {len(flat)}"
+            + f". Replicates (an arm trained or sampled again on streams of its own, as the comparison's arms "
+            f"are): {len(placebo) - len(flat)}, of which {len(still)} gave the same value at every seed on this run"
+            + (f" ({', '.join(still)}: the statistic saturates there, e.g. neither arm reaches rl's target)"
+               if still else "") + f". Without spread by design: {len(flat)}"
             + (" (" + "; ".join(f"`{e}`: {w}" for e, w in why.items()) + ")." if flat else "."))
 
 

@@ -107,8 +107,8 @@ def test_pure_sharpening_is_not_beyond_sharpening_though_it_lifts_the_tail():
         rs.append(result(start, {k: list(odds_times(p, 20.0 + 5 * s)) for k, p in start.items()}))
     f = findings.gate(passk.claims(rs))[1]
     assert all(abs(v) < 1e-3 for v in f["per_seed"]) and f["verdict"] != H
-    assert f["negative"]["value"] > 0.3 and len(f["negative"]["per_seed"]) == 5
-    assert f["negative"]["verdict"] == H and f["negative"]["threshold"] == f["threshold"]
+    assert f["sharpening"]["value"] > 0.3 and len(f["sharpening"]["per_seed"]) == 5
+    assert f["sharpening"]["verdict"] == H and f["sharpening"]["threshold"] == f["threshold"]
 
 
 def test_rl_that_loses_problems_shrinks_coverage_and_the_start_catches_up():

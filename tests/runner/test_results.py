@@ -129,10 +129,12 @@ def test_the_committed_placebos_never_hold_and_replicates_have_a_spread():
     assert cfg["seeds"] == json.load(open(os.path.join(RUN, "config.json")))["seeds"]
     placebo = lab.placebo_verdicts(RUN)
     assert set(placebo) == {group_of(n, t) for n in lab.X.names() if lab.X.get(n).placebo for t in T.BUILTIN}
+    spread: dict[str, list[bool]] = {}
     for group, p in placebo.items():
         assert findings.HOLDS not in (p["verdict"], p.get("ungated")), (group, p)
-        spread = len(set(p["per_seed"])) > 1
-        assert spread != bool(lab.X.get(p["experiment"]).placebo_flat), (group, p["per_seed"])
+        spread.setdefault(p["experiment"], []).append(len(set(p["per_seed"])) > 1)
+    for exp, on in spread.items():       # a replicate varies on some task; one flat by design on none
+        assert any(on) != bool(lab.X.get(exp).placebo_flat), (exp, on)
     assert "Placebo holds: 0 of" in lab.placebo_rate(placebo)
 
 
