@@ -310,7 +310,7 @@ def negative_cell(prim: dict) -> str:
     e = X.get(prim["experiment"])
     if neg:
         alone = (" (it passes as the primary does: the primary's verdict is not the treatment's alone)"
-                 if neg["verdict"] == findings.HOLDS == prim["verdict"] else "")
+                 if neg["verdict"] == findings.HOLDS == prim.get("verdict") else "")
         return f"{neg['claim']}: {_interval(neg)}: {neg['verdict']}{alone}"
     return e.negative or ("the placebo, inert by design" if e.placebo_flat else "—")
 

@@ -59,6 +59,7 @@ def test_the_primary_table_shows_the_negative_control_measured_or_declared():
     assert neg["verdict"] == findings.HOLDS and neg["threshold"] == "> 0.05" and neg["value"] == pytest.approx(0.6)
     prim = {"experiment": "passk", "claim": "c", "primary": True, "negative": neg}
     assert lab.negative_cell(prim) == f"pure sharpening: {lab._interval(neg)}: holds" and "0.600 [" in lab._interval(neg)
+    assert "not the treatment's alone" in lab.negative_cell(dict(prim, verdict=findings.HOLDS))
     assert lab.negative_cell({"experiment": "budgets"}) == lab.X.get("budgets").negative != ""
     assert lab.negative_cell({"experiment": "faithful"}) == "the placebo, inert by design"
     assert lab.negative_cell({"experiment": "rl"}) == "—"
