@@ -53,6 +53,7 @@ class Config(L1Fields):
     """GRPO steps with L1-Max and L1-Exact prompts mixed 50/50, from the Exact checkpoint"""
     n_test: NTest = 100
     """greedy test problems per k, at every budget and prompt kind, drawn per seed"""
+
     def validate(self) -> None:
         check_training(self, "l1_recipe")
         if self.exact_steps < 0 or self.max_steps < 0:

@@ -287,6 +287,7 @@ register(Experiment("passk", Config, run, claims, render, question=QUESTION, pap
                     depends=on_erring(), check=check, takes_checkpoint=False,
                     quick=Config(rl_steps=4, n_test=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
                     placebo=placebo, negative="the start sharpened to RL's pass@1 in RL's place: 0 by definition "
-                    "(against the unsharpened start it passes: the primary's `sharpening` detail)", placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities (a second "
-                                 "start, its misreading of its own, would reach the problems chosen as this one's "
-                                 "misses: a selection effect, not a replicate)"))
+                    "(against the unsharpened start it passes: the primary's `sharpening` detail)",
+                    placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities (a second start, its "
+                    "misreading of its own, would reach the problems chosen as this one's misses: a selection effect, "
+                    "not a replicate)"))

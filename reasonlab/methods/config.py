@@ -123,8 +123,6 @@ class VerifierConfig:
             raise ValueError("invalid verifier config: learning_rate > 0, temperature > 0, mc_share in (0, 1]")
 
 
-
-
 @dataclass
 class L1Fields:
     """L1's training as this lab runs it (Aggarwal & Welleck 2025: GRPO on its length rewards, an SFT warm start),
