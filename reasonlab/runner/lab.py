@@ -331,7 +331,7 @@ def primaries_table(fs: list[dict], groups, placebo: dict[str, dict], m: int) ->
         p = placebo.get(group)
         rows.append([f"`{exp}`", task, prim["claim"], prim.get("control", "—"), negative_cell(prim),
                      f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
-                     f"{_interval(p)}: {p.get('ungated', p['verdict'])}" if p else "not run",
+                     f"{_interval(p)}: {findings.ungated(p)}" if p else "not run",
                      power_cell(d := design_power(prim, p, m)), _interval(prim),
                      findings.verdict_cell(prim) + (" (underpowered)" if prim["verdict"] == findings.UNSURE and d
                                                     and d["power"] < power.TARGET else "")])
@@ -345,7 +345,7 @@ def placebo_rate(placebo: dict[str, dict]) -> str:
     no spread, with the reason each experiment declares (`Experiment.placebo_flat`)."""
     if not placebo:
         return "No placebo lab was run beside this one."
-    held = [g for g, p in placebo.items() if p.get("ungated", p["verdict"]) == findings.HOLDS]
+    held = [g for g, p in placebo.items() if findings.ungated(p) == findings.HOLDS]
     flat = [g for g, p in placebo.items() if X.get(p["experiment"]).placebo_flat]
     why = {split_group(g)[0]: X.get(split_group(g)[0]).placebo_flat for g in flat}     # one reason per experiment
     still = [g for g, p in placebo.items() if g not in flat and len(set(p["per_seed"])) < 2]

@@ -10,7 +10,7 @@ import os
 from .. import experiments as X
 from .. import tasks as T
 from ..io.checkpoint import write_text
-from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, by_task, cell, counts, held_on
+from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, by_task, cell, counts, held_on, ungated
 from .config import group_of
 from .store import Store
 
@@ -39,7 +39,7 @@ def placebo_line(fs: list[dict]) -> str:
     """The placebo lab in one sentence: of its primaries (every experiment's on every task it ran), how many hold
     before their premises gate them (none may), and how many have no spread by design (`Experiment.placebo_flat`)."""
     prim = [f for f in fs if f.get("primary")]
-    held = [f"{f['experiment']} ({f.get('task', 'digits')})" for f in prim if f.get("ungated", f["verdict"]) == HOLDS]
+    held = [f"{f['experiment']} ({f.get('task', 'digits')})" for f in prim if ungated(f) == HOLDS]
     flat = sum(1 for f in prim if f["experiment"] in X.names() and X.get(f["experiment"]).placebo_flat)
     tasks = [t for t in T.names() if any(f.get("task", "digits") == t for f in prim)]
     return (f"Placebos (each primary's control run again in its treatment's place, on streams of its own; "

@@ -289,6 +289,11 @@ def as_judged(f: dict) -> dict:
     return _JUDGED.get((f["section"], f["claim"]), f)
 
 
+def ungated(f: dict) -> str:
+    """A claim's verdict before its premises or its room gated it (a placebo is judged so: it must not hold)."""
+    return f.get("ungated", f["verdict"])
+
+
 def gated(f: dict) -> str:
     """Why an untestable claim is untestable, and, where a premise gated it, what its own interval said before."""
     return f["untestable"] + (f"; before gating: {f['ungated']}" if f.get("ungated") else "")
