@@ -32,9 +32,8 @@ def test_a_skewed_bimodal_or_censored_seed_spread_breaks_the_t_test_at_five_seed
     """A known limit, measured: a null whose seeds are mostly a little above the threshold and sometimes far below
     (a long left tail; two seeds in five that fail; a normal cut at one sd above, as rl's steps at the run's length)
     "holds" more often than 2.5 % at 5 seeds. Five seeds cannot see a tail they did not draw (0.6^5 = 7.8 % of labs
-    draw no failing seed); the bimodal rate falls to about 3.5 % at 8 seeds; the skewed one (skewness about -6) stays
-    near 13-14 % at 16-20 seeds and the censored one (mildly skewed: its error shrinks as 1 / sqrt(seeds)) near
-    3.6 % at 32 seeds (docs/findings_moved.md)."""
+    draw no failing seed); more seeds mend the bimodal null, not the skewed one (rates by seed count:
+    docs/findings_moved.md)."""
     labs = 8_000 if shape == "censored" else 2_000
     r, se = null.rate("greater", labs, null.Design(seed_sd=0.02, shape=shape), seed=3 if shape == "censored" else 1)
     assert r > ALPHA + 3 * se, (shape, r, se)
