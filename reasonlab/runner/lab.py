@@ -165,9 +165,10 @@ def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
     return findings.judge(fs, e.room(config) if e.room is not None and config is not None else None)
 
 
-def lab_findings(results: dict, config_of: Callable | None = None) -> list[dict]:
+def lab_findings(results: dict, config_of: Callable | None = None, placebo: dict | None = None) -> list[dict]:
     """Every claim of every experiment on every task in `results` ({group: {"results": [per seed]}}), in the report's
-    order (experiment_findings; config_of(group): its config, for the primary's room and its task); the primaries of
+    order (experiment_findings; config_of(group): its config, for the primary's room and its task); each primary
+    against its placebo's spread too (findings.floored; placebo: {group: its placebo's primary}); the primaries of
     the lab, every task's, are corrected for multiplicity together (findings.holm), the family being every
     (experiment with a primary, task) the run holds: fixed by the lab's config before the run."""
     out = []
@@ -175,7 +176,8 @@ def lab_findings(results: dict, config_of: Callable | None = None) -> list[dict]
         exp, task = split_group(group)
         config = config_of(group) if config_of else None
         fs = experiment_findings(exp, results[group]["results"], config)
-        out += [{**f, "task": task} for f in fs]
+        pilot = (placebo or {}).get(group, {}).get("per_seed")
+        out += [{**(findings.floored(f, pilot) if f["primary"] else f), "task": task} for f in fs]
     return findings.holm(out, family=family(results))
 
 
@@ -283,17 +285,18 @@ def _interval(f: dict) -> str:
 
 
 def design_power(prim: dict, pilot: dict | None, m: int) -> dict | None:
-    """Power by design of a primary (stats.power): the spread of its placebo (the pilot: a run apart from the
-    verdict, its treatment a replicate of the control), the smallest effect it must detect (thresholds.EFFECTS), the
-    run's seeds, and the first level of Holm's correction over the m primaries. None where there is no pilot or the
-    pilot has no spread."""
+    """Power by design of a primary (stats.power, of the test the lab runs: floored by the pilot's spread): the
+    spread of its placebo (the pilot: a run apart from the verdict, its treatment a replicate of the control), the
+    smallest effect it must detect (thresholds.EFFECTS), the run's seeds, and the first level of Holm's correction
+    over the m primaries. None where there is no pilot or the pilot has no spread."""
     spread = [v for v in (pilot or {}).get("per_seed") or [] if v is not None]
     sd = float(np.std(spread, ddof=1)) if len(spread) > 1 else 0.0
     if sd <= 0:
         return None
     effect, n, alpha = thresholds.EFFECTS[prim["experiment"]].value, len(prim["per_seed"]), findings.ALPHA / max(m, 1)
-    return {"sd": sd, "effect": effect, "power": power.power(effect, sd, n, alpha), "mde": power.mde(sd, n, alpha),
-            "seeds": power.seeds_for(effect, sd, alpha)}
+    k = len(spread)
+    return {"sd": sd, "effect": effect, "power": power.power(effect, sd, n, alpha, k),
+            "mde": power.mde(sd, n, alpha, pilot=k), "seeds": power.seeds_for(effect, sd, alpha, floored=True)}
 
 
 def power_cell(d: dict | None) -> str:
@@ -344,7 +347,7 @@ def placebo_rate(placebo: dict[str, dict]) -> str:
     """The placebo lab in one sentence: how many primaries' placebos hold (before gating; none may), and which have
     no spread, with the reason each experiment declares (`Experiment.placebo_flat`)."""
     if not placebo:
-        return "No placebo lab was run beside this one."
+        return "No placebo lab was run beside this one: each primary is judged by its own t test, with no floor."
     held = [g for g, p in placebo.items() if findings.ungated(p) == findings.HOLDS]
     flat = [g for g, p in placebo.items() if X.get(p["experiment"]).placebo_flat]
     why = {split_group(g)[0]: X.get(split_group(g)[0]).placebo_flat for g in flat}     # one reason per experiment
@@ -363,7 +366,8 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     findings on top; write report.md, findings.json and (html) report.html. config_of(name): the experiment's
     config (its primary's room)."""
     parts, heads = [], []
-    fs = lab_findings(results, config_of)                  # judged once; the sections say these verdicts
+    placebo = placebo_verdicts(out)
+    fs = lab_findings(results, config_of, placebo)         # judged once; the sections say these verdicts
     secs = render_all(results, out, workers, judged=fs)
     secs = numbered({g: secs[g] for g in results if g in secs})
     for group, parts_ in secs.items():
@@ -373,7 +377,6 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     write_json(os.path.join(out, "findings.json"), fs)
     premises = [f for f in fs if f["kind"] == findings.PREMISE]
     claims = [f for f in fs if f["kind"] != findings.PREMISE]
-    placebo = placebo_verdicts(out)
     seeds = ", ".join(map(str, meta["seeds"]))
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
              "results.\n" if meta["quick"] else "")
@@ -398,16 +401,16 @@ primary claims corrected together with Holm's method).
 
 Each experiment asks one open question, its primary claim, or is a demonstration. Before any run its design fixes
 the control, the range its statistic can reach ("room": a claim that could only pass, or only fail, is untestable)
-and a placebo: the same experiment with the treatment arm replaced by the control arm run a second time, on training
-and sampling streams of its own (an independent replicate), under which the claim must not hold (`reasonlab lab
---placebo`, run by `make results` at {placebo_size(out) or "(not run)"}, and by the tests; its verdict is read
-before the premises gate it). The placebo is also the pilot of each primary's power: with its spread, the
-smallest effect the primary must detect (fixed before the run, with its source: `experiments/thresholds.py`
-EFFECTS), this run's seeds and the first level of Holm's correction, the power, the minimum detectable effect (MDE)
-at 80 % power and the seeds 80 % would take (`stats/power.py`); an inconclusive primary below 80 % is
-underpowered. The negative control is a known-inert treatment or a known-biased alternative in the treatment's
-place: measured on the run and judged as the primary is where the design has one, else what it gives by
-definition.
+and a placebo: the treatment arm replaced by the control run a second time on training and sampling streams of its
+own (an independent replicate), under which the claim must not hold (`reasonlab lab --placebo`, run by `make
+results` at {placebo_size(out) or "(not run)"}; its verdict read before premises gate it). Its spread is a floor: a
+primary holds only if it also clears its threshold with the larger of its own and its placebo's spread (five seeds
+can miss a mode or a tail: `findings.floored`). The placebo is the pilot of the power too: with its spread, the
+effect the primary must detect (with its source: `experiments/thresholds.py` EFFECTS), the seeds and Holm's first
+level give the power of that test, the minimum detectable effect (MDE) at 80 % and the seeds 80 % would take
+(`stats/power.py`); an inconclusive primary below 80 % is underpowered. The negative control is a known-inert
+treatment or a known-biased alternative in the treatment's place: measured and judged as the primary is where the
+design has one, else what it gives by definition.
 
 {primaries_table(fs, list(results), placebo, family(results))}
 

@@ -7,7 +7,8 @@ run of the whole experiment, so problems within a seed never count as independen
 interval is past the threshold (a one-sided test at 2.5 %); does not hold: the whole interval is on the other side
 or at it; else inconclusive. Untestable is declared per claim before the run: the largest effect the arms' ceilings
 or floors allow cannot pass the threshold, or the statistic has no variance by construction. Comparisons carry a
-float tolerance (TOL), so float noise cannot flip a verdict.
+float tolerance (TOL), so float noise cannot flip a verdict. A primary is judged against its placebo's spread as
+well (`floored`, where the lab has a placebo run beside it): five seeds can miss the spread they are drawn from.
 
 Three kinds of check (`kind`): a *premise* is what a lesson rests on and the task makes true by construction; it is
 checked, listed apart, never counted as a finding, and if it does not hold the experiment's other claims are
@@ -172,6 +173,44 @@ def negative(what: str, statistic: str, per_seed, threshold: float | Threshold, 
     return {k: f[k] for k in ("claim", "statistic", "value", "ci95", "per_seed", "threshold", "verdict")}
 
 
+def floored(f: dict, pilot) -> dict:
+    """A primary judged against its placebo's spread as well as its own: it holds only if its own t test holds and
+    the interval with the larger of the two spreads (pooled degrees of freedom, n - 1 + n_pilot - 1) clears the
+    threshold too; p is the larger of the two tests' p values, so Holm sees the same rule.
+
+    Why: five seeds can all land in one mode of a bimodal spread, or short of a rare tail, and then show a spread far
+    below the true one (the t test alone then "holds" 7.8 % of the time under a bimodal null: stats.null). The
+    placebo is an independent replicate of the comparison with the control in both arms, run apart from the verdict,
+    so its spread is the comparison's spread under the null. With equal spreads the larger one is at least the
+    pooled one, whose t test is exact: the floor only makes the test stricter, and the own t test keeps the level
+    where the treatment widens the spread. `pilot`: the placebo's per-seed values; where it has fewer than two or no
+    spread, or the claim has no evidence, f is returned as it is."""
+    pilot = [v for v in pilot or [] if v is not None]
+    x = [v for v in f.get("per_seed") or [] if v is not None]
+    parts = f.get("threshold", "").split()
+    if len(pilot) < 2 or len(x) < 2 or len(parts) < 2 or parts[0] not in (">", "<=") or f.get("value") is None:
+        return f
+    s_pilot = float(np.std(pilot, ddof=1))
+    if s_pilot <= TOL:
+        return f
+    sign, thr = parts[0], float(parts[1])
+    n, df = len(x), len(x) - 1 + len(pilot) - 1
+    m, s = float(np.mean(x)), max(float(np.std(x, ddof=1)), s_pilot)
+    h = t_quantile(1 - ALPHA, df) * s / math.sqrt(n)
+    t = (m - thr) / (s / math.sqrt(n))
+    p = 1 - t_cdf(t, df) if sign == ">" else t_cdf(t, df)
+    ci = (m - h, m + h)
+    own = f.get("ungated", f["verdict"])
+    out = {**f, "p": max(f.get("p", 1.0), p),
+           "floor": {"sd": _r(s_pilot), "df": df, "ci95": [_r(ci[0]), _r(ci[1])], "p": _r(p)}}
+    if own == HOLDS and (greater if sign == ">" else at_most)(ci, thr) != HOLDS:
+        note = (f"holds on its own seeds' spread, not with its placebo's spread ({s_pilot:.3g}) as a floor: "
+                f"[{_num(ci[0])}, {_num(ci[1])}]")
+        out = {**out, "floored": note}
+        out.update({"ungated": UNSURE} if "ungated" in f else {"verdict": UNSURE})
+    return out
+
+
 def out_of_room(room, thr: float, sign: str = ">") -> str | None:
     """Why a claim cannot be tested, or None: the design's range of the statistic (least, most) leaves it no way to
     pass, or no way to fail, against its own threshold (sign ">" for greater, "<=" for at_most). One rule for all."""
@@ -313,7 +352,8 @@ def table(fs: list[dict]) -> str:
         val = "—" if f["value"] is None else f"{f['value']:.3f} [{_num(ci[0])}, {_num(ci[1])}]"
         kind = ("" if "kind" not in f and "primary" not in f      # an experiment's own table, before the lab's
                 else {PRIMARY: "**primary**: ", PREMISE: "premise: "}.get(kind_of(f), "secondary: "))
-        why = f" ({gated(f)})" if f.get("untestable") else f" ({f['holm']})" if f.get("holm") else ""
+        notes = [gated(f) if f.get("untestable") else "", f.get("floored", ""), f.get("holm", "")]
+        why = f" ({'; '.join(n for n in notes if n)})" if any(notes) else ""
         rows.append(f"| {f['section']} | {kind}{cell(f['claim'])} | {cell(f['statistic'])} | {val} | "
                     f"{', '.join(_num(v) for v in f['per_seed'])} | {cell(f['threshold'])} | **{f['verdict']}**"
                     f"{cell(why)} |")
@@ -325,7 +365,7 @@ def verdict_line(f: dict) -> str:
     f = as_judged(f)
     ci = f["ci95"]
     ev = "" if f["value"] is None else f" ({f['statistic']} = {f['value']:.3f}, 95 % CI [{_num(ci[0])}, {_num(ci[1])}], threshold {f['threshold']})"
-    why = f"; {gated(f)}" if f.get("untestable") else ""
+    why = f"; {gated(f)}" if f.get("untestable") else f"; {f['floored']}" if f.get("floored") else ""
     c = f["claim"]
     name = c.split(" ")[0][1:]                  # "RL ..." and "L1-Max ..." keep their capitals; "Chains ..." does not
     c = c if any(ch.isupper() or ch.isdigit() for ch in name) else c[0].lower() + c[1:]

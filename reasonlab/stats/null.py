@@ -11,8 +11,9 @@ exactly the threshold. `shared=True` scores every seed on one draw, as the lab d
 before: the problems' sampling error is then common to all seeds, and the t interval over seeds misses it.
 
 The per-seed values then go through the verdict code the lab runs: `seed_check` (greater, at_most, margins),
-`both`, the room rule (`with_room`), the premise gate (`gate`) and Holm over every primary (`holm`, on unrounded
-p values). `python -m reasonlab.stats.null` prints each case's rate of false "holds" with its Monte-Carlo standard
+`both`, the room rule (`with_room`), the premise gate (`gate`), each primary's floor from its placebo (`floored`:
+the placebo an independent replicate drawn like the seeds, with no effect) and Holm over every primary (`holm`, on
+unrounded p values). `python -m reasonlab.stats.null` prints each case's rate of false "holds" with its Monte-Carlo standard
 error; the bound is 2.5 % + 3 standard errors (tests/stats/test_null.py).
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import findings
 from .findings import ALPHA, HOLDS, at_most, both, finding, gate, greater, holm, premise, primary, seed_check, with_room
 
 KS = {2: 25, 3: 250, 4: None, 5: None, 6: None, 7: None, 8: None}
@@ -46,6 +48,9 @@ class Design:
     little above the mean, a few far below, as a run that sometimes fails); "bimodal" (two seeds in five far below,
     the rest a little above: as l1's, where 2 of 5 seeds learn); "censored" (a normal cut at one sd above its mean,
     as rl's steps to a target are cut at the run's length)"""
+    placebo: bool = True
+    """each primary judged with its placebo's spread as a floor, as the lab judges it beside a placebo lab (False:
+    the t test alone, as a lab with no placebo run beside it)"""
 
 
 def seed_values(rng: np.random.Generator, labs: int, effect: float, d: Design) -> np.ndarray:
@@ -84,8 +89,9 @@ def seed_spread(rng: np.random.Generator, size: tuple[int, int], shape: str) -> 
     raise ValueError(f"unknown shape {shape!r}: normal, skewed, bimodal or censored")
 
 
-def claim(kind: str, values: list[np.ndarray], thr: float) -> dict:
-    """One claim of the given kind on per-seed values, through the verdict code."""
+def claim(kind: str, values: list[np.ndarray], thr: float, pilot: np.ndarray | None = None) -> dict:
+    """One claim of the given kind on per-seed values, through the verdict code; pilot: the per-seed values of a
+    primary's placebo (None: none was run)."""
     if kind == "at_most":
         return seed_check("null", "at most the margin", "s", values[0], thr, test=at_most)
     if kind == "both":
@@ -97,7 +103,7 @@ def claim(kind: str, values: list[np.ndarray], thr: float) -> dict:
         f = with_room(f, (-1.0, 1.0))
     if kind == "gated":
         f = gate([premise(seed_check("null", "the premise", "s", [1.0, 1.1, 0.9, 1.05, 0.95], 0.0)), f])[1]
-    return f
+    return findings.floored(f, None if pilot is None else list(pilot))
 
 
 CASES = {"greater": ("greater", 0.0), "margin": ("greater", 0.05), "at_most": ("at_most", 0.05),
@@ -111,7 +117,8 @@ def rate(case: str, labs: int, design: Design = Design(), seed: int = 0) -> tupl
     kind, thr = CASES[case]
     rng = np.random.default_rng(seed)
     parts = [seed_values(rng, labs, thr, design) for _ in range(2 if kind == "both" else 1)]
-    held = sum(claim(kind, [v[i] for v in parts], thr)["verdict"] == HOLDS for i in range(labs))
+    pilots = seed_values(rng, labs, 0.0, design) if design.placebo else [None] * labs
+    held = sum(claim(kind, [v[i] for v in parts], thr, pilots[i])["verdict"] == HOLDS for i in range(labs))
     r = held / labs
     return r, math.sqrt(max(r * (1 - r), ALPHA * (1 - ALPHA)) / labs)
 
@@ -121,9 +128,11 @@ def familywise(labs: int, primaries: int = 52, design: Design = Design(), seed: 
     every one under its null: the family-wise error rate of the lab's primaries."""
     rng = np.random.default_rng(seed)
     values = seed_values(rng, labs * primaries, 0.0, design).reshape(labs, primaries, design.seeds)
+    pilots = (seed_values(rng, labs * primaries, 0.0, design).reshape(labs, primaries, design.seeds)
+              if design.placebo else [[None] * primaries] * labs)
     hit = 0
-    for lab in values:
-        fs = [{**claim("greater", [v], 0.0), "experiment": str(i)} for i, v in enumerate(lab)]
+    for lab, pilot in zip(values, pilots):
+        fs = [{**claim("greater", [v], 0.0, p), "experiment": str(i)} for i, (v, p) in enumerate(zip(lab, pilot))]
         hit += any(f["verdict"] == HOLDS for f in holm(fs))
     r = hit / labs
     return r, math.sqrt(max(r * (1 - r), ALPHA * (1 - ALPHA)) / labs)
@@ -136,11 +145,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--primaries", type=int, default=52,
                     help="primaries Holm corrects over (the committed lab's family: 13 experiments with a primary "
                     "on 4 tasks)")
+    ap.add_argument("--no-placebo", action="store_true",
+                    help="judge the primaries by the t test alone, as a lab with no placebo lab beside it")
     args = ap.parse_args(argv)
-    designs = [Design(seed_sd=sd, shared=sh) for sd in (0.005, 0.02) for sh in (False, True)]
-    for d in designs + [Design(seed_sd=0.02, shape=shape) for shape in ("skewed", "bimodal", "censored")]:
+    pl = not args.no_placebo
+    designs = [Design(seed_sd=sd, shared=sh, placebo=pl) for sd in (0.005, 0.02) for sh in (False, True)]
+    for d in designs + [Design(seed_sd=0.02, shape=shape, placebo=pl) for shape in ("skewed", "bimodal", "censored")]:
         print(f"seed spread {d.seed_sd} ({d.shape}), "
-              f"{'one problem draw shared by the seeds' if d.shared else 'problems per seed'}:")
+              f"{'one problem draw shared by the seeds' if d.shared else 'problems per seed'}, "
+              f"{'primaries floored by a placebo' if d.placebo else 'the t test alone'}:")
         for case in CASES:
             r, se = rate(case, args.labs, d, args.seed)
             print(f"  {case:<8} false holds {r:.4f} (MC SE {se:.4f}; bound {ALPHA + 3 * se:.4f})")

@@ -24,7 +24,7 @@ def test_the_committed_findings_follow_from_the_committed_results():
     committed = json.load(open(os.path.join(RUN, "findings.json")))
     assert cfg["configs"] == {}                                  # each experiment's default config: its room
     run = LabConfig(quick=cfg["quick"], placebo=cfg["placebo"])
-    recomputed = json.loads(json.dumps(lab.lab_findings(results, run.config_of)))          # as written to the file
+    recomputed = json.loads(json.dumps(lab.lab_findings(results, run.config_of, lab.placebo_verdicts(RUN))))  # as written
     assert recomputed == committed
 
 

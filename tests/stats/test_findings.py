@@ -1,5 +1,6 @@
 """Findings are computed from the results: each check holds on hand-made results where it must, fails where it must
 not, and is inconclusive where the interval straddles its threshold."""
+import math
 import re
 
 import numpy as np
@@ -183,3 +184,34 @@ def test_a_claims_pipes_cannot_break_a_table():
     for text in (findings.table([f]), md_table(["claim", "value"], [[f["claim"], "1 | 2"]])):
         widths = {len(re.findall(r"(?<!\\)\|", row)) for row in text.splitlines()}
         assert len(widths) == 1, text                        # every row has the header's number of cells
+
+
+def test_a_primary_is_floored_by_its_placebos_spread():
+    """Five seeds in one mode (no spread of their own) hold alone; with the placebo's spread as a floor they do not,
+    and p is the larger of the two tests' p values (Holm sees the same rule). A placebo with no spread, or none,
+    leaves the claim as it was; a wide own spread keeps its own verdict."""
+    f = findings.primary(findings.seed_check("s", "c", "x", [0.1, 0.1, 0.1, 0.1, 0.1], 0.0))
+    assert f["verdict"] == findings.HOLDS and f["p"] == 0.0
+    pilot = [0.2, -0.2, 0.1, -0.15, 0.05]
+    g = findings.floored(f, pilot)
+    s = float(np.std(pilot, ddof=1))
+    t = 0.1 / (s / math.sqrt(5))
+    assert g["verdict"] == findings.UNSURE and "placebo's spread" in g["floored"]
+    assert g["p"] == pytest.approx(1 - findings.t_cdf(t, 8)) and g["floor"]["df"] == 8
+    assert g["floor"]["ci95"][0] == pytest.approx(0.1 - findings.t_quantile(0.975, 8) * s / math.sqrt(5), abs=1e-4)
+    assert findings.floored(f, [0.0] * 5) == f and findings.floored(f, None) == f and findings.floored(f, [0.3]) == f
+    strong = findings.primary(findings.seed_check("s", "c", "x", [1.0, 1.2, 0.9, 1.1, 1.05], 0.0))
+    assert findings.floored(strong, pilot)["verdict"] == findings.HOLDS
+    assert findings.floored(strong, pilot)["p"] == pytest.approx(max(strong["p"], findings.floored(strong, pilot)["floor"]["p"]))
+    gated = findings.gate([findings.premise(findings.seed_check("s", "p", "x", [0.0] * 5, 1.0)), f])[1]
+    g = findings.floored(gated, pilot)
+    assert g["verdict"] == findings.UNTESTABLE and g["ungated"] == findings.UNSURE
+    assert "placebo's spread" in findings.table([g])
+
+
+def test_a_floored_primary_at_most_and_a_missing_one():
+    f = findings.primary(findings.seed_check("s", "c", "x", [0.0] * 5, 0.05, test=findings.at_most))
+    assert f["verdict"] == findings.HOLDS
+    assert findings.floored(f, [0.2, -0.2, 0.1, -0.15, 0.05])["verdict"] == findings.UNSURE
+    m = findings.primary(findings.missing("s", "c", "no evidence"))
+    assert findings.floored(m, [0.2, -0.2, 0.1]) == m

@@ -1,5 +1,6 @@
 """Power by design: the quadrature replays a Monte-Carlo run of the lab's own t test (findings.p_value's rule, fed
-normal seeds), and the lab's primary table reads it from the placebo's spread."""
+normal seeds) and of the test floored by a placebo's spread (findings.floored), and the lab's primary table reads it
+from the placebo's spread."""
 import math
 
 import numpy as np
@@ -25,6 +26,31 @@ def test_power_replays_the_t_test(effect, sd, n, alpha):
     assert abs(power(effect, sd, n, alpha) - rate) <= 4 * se + 1e-4
 
 
+def simulated_floored_power(effect, sd, n, pilot, alpha, labs=200_000, seed=0):
+    """The share of simulated labs whose primary holds by the rule of findings.floored: its own t test and the
+    interval with the larger of its and its placebo's sd on n - 1 + pilot - 1 degrees of freedom; the vectorised rule
+    is checked against findings.floored itself on the first labs."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(effect, sd, (labs, n)), rng.normal(0.0, sd, (labs, pilot))
+    m, s1, s2 = x.mean(1), x.std(1, ddof=1), y.std(1, ddof=1)
+    own = m > findings.t_quantile(1 - alpha, n - 1) * s1 / math.sqrt(n)
+    held = own & (m > findings.t_quantile(1 - alpha, n + pilot - 2) * np.maximum(s1, s2) / math.sqrt(n))
+    for i in range(300):
+        f = findings.primary(findings.seed_check("s", "c", "x", list(x[i]), 0.0))
+        g = findings.floored(f, list(y[i]))
+        assert (g["p"] <= alpha) == held[i] or abs(g["p"] - alpha) < 1e-9
+    rate = float(held.mean())
+    return rate, math.sqrt(rate * (1 - rate) / labs)
+
+
+@pytest.mark.parametrize("effect,sd,n,pilot,alpha", [(0.0, 1.0, 5, 5, 0.025), (1.5, 1.0, 5, 5, 0.025),
+                                                     (0.05, 0.03, 5, 5, 0.025 / 52), (0.3, 0.5, 12, 8, 0.025 / 13)])
+def test_floored_power_replays_the_labs_rule(effect, sd, n, pilot, alpha):
+    rate, se = simulated_floored_power(effect, sd, n, pilot, alpha)
+    assert abs(power(effect, sd, n, alpha, pilot) - rate) <= 4 * se + 1e-4
+    assert power(effect, sd, n, alpha, pilot) <= power(effect, sd, n, alpha) + 1e-9     # the floor only costs power
+
+
 def test_the_mde_is_detected_with_the_target_power_and_seeds_for_is_the_fewest():
     alpha = 0.025 / 13
     d = mde(0.1, 5, alpha)
@@ -32,6 +58,9 @@ def test_the_mde_is_detected_with_the_target_power_and_seeds_for_is_the_fewest()
     n = seeds_for(0.05, 0.1, alpha)
     assert power(0.05, 0.1, n, alpha) >= TARGET > power(0.05, 0.1, n - 1, alpha)
     assert seeds_for(0.001, 1.0, alpha) is None and MOST_SEEDS >= 32
+    n = seeds_for(0.05, 0.1, alpha, floored=True)
+    assert power(0.05, 0.1, n, alpha, n) >= TARGET > power(0.05, 0.1, n - 1, alpha, n - 1)
+    assert mde(0.1, 5, alpha, pilot=5) > d
     assert math.isnan(power(1.0, 0.0, 5, alpha)) and math.isnan(mde(1.0, 1, alpha))
 
 
@@ -43,7 +72,8 @@ def test_the_primary_table_shows_power_from_the_placebos_spread_and_says_underpo
             "verdict": findings.UNSURE}
     d = lab.design_power(prim, wide, 1)
     assert d["sd"] == pytest.approx(np.std(wide["per_seed"], ddof=1)) and d["power"] < TARGET
-    assert d["power"] == pytest.approx(power(0.1, d["sd"], 5, 0.025))
+    assert d["power"] == pytest.approx(power(0.1, d["sd"], 5, 0.025, pilot=5))
+    assert d["power"] < power(0.1, d["sd"], 5, 0.025)                    # the floor costs power
     table = lab.primaries_table([prim], ["entropy"], {"entropy": wide}, 1)
     assert "inconclusive** (underpowered)" in table and f"MDE {d['mde']:.3f}" in table
     flat = dict(wide, per_seed=[0.0] * 5)
