@@ -26,12 +26,13 @@ quick: setup
 # must not hold; its findings.json and per-seed results are kept, the report's placebo column reads them; about 20
 # minutes a task on 2 cores; PLACEBO_TASKS=digits runs the digits placebos only),
 # then results/lab on every task (report.md, plots, findings.json, per-seed results gzipped; finished units whose key
-# is unchanged are reused, FRESH=--fresh reruns them), then the README's findings block and tasks' table.
+# is unchanged are reused, FRESH=--fresh reruns them; each experiment at the seeds its power asks for, planned from
+# the placebo lab, at most 10), then the README's findings block and tasks' table.
 PLACEBO_TASKS ?= all
 results: setup
 	$(VENV)/bin/reasonlab lab --all --placebo --tasks $(PLACEBO_TASKS) --out results/lab/placebo --pack $(FRESH)
 	rm -f results/lab/placebo/report.md results/lab/placebo/*.png results/lab/placebo/*/*.png results/lab/placebo/*/*/*.png
-	$(VENV)/bin/reasonlab lab --all --tasks all --out results/lab --pack $(FRESH)
+	$(VENV)/bin/reasonlab lab --all --tasks all --out results/lab --pack --power-seeds $(FRESH)
 	$(VENV)/bin/reasonlab findings readme
 
 test: setup

@@ -292,8 +292,10 @@ COMMANDS = {
 actions). Each registered experiment is a command too (`reasonlab rl`), whose flags are its Config's fields and
 RunExperiment's."""
 
-SKIP = {"lab": {"lab.configs"}, "train": {"rl.seed"}, "sweep": {"sweep.exp", "sweep.grid", "sweep.fixed"}}
-EXPERIMENT_SKIP = {"lab.configs", "lab.only", "lab.all", "lab.experiment"}
+SKIP = {"lab": {"lab.configs", "lab.seeds_per"}, "train": {"rl.seed"},
+        "sweep": {"sweep.exp", "sweep.grid", "sweep.fixed"}}
+EXPERIMENT_SKIP = {"lab.configs", "lab.only", "lab.all", "lab.experiment", "lab.seeds_per", "lab.power_seeds",
+                   "lab.most_seeds"}
 VALIDATED_LATER = (LabConfig, SweepConfig)
 """Configs the command completes before it validates them (the lab's experiments, a sweep's grid)."""
 

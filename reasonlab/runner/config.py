@@ -11,7 +11,7 @@ import tomllib
 
 from .. import experiments as X
 from .. import tasks as T
-from ..core.config import Seed, check_numbers, parse_value, with_values
+from ..core.config import Count, Seed, check_numbers, parse_value, with_values
 from ..io import tblog
 from ..io.files import resolve
 from .executor import ExecConfig
@@ -83,6 +83,16 @@ class LabConfig(RunConfig):
     placebo: bool = False
     """run each experiment's placebo: its primary's treatment arm replaced by its control arm, run a second time on
     streams of its own (experiments with no primary are left out); the primaries must not hold"""
+    power_seeds: bool = False
+    """run each experiment with a primary at the seeds its power asks for: 80 % on every task at the effect it must
+    detect, from the placebo lab beside this run (<out>/placebo: `make results` runs it first), if at most
+    most_seeds; the run's seeds continue past the last one. Without it every experiment runs at --seeds"""
+    most_seeds: Count = 10
+    """with power_seeds: the most seeds an experiment may run (the time budget); one that needs more keeps --seeds,
+    and its report says underpowered"""
+    seeds_per: dict[str, int] = field(default_factory=dict)
+    """experiment -> its seed count where more than --seeds (power_seeds plans it before the run; kept in
+    config.json, so a rebuilt report reads the same seeds)"""
 
     def selected(self) -> tuple[str, ...]:
         names = self.only or tuple(n for n in X.names() if self.all or X.get(n).tier == "core")
@@ -117,6 +127,11 @@ class LabConfig(RunConfig):
         cfg = replace(cfg, task=task) if hasattr(cfg, "task") else cfg
         return X.get(exp).placebo(cfg) if self.placebo else cfg
 
+    def seeds_of(self, group: str) -> tuple[int, ...]:
+        """The seeds a store group runs: the run's, continued past the last one to its experiment's seeds_per."""
+        extra = self.seeds_per.get(split_group(group)[0], 0) - len(self.seeds)
+        return tuple(self.seeds) + tuple(range(max(self.seeds) + 1, max(self.seeds) + 1 + max(extra, 0)))
+
     def env(self) -> X.Env:
         return X.Env(cache=self.cache_dir, device=self.device, quick=self.quick, checkpoint=self.checkpoint)
 
@@ -132,6 +147,10 @@ class LabConfig(RunConfig):
             X.get(name)
         if not self.seeds:
             raise ValueError("the lab needs at least one seed")
+        for name, n in self.seeds_per.items():
+            X.get(name)
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"seeds_per: {name}'s seed count must be an integer >= 1, got {n!r}")
         check_numbers(self, "lab")
         self.task_list()                              # an unknown task or knob: ValueError naming the choices
         runs = self.runs()

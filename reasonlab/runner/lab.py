@@ -20,8 +20,6 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, replace
 from typing import Callable
 
-import numpy as np
-
 from .. import experiments as X
 from .. import tasks as T
 from ..experiments import thresholds
@@ -30,7 +28,7 @@ from ..io.checkpoint import write_json
 from ..io.files import cache_dir
 from ..io.runs import locked
 from ..stats import findings, power
-from . import units
+from . import pilot, units
 from .config import LabConfig, group_of, split_group
 from .executor import UnitsFailed
 from .store import Store
@@ -45,7 +43,7 @@ def run(cfg: LabConfig, log: Callable = print) -> dict:
     """Run (or reuse) every selected experiment for every seed on cfg.execution, then write the report. Returns
     {experiment: {"results": [per seed], "seconds": [...]}}. The run directory is locked: a second lab on it stops
     (or, with cfg.wait, waits)."""
-    cfg.validate()
+    cfg = planned(cfg, log)
     before = os.environ.get("REASONLAB_RETRAIN")
     if cfg.retrain:
         os.environ["REASONLAB_RETRAIN"] = "1"        # the workers inherit it (train.zoo.shipped)
@@ -66,15 +64,15 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
     env = replace(cfg.env(), cache=cache_dir(cfg.cache_dir),      # workers elsewhere (another cwd or node): absolute
                   checkpoint=cfg.checkpoint and os.path.abspath(cfg.checkpoint))
     runs = cfg.runs()
-    arms = [units.Arm(group, split_group(group)[0], config) for group, config in runs]
+    arms = [units.Arm(group, split_group(group)[0], config, cfg.seeds_of(group)) for group, config in runs]
     timing, failed = units.execute(arms, cfg.seeds, env, cfg.execution, store, os.path.abspath(os.path.join(cfg.out, "logs")),
                                    cfg.fresh, tuple(os.path.abspath(p) for p in cfg.experiment), log,
                                    tuple(os.path.abspath(p) for p in cfg.task_file))
     if cfg.pack:
-        store.pack([g for g, _ in runs], cfg.seeds)
-    results = load_results(cfg.out, cfg.seeds)
+        store.pack([g for g, _ in runs], cfg.seeds_of)
+    results = load_results(cfg.out, cfg.seeds_of)
     wall = time.perf_counter() - t_lab
-    meta = {"seeds": list(cfg.seeds), "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
+    meta = {"seeds": list(cfg.seeds), "seeds_per": cfg.seeds_per, "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
             "executor": asdict(cfg.execution), **({"failed": failed} if failed else {})}
     write_json(os.path.join(cfg.out, "timing.json"), meta)
     paths = write_report(cfg.out, results, meta, html=not cfg.pack, config_of=cfg.config_of)
@@ -90,6 +88,7 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
 def rebuild_report(cfg: LabConfig) -> dict:
     """`--report-only`: the report from the results in the store (packed first, with cfg.pack). A bad record or
     timing file is a ValueError naming it."""
+    cfg = planned(cfg)
     with locked(cfg.out, "--out", cfg.wait):
         return _rebuild_report(cfg)
 
@@ -97,8 +96,8 @@ def rebuild_report(cfg: LabConfig) -> dict:
 def _rebuild_report(cfg: LabConfig) -> dict:
     store = Store(cfg.out, packed=cfg.pack)
     if cfg.pack:
-        store.pack(lab_groups(cfg.out), cfg.seeds)
-    results = load_results(cfg.out, cfg.seeds)
+        store.pack(lab_groups(cfg.out), cfg.seeds_of)
+    results = load_results(cfg.out, cfg.seeds_of)
     if not results:
         raise ValueError(f"--report-only: no finished experiments in {cfg.out} for seeds {list(cfg.seeds)}")
     timing = os.path.join(cfg.out, "timing.json")
@@ -109,8 +108,20 @@ def _rebuild_report(cfg: LabConfig) -> dict:
         meta = {"wall_s": 0.0}
     if not isinstance(meta, dict) or not isinstance(meta.get("wall_s", 0.0), (int, float)):
         raise ValueError(f"--report-only: {timing} is not the lab's timing record")
-    return write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "quick": cfg.quick}, html=not cfg.pack,
-                        config_of=cfg.config_of)
+    return write_report(cfg.out, results, {**meta, "seeds": list(cfg.seeds), "seeds_per": cfg.seeds_per,
+                                           "quick": cfg.quick}, html=not cfg.pack, config_of=cfg.config_of)
+
+
+def planned(cfg: LabConfig, log: Callable = print) -> LabConfig:
+    """cfg validated, with each experiment's seeds planned from its power where cfg.power_seeds (pilot.power_seeds)."""
+    cfg.validate()
+    if not cfg.power_seeds:
+        return cfg
+    plan = pilot.power_seeds(cfg)
+    log(f"seeds by power (pilot: {os.path.join(cfg.out, 'placebo')}): " + (", ".join(
+        f"{e} {n}" for e, n in plan.items()) or f"every experiment at {len(cfg.seeds)} (none needs more within "
+        f"{cfg.most_seeds}, or no pilot)"))
+    return replace(cfg, seeds_per={**cfg.seeds_per, **plan})
 
 
 def lab_groups(out: str) -> list[str]:
@@ -133,7 +144,8 @@ def lab_groups(out: str) -> list[str]:
 def load_results(out: str, seeds) -> dict:
     """{group: {"results": [per-seed results], "seconds": [...]}} for every experiment on every task with a result
     per seed in the store at `out` (a group: the experiment's name for digits, <task>/<experiment> for another task;
-    a record of the wrong shape: BadRecord, naming the file)."""
+    seeds: a tuple, or a function of the group (LabConfig.seeds_of); a record of the wrong shape: BadRecord, naming
+    the file)."""
     return Store(out).collect(lab_groups(out), seeds, check=lambda g: X.get(split_group(g)[0]).check_result)
 
 
@@ -260,50 +272,8 @@ def numbered(secs: dict) -> dict:
     return out
 
 
-def placebo_verdicts(out: str) -> dict[str, dict]:
-    """{group: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
-    `reasonlab lab --placebo`), if there is one."""
-    try:
-        with open(os.path.join(out, "placebo", "findings.json"), encoding="utf-8") as f:
-            return {group_of(p["experiment"], p.get("task", "digits")): p for p in json.load(f) if p.get("primary")}
-    except (OSError, ValueError, TypeError, KeyError):
-        return {}
-
-
-def placebo_size(out: str) -> str:
-    """How the placebo lab beside this run was run: its size and seeds ("" where there is none)."""
-    try:
-        with open(os.path.join(out, "placebo", "config.json"), encoding="utf-8") as f:
-            c = json.load(f)
-        return f"{'quick' if c['quick'] else 'full'} size, seeds {', '.join(map(str, c['seeds']))}"
-    except (OSError, ValueError, TypeError, KeyError):
-        return ""
-
-
 def _interval(f: dict) -> str:
     return f"{findings._num(f['value'])} [{findings._num(f['ci95'][0])}, {findings._num(f['ci95'][1])}]"
-
-
-def design_power(prim: dict, pilot: dict | None, m: int) -> dict | None:
-    """Power by design of a primary (stats.power, of the test the lab runs: floored by the pilot's spread): the
-    spread of its placebo (the pilot: a run apart from the verdict, its treatment a replicate of the control), the
-    smallest effect it must detect (thresholds.EFFECTS), the run's seeds, and the first level of Holm's correction
-    over the m primaries. None where there is no pilot or the pilot has no spread."""
-    spread = [v for v in (pilot or {}).get("per_seed") or [] if v is not None]
-    sd = float(np.std(spread, ddof=1)) if len(spread) > 1 else 0.0
-    if sd <= 0:
-        return None
-    effect, n, alpha = thresholds.EFFECTS[prim["experiment"]].value, len(prim["per_seed"]), findings.ALPHA / max(m, 1)
-    k = len(spread)
-    return {"sd": sd, "effect": effect, "power": power.power(effect, sd, n, alpha, k),
-            "mde": power.mde(sd, n, alpha, pilot=k), "seeds": power.seeds_for(effect, sd, alpha, floored=True)}
-
-
-def power_cell(d: dict | None) -> str:
-    if d is None:
-        return "— (no pilot spread)"
-    seeds = f"{d['seeds']} seeds" if d["seeds"] else f"over {power.MOST_SEEDS} seeds"
-    return f"{d['power']:.2f} for {d['effect']:g} (MDE {findings._num(d['mde'])}; 80 %: {seeds})"
 
 
 def negative_cell(prim: dict) -> str:
@@ -335,7 +305,7 @@ def primaries_table(fs: list[dict], groups, placebo: dict[str, dict], m: int) ->
         rows.append([f"`{exp}`", task, prim["claim"], prim.get("control", "—"), negative_cell(prim),
                      f"[{findings._num(room[0])}, {findings._num(room[1])}]" if room else "—",
                      f"{_interval(p)}: {findings.ungated(p)}" if p else "not run",
-                     power_cell(d := design_power(prim, p, m)), _interval(prim),
+                     pilot.power_cell(d := pilot.design_power(prim, p, m)), _interval(prim),
                      findings.verdict_cell(prim) + (" (underpowered)" if prim["verdict"] == findings.UNSURE and d
                                                     and d["power"] < power.TARGET else "")])
     return report.md_table(["experiment", "task", "primary claim", "control", "negative control", "room (design)",
@@ -366,7 +336,7 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     findings on top; write report.md, findings.json and (html) report.html. config_of(name): the experiment's
     config (its primary's room)."""
     parts, heads = [], []
-    placebo = placebo_verdicts(out)
+    placebo = pilot.placebo_verdicts(out)
     fs = lab_findings(results, config_of, placebo)         # judged once; the sections say these verdicts
     secs = render_all(results, out, workers, judged=fs)
     secs = numbered({g: secs[g] for g in results if g in secs})
@@ -377,7 +347,8 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     write_json(os.path.join(out, "findings.json"), fs)
     premises = [f for f in fs if f["kind"] == findings.PREMISE]
     claims = [f for f in fs if f["kind"] != findings.PREMISE]
-    seeds = ", ".join(map(str, meta["seeds"]))
+    seeds = ", ".join(map(str, meta["seeds"])) + "".join(
+        f"; {e} at {n} seeds (its power asks for them)" for e, n in (meta.get("seeds_per") or {}).items())
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
              "results.\n" if meta["quick"] else "")
     run_tasks = list(dict.fromkeys(split_group(g)[1] for g in results))
@@ -403,7 +374,7 @@ Each experiment asks one open question, its primary claim, or is a demonstration
 the control, the range its statistic can reach ("room": a claim that could only pass, or only fail, is untestable)
 and a placebo: the treatment arm replaced by the control run a second time on training and sampling streams of its
 own (an independent replicate), under which the claim must not hold (`reasonlab lab --placebo`, run by `make
-results` at {placebo_size(out) or "(not run)"}; its verdict read before premises gate it). Its spread is a floor: a
+results` at {pilot.placebo_size(out) or "(not run)"}; its verdict read before premises gate it). Its spread is a floor: a
 primary holds only if it also clears its threshold with the larger of its own and its placebo's spread (five seeds
 can miss a mode or a tail: `findings.floored`). The placebo is the pilot of the power too: with its spread, the
 effect the primary must detect (with its source: `experiments/thresholds.py` EFFECTS), the seeds and Holm's first

@@ -93,9 +93,10 @@ class Store:
         return plain + (".gz" if self.packed else "")
 
     def pack(self, groups, seeds) -> None:
-        """Rewrite the plain records of these groups and seeds packed (a packed store's reused records)."""
+        """Rewrite the plain records of these groups and seeds packed (a packed store's reused records; seeds as in
+        collect)."""
         for g in groups:
-            for s in seeds:
+            for s in (seeds(g) if callable(seeds) else seeds):
                 if not self.path(g, s).endswith(".gz"):
                     rec = self.read(g, s)
                     if rec is not None:
@@ -114,11 +115,11 @@ class Store:
         return out
 
     def collect(self, groups, seeds, check: Callable[[str], Callable | None] = lambda g: None) -> dict:
-        """{group: {"results": [per seed], "seconds": [...]}} for every group with a record for every seed. A bad
-        record is a BadRecord naming its file."""
+        """{group: {"results": [per seed], "seconds": [...]}} for every group with a record for every seed (seeds: a
+        tuple, or a function of the group giving its own). A bad record is a BadRecord naming its file."""
         out = {}
         for g in groups:
-            recs = [self.read(g, s, check(g)) for s in seeds]
+            recs = [self.read(g, s, check(g)) for s in (seeds(g) if callable(seeds) else seeds)]
             if all(r is not None for r in recs):
                 out[g] = {"results": [r["result"] for r in recs], "seconds": [r["seconds"] for r in recs]}
         return out

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from .. import experiments as X
 from .. import tasks as T
-from ..core.config import make
+from ..core.config import Seed, make
 from ..io.checkpoint import cache_key
 from ..io.files import resolve
 from ..train.sft import base_cfg, base_name
@@ -32,6 +32,8 @@ class Arm:
     """the experiment"""
     config: Any
     """its Config"""
+    seeds: tuple[Seed, ...] = ()
+    """the seeds it runs (none: the run's)"""
 
 
 def checkpoint_key(checkpoint: str) -> dict:
@@ -85,7 +87,7 @@ def execute(arms: list[Arm], seeds, env: X.Env, execution: ExecConfig, store: St
     units, where = [], {}
     for i, arm in enumerate(arms):
         e = X.get(arm.exp)
-        for seed in seeds:
+        for seed in arm.seeds or seeds:
             key = unit_key(arm.exp, seed, arm.config, env.quick, env.checkpoint)
             tag = f"[{i + 1}/{len(arms)}] {arm.group}, seed {seed}"
             if not fresh and store.reusable(arm.group, seed, key, e.check_result, log):

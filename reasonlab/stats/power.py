@@ -75,10 +75,11 @@ def mde(sd: float, n: int, alpha: float, target: float = TARGET, pilot: int | No
 
 
 def seeds_for(effect: float, sd: float, alpha: float, target: float = TARGET, most: int = MOST_SEEDS,
-              floored: bool = False) -> int | None:
+              pilot: int | None = None) -> int | None:
     """The fewest seeds whose power to detect `effect` reaches `target` (None: more than `most`, or no spread);
-    floored: the test beside a placebo lab, run at as many seeds. Power grows with the seeds: a bisection."""
-    enough = lambda n: power(effect, sd, n, alpha, n if floored else None) >= target    # noqa: E731
+    pilot: the seeds of the placebo whose spread floors the test (it stays at its size). Power grows with the
+    seeds: a bisection."""
+    enough = lambda n: power(effect, sd, n, alpha, pilot) >= target    # noqa: E731
     if sd <= 0 or not enough(most):
         return None
     lo, hi = 1, most                                 # not enough at lo (power at 1 seed: none), enough at hi

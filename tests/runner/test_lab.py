@@ -12,11 +12,13 @@ import pytest
 
 from reasonlab import experiments as X
 from reasonlab.cli import main
-from reasonlab.experiments import base
+from reasonlab.experiments import base, thresholds
 from reasonlab.io import report
-from reasonlab.runner import lab, units
+from reasonlab.runner import lab, pilot, units
 from reasonlab.runner.executor import ExecConfig
 from reasonlab.runner.units import longest_first
+from reasonlab.stats import power
+from reasonlab.stats.findings import ALPHA
 
 
 @pytest.fixture(scope="module")
@@ -171,18 +173,26 @@ def test_report_is_written_here_when_a_rendering_process_dies(quick_lab, tmp_pat
     assert re.findall(r"^## (\d)\. ", md, flags=re.M) == ["1", "2"]
 
 
-def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
-    """Base models are queued first; with 3 seeds on 2 workers the third seed's model trains while the first two
-    seeds' experiments run: its experiments queue last. Within a group, the longest experiments go first."""
-    seen = []
+class Stop(Exception):
+    """Raised by the fake executor of `queued` once it has seen the lab's queue."""
 
-    class Stop(Exception):
-        pass
 
-    def fake_run_units(units, *a, **k):
-        seen.extend(u.uid for u in units)
+@pytest.fixture
+def queued(monkeypatch) -> list[str]:
+    """The ids of the units a lab queues, in order: the executor replaced by one that records them and raises Stop."""
+    seen: list[str] = []
+
+    def fake_run_units(queue, *a, **k):
+        seen.extend(u.uid for u in queue)
         raise Stop
     monkeypatch.setattr(units, "run_units", fake_run_units)
+    return seen
+
+
+def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path, queued):
+    """Base models are queued first; with 3 seeds on 2 workers the third seed's model trains while the first two
+    seeds' experiments run: its experiments queue last. Within a group, the longest experiments go first."""
+    seen = queued
     monkeypatch.setattr(units, "model_in_cache", lambda name, cfg, cache: name == "base-seed1")   # seed 1 cached
     ex = ExecConfig(executor="local", workers=1)
     cfg = lab.LabConfig(seeds=(0, 1, 2), out=str(tmp_path), cache_dir=str(tmp_path / "c"), execution=ex)
@@ -201,6 +211,37 @@ def test_units_queue_behind_the_base_models_they_need(monkeypatch, tmp_path):
                               execution=ExecConfig(executor="local", workers=2)), log=lambda s: None)
     exps = [u.split("/")[0] for u in seen[2:]]
     assert exps == sorted(exps, key=longest_first("run_cost").index)
+
+
+def test_an_experiment_runs_the_seeds_its_power_asks_for(monkeypatch, tmp_path, queued):
+    """seeds_per continues the run's seeds for one experiment (its base model for the new seed too); power_seeds
+    plans it from the placebo lab beside the run: power.seeds_for of its placebo's spread at Holm's first level over
+    the run's primaries, kept only within most_seeds; the plan is written to config.json, so a rebuilt report reads
+    the same seeds."""
+    seen = queued
+    monkeypatch.setattr(units, "model_in_cache", lambda name, cfg, cache: True)
+    cfg = lab.LabConfig(seeds=(3, 5), out=str(tmp_path), cache_dir=str(tmp_path / "c"), seeds_per={"star": 4})
+    assert cfg.seeds_of("star") == (3, 5, 6, 7) and cfg.seeds_of("modprod/star") == (3, 5, 6, 7)
+    assert cfg.seeds_of("rl") == (3, 5)
+    with pytest.raises(Stop):
+        lab.run(cfg, log=lambda s: None)
+    assert sorted(u for u in seen if u.endswith(("seed6", "seed7"))) == ["star/seed6", "star/seed7"]
+    with pytest.raises(ValueError, match="seeds_per: star's seed count"):
+        lab.LabConfig(seeds_per={"star": 0}).validate()
+
+    os.makedirs(tmp_path / "placebo")
+    spread = [0.03, -0.02, 0.01, -0.04, 0.02]
+    placebo = [{"experiment": "star", "task": "digits", "primary": True, "per_seed": spread},
+               {"experiment": "rl", "task": "digits", "primary": True, "per_seed": [0.0] * 5}]       # no spread
+    (tmp_path / "placebo" / "findings.json").write_text(json.dumps(placebo))
+    plan = lab.LabConfig(out=str(tmp_path), power_seeds=True, most_seeds=40)
+    m = sum(X.get(n).placebo is not None for n in core())
+    want = power.seeds_for(thresholds.EFFECTS["star"].value, float(np.std(spread, ddof=1)), ALPHA / m, most=40,
+                           pilot=5)
+    assert 5 < want <= 40 and pilot.power_seeds(plan) == {"star": want}
+    assert pilot.power_seeds(replace(plan, most_seeds=want - 1)) == {}             # beyond the budget: underpowered
+    logs = []
+    assert lab.planned(plan, logs.append).seeds_per == {"star": want} and f"star {want}" in logs[0]
 
 
 @pytest.mark.slow

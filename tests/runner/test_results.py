@@ -8,7 +8,7 @@ import pytest
 
 from reasonlab import tasks as T
 from reasonlab.cli import main
-from reasonlab.runner import lab, readme
+from reasonlab.runner import lab, pilot, readme
 from reasonlab.runner.config import LabConfig, group_of
 from reasonlab.stats import findings
 
@@ -19,12 +19,12 @@ TASKS = RUN                                                  # its base experime
 
 def test_the_committed_findings_follow_from_the_committed_results():
     cfg = json.load(open(os.path.join(RUN, "config.json")))
-    results = lab.load_results(RUN, cfg["seeds"])
+    run = LabConfig(quick=cfg["quick"], placebo=cfg["placebo"], seeds=tuple(cfg["seeds"]), seeds_per=cfg["seeds_per"])
+    results = lab.load_results(RUN, run.seeds_of)
     assert set(results) == {group_of(e, t) for t in T.BUILTIN for e in lab.X.BUILTIN}    # every experiment, every task
     committed = json.load(open(os.path.join(RUN, "findings.json")))
     assert cfg["configs"] == {}                                  # each experiment's default config: its room
-    run = LabConfig(quick=cfg["quick"], placebo=cfg["placebo"])
-    recomputed = json.loads(json.dumps(lab.lab_findings(results, run.config_of, lab.placebo_verdicts(RUN))))  # as written
+    recomputed = json.loads(json.dumps(lab.lab_findings(results, run.config_of, pilot.placebo_verdicts(RUN))))  # as written
     assert recomputed == committed
 
 
@@ -128,7 +128,7 @@ def test_the_committed_placebos_never_hold_and_replicates_have_a_spread():
     cfg = json.load(open(os.path.join(RUN, "placebo", "config.json")))
     assert cfg["placebo"] and not cfg["quick"]
     assert cfg["seeds"] == json.load(open(os.path.join(RUN, "config.json")))["seeds"]
-    placebo = lab.placebo_verdicts(RUN)
+    placebo = pilot.placebo_verdicts(RUN)
     assert set(placebo) == {group_of(n, t) for n in lab.X.names() if lab.X.get(n).placebo for t in T.BUILTIN}
     spread: dict[str, list[bool]] = {}
     for group, p in placebo.items():

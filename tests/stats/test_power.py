@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from reasonlab.runner import lab
+from reasonlab.runner import lab, pilot
 from reasonlab.stats import findings
 from reasonlab.stats.power import MOST_SEEDS, TARGET, mde, power, seeds_for
 
@@ -58,8 +58,9 @@ def test_the_mde_is_detected_with_the_target_power_and_seeds_for_is_the_fewest()
     n = seeds_for(0.05, 0.1, alpha)
     assert power(0.05, 0.1, n, alpha) >= TARGET > power(0.05, 0.1, n - 1, alpha)
     assert seeds_for(0.001, 1.0, alpha) is None and MOST_SEEDS >= 32
-    n = seeds_for(0.05, 0.1, alpha, floored=True)
-    assert power(0.05, 0.1, n, alpha, n) >= TARGET > power(0.05, 0.1, n - 1, alpha, n - 1)
+    n = seeds_for(0.1, 0.1, alpha, pilot=5)                  # the placebo stays at its five seeds
+    assert power(0.1, 0.1, n, alpha, 5) >= TARGET > power(0.1, 0.1, n - 1, alpha, 5)
+    assert n > seeds_for(0.1, 0.1, alpha)                    # the floor costs seeds
     assert mde(0.1, 5, alpha, pilot=5) > d
     assert math.isnan(power(1.0, 0.0, 5, alpha)) and math.isnan(mde(1.0, 1, alpha))
 
@@ -70,16 +71,16 @@ def test_the_primary_table_shows_power_from_the_placebos_spread_and_says_underpo
             "verdict": findings.UNSURE, "threshold": "> 0"}
     wide = {"experiment": "entropy", "per_seed": [0.3, -0.2, 0.1, -0.3, 0.2], "value": 0.02, "ci95": [-0.3, 0.3],
             "verdict": findings.UNSURE}
-    d = lab.design_power(prim, wide, 1)
+    d = pilot.design_power(prim, wide, 1)
     assert d["sd"] == pytest.approx(np.std(wide["per_seed"], ddof=1)) and d["power"] < TARGET
     assert d["power"] == pytest.approx(power(0.1, d["sd"], 5, 0.025, pilot=5))
     assert d["power"] < power(0.1, d["sd"], 5, 0.025)                    # the floor costs power
     table = lab.primaries_table([prim], ["entropy"], {"entropy": wide}, 1)
     assert "inconclusive** (underpowered)" in table and f"MDE {d['mde']:.3f}" in table
     flat = dict(wide, per_seed=[0.0] * 5)
-    assert lab.design_power(prim, flat, 1) is None and "no pilot spread" in lab.primaries_table(
+    assert pilot.design_power(prim, flat, 1) is None and "no pilot spread" in lab.primaries_table(
         [prim], ["entropy"], {"entropy": flat}, 1)
-    assert lab.power_cell(lab.design_power(prim, wide, 52)) != lab.power_cell(d)    # Holm's level: the family's
+    assert pilot.power_cell(pilot.design_power(prim, wide, 52)) != pilot.power_cell(d)    # Holm's level: the family's
 
 
 def test_the_primary_table_shows_the_negative_control_measured_or_declared():
