@@ -21,7 +21,8 @@ run: setup
 quick: setup
 	$(VENV)/bin/reasonlab lab --quick
 
-# The committed run: first each primary's placebo at the lab's full size and seeds on PLACEBO_TASKS
+# The committed run: first each primary's placebo at the lab's full size and seeds on PLACEBO_TASKS, then again at
+# the seeds each experiment's power asks for (planned from its first five seeds, at most 10)
 # (results/lab/placebo: the control run a second time on streams of its own, where the design allows; the primaries
 # must not hold; its findings.json and per-seed results are kept, the report's placebo column reads them; about 20
 # minutes a task on 2 cores; PLACEBO_TASKS=digits runs the digits placebos only),
@@ -31,6 +32,7 @@ quick: setup
 PLACEBO_TASKS ?= all
 results: setup
 	$(VENV)/bin/reasonlab lab --all --placebo --tasks $(PLACEBO_TASKS) --out results/lab/placebo --pack $(FRESH)
+	$(VENV)/bin/reasonlab lab --all --placebo --tasks $(PLACEBO_TASKS) --out results/lab/placebo --pack --power-seeds
 	rm -f results/lab/placebo/report.md results/lab/placebo/*.png results/lab/placebo/*/*.png results/lab/placebo/*/*/*.png
 	$(VENV)/bin/reasonlab lab --all --tasks all --out results/lab --pack --power-seeds $(FRESH)
 	$(VENV)/bin/reasonlab findings readme

@@ -118,7 +118,7 @@ def planned(cfg: LabConfig, log: Callable = print) -> LabConfig:
     if not cfg.power_seeds:
         return cfg
     plan = pilot.power_seeds(cfg)
-    log(f"seeds by power (pilot: {os.path.join(cfg.out, 'placebo')}): " + (", ".join(
+    log(f"seeds by power (pilot: {cfg.out if cfg.placebo else os.path.join(cfg.out, 'placebo')}): " + (", ".join(
         f"{e} {n}" for e, n in plan.items()) or f"every experiment at {len(cfg.seeds)} (none needs more within "
         f"{cfg.most_seeds}, or no pilot)"))
     return replace(cfg, seeds_per={**cfg.seeds_per, **plan})

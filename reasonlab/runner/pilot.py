@@ -16,14 +16,19 @@ from ..stats import findings, power
 from .config import LabConfig, group_of, split_group
 
 
-def placebo_verdicts(out: str) -> dict[str, dict]:
-    """{group: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
-    `reasonlab lab --placebo`), if there is one."""
+def primaries(path: str) -> dict[str, dict]:
+    """{group: its primary finding} of a lab's findings.json ({} where there is none)."""
     try:
-        with open(os.path.join(out, "placebo", "findings.json"), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             return {group_of(p["experiment"], p.get("task", "digits")): p for p in json.load(f) if p.get("primary")}
     except (OSError, ValueError, TypeError, KeyError):
         return {}
+
+
+def placebo_verdicts(out: str) -> dict[str, dict]:
+    """{group: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
+    `reasonlab lab --placebo`), if there is one."""
+    return primaries(os.path.join(out, "placebo", "findings.json"))
 
 
 def placebo_size(out: str) -> str:
@@ -31,7 +36,8 @@ def placebo_size(out: str) -> str:
     try:
         with open(os.path.join(out, "placebo", "config.json"), encoding="utf-8") as f:
             c = json.load(f)
-        return f"{'quick' if c['quick'] else 'full'} size, seeds {', '.join(map(str, c['seeds']))}"
+        return (f"{'quick' if c['quick'] else 'full'} size, seeds {', '.join(map(str, c['seeds']))}"
+                + "".join(f"; {e} at {n}" for e, n in (c.get("seeds_per") or {}).items()))
     except (OSError, ValueError, TypeError, KeyError):
         return ""
 
@@ -48,7 +54,7 @@ def design_power(prim: dict, pilot: dict | None, m: int) -> dict | None:
     effect, n, alpha = thresholds.EFFECTS[prim["experiment"]].value, len(prim["per_seed"]), findings.ALPHA / max(m, 1)
     k = len(spread)
     return {"sd": sd, "effect": effect, "power": power.power(effect, sd, n, alpha, k),
-            "mde": power.mde(sd, n, alpha, pilot=k), "seeds": power.seeds_for(effect, sd, alpha, pilot=k)}
+            "mde": power.mde(sd, n, alpha, pilot=k), "seeds": power.seeds_for(effect, sd, alpha, pilot="n")}
 
 
 def power_cell(d: dict | None) -> str:
@@ -60,19 +66,23 @@ def power_cell(d: dict | None) -> str:
 
 def power_seeds(cfg: LabConfig) -> dict[str, int]:
     """experiment -> the seeds its primary needs for 80 % power on every task of the run (power.seeds_for, of the
-    floored test, at the effect it must detect and Holm's first level over the run's primaries), from the placebo lab
-    at <cfg.out>/placebo; only where that is more than the run's seeds and at most cfg.most_seeds (the time
-    budget). An experiment that needs more on some task keeps the run's seeds (its report says underpowered); one
-    with no pilot spread on a task is planned from the tasks that have one."""
-    placebo = placebo_verdicts(cfg.out)
+    floored test with its placebo at as many seeds, at the effect it must detect and Holm's first level over the
+    run's primaries); only where that is more than the run's seeds and at most cfg.most_seeds (the time budget). An
+    experiment that needs more on some task keeps the run's seeds (its report says underpowered); one with no pilot
+    spread on a task is planned from the tasks that have one.
+
+    The pilot is the placebo lab's first len(cfg.seeds) seeds: <out>/placebo for a lab, the placebo lab's own
+    findings for a placebo lab (`make results` runs it first at the run's seeds, then at the planned ones), so the
+    placebo lab and the lab beside it plan the same seeds, whatever seeds the placebo has run since."""
+    pilots = primaries(os.path.join(cfg.out, "findings.json")) if cfg.placebo else placebo_verdicts(cfg.out)
     runs = [g for g, _ in cfg.runs()]
     alpha = findings.ALPHA / max(sum(X.get(split_group(g)[0]).placebo is not None for g in runs), 1)
     need: dict[str, list] = {}
     for group in runs:
         exp = split_group(group)[0]
-        spread = [v for v in placebo.get(group, {}).get("per_seed") or [] if v is not None]
+        spread = [v for v in (pilots.get(group, {}).get("per_seed") or [])[:len(cfg.seeds)] if v is not None]
         sd = float(np.std(spread, ddof=1)) if len(spread) > 1 else 0.0
         if sd > 0:
             need.setdefault(exp, []).append(power.seeds_for(thresholds.EFFECTS[exp].value, sd, alpha,
-                                                            most=cfg.most_seeds, pilot=len(spread)))
+                                                            most=cfg.most_seeds, pilot="n"))
     return {e: max(ns) for e, ns in need.items() if None not in ns and max(ns) > len(cfg.seeds)}

@@ -10,6 +10,7 @@ level the most significant primary must pass, which no later step makes easier, 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
@@ -75,11 +76,11 @@ def mde(sd: float, n: int, alpha: float, target: float = TARGET, pilot: int | No
 
 
 def seeds_for(effect: float, sd: float, alpha: float, target: float = TARGET, most: int = MOST_SEEDS,
-              pilot: int | None = None) -> int | None:
+              pilot: int | Literal["n"] | None = None) -> int | None:
     """The fewest seeds whose power to detect `effect` reaches `target` (None: more than `most`, or no spread);
-    pilot: the seeds of the placebo whose spread floors the test (it stays at its size). Power grows with the
-    seeds: a bisection."""
-    enough = lambda n: power(effect, sd, n, alpha, pilot) >= target    # noqa: E731
+    pilot: the seeds of the placebo whose spread floors the test, "n" where it runs at as many as the primary, None
+    for the t test alone. Power grows with the seeds: a bisection."""
+    enough = lambda n: power(effect, sd, n, alpha, n if pilot == "n" else pilot) >= target    # noqa: E731
     if sd <= 0 or not enough(most):
         return None
     lo, hi = 1, most                                 # not enough at lo (power at 1 seed: none), enough at hi

@@ -231,17 +231,19 @@ def test_an_experiment_runs_the_seeds_its_power_asks_for(monkeypatch, tmp_path, 
 
     os.makedirs(tmp_path / "placebo")
     spread = [0.03, -0.02, 0.01, -0.04, 0.02]
-    placebo = [{"experiment": "star", "task": "digits", "primary": True, "per_seed": spread},
+    placebo = [{"experiment": "star", "task": "digits", "primary": True, "per_seed": spread + [0.5, -0.5]},
                {"experiment": "rl", "task": "digits", "primary": True, "per_seed": [0.0] * 5}]       # no spread
     (tmp_path / "placebo" / "findings.json").write_text(json.dumps(placebo))
     plan = lab.LabConfig(out=str(tmp_path), power_seeds=True, most_seeds=40)
     m = sum(X.get(n).placebo is not None for n in core())
     want = power.seeds_for(thresholds.EFFECTS["star"].value, float(np.std(spread, ddof=1)), ALPHA / m, most=40,
-                           pilot=5)
+                           pilot="n")                         # the first five seeds: the placebo's later ones ignored
     assert 5 < want <= 40 and pilot.power_seeds(plan) == {"star": want}
     assert pilot.power_seeds(replace(plan, most_seeds=want - 1)) == {}             # beyond the budget: underpowered
     logs = []
     assert lab.planned(plan, logs.append).seeds_per == {"star": want} and f"star {want}" in logs[0]
+    own = lab.LabConfig(out=str(tmp_path / "placebo"), placebo=True, power_seeds=True, most_seeds=40)
+    assert pilot.power_seeds(own) == {"star": want}          # the placebo lab plans the same from its own findings
 
 
 @pytest.mark.slow

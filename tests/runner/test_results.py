@@ -116,8 +116,9 @@ def test_the_committed_placebo_findings_follow_from_the_committed_placebo_result
     """The placebo lab's claims, judged again from its per-seed results by the experiments' own claims()."""
     out = os.path.join(RUN, "placebo")
     cfg = json.load(open(os.path.join(out, "config.json")))
-    results = lab.load_results(out, cfg["seeds"])
-    recomputed = json.loads(json.dumps(lab.lab_findings(results, LabConfig(quick=cfg["quick"], placebo=True).config_of)))
+    run = LabConfig(quick=cfg["quick"], placebo=True, seeds=tuple(cfg["seeds"]), seeds_per=cfg["seeds_per"])
+    results = lab.load_results(out, run.seeds_of)
+    recomputed = json.loads(json.dumps(lab.lab_findings(results, run.config_of)))
     assert recomputed == json.load(open(os.path.join(out, "findings.json")))
 
 
@@ -127,7 +128,8 @@ def test_the_committed_placebos_never_hold_and_replicates_have_a_spread():
     seed as a real comparison does, and one without spread says why in its experiment's design."""
     cfg = json.load(open(os.path.join(RUN, "placebo", "config.json")))
     assert cfg["placebo"] and not cfg["quick"]
-    assert cfg["seeds"] == json.load(open(os.path.join(RUN, "config.json")))["seeds"]
+    main = json.load(open(os.path.join(RUN, "config.json")))
+    assert (cfg["seeds"], cfg["seeds_per"]) == (main["seeds"], main["seeds_per"])     # each at its primary's seeds
     placebo = pilot.placebo_verdicts(RUN)
     assert set(placebo) == {group_of(n, t) for n in lab.X.names() if lab.X.get(n).placebo for t in T.BUILTIN}
     spread: dict[str, list[bool]] = {}
