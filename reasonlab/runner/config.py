@@ -85,8 +85,9 @@ class LabConfig(RunConfig):
     streams of its own (experiments with no primary are left out); the primaries must not hold"""
     power_seeds: bool = False
     """run each experiment with a primary at the seeds its power asks for: 80 % on every task at the effect it must
-    detect, from the placebo lab beside this run (<out>/placebo: `make results` runs it first), if at most
-    most_seeds; the run's seeds continue past the last one. Without it every experiment runs at --seeds"""
+    detect, planned from the placebo lab's first seeds (<out>/placebo; for a placebo lab, its own findings: `make
+    results` runs it at --seeds first), if at most most_seeds; the run's seeds continue past the last one. Without
+    it every experiment runs at --seeds"""
     most_seeds: Count = 10
     """with power_seeds: the most seeds an experiment may run (the time budget); one that needs more keeps --seeds,
     and its report says underpowered"""

@@ -72,8 +72,8 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
         store.pack([g for g, _ in runs], cfg.seeds_of)
     results = load_results(cfg.out, cfg.seeds_of)
     wall = time.perf_counter() - t_lab
-    meta = {"seeds": list(cfg.seeds), "seeds_per": cfg.seeds_per, "quick": cfg.quick, "wall_s": round(wall, 1), "ran": timing,
-            "executor": asdict(cfg.execution), **({"failed": failed} if failed else {})}
+    meta = {"seeds": list(cfg.seeds), "seeds_per": cfg.seeds_per, "quick": cfg.quick, "wall_s": round(wall, 1),
+            "ran": timing, "executor": asdict(cfg.execution), **({"failed": failed} if failed else {})}
     write_json(os.path.join(cfg.out, "timing.json"), meta)
     paths = write_report(cfg.out, results, meta, html=not cfg.pack, config_of=cfg.config_of)
     if cfg.report_to == "tensorboard":
@@ -188,8 +188,8 @@ def lab_findings(results: dict, config_of: Callable | None = None, placebo: dict
         exp, task = split_group(group)
         config = config_of(group) if config_of else None
         fs = experiment_findings(exp, results[group]["results"], config)
-        pilot = (placebo or {}).get(group, {}).get("per_seed")
-        out += [{**(findings.floored(f, pilot) if f["primary"] else f), "task": task} for f in fs]
+        spread = (placebo or {}).get(group, {}).get("per_seed")
+        out += [{**(findings.floored(f, spread) if f["primary"] else f), "task": task} for f in fs]
     return findings.holm(out, family=family(results))
 
 
@@ -374,9 +374,9 @@ Each experiment asks one open question, its primary claim, or is a demonstration
 the control, the range its statistic can reach ("room": a claim that could only pass, or only fail, is untestable)
 and a placebo: the treatment arm replaced by the control run a second time on training and sampling streams of its
 own (an independent replicate), under which the claim must not hold (`reasonlab lab --placebo`, run by `make
-results` at {pilot.placebo_size(out) or "(not run)"}; its verdict read before premises gate it). Its spread is a floor: a
-primary holds only if it also clears its threshold with the larger of its own and its placebo's spread (five seeds
-can miss a mode or a tail: `findings.floored`). The placebo is the pilot of the power too: with its spread, the
+results` at {pilot.placebo_size(out) or "(not run)"}; its verdict read before premises gate it). Its spread is a
+floor: a primary holds only if it also clears its threshold with the larger of its own and its placebo's spread
+(five seeds can miss a mode or a tail: `findings.floored`). The placebo is the pilot of the power too: with its spread, the
 effect the primary must detect (with its source: `experiments/thresholds.py` EFFECTS), the seeds and Holm's first
 level give the power of that test, the minimum detectable effect (MDE) at 80 % and the seeds 80 % would take
 (`stats/power.py`); an inconclusive primary below 80 % is underpowered. The negative control is a known-inert
