@@ -86,11 +86,28 @@ def _run(cfg: LabConfig, log: Callable) -> dict:
 
 
 def rebuild_report(cfg: LabConfig) -> dict:
-    """`--report-only`: the report from the results in the store (packed first, with cfg.pack). A bad record or
-    timing file is a ValueError naming it."""
-    cfg = planned(cfg)
+    """`--report-only`: the report from the results in the store (packed first, with cfg.pack), each experiment at
+    the seeds the run gave it (its config.json's seeds_per, unless cfg names or plans others). A bad record, timing
+    or config file is a ValueError naming it."""
+    cfg = planned(replace(cfg, seeds_per={**ran_seeds(cfg.out), **cfg.seeds_per}))
     with locked(cfg.out, "--out", cfg.wait):
         return _rebuild_report(cfg)
+
+
+def ran_seeds(out: str) -> dict[str, int]:
+    """experiment -> its seed count where the lab at `out` ran more than its seeds (config.json's seeds_per; {}
+    where there is no config.json)."""
+    path = os.path.join(out, "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            ran = json.load(f)
+    except OSError:
+        return {}
+    except ValueError:
+        ran = None
+    if not isinstance(ran, dict) or not isinstance(ran.get("seeds_per", {}), dict):
+        raise ValueError(f"--report-only: {path} is not the lab's config record")
+    return ran.get("seeds_per", {})
 
 
 def _rebuild_report(cfg: LabConfig) -> dict:
@@ -348,7 +365,7 @@ def write_report(out: str, results: dict, meta: dict, workers: int | None = None
     premises = [f for f in fs if f["kind"] == findings.PREMISE]
     claims = [f for f in fs if f["kind"] != findings.PREMISE]
     seeds = ", ".join(map(str, meta["seeds"])) + "".join(
-        f"; {e} at {n} seeds (its power asks for them)" for e, n in (meta.get("seeds_per") or {}).items())
+        f"; {e} at {n} seeds (its power asks for them)" for e, n in sorted((meta.get("seeds_per") or {}).items()))
     quick = ("\n**Quick mode**: a small base model and tiny experiments that check the pipeline; the numbers are not "
              "results.\n" if meta["quick"] else "")
     run_tasks = list(dict.fromkeys(split_group(g)[1] for g in results))

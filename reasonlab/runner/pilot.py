@@ -37,9 +37,15 @@ def placebo_size(out: str) -> str:
         with open(os.path.join(out, "placebo", "config.json"), encoding="utf-8") as f:
             c = json.load(f)
         return (f"{'quick' if c['quick'] else 'full'} size, seeds {', '.join(map(str, c['seeds']))}"
-                + "".join(f"; {e} at {n}" for e, n in (c.get("seeds_per") or {}).items()))
+                + "".join(f"; {e} at {n}" for e, n in sorted((c.get("seeds_per") or {}).items())))
     except (OSError, ValueError, TypeError, KeyError):
         return ""
+
+
+def spread(per_seed, first: int | None = None) -> tuple[int, float]:
+    """A placebo's seeds (its first `first`, None: all) and their standard deviation (0 where fewer than two)."""
+    x = [v for v in (per_seed or [])[:first] if v is not None]
+    return len(x), float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
 
 
 def design_power(prim: dict, pilot: dict | None, m: int) -> dict | None:
@@ -47,12 +53,10 @@ def design_power(prim: dict, pilot: dict | None, m: int) -> dict | None:
     spread of its placebo (the pilot: a run apart from the verdict, its treatment a replicate of the control), the
     smallest effect it must detect (thresholds.EFFECTS), the run's seeds, and the first level of Holm's correction
     over the m primaries. None where there is no pilot or the pilot has no spread."""
-    spread = [v for v in (pilot or {}).get("per_seed") or [] if v is not None]
-    sd = float(np.std(spread, ddof=1)) if len(spread) > 1 else 0.0
+    k, sd = spread((pilot or {}).get("per_seed"))
     if sd <= 0:
         return None
     effect, n, alpha = thresholds.EFFECTS[prim["experiment"]].value, len(prim["per_seed"]), findings.ALPHA / max(m, 1)
-    k = len(spread)
     return {"sd": sd, "effect": effect, "power": power.power(effect, sd, n, alpha, k),
             "mde": power.mde(sd, n, alpha, pilot=k), "seeds": power.seeds_for(effect, sd, alpha, pilot="n")}
 
@@ -80,8 +84,7 @@ def power_seeds(cfg: LabConfig) -> dict[str, int]:
     need: dict[str, list] = {}
     for group in runs:
         exp = split_group(group)[0]
-        spread = [v for v in (pilots.get(group, {}).get("per_seed") or [])[:len(cfg.seeds)] if v is not None]
-        sd = float(np.std(spread, ddof=1)) if len(spread) > 1 else 0.0
+        sd = spread(pilots.get(group, {}).get("per_seed"), len(cfg.seeds))[1]
         if sd > 0:
             need.setdefault(exp, []).append(power.seeds_for(thresholds.EFFECTS[exp].value, sd, alpha,
                                                             most=cfg.most_seeds, pilot="n"))

@@ -246,6 +246,25 @@ def test_an_experiment_runs_the_seeds_its_power_asks_for(monkeypatch, tmp_path, 
     assert pilot.power_seeds(own) == {"star": want}          # the placebo lab plans the same from its own findings
 
 
+def test_a_rebuilt_report_reads_the_seeds_the_run_gave_each_experiment(monkeypatch, tmp_path):
+    """--report-only without --power-seeds: each experiment at the seeds the run's config.json says it ran, not at
+    --seeds alone; a config.json of the wrong shape is named."""
+    seen = {}
+
+    def fake_load(out, seeds):
+        seen.update(star=seeds("star"), rl=seeds("modprod/rl"))
+        raise Stop
+    monkeypatch.setattr(lab, "load_results", fake_load)
+    (tmp_path / "config.json").write_text(json.dumps({"seeds": [0, 1, 2, 3, 4], "seeds_per": {"star": 7}}))
+    with pytest.raises(Stop):
+        lab.rebuild_report(lab.LabConfig(out=str(tmp_path)))
+    assert seen == {"star": (0, 1, 2, 3, 4, 5, 6), "rl": (0, 1, 2, 3, 4)}
+    assert lab.ran_seeds(str(tmp_path / "none")) == {}
+    (tmp_path / "config.json").write_text(json.dumps({"seeds_per": [7]}))
+    with pytest.raises(ValueError, match="config.json is not the lab's config record"):
+        lab.rebuild_report(lab.LabConfig(out=str(tmp_path)))
+
+
 @pytest.mark.slow
 def test_quick_lab_runs_every_lesson(tmp_path, quick_cache):
     """`reasonlab lab --quick --all` reaches each lesson's quick config: it runs, renders and judges its claims on
