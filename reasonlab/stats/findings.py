@@ -179,7 +179,7 @@ def floored(f: dict, pilot) -> dict:
     threshold too; p is the larger of the two tests' p values, so Holm sees the same rule.
 
     Why: five seeds can all land in one mode of a bimodal spread, or short of a rare tail, and then show a spread far
-    below the true one (the t test alone then "holds" 7.8 % of the time under a bimodal null: stats.null). The
+    below the true one (the t test alone then "holds" above its level under a bimodal null: stats.null). The
     placebo is an independent replicate of the comparison with the control in both arms, run apart from the verdict,
     so its spread is the comparison's spread under the null. With equal spreads the larger one is at least the
     pooled one, whose t test is exact: the floor only makes the test stricter, and the own t test keeps the level
