@@ -131,6 +131,12 @@ class Bound:
             return self.over.format(x=x, lo=self.lo, hi=self.hi)
         return None
 
+    def text(self) -> str:
+        """The bounds as help shows them: ">= 1", "1 to 25,000", "0 or 0.001 to 1,000"."""
+        num = lambda v: f"{int(v):,}" if float(v).is_integer() else f"{v:g}"     # noqa: E731
+        span = f">= {num(self.lo)}" if self.hi is None else f"{num(self.lo)} to {num(self.hi)}"
+        return f"0 or {span}" if self.zero_ok else span
+
 
 Count = typing.Annotated[int, Bound(1)]
 """a count a run needs at least one of (problems, samples, rounds, layers)"""
@@ -219,6 +225,8 @@ def add_flags(p: argparse.ArgumentParser, cls, skip=()) -> None:
             f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
         if default is not dataclasses.MISSING and default is not None and default != ():
             kw["help"] += f" (default {' '.join(map(str, default)) if isinstance(default, tuple) else default})"
+        if f.name in bounds(cls):
+            kw["help"] += f" [{bounds(cls)[f.name].text()}]"
         if tp is bool:
             kw["action"] = argparse.BooleanOptionalAction
         elif typing.get_origin(tp) is tuple:
@@ -351,7 +359,8 @@ def _type_name(tp) -> str:
 
 
 def field_list(cls, prefix: str = "") -> list[str]:
-    """One line per field a grid may name (nested configs' fields dotted): its type, its default and its doc."""
+    """One line per field a grid may name (nested configs' fields dotted): its type, its bounds where its type
+    carries them, its default and its doc."""
     docs, out = field_docs(cls), []
     for f in dataclasses.fields(cls):
         tp = _unwrap(hints(cls)[f.name])[0]
@@ -360,7 +369,8 @@ def field_list(cls, prefix: str = "") -> list[str]:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         shown = "+".join(map(str, default)) if isinstance(default, tuple) else default
-        out.append(f"  {prefix}{f.name} ({_type_name(tp)}; default {shown}): {docs.get(f.name, '')}")
+        limit = f", {bounds(cls)[f.name].text()}" if f.name in bounds(cls) else ""
+        out.append(f"  {prefix}{f.name} ({_type_name(tp)}{limit}; default {shown}): {docs.get(f.name, '')}")
     return out
 
 

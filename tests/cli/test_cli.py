@@ -209,7 +209,8 @@ def test_help_and_usage_errors_load_neither_torch_nor_matplotlib():
 
 
 def test_sweep_help_lists_the_experiments_own_fields(capsys):
-    """`reasonlab sweep NAME --help` ends with the fields of NAME's Config a grid may name, typed, with defaults."""
+    """`reasonlab sweep NAME --help` ends with the fields of NAME's Config a grid may name, typed, with their bounds
+    where their types carry them and their defaults; an experiment's own flags say the bounds too."""
     shown = {}
     for name in ("rl", "kl"):
         with pytest.raises(SystemExit):
@@ -217,6 +218,10 @@ def test_sweep_help_lists_the_experiments_own_fields(capsys):
         shown[name] = capsys.readouterr().out.split(f"fields of {name}'s config that --grid and --set may name:")[1]
     assert "probe_beta (float; default 0.04)" in shown["kl"] and "probe_beta" not in shown["rl"]
     assert "treatment (one of grpo," in shown["rl"] and shown["rl"] != shown["kl"]
+    assert "n_test (int, 1 to 25,000; default 50)" in shown["kl"] and "probe_every (int, >= 0; default 5)" in shown["kl"]
+    with pytest.raises(SystemExit):
+        main(["kl", "--help"])
+    assert "[1 to 25,000]" in " ".join(capsys.readouterr().out.split()).split("--n-test N_TEST", 2)[2]
 
 
 def test_workers_help_says_the_value_that_will_run(capsys, monkeypatch):
