@@ -24,6 +24,8 @@ in `BUILTIN`; an idea outside the package is the same file, passed as `reasonlab
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -44,6 +46,36 @@ def replicate_seed(seed: int, purpose: str = "") -> int:
     purpose (never integer arithmetic, so no other seed's runs share them); the problems stay the seed's own."""
     key = f"replicate/{seed}" + (f"/{purpose}" if purpose else "")
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") >> 1
+
+
+_REUSE: dict | None = None
+"""while `reusing()`: (function, result's id, arguments) -> (the result, what the function gave)"""
+
+
+@contextlib.contextmanager
+def reusing():
+    """While many verdicts are drawn over the same, unchanging results (the null simulation): what a `reused`
+    function derives from a result is computed once. Outside, nothing is kept."""
+    global _REUSE
+    before, _REUSE = _REUSE, {}
+    try:
+        yield
+    finally:
+        _REUSE = before
+
+
+def reused(fn):
+    """fn(result, ...) computed once per result object while `reusing()` is active (the object is kept with the value,
+    so its id cannot pass to another); called as it is outside."""
+    @functools.wraps(fn)
+    def wrapper(res, *args, **kw):
+        if _REUSE is None:
+            return fn(res, *args, **kw)
+        key = (fn.__qualname__, id(res), args, tuple(sorted(kw.items())))
+        if key not in _REUSE:
+            _REUSE[key] = (res, fn(res, *args, **kw))
+        return _REUSE[key][1]
+    return wrapper
 
 
 @dataclass(frozen=True)

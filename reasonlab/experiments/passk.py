@@ -37,7 +37,7 @@ from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, opening, reading, register
+from . import Experiment, opening, reading, register, reused
 from .thresholds import THRESHOLDS as TH
 
 NS = POOL_NS + (128, 256)
@@ -102,6 +102,7 @@ def out_of_reach(r: dict) -> np.ndarray:
     return probs_of(r, "start") < NEVER
 
 
+@reused
 def sharpened(r: dict) -> np.ndarray:
     """The start sharpened to RL's pass@1: every test problem's p with its odds multiplied by one constant c, found
     by bisection on log c so that the mean p over the seed's test draw equals RL's (what RL would give if it only

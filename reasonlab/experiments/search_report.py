@@ -13,7 +13,7 @@ from ..io.report import log_x, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
 from ..tasks import Task
-from . import opening, reading, task_of
+from . import opening, reading, reused, task_of
 
 FIRST = "first_error_auroc"
 """the verifiers' step AUROC the page leads with: on the steps up to each output's first error (verifier_quality)"""
@@ -30,6 +30,7 @@ def cell(res: dict, name: str, N, split: str = "test") -> dict | None:
     return d.get(int(N), d.get(str(N)))      # int keys once read back from the store, str when fresh
 
 
+@reused
 def per_problem(res: dict, name: str, N, split: str = "test", k: int | None = None):
     """(correct (P,), generated tokens (P,), verifier tokens (P,), FLOPs (P,)) of one strategy, k = one k or all."""
     c = cell(res, name, N, split)
@@ -46,6 +47,7 @@ def strategies(res: dict) -> list[tuple[str, int]]:
     return [(name, int(N)) for name, d in res["strategies"].items() for N in d["test"]]
 
 
+@reused
 def compute_optimal(res: dict, targets=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), oracle: bool = False) -> list[dict]:
     """Snell et al.'s compute-optimal strategy per k against the best single strategy, at matched accuracy.
 
@@ -64,16 +66,17 @@ def compute_optimal(res: dict, targets=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), or
             continue
         row = {"name": name, "N": N}
         for split in ("val", "test"):
-            row[split] = {k: per_problem(res, name, N, split, k) for k in ks}
+            whole, at = per_problem(res, name, N, split), np.array(res["k"][split])   # unpacked once, cut per k
+            row[split] = {k: tuple(a[at == k] for a in whole) for k in ks}
         pts.append(row)
 
+    # (candidates, problems at k) per split and k: correct, and generated + verifier tokens
+    grid = {split: {k: (np.stack([p[split][k][0] for p in pts]), np.stack([p[split][k][1] + p[split][k][2] for p in pts]))
+                    for k in ks} for split in ("val", "test")}
+
     def means(split, rows=None):                # (acc, cost) per k: arrays over the candidates
-        out = {}
-        for k in ks:
-            r = slice(None) if rows is None else rows[k]
-            out[k] = (np.array([p[split][k][0][r].mean() for p in pts]),
-                      np.array([(p[split][k][1] + p[split][k][2])[r].mean() for p in pts]))
-        return out
+        r = {k: slice(None) for k in ks} if rows is None else rows
+        return {k: (grid[split][k][0][:, r[k]].mean(1), grid[split][k][1][:, r[k]].mean(1)) for k in ks}
 
     n_val = {k: len(pts[0]["val"][k][0]) for k in ks}
     halves = [{k: np.arange(n_val[k]) % 2 == h for k in ks} for h in (0, 1)]
