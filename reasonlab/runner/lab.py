@@ -180,18 +180,26 @@ def render(group: str, results: list[dict], out: str, judged: list[dict] = ()) -
              .replace("\n", f" (task {task})\n", 1), head) for md, head in secs]
 
 
-def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
+def experiment_claims(name: str, rs: list[dict], config=None) -> list[dict]:
     """One experiment's claims over its per-seed results, each with its experiment's name, its task and its kind,
-    judged (findings.judge: the primary against the design's room from `config`, every claim gated by its
-    premises). An experiment whose claims declare no kind has its first claim as its primary."""
-    e = X.get(name)
-    task = getattr(config, "task", "digits")
-    fs = e.claims(rs)
+    not yet judged. An experiment whose claims declare no kind has its first claim as its primary."""
+    fs = X.get(name).claims(rs)
     if not any("kind" in f for f in fs):
         fs = [{**f, "kind": findings.PRIMARY if i == 0 else findings.SECONDARY} for i, f in enumerate(fs)]
-    fs = [{**f, "experiment": name, "task": task, "kind": findings.kind_of(f),
-           "primary": findings.kind_of(f) == findings.PRIMARY} for f in fs]
-    return findings.judge(fs, e.room(config) if e.room is not None and config is not None else None)
+    return [{**f, "experiment": name, "task": getattr(config, "task", "digits"), "kind": findings.kind_of(f),
+             "primary": findings.kind_of(f) == findings.PRIMARY} for f in fs]
+
+
+def room_of(name: str, config) -> tuple[float, float] | None:
+    """The range the experiment's design lets its primary's statistic reach, from its config (None: not given)."""
+    e = X.get(name)
+    return e.room(config) if e.room is not None and config is not None else None
+
+
+def experiment_findings(name: str, rs: list[dict], config=None) -> list[dict]:
+    """One experiment's claims (experiment_claims), judged: findings.judge, the primary against the design's room
+    from `config` (room_of), every claim gated by its premises."""
+    return findings.judge(experiment_claims(name, rs, config), room_of(name, config))
 
 
 def lab_findings(results: dict, config_of: Callable | None = None, placebo: dict | None = None) -> list[dict]:

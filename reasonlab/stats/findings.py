@@ -149,8 +149,10 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
     for at_most): a claim that cannot pass, or cannot fail, whatever the data is untestable (`out_of_room`).
     untestable: a reason known before the run (the statistic has no variance by construction)."""
     thr = threshold.value if isinstance(threshold, Threshold) else float(threshold)
-    m, ci = seed_interval(per_seed)
     sign = ">" if test is greater else "<="
+    if _DRAW is not None:
+        per_seed = _DRAW(thr, sign, per_seed)
+    m, ci = seed_interval(per_seed)
     verdict = test(ci, thr)
     why = untestable if untestable is not None else None if room is None else out_of_room(room, thr, sign)
     if room is not None:
@@ -163,6 +165,22 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
         detail["source"] = threshold.source
     return finding(section, claim, statistic, m, ci, per_seed, f"{sign} {thr:g}", verdict,
                    p=p_value(per_seed, thr, sign), **detail)
+
+
+_DRAW = None
+"""while a null simulation runs (`drawn`): draw(threshold, sign, per_seed) -> the per-seed values judged instead"""
+
+
+@contextlib.contextmanager
+def drawn(draw):
+    """The null simulation's entry into the experiments' own claims: while active, every `seed_check` judges
+    draw(threshold, sign, its per-seed values) in their place (runner.null draws them at the claim's threshold)."""
+    global _DRAW
+    before, _DRAW = _DRAW, draw
+    try:
+        yield
+    finally:
+        _DRAW = before
 
 
 def negative(what: str, statistic: str, per_seed, threshold: float | Threshold, test=greater) -> dict:
