@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from ..core.config import Bound, Count, Every, NTest, NTest0, Seed, Steps, Temperature, flag
+from ..core.config import Bound, Count, Every, NTest, NTest0, Positive, Seed, Steps, Temperature, flag
 from ..runner.config import LabConfig, SweepConfig
 from ..tasks import get, load_file
 from ..train.config import RLConfig
@@ -94,7 +94,7 @@ class Pretrain:
     """our recipe or the spec's"""
     steps: tuple[Steps, ...] | None = None
     """steps per phase (a gated phase: the most)"""
-    learning_rate: float | None = None
+    learning_rate: Positive | None = None
     """peak learning rate (default: the recipe's)"""
     batch: int | None = None
     """sequences per step (default: the recipe's)"""

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
-from ..core.config import Count, NTest, Steps
+from ..core.config import Count, NonNegative, NTest, Positive, Steps
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import sample_pool
@@ -54,9 +54,9 @@ class Config:
     """greedy test problems per k (the seed's own test draw)"""
     n_val: Count = 300
     """selection problems per k from the val part, on which the control picks its format per k"""
-    learning_rate: float = 1e-4
+    learning_rate: Positive = 1e-4
     """Adam learning rate of every run"""
-    beta: float = 0.04
+    beta: NonNegative = 0.04
     """KL weight to the base model (0: none)"""
 
     def validate(self) -> None:
@@ -64,8 +64,6 @@ class Config:
         if bad or not self.methods:
             raise ValueError(f"adaptive: methods must be among {', '.join(METHODS)} or {CONTROL}"
                              + (f", got {bad[0]!r}" if bad else ""))
-        if not self.learning_rate > 0 or self.beta < 0:
-            raise ValueError(f"adaptive: learning_rate must be > 0 and beta >= 0, got learning_rate {self.learning_rate:g}, beta {self.beta:g}")
 
 
 def point(model: GPT, problems, force=None) -> dict:

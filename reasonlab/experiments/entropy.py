@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from .. import tasks
-from ..core.config import Count, Every, Steps
+from ..core.config import Count, Every, NonNegative, Positive, Steps
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import SPECIAL_ID, output_logits
@@ -64,13 +64,13 @@ class Config:
     """probe the policy every N steps"""
     n_probe: Count = 50
     """test problems per k in the probe set (the seed's own test draw)"""
-    learning_rate: float = 3e-4
+    learning_rate: Positive = 3e-4
     """Adam rate of every arm (above the lab's RL default, so that the format mix moves within the run)"""
-    num_iterations: int = 4
+    num_iterations: Count = 4
     """updates per batch of samples, so that the ratio leaves 1 and the clip can bite"""
-    epsilon_high: float = 0.28
+    epsilon_high: Positive = 0.28
     """clip-higher's upper clip (DAPO's value; GRPO's is epsilon = 0.2: the placebo)"""
-    entropy_coef: float = 5e-3
+    entropy_coef: NonNegative = 5e-3
     """the entropy bonus arm's coefficient (Cui et al.'s stable value)"""
 
     def validate(self) -> None:

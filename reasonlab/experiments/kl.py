@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from .. import tasks
-from ..core.config import Count, Every, NTest, Steps
+from ..core.config import Count, Every, NonNegative, NTest, Steps
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import generate_n, output_logits
@@ -55,9 +55,9 @@ class Config:
     """RL steps per run"""
     algos: tuple[str, ...] = ("grpo", "dr_grpo", "dapo", "reinforce_baseline")
     """algorithms on the frontier (each with the k3 term at every beta)"""
-    betas: tuple[float, ...] = (0.0, 0.04, 0.2, 1.0)
+    betas: tuple[NonNegative, ...] = (0.0, 0.04, 0.2, 1.0)
     """KL weights swept"""
-    probe_beta: float = 0.04
+    probe_beta: NonNegative = 0.04
     """the GRPO run whose estimators and gradients are probed along the way (one of betas)"""
     estimator: Literal["k1", "k2", "k3", "exact"] = "k3"
     """the KL term in the probed run's loss, whose expected gradient the primary sets against the KL's (k3:

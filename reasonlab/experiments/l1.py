@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Literal, get_args
 
 from .. import tasks
-from ..core.config import Count, Every, NTest, Steps, Steps0
+from ..core.config import Count, Every, NTest, Steps, Steps0, check_numbers
 from ..core.problems import as_task, test_problems
 from ..io.report import chance_level
 from ..methods import budget
@@ -108,11 +108,11 @@ class Config(L1Fields):
 
 
 def check_training(cfg, what: str) -> None:
-    """The GRPO and warm-start settings that l1 and l1_recipe share (alpha = 0: a reward blind to the budget)."""
+    """The GRPO and warm-start settings that l1 and l1_recipe share (alpha = 0: a reward blind to the budget): the
+    bounds their types carry, and a group of at least two samples."""
+    check_numbers(cfg, what)
     if cfg.prompts_per_step < 1 or cfg.num_generations < 2:
         raise ValueError(f"{what}: prompts_per_step >= 1 and num_generations >= 2 (GRPO needs a group)")
-    if cfg.sft_steps < 0 or cfg.alpha < 0 or cfg.beta < 0 or cfg.learning_rate <= 0 or cfg.sft_learning_rate <= 0:
-        raise ValueError(f"{what}: sft_steps >= 0, alpha >= 0, beta >= 0 and learning rates > 0")
 
 
 def placebo(cfg: Config) -> Config:

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import tasks
 from ..core.config import NS as POOL_NS
-from ..core.config import Count, NTest, Steps0
+from ..core.config import Count, NonNegative, NTest, Steps0
 from ..core.exact import pass_exact, right_probs
 from ..core.problems import test_problems
 from ..io.report import band, md_table, plt, save
@@ -58,7 +58,7 @@ class Config:
     """GRPO steps from the start (0: the placebo, the RL arm is the start)"""
     n_test: NTest = 200
     """test problems per k (the seed's own test draw)"""
-    beta: float = 0.04
+    beta: NonNegative = 0.04
     """GRPO's KL weight (Yue et al. train without KL; 0 reproduces that)"""
     pass_n: Count = 256
     """N of the primary's pass@N (one of NS)"""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..core.config import Count, Every, NTest, Steps, Temperature
+from ..core.config import Count, Every, NonNegative, NTest, Positive, Steps, Temperature
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.problems import as_task, problems_per_k, test_problems
@@ -56,17 +56,17 @@ class Config:
     """probe problems per k, drawn per seed from the val part"""
     n_test: NTest = 500
     """greedy test problems per k for the final evaluation (the seed's own test draw)"""
-    learning_rate: float | None = None
+    learning_rate: Positive | None = None
     """Adam learning rate of every algorithm; None: the preset's"""
-    beta: float | None = None
+    beta: NonNegative | None = None
     """KL weight to the base model of every algorithm; None: the preset's"""
-    epsilon: float | None = None
+    epsilon: Positive | None = None
     """the ratio's clip of every clipped algorithm; None: the preset's"""
-    num_iterations: int | None = None
+    num_iterations: Count | None = None
     """updates on each batch of samples; None: the preset's"""
-    prompts_per_step: int | None = None
+    prompts_per_step: Count | None = None
     """problems per RL step; None: the preset's"""
-    num_generations: int | None = None
+    num_generations: Count | None = None
     """samples per problem (the group); None: the preset's"""
     temperature: Temperature | None = None
     """sampling temperature of the rollouts; None: the preset's"""

@@ -6,7 +6,18 @@ import math
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from ..core.config import STEPS_MAX, Count, Seed, Steps, Temperature, check_choices, check_numbers
+from ..core.config import (
+    STEPS_MAX,
+    Count,
+    Fraction,
+    NonNegative,
+    Positive,
+    Seed,
+    Steps,
+    Temperature,
+    check_choices,
+    check_numbers,
+)
 
 
 @dataclass
@@ -32,11 +43,11 @@ class StarConfig:
     """train on the kept data of all rounds so far rather than the last round's"""
     steps: Steps = 300
     """fine-tuning steps in round 1"""
-    growth: float = 1.2
+    growth: Positive = 1.2
     """fine-tuning steps grow by this factor each round (STaR: +20 %)"""
-    learning_rate: float = 1e-3
+    learning_rate: Positive = 1e-3
     """fine-tuning learning rate (warmup 30 steps, cosine)"""
-    fixed_frac: float = 0.8
+    fixed_frac: Fraction = 0.8
     """share of each batch drawn from the kept data; the rest are fresh problems in `mix`"""
     mix: tuple[float, float, float] = (0.5, 0.3, 0.2)
     """A / S / T mix of the fresh problems: the base's own pre-training mix (few-chains start: (1, 0, 0), so no
@@ -55,8 +66,6 @@ class StarConfig:
         for name in ("rounds", "problems", "samples", "cap", "steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid STaR config: {name} must be >= 1")
-        if not 0.0 < self.fixed_frac <= 1.0 or self.temperature < 0 or self.growth <= 0:
-            raise ValueError("invalid STaR config: fixed_frac in (0, 1], temperature >= 0, growth > 0")
         log_last = math.log(self.steps) + (self.rounds - 1) * math.log(self.growth)    # no float overflow
         if log_last > math.log(STEPS_MAX):
             raise ValueError(f"invalid STaR config: steps {self.steps} x growth {self.growth:g} ^ (rounds "
@@ -87,14 +96,14 @@ class VerifierConfig:
     """the thinker's sampling temperature, for the training outputs and the Math-Shepherd rollouts"""
     rollouts: int = 8
     """prm-mc: completions M sampled from each step's prefix (Math-Shepherd uses N = 8)"""
-    mc_share: float = 1.0
+    mc_share: Fraction = 1.0
     """prm-mc: share of the training outputs that get rollout labels (rollouts cost M generations per step; 1: the
     same data as the oracle-label PRM, so the two compare label quality at equal data)"""
     steps: Steps = 300
     """AdamW steps"""
     batch: int = 64
     """sequences per step (128 gives the same held-out step AUROC at more training time)"""
-    learning_rate: float = 1e-3
+    learning_rate: Positive = 1e-3
     """peak learning rate (warmup 20 steps, cosine to 0.1 x); 3e-3 overfits"""
     head: Literal["token", "scalar"] = "token"
     """token: the head scores the token a step writes from the state before it (one logit per vocabulary entry,
@@ -119,8 +128,8 @@ class VerifierConfig:
         for name in ("rollouts", "batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"invalid verifier config: {name} must be >= 1")
-        if self.learning_rate <= 0 or self.temperature <= 0 or not 0 < self.mc_share <= 1:
-            raise ValueError("invalid verifier config: learning_rate > 0, temperature > 0, mc_share in (0, 1]")
+        if self.temperature <= 0:
+            raise ValueError("invalid verifier config: temperature must be > 0 (its training outputs are sampled)")
 
 
 @dataclass
@@ -132,16 +141,16 @@ class L1Fields:
     """problems per GRPO step (each with its own budget and prompt kind)"""
     num_generations: int = 8
     """samples per problem (the group)"""
-    learning_rate: float = 1e-4
+    learning_rate: Positive = 1e-4
     """GRPO's Adam learning rate"""
-    beta: float = 0.04
+    beta: NonNegative = 0.04
     """KL weight to the model each GRPO stage starts from"""
-    alpha: float = 0.25
+    alpha: NonNegative = 0.25
     """L1's length weight per chain step (both rewards): one step off the budget costs Exact 0.25; 0: the reward
     ignores the budget (l1's control arm, and its placebo's second arm, trained on draws of its own)"""
     delta: float = 0.5
     """L1-Max's offset: a chain exactly at the budget earns half the reward, one step under it three quarters"""
-    sft_learning_rate: float = 3e-3
+    sft_learning_rate: Positive = 3e-3
     """peak learning rate of the warm start"""
 
     def l1_fields(self) -> dict:

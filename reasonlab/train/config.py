@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..core.config import Every, Seed, Steps, Temperature, check_choices, check_numbers
+from ..core.config import Every, NonNegative, Positive, Seed, Steps, Temperature, check_choices, check_numbers
 from ..tasks import get
 
 Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
@@ -26,18 +26,18 @@ class RLConfig:
     """problems per step"""
     num_generations: int = 8
     """completions per problem: the group (TRL's num_generations; the spec's `group`)"""
-    learning_rate: float = 3e-5
+    learning_rate: Positive = 3e-5
     """Adam learning rate, constant"""
-    beta: float = 0.04
+    beta: NonNegative = 0.04
     """KL penalty weight; 0 skips the reference model entirely"""
-    entropy_coef: float = 0.0
+    entropy_coef: NonNegative = 0.0
     """entropy bonus: the loss term -entropy_coef * H(pi(.|prefix)) per token, exact over the vocabulary (Cui et al.
     2025, arXiv 2505.22617: 1e-4 and 1e-3 did little, 5e-3 was stable but no better, 1e-2 made entropy explode)"""
     kl_estimator: Literal["k1", "k2", "k3", "exact"] = "k3"
     """per-token KL in the loss: k1 = log pi/pi_ref, k2 = (log ratio)^2 / 2, k3 = r - log r - 1 (DeepSeekMath), exact = full-vocabulary KL"""
-    epsilon: float = 0.2
+    epsilon: Positive = 0.2
     """lower clip: the ratio is clipped to [1 - epsilon, 1 + epsilon_high]"""
-    epsilon_high: float | None = None
+    epsilon_high: Positive | None = None
     """upper clip (DAPO's clip-higher: 0.28); None means epsilon"""
     clip: bool = True
     """use the PPO clipped ratio; False gives the plain policy gradient -A * log pi (REINFORCE)"""
@@ -115,12 +115,6 @@ class RLConfig:
         for name in ("steps", "prompts_per_step", "num_generations", "num_iterations"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 bad(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not self.learning_rate > 0 or not math.isfinite(self.learning_rate):
-            bad(f"learning_rate must be positive, got {self.learning_rate}")
-        if self.beta < 0 or self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high <= 0):
-            bad("beta must be >= 0 and epsilon, epsilon_high > 0")
-        if not 0 <= self.entropy_coef < math.inf:
-            bad(f"entropy_coef must be finite and >= 0, got {self.entropy_coef}")
         if self.temperature <= 0:
             bad("temperature must be > 0 for sampling rollouts")
         if self.advantage in ("group", "rloo") and self.num_generations < 2:

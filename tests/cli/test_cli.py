@@ -216,7 +216,7 @@ def test_sweep_help_lists_the_experiments_own_fields(capsys):
         with pytest.raises(SystemExit):
             main(["sweep", name, "--help"])
         shown[name] = capsys.readouterr().out.split(f"fields of {name}'s config that --grid and --set may name:")[1]
-    assert "probe_beta (float; default 0.04)" in shown["kl"] and "probe_beta" not in shown["rl"]
+    assert "probe_beta (float, >= 0; default 0.04)" in shown["kl"] and "probe_beta" not in shown["rl"]
     assert "treatment (one of grpo," in shown["rl"] and shown["rl"] != shown["kl"]
     assert "n_test (int, 1 to 25,000; default 50)" in shown["kl"] and "probe_every (int, >= 0; default 5)" in shown["kl"]
     with pytest.raises(SystemExit):

@@ -2,6 +2,7 @@
 and its config's checks."""
 import pytest
 
+from reasonlab import experiments as X
 from reasonlab.core import problems as P
 from reasonlab.core.problems import part_of
 from reasonlab.experiments import adaptive as E
@@ -43,9 +44,10 @@ def test_config_defaults_and_checks():
     E.Config(methods=METHODS).validate()
     E.Config(methods=("fixed_per_k",)).validate()
     for bad, match in ((dict(methods=("nope",)), "got 'nope'"), (dict(methods=()), "must be among"),
-                       (dict(learning_rate=0.0), "learning_rate must be > 0"), (dict(beta=-1.0), "beta >= 0")):
+                       (dict(learning_rate=0.0), "learning_rate must be > 0, got 0.0"),
+                       (dict(beta=-1.0), "beta must be >= 0, got -1.0")):
         with pytest.raises(ValueError, match=match):
-            E.Config(**bad).validate()
+            X.get("adaptive").validate(E.Config(**bad))        # the bounds sit in the fields' types
 
 
 KS = (2, 3)

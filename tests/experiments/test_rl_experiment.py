@@ -170,7 +170,7 @@ def test_overrides_reach_every_algorithm_and_stay_in_the_result(monkeypatch):
     (dict(algos=()), "must be among"),
     (dict(num_iterations=2), "reinforce: invalid RL config: clip=False"),          # REINFORCE takes one update
     (dict(algos=("grpo",), num_generations=1), "grpo: invalid RL config"),
-    (dict(algos=("grpo",), learning_rate=-1.0), "learning_rate must be positive"),
+    (dict(algos=("grpo",), learning_rate=-1.0), "learning_rate must be > 0"),
     (dict(eval_every=0), "eval_every must be in 1..steps"),
 ])
 def test_overrides_a_preset_cannot_take_are_one_line_errors(values, match):
