@@ -71,7 +71,7 @@ def reused(fn):
     def wrapper(res, *args, **kw):
         if _REUSE is None:
             return fn(res, *args, **kw)
-        key = (fn.__qualname__, id(res), args, tuple(sorted(kw.items())))
+        key = (fn, id(res), args, tuple(sorted(kw.items())))
         if key not in _REUSE:
             _REUSE[key] = (res, fn(res, *args, **kw))
         return _REUSE[key][1]

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
-from ..core.config import Count, NonNegative, NTest, Positive, Steps
+from ..core.config import Count, NonNegative, NTest, Positive, Steps, check_numbers
 from ..core.evaluate import evaluate
 from ..core.model import GPT
 from ..core.pool import sample_pool
@@ -60,6 +60,7 @@ class Config:
     """KL weight to the base model (0: none)"""
 
     def validate(self) -> None:
+        check_numbers(self, "adaptive")
         bad = [m for m in self.methods if m not in (*METHODS, CONTROL)]
         if bad or not self.methods:
             raise ValueError(f"adaptive: methods must be among {', '.join(METHODS)} or {CONTROL}"

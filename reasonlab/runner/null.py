@@ -7,7 +7,9 @@ thresholds and tests, the parts of a two-part claim, rooms, premises and `requir
 claim's seed count, and the spread of its per-seed values on the run (the scale of the draws; `FLAT_SD` where the run
 had none). What it draws: inside `claims()`, every `seed_check` judges values drawn at its threshold
 (`findings.drawn`) in place of the run's: the seed-to-seed deviations of a shape (`stats.null.seed_spread`: normal,
-skewed, bimodal, censored), turned so that a long tail lies on the side that would make the claim hold. Each premise
+skewed, bimodal, censored), turned as for a "greater" claim there (most seeds a little on the claim's side, the
+long tail against it) and mirrored for an "at most" one. A two-part claim has both parts at their thresholds (it
+then holds about 2.5 % squared of the time); its worst case, one part true, is its other part's kind's rate. Each premise
 is taken to hold (the worst case: no gate hides a claim); each primary is floored by a placebo drawn alike at as many
 seeds (none where the experiment's placebo is flat by design, as in the lab); Holm corrects over the family the
 registry declares for the run (`lab.family`).
@@ -110,7 +112,8 @@ def simulate(out: str, labs: int, shape: str = "normal", seed: int = 0) -> dict:
     """`labs` simulated labs over the run at `out`: per claim kind, the false holds (a primary before Holm, as its
     own level), the number of claims and trials, the worst claim; the family-wise rate of the primaries after Holm
     (any primary holds; and any of those floored by a placebo).
-    A claim untestable by its design (room, declared), or with no evidence on the run, is never drawn: left out."""
+    A claim untestable by its design (room, declared: the premises hold here), or with no evidence on the run, is
+    left out."""
     results, cfg = finished(out)
     placebos = primary_spreads(results, cfg)
     rng = np.random.default_rng(seed)
@@ -121,7 +124,7 @@ def simulate(out: str, labs: int, shape: str = "normal", seed: int = 0) -> dict:
         for _ in range(labs):
             fs = one_lab(results, cfg, shape, rng, placebos)
             for f in fs:
-                if f["kind"] == PREMISE or f["value"] is None or (f["verdict"] == UNTESTABLE and "ungated" not in f):
+                if f["kind"] == PREMISE or f["value"] is None or f["verdict"] == UNTESTABLE:
                     continue
                 key = (f["experiment"], f["task"], f["claim"])
                 kinds[key] = kind(f)
