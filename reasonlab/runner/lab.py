@@ -215,13 +215,7 @@ def lab_findings(results: dict, config_of: Callable | None = None, placebo: dict
         fs = experiment_findings(exp, results[group]["results"], config)
         spread = (placebo or {}).get(group, {}).get("per_seed")
         out += [{**(findings.floored(f, spread) if f["primary"] else f), "task": task} for f in fs]
-    return findings.holm(out, family=family(results))
-
-
-def family(results: dict) -> int:
-    """How many primaries the lab asks: one per (experiment that declares a primary, task) it ran. An experiment
-    declares one by having a placebo (`Experiment.placebo`); the others are demonstrations."""
-    return sum(X.get(split_group(g)[0]).placebo is not None for g in results)
+    return findings.holm(out, family=pilot.family(results))
 
 
 def _primary(fs: list[dict], group: str) -> dict | None:
@@ -408,11 +402,11 @@ level give the power of that test, the minimum detectable effect (MDE) at 80 % a
 treatment or a known-biased alternative in the treatment's place: measured and judged as the primary is where the
 design has one, else what it gives by definition.
 
-{primaries_table(fs, list(results), placebo, family(results))}
+{primaries_table(fs, list(results), placebo, pilot.family(results))}
 
 {placebo_rate(placebo)}
 
-Per task (Holm over the {family(results)} primaries of this run: every experiment with a primary on every task, a
+Per task (Holm over the {pilot.family(results)} primaries of this run: every experiment with a primary on every task, a
 family fixed by the lab's config before the run); a lesson replicates where it holds on two tasks or more.
 
 {chr(10).join(findings.by_task(fs))}

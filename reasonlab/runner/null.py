@@ -12,7 +12,7 @@ long tail against it) and mirrored for an "at most" one. A two-part claim has bo
 then holds about 2.5 % squared of the time); its worst case, one part true, is its other part's kind's rate. Each premise
 is taken to hold (the worst case: no gate hides a claim); each primary is floored by a placebo drawn alike at as many
 seeds (none where the experiment's placebo is flat by design, as in the lab); Holm corrects over the family the
-registry declares for the run (`lab.family`).
+registry declares for the run (`pilot.family`).
 
 `python -m reasonlab.runner.null --out results/lab --labs 200 --shape skewed` prints the rate of false holds per
 claim kind (primary or secondary; greater than 0, greater than a margin, at most, both parts) with its Monte-Carlo
@@ -33,7 +33,7 @@ from .. import experiments as X
 from ..stats import findings
 from ..stats.findings import ALPHA, HOLDS, PREMISE, PRIMARY, TOL, UNTESTABLE
 from ..stats.null import seed_spread
-from . import lab
+from . import lab, pilot
 from .config import LabConfig, split_group
 
 FLAT_SD = 0.01
@@ -66,9 +66,8 @@ def kind(f: dict) -> str:
 
 def spread(per_seed) -> tuple[int, float]:
     """(seeds, the sd the draws take) of a claim's per-seed values on the run."""
-    x = np.asarray([v for v in per_seed if v is not None], float)
-    sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
-    return max(len(x), 2), sd if sd > TOL else FLAT_SD
+    n, sd = pilot.spread(per_seed)
+    return max(n, 2), sd if sd > TOL else FLAT_SD
 
 
 def primary_spreads(results: dict, cfg: LabConfig) -> dict[str, tuple[int, float]]:
@@ -105,7 +104,7 @@ def one_lab(results: dict, cfg: LabConfig, shape: str, rng: np.random.Generator,
                 if f["primary"] and not X.get(exp).placebo_flat and group in placebos:
                     f = findings.floored(f, list(deviations(*placebos[group])))
                 out.append({**f, "task": task, "held_alone": f["verdict"] == HOLDS})
-    return findings.holm(out, family=lab.family(results))
+    return findings.holm(out, family=pilot.family(results))
 
 
 def simulate(out: str, labs: int, shape: str = "normal", seed: int = 0) -> dict:
@@ -140,7 +139,7 @@ def simulate(out: str, labs: int, shape: str = "normal", seed: int = 0) -> dict:
         rows[k] = {"claims": len(keys), "trials": n, "rate": h / n, "se": _se(h / n, n),
                    "worst": {"claim": " / ".join(worst), "rate": held[worst] / labs, "se": _se(held[worst] / labs, labs)}}
     r, rf = familywise / labs, floored / labs
-    return {"shape": shape, "labs": labs, "kinds": rows, "family": lab.family(results),
+    return {"shape": shape, "labs": labs, "kinds": rows, "family": pilot.family(results),
             "familywise": {"rate": r, "se": _se(r, labs)}, "familywise_floored": {"rate": rf, "se": _se(rf, labs)}}
 
 

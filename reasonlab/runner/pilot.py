@@ -25,6 +25,12 @@ def primaries(path: str) -> dict[str, dict]:
         return {}
 
 
+def family(groups) -> int:
+    """How many primaries a lab over these store groups asks: one per (experiment that declares a primary, task). An
+    experiment declares one by having a placebo (`Experiment.placebo`); the others are demonstrations."""
+    return sum(X.get(split_group(g)[0]).placebo is not None for g in groups)
+
+
 def placebo_verdicts(out: str) -> dict[str, dict]:
     """{group: its primary finding} of the placebo lab stored beside this run (<out>/placebo/findings.json,
     `reasonlab lab --placebo`), if there is one."""
@@ -80,7 +86,7 @@ def power_seeds(cfg: LabConfig) -> dict[str, int]:
     placebo lab and the lab beside it plan the same seeds, whatever seeds the placebo has run since."""
     pilots = primaries(os.path.join(cfg.out, "findings.json")) if cfg.placebo else placebo_verdicts(cfg.out)
     runs = [g for g, _ in cfg.runs()]
-    alpha = findings.ALPHA / max(sum(X.get(split_group(g)[0]).placebo is not None for g in runs), 1)
+    alpha = findings.ALPHA / max(family(runs), 1)
     need: dict[str, list] = {}
     for group in runs:
         exp = split_group(group)[0]

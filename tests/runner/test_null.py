@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from reasonlab import experiments as X
-from reasonlab.runner import lab, null
+from reasonlab.runner import lab, null, pilot
 from reasonlab.stats import findings
 from reasonlab.stats.findings import HOLDS, PREMISE
 
@@ -39,7 +39,7 @@ def test_one_simulated_lab_asks_the_family_the_registry_declares(run):
     results, cfg = run
     fs = null.one_lab(results, cfg, "normal", np.random.default_rng(0), null.primary_spreads(results, cfg))
     primaries = [f for f in fs if f["primary"]]
-    assert len(primaries) == lab.family(results) == 52
+    assert len(primaries) == pilot.family(results) == 52
     assert all("p_holm" in f for f in primaries if f.get("p") is not None)
     assert sum("floor" in f for f in primaries) >= 30        # the placebos with a spread floor their primaries
 
