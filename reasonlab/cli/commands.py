@@ -7,19 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from ..core.config import Bound, Count, Every, NTest, NTest0, Positive, Seed, Steps, Temperature, flag
+from ..core.config import Bound, Count, Every, NTest, NTest0, Positive, Seed, Steps, Temperature
 from ..runner.config import LabConfig, SweepConfig
 from ..tasks import get, load_file
 from ..train.config import RLConfig
 
 ReportTo = Literal["none", "tensorboard"]
-
-
-def positive(obj, *names: str) -> None:
-    for n in names:
-        v = getattr(obj, n)
-        if v is not None and not v > 0:
-            raise ValueError(f"{flag(n)} must be positive, got {v}")
 
 
 def known_task(obj) -> None:
@@ -96,7 +89,7 @@ class Pretrain:
     """steps per phase (a gated phase: the most)"""
     learning_rate: Positive | None = None
     """peak learning rate (default: the recipe's)"""
-    batch: int | None = None
+    batch: Count | None = None
     """sequences per step (default: the recipe's)"""
     name: str | None = None
     """cache name (default base-seed<seed>)"""
@@ -109,7 +102,6 @@ class Pretrain:
 
     def validate(self) -> None:
         known_task(self)
-        positive(self, "learning_rate", "batch")
 
 
 @dataclass

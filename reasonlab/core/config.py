@@ -122,6 +122,8 @@ class Bound:
     zero_ok: bool = False
     strict: bool = False
     """lo itself is out: lo < x"""
+    below: bool = False
+    """hi itself is out: x < hi"""
 
     def problem(self, x) -> str | None:
         if self.zero_ok and x == 0:
@@ -129,7 +131,7 @@ class Bound:
         if x < self.lo or (self.strict and x <= self.lo):
             return (self.under or ("must be > {lo:g}, got {x}" if self.strict else "must be positive, got {x}"
                                    if self.lo == 1 else "must be >= {lo:g}, got {x}")).format(x=x, lo=self.lo, hi=self.hi)
-        if self.hi is not None and x > self.hi:
+        if self.hi is not None and (x > self.hi or (self.below and x >= self.hi)):
             return self.over.format(x=x, lo=self.lo, hi=self.hi)
         return None
 
@@ -137,7 +139,8 @@ class Bound:
         """The bounds as help shows them: ">= 1", "1 to 25,000", "0 or 0.001 to 1,000"."""
         num = lambda v: f"{int(v):,}" if float(v).is_integer() else f"{v:g}"     # noqa: E731
         low = f"> {num(self.lo)}" if self.strict else f">= {num(self.lo)}"
-        span = low if self.hi is None else f"{low} and <= {num(self.hi)}" if self.strict else \
+        high = f"{'<' if self.below else '<='} {num(self.hi)}" if self.hi is not None else ""
+        span = low if self.hi is None else f"{low} and {high}" if self.strict or self.below else \
             f"{num(self.lo)} to {num(self.hi)}"
         return f"0 or {span}" if self.zero_ok else span
 
@@ -159,12 +162,19 @@ Seed = typing.Annotated[int, Bound(0, SEED_MAX, "must be in {lo}..{hi}, got {x}"
 _GREEDY_OR = "must be 0 (greedy) or in {lo:g}..{hi:g}, got {x:g}"
 Temperature = typing.Annotated[float, Bound(TEMPERATURE[0], TEMPERATURE[1], _GREEDY_OR, _GREEDY_OR, zero_ok=True)]
 """a sampling temperature: 0 (greedy) or one whose logits stay finite"""
+Sampled = typing.Annotated[float, Bound(TEMPERATURE[0], TEMPERATURE[1], "must be at most {hi:g}, got {x:g}",
+                                         "must be in {lo:g}..{hi:g} (it samples: 0, greedy, is out), got {x:g}")]
+"""a sampling temperature where the method needs samples that differ (search, a verifier's training outputs)"""
 Positive = typing.Annotated[float, Bound(0, strict=True)]
 """a number that must be above 0: a learning rate, a clip range, a growth factor"""
 NonNegative = typing.Annotated[float, Bound(0)]
 """a weight in a loss or a reward (a KL weight, a length weight, an entropy bonus): 0 for none"""
 Fraction = typing.Annotated[float, Bound(0, 1, strict=True)]
 """a share of the data that must hold some: above 0, at most 1"""
+Probability = typing.Annotated[float, Bound(0, 1, "must be < 1, got {x}", strict=True, below=True)]
+"""a probability strictly between 0 and 1 (a cut-off on outputs' probability)"""
+Count0 = typing.Annotated[int, Bound(0)]
+"""a count where 0 means none"""
 
 
 @functools.cache

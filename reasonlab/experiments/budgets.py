@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
-from ..core.config import NTest
+from ..core.config import Count, Count0, NTest
 from ..core.problems import test_problems
 from ..io.report import TOKEN_COLOR, chance_level, md_table, plt, save
 from ..methods import tts
@@ -44,11 +44,11 @@ class Config:
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     n_test: NTest = 200
     """test problems per k (this seed's own draw; digits' k = 2 has 25, k = 3 250)"""
-    extend: int = 1
+    extend: Count0 = 1
     """the primary's forcing: states the chain must write past its natural end (T: k) before it may answer
     (s1's "Wait", appended once per step); 0: no forcing, on a second erring thinker made on a stream of its own
     (the placebo: an independent replicate of the control; with wait_on base, the same model: no spread)"""
-    shown: tuple[int, ...] = (2, 3, 4)
+    shown: tuple[Count, ...] = (2, 3, 4)
     """further forcings shown beside the primary's (steps past the natural end)"""
     wait_on: Literal["erring", "base"] = "erring"
     """the model the primary forces past its end: the erring thinker (its chains err: headroom for Wait to help), or
@@ -56,10 +56,6 @@ class Config:
     chain: Literal["S", "T"] = "S"
     """the chain forced past its end: S (the erring thinker's forced S errs on about a third of the problems), or T
     (its full chain is right nearly everywhere in some seeds: too little headroom; docs/findings_moved.md)"""
-
-    def validate(self) -> None:
-        if self.extend < 0 or any(w < 1 for w in self.shown):
-            raise ValueError(f"extend must be >= 0 and shown >= 1, got extend {self.extend}, shown {self.shown}")
 
 
 def past_the_end(model, probs: list[Problem], wait: int, fmt: str = "T") -> dict:

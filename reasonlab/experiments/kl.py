@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from .. import tasks
-from ..core.config import Count, Every, NonNegative, NTest, Steps
+from ..core.config import Count, Every, NonNegative, NTest, Probability, Steps
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import generate_n, output_logits
@@ -68,11 +68,11 @@ class Config:
     """test prompts per k (the seed's draw) on which the policy samples the probed prefixes"""
     n_test: NTest = 50
     """test problems per k (the seed's draw) for accuracy and the KL at the end"""
-    kl_samples: int = 4
+    kl_samples: Count = 4
     """outputs sampled per problem for the Rao-Blackwellised sequence KL"""
     n_seq: Count = 3
     """test prompts per k whose outputs are enumerated for the sequence KL's gradient (at the probed run's end)"""
-    seq_eps: float = 1e-4
+    seq_eps: Probability = 1e-4
     """outputs less likely than this are left out of the enumeration (their total probability is reported)"""
 
     def validate(self) -> None:
@@ -81,8 +81,6 @@ class Config:
         if self.probe_beta not in self.betas:
             raise ValueError(f"probe_beta must be one of betas {', '.join(f'{b:g}' for b in self.betas)} (got "
                              f"{self.probe_beta:g}): the probed run is one of the frontier's, set betas to include it")
-        if self.n_seq < 1 or not 0 < self.seq_eps < 1:
-            raise ValueError("n_seq must be >= 1 and seq_eps in (0, 1)")
 
 
 def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator) -> dict:

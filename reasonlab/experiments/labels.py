@@ -62,15 +62,11 @@ class Config:
     """test problems per k (one sampled S chain each; every step before the answer is labelled)"""
     n_train: Count = 200
     """training problems per k for each PRM (two S chains each, from the verifiers' training part of the space)"""
-    best_of: int = 16
+    best_of: Count = 16
     """S samples per test problem that each PRM scores (step AUROC, best-of-N) and majority voting reads"""
     treatment: Literal["prm", "prm-mc"] = "prm"
     """the labels of the treatment PRM ("exact"): the rule's, up to the first error ("prm"), or Math-Shepherd's at 8
     rollouts ("prm-mc"), the control's own, trained again on draws of its own (the primary's placebo)"""
-
-    def validate(self) -> None:
-        if self.best_of < 1:
-            raise ValueError(f"best_of must be >= 1, got {self.best_of}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .. import tasks
-from ..core.config import NS, Count, NTest, Temperature
+from ..core.config import NS, Count, NTest, Sampled
 from ..core.pool import sample_pool
 from ..core.problems import problems_per_k, test_problems
 from ..io.pack import pack_bits, pack_ints
@@ -66,7 +66,7 @@ class Config:
     """largest N (a power of two up to 64); N runs over 1, 2, 4, ... up to it"""
     width: int = 4
     """M, the beam width (expansions per beam per step) of beam search and DVTS (min(M, N) where N < M)"""
-    temperature: Temperature = 1.0
+    temperature: Sampled = 1.0
     """sampling temperature of every method"""
     agg: Literal["last", "min", "prod"] = "min"
     """how an output's step scores become one score, in every method (search-and-learn's agg_strategy; its default
@@ -89,8 +89,6 @@ class Config:
             raise ValueError(f"invalid n_max {self.n_max}: use one of {', '.join(map(str, NS))}")
         if self.width < 1 or self.width & (self.width - 1):
             raise ValueError(f"invalid width {self.width}: a power of two >= 1")
-        if self.temperature <= 0:
-            raise ValueError("temperature must be > 0 (search samples)")
         for v in self.verifiers:
             if v not in KINDS:
                 raise ValueError(f"unknown verifier {v!r}: use {', '.join(KINDS)}")

@@ -12,6 +12,7 @@ from ..core.config import (
     Fraction,
     NonNegative,
     Positive,
+    Sampled,
     Seed,
     Steps,
     Temperature,
@@ -92,16 +93,16 @@ class VerifierConfig:
     """share of the training problems sampled with each format"""
     samples: Count = 2
     """outputs sampled per training problem (temperature below): chains that err in different places"""
-    temperature: Temperature = 1.0
+    temperature: Sampled = 1.0
     """the thinker's sampling temperature, for the training outputs and the Math-Shepherd rollouts"""
-    rollouts: int = 8
+    rollouts: Count = 8
     """prm-mc: completions M sampled from each step's prefix (Math-Shepherd uses N = 8)"""
     mc_share: Fraction = 1.0
     """prm-mc: share of the training outputs that get rollout labels (rollouts cost M generations per step; 1: the
     same data as the oracle-label PRM, so the two compare label quality at equal data)"""
     steps: Steps = 300
     """AdamW steps"""
-    batch: int = 64
+    batch: Count = 64
     """sequences per step (128 gives the same held-out step AUROC at more training time)"""
     learning_rate: Positive = 1e-3
     """peak learning rate (warmup 20 steps, cosine to 0.1 x); 3e-3 overfits"""
@@ -125,11 +126,6 @@ class VerifierConfig:
         if len(self.formats) != len(self.format_weights) or any(f not in ("A", "S", "T") for f in self.formats):
             raise ValueError("invalid verifier formats: A, S or T, one weight each")
         check_numbers(self, "verifier")              # n_train, samples, steps: the bounds in their types
-        for name in ("rollouts", "batch"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"invalid verifier config: {name} must be >= 1")
-        if self.temperature <= 0:
-            raise ValueError("invalid verifier config: temperature must be > 0 (its training outputs are sampled)")
 
 
 @dataclass

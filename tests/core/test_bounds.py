@@ -9,8 +9,9 @@ import pytest
 from reasonlab.core import config as C
 from tests.test_names import package_dataclasses
 
-BOUNDED_NAMES = re.compile(r"^(n_\w+|\w+_n|steps|\w+_steps|rounds|problems|samples|seeds?|problem_seed|temperature"
-                           r"|\w+_every|n_layers|n_heads)$")
+BOUNDED_NAMES = re.compile(r"^(n_\w+|\w+_n|steps|\w+_steps|rounds|problems|\w*samples|seeds?|problem_seed|temperature"
+                           r"|\w+_every|n_layers|n_heads|\w+_draws|best_of|batch|rollouts|\w+_eps|\w*learning_rate"
+                           r"|beta|epsilon\w*|\w+_coef)$")
 RECORDS = {"reasonlab.tasks.records.Verdict", "reasonlab.core.pool.Pool"}
 """results, not configs: nothing sets them from a command line"""
 
@@ -36,10 +37,20 @@ def test_every_count_seed_step_and_temperature_field_carries_a_bound():
     (C.Steps, 10**8, "= 100,000,000 is more than 10,000,000"), (C.Steps0, -1, "must be >= 0, got -1"),
     (C.Seed, 2**32, "must be in 0..4294967295, got 4294967296"), (C.Every, -2, "must be >= 0, got -2"),
     (C.Temperature, 1e-9, "must be 0 (greedy) or in 0.001..1000, got 1e-09"), (C.Temperature, 0.0, None),
-    (C.NTest, 25_000, None), (C.Steps0, 0, None)])
+    (C.NTest, 25_000, None), (C.Steps0, 0, None),
+    (C.Sampled, 0.0, "must be in 0.001..1000 (it samples: 0, greedy, is out), got 0"), (C.Sampled, 1.0, None),
+    (C.Probability, 1.0, "must be < 1, got 1.0"), (C.Probability, 0.0, "must be > 0, got 0.0"),
+    (C.Probability, 1e-4, None), (C.Count0, -1, "must be >= 0, got -1"), (C.Count0, 0, None)])
 def test_a_bound_says_what_is_wrong(alias, value, said):
     (bound,) = alias.__metadata__
     assert bound.problem(value) == said
+
+
+@pytest.mark.parametrize("alias, text", [(C.Count, ">= 1"), (C.NTest, "1 to 25,000"), (C.Positive, "> 0"),
+                                         (C.Fraction, "> 0 and <= 1"), (C.Probability, "> 0 and < 1"),
+                                         (C.Temperature, "0 or 0.001 to 1,000"), (C.Sampled, "0.001 to 1,000")])
+def test_help_shows_a_bound_as_it_is_checked(alias, text):
+    assert alias.__metadata__[0].text() == text
 
 
 def test_check_numbers_reads_the_bound_inside_optional_and_tuple_fields():

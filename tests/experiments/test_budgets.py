@@ -105,8 +105,8 @@ def test_config_refuses_more_problems_than_k5_has_and_negative_forcing():
     with pytest.raises(ValueError, match="n_test must be at most 25,000"):
         X.get("budgets").validate(budgets.Config(n_test=N_TEST_MAX + 1))
     assert len(problems.test_problems(N_TEST_MAX, "budgets", 0, ks=[5])) == N_TEST_MAX   # k = 5's test part holds them
-    for bad in (dict(extend=-1), dict(shown=(0,))):
-        with pytest.raises(ValueError, match="extend must be >= 0"):
+    for bad, said in ((dict(extend=-1), "extend must be >= 0, got -1"), (dict(shown=(2, 0)), "shown must be positive")):
+        with pytest.raises(ValueError, match=said):
             X.get("budgets").validate(replace(budgets.Config(), **bad))
 
 
