@@ -71,28 +71,36 @@ def t_quantile(p: float, df: int) -> float:
     return (lo + hi) / 2
 
 
+def moments(values) -> tuple[int, float, float]:
+    """(n, mean, sample sd with ddof 1) of per-seed values, bit for bit as numpy's mean and std give them (the same
+    reductions), without their per-call overhead: the null simulation judges a million five-seed claims."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    m = np.add.reduce(x) / n
+    d = x - m
+    return n, float(m), (math.sqrt(np.add.reduce(d * d) / (n - 1)) if n > 1 else math.nan)
+
+
 def seed_interval(values) -> tuple[float, tuple[float, float]]:
     """Mean over seeds and its 95 % t interval ((-inf, inf) from one seed; a point when every seed agrees)."""
-    x = np.asarray(values, dtype=float)
-    m = float(x.mean())
-    if len(x) < 2:
+    n, m, sd = moments(values)
+    if n < 2:
         return m, (-math.inf, math.inf)
-    h = t_quantile(1 - ALPHA, len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    h = t_quantile(1 - ALPHA, n - 1) * sd / math.sqrt(n)
     return m, (m - h, m + h)
 
 
 def p_value(values, thr: float, direction: str = ">") -> float:
     """One-sided p of the t test over seeds against "the claim is false": mean <= thr (direction ">"), or
     mean > thr (direction "<=")."""
-    x = np.asarray(values, dtype=float)
-    if len(x) < 2:
+    n, m, sd = moments(values)
+    if n < 2:
         return 1.0
-    d = float(x.mean()) - thr
-    sd = float(x.std(ddof=1))
+    d = m - thr
     if sd <= TOL:
         return 0.0 if (d > TOL if direction == ">" else d <= TOL) else 1.0
-    t = d / (sd / math.sqrt(len(x)))
-    return 1 - t_cdf(t, len(x) - 1) if direction == ">" else t_cdf(t, len(x) - 1)
+    t = d / (sd / math.sqrt(n))
+    return 1 - t_cdf(t, n - 1) if direction == ">" else t_cdf(t, n - 1)
 
 
 def greater(ci, thr: float) -> str:
@@ -208,12 +216,12 @@ def floored(f: dict, pilot) -> dict:
     parts = f.get("threshold", "").split()
     if len(pilot) < 2 or len(x) < 2 or len(parts) < 2 or parts[0] not in (">", "<=") or f.get("value") is None:
         return f
-    s_pilot = float(np.std(pilot, ddof=1))
+    s_pilot = moments(pilot)[2]
     if s_pilot <= TOL:
         return f
     sign, thr = parts[0], float(parts[1])
-    n, df = len(x), len(x) - 1 + len(pilot) - 1
-    m, s = float(np.mean(x)), max(float(np.std(x, ddof=1)), s_pilot)
+    n, m, s = moments(x)
+    df, s = n - 1 + len(pilot) - 1, max(s, s_pilot)
     h = t_quantile(1 - ALPHA, df) * s / math.sqrt(n)
     t = (m - thr) / (s / math.sqrt(n))
     p = 1 - t_cdf(t, df) if sign == ">" else t_cdf(t, df)

@@ -24,6 +24,16 @@ def test_seed_interval_is_students_t():
     assert findings.seed_check("x", "c", "s", [0.5], 0.0)["verdict"] == findings.UNSURE
 
 
+def test_moments_are_numpys_mean_and_std_bit_for_bit():
+    """The verdicts read the same bits as numpy's mean and std(ddof=1) would give: committed findings stay equal."""
+    rng = np.random.default_rng(0)
+    for n in range(2, 25):
+        for scale in (1e-6, 1.0, 1e3):
+            x = list(rng.normal(0.3, scale, n))
+            assert findings.moments(x) == (n, float(np.mean(x)), float(np.std(x, ddof=1))), (n, scale)
+    assert findings.moments([0.5])[:2] == (1, 0.5)
+
+
 def test_t_distribution_is_exact():
     for df, q975 in ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (9, 2.262), (30, 2.042)):
         assert findings.t_cdf(q975, df) == pytest.approx(0.975, abs=2e-5) and findings.t_quantile(0.975, df) == pytest.approx(q975, abs=1e-3)
