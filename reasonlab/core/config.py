@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import inspect
 import math
+import numbers
 import os
 import textwrap
 import types
@@ -191,24 +192,39 @@ def bounds(cls) -> dict[str, Bound]:
     return out
 
 
+@functools.cache
+def integers(cls) -> frozenset[str]:
+    """The fields whose type is an integer (a bounded one too; also inside Optional and tuple[..., ...])."""
+    out = set()
+    for name, tp in typing.get_type_hints(cls, include_extras=True).items():
+        tp = _unwrap(tp)[0]
+        if typing.get_origin(tp) is tuple:
+            tp = typing.get_args(tp)[0]
+        if getattr(tp, "__origin__", tp) is int:
+            out.add(name)
+    return frozenset(out)
+
+
 def check_numbers(obj, what: str, flags: bool = False) -> None:
-    """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite, and
-    each field's Bound where its type carries one (nested configs too). flags: name a field as its command-line flag
-    (the command line's check)."""
-    limits = bounds(type(obj))
+    """The bounds every config obeys, whichever way its values came (flags, TOML, --set, code): floats finite, an
+    integer field an integer, and each field's Bound where its type carries one (nested configs too). flags: name a
+    field as its command-line flag (the command line's check)."""
+    limits, ints = bounds(type(obj)), integers(type(obj))
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
         if dataclasses.is_dataclass(v):
             check_numbers(v, what, flags)
             continue
-        bad = _bound(v, limits.get(f.name))
+        bad = _bound(v, limits.get(f.name), f.name in ints)
         if bad:
             raise ValueError(f"{flag(f.name)} {bad}" if flags else f"invalid {what} config: {f.name} {bad}")
 
 
-def _bound(v, limit: Bound | None) -> str | None:
+def _bound(v, limit: Bound | None, integer: bool = False) -> str | None:
     """What is wrong with one field's value (each item of a tuple), or None."""
     for x in (v if isinstance(v, (tuple, list)) else (v,)):
+        if integer and x is not None and (isinstance(x, bool) or not isinstance(x, numbers.Integral)):
+            return f"must be an integer, got {x!r}"
         if isinstance(x, float) and not math.isfinite(x):
             return f"must be a finite number, got {x}"
         if isinstance(x, bool) or not isinstance(x, (int, float)) or limit is None:

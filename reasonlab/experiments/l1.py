@@ -111,8 +111,8 @@ def check_training(cfg, what: str) -> None:
     """The GRPO and warm-start settings that l1 and l1_recipe share (alpha = 0: a reward blind to the budget): the
     bounds their types carry, and a group of at least two samples."""
     check_numbers(cfg, what)
-    if cfg.prompts_per_step < 1 or cfg.num_generations < 2:
-        raise ValueError(f"{what}: prompts_per_step >= 1 and num_generations >= 2 (GRPO needs a group)")
+    if cfg.num_generations < 2:
+        raise ValueError(f"{what}: num_generations must be >= 2 (GRPO needs a group), got {cfg.num_generations}")
 
 
 def placebo(cfg: Config) -> Config:

@@ -133,9 +133,9 @@ class L1Fields:
     """L1's training as this lab runs it (Aggarwal & Welleck 2025: GRPO on its length rewards, an SFT warm start),
     declared once: the l1 and l1_recipe experiments' configs inherit these fields and methods.budget's training
     takes them as its defaults."""
-    prompts_per_step: int = 16
+    prompts_per_step: Count = 16
     """problems per GRPO step (each with its own budget and prompt kind)"""
-    num_generations: int = 8
+    num_generations: Count = 8
     """samples per problem (the group)"""
     learning_rate: Positive = 1e-4
     """GRPO's Adam learning rate"""

@@ -36,6 +36,8 @@ from typing import Any, Callable, Literal
 
 from tqdm import tqdm
 
+from ..core.config import Count, Count0, check_numbers
+
 EXECUTORS = ("local", "ray")
 
 
@@ -43,23 +45,20 @@ EXECUTORS = ("local", "ray")
 class ExecConfig:
     executor: Literal["local", "ray"] = "local"
     """local: this process (workers = 1) or a process pool; ray: Ray tasks, on a local instance or a cluster"""
-    workers: int = 1
+    workers: Count = 1
     """local: processes in the pool (1 = run in this process; `reasonlab lab` defaults to one per CPU); ray without an
     address: CPUs of the local instance (1: all of this machine's)"""
     ray_address: str | None = None
     """join this Ray cluster (e.g. auto, or ray://head:10001); None starts a local instance"""
-    retries: int = 1
+    retries: Count0 = 1
     """extra attempts for a unit that raised or whose worker died; after that it is reported as failed"""
-    threads: int = 0
+    threads: Count0 = 0
     """torch threads per unit in pool and Ray workers (0: CPUs // workers locally, the task's CPUs on Ray)"""
 
     def validate(self) -> None:
         if self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}: choose from {', '.join(EXECUTORS)}")
-        if not isinstance(self.workers, int) or self.workers < 1:
-            raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
-        if self.retries < 0 or self.threads < 0:
-            raise ValueError("retries and threads must be >= 0")
+        check_numbers(self, "execution")               # workers, retries, threads: the bounds in their types
         if self.ray_address and self.executor != "ray":
             raise ValueError("--ray-address needs --executor ray")
         if self.executor == "ray":

@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..core.config import Every, NonNegative, Positive, Seed, Steps, Temperature, check_choices, check_numbers
+from ..core.config import Count, Every, NonNegative, Positive, Sampled, Seed, Steps, check_choices, check_numbers
 from ..tasks import get
 
 Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
@@ -22,9 +22,9 @@ class RLConfig:
     """name of the preset the other fields came from (grpo, dr_grpo, dapo, rloo, reinforce, reinforce_baseline, gspo)"""
     steps: Steps = 100
     """optimizer rounds (each: sample, verify, num_iterations updates)"""
-    prompts_per_step: int = 16
+    prompts_per_step: Count = 16
     """problems per step"""
-    num_generations: int = 8
+    num_generations: Count = 8
     """completions per problem: the group (TRL's num_generations; the spec's `group`)"""
     learning_rate: Positive = 3e-5
     """Adam learning rate, constant"""
@@ -41,7 +41,7 @@ class RLConfig:
     """upper clip (DAPO's clip-higher: 0.28); None means epsilon"""
     clip: bool = True
     """use the PPO clipped ratio; False gives the plain policy gradient -A * log pi (REINFORCE)"""
-    num_iterations: int = 2
+    num_iterations: Count = 2
     """updates on each batch of samples (the spec's `inner`); the first has ratio exactly 1"""
     advantage: Literal["group", "rloo", "none"] = "group"
     """baseline: group = r - mean(group) (GRPO), rloo = r - mean(others) (RLOO), none = raw reward (REINFORCE)"""
@@ -55,7 +55,7 @@ class RLConfig:
     """DAPO: drop groups whose rewards all agree (no signal) and sample new problems in their place"""
     max_resample: int = 4
     """cap on extra sampling rounds per step when dynamic_sampling is on"""
-    temperature: Temperature = 1.0
+    temperature: Sampled = 1.0
     """sampling temperature of the rollouts"""
     force_direct: float = 0.0
     """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
@@ -112,11 +112,6 @@ class RLConfig:
             raise ValueError(f"invalid RL config: {msg}")
         check_choices(self, "RL")
         check_numbers(self, "RL")
-        for name in ("steps", "prompts_per_step", "num_generations", "num_iterations"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                bad(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if self.temperature <= 0:
-            bad("temperature must be > 0 for sampling rollouts")
         if self.advantage in ("group", "rloo") and self.num_generations < 2:
             bad(f"advantage={self.advantage!r} needs num_generations >= 2 (a group baseline of one sample is the sample)")
         if self.scale_rewards == "group" and self.num_generations < 2:

@@ -4,6 +4,7 @@ import dataclasses
 import re
 import typing
 
+import numpy as np
 import pytest
 
 from reasonlab.core import config as C
@@ -11,7 +12,7 @@ from tests.test_names import package_dataclasses
 
 BOUNDED_NAMES = re.compile(r"^(n_\w+|\w+_n|steps|\w+_steps|rounds|problems|\w*samples|seeds?|problem_seed|temperature"
                            r"|\w+_every|n_layers|n_heads|\w+_draws|best_of|batch|rollouts|\w+_eps|\w*learning_rate"
-                           r"|beta|epsilon\w*|\w+_coef)$")
+                           r"|beta|epsilon\w*|\w+_coef|prompts_per_step|num_generations|num_iterations|workers|retries|threads)$")
 RECORDS = {"reasonlab.tasks.records.Verdict", "reasonlab.core.pool.Pool"}
 """results, not configs: nothing sets them from a command line"""
 
@@ -60,7 +61,10 @@ def test_check_numbers_reads_the_bound_inside_optional_and_tuple_fields():
         k: C.Count | None = None
         rate: float = 0.5
     C.check_numbers(Cfg(), "toy")
+    C.check_numbers(Cfg(seeds=(np.int64(3),), k=np.int64(2), rate=1), "toy")     # numpy's integers are integers
     for bad, said in ((Cfg(seeds=(0, -1)), "seeds must be in 0.."), (Cfg(k=0), "k must be positive"),
-                      (Cfg(rate=float("nan")), "rate must be a finite number")):
+                      (Cfg(rate=float("nan")), "rate must be a finite number"),
+                      (Cfg(k=2.0), "k must be an integer, got 2.0"), (Cfg(seeds=(0, "1")), "seeds must be an integer"),
+                      (Cfg(k=True), "k must be an integer, got True")):
         with pytest.raises(ValueError, match=said):
             C.check_numbers(bad, "toy")
