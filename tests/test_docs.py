@@ -1,10 +1,14 @@
 """Every step the README and docs/*.md show works as written: each `reasonlab` command of their code blocks passes
 the real command's parsing and checks (flags, choices, bounds, each config's validate); the cheap ones (eval,
-sample, export) run as written; the README's sample and API block and hf.md's snippet give what the pages show."""
+sample, export) run as written; the README's sample and API block and hf.md's snippet give what the pages show; in
+the slow suite each page's commands and python lines (its scripts, its pytest) run in the page's order."""
 import glob
+import importlib.util
 import os
 import re
 import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -41,8 +45,8 @@ def literal(line: str) -> list[list[str]]:
 
 
 def documented() -> list[tuple[str, list[str]]]:
-    """(where, argv) of every reasonlab command in the pages' code blocks ("$ " prompts and # comments dropped,
-    continuation lines joined)."""
+    """(where, argv) of every reasonlab command (argv without "reasonlab") and every python line (argv from "python")
+    in the pages' code blocks, in page order ("$ " prompts and # comments dropped, continuation lines joined)."""
     found = []
     for page in PAGES:
         if os.path.basename(page) in SKIP_PAGES:
@@ -63,16 +67,32 @@ def documented() -> list[tuple[str, list[str]]]:
                 if ln.startswith("reasonlab "):
                     for cmd in literal(ln):
                         found.append((f"{os.path.basename(page)}: {shlex.join(cmd)}", cmd[1:]))
+                elif ln.startswith("python "):
+                    cmd = shlex.split(re.sub(r"\s+#\s.*$", "", ln))
+                    found.append((f"{os.path.basename(page)}: {shlex.join(cmd)}", cmd))
     return found
 
 
-COMMANDS = documented()
+STEPS = documented()
+COMMANDS = [(w, a) for w, a in STEPS if a[0] != "python"]
+SCRIPTS = [(w, a) for w, a in STEPS if a[0] == "python"]
 
 
 def test_the_pages_show_commands():
     pages = {where.split(":")[0] for where, _ in COMMANDS}
     assert {"README.md", "hf.md", "methods.md", "scale-out.md", "your_idea.md", "your_task.md"} <= pages
     assert len(COMMANDS) >= 30
+
+
+def test_every_documented_python_line_names_a_file_or_module_that_exists():
+    """The python lines the pages show (run in order with the page's commands in the slow suite): a script of the
+    repository, `-m` a module, or `-c` code."""
+    assert {w.split(":")[0] for w, _ in SCRIPTS} >= {"methods.md", "your_idea.md", "your_task.md"}
+    for where, argv in SCRIPTS:
+        if argv[1] == "-m":
+            assert importlib.util.find_spec(argv[2]), where
+        elif argv[1] != "-c":
+            assert os.path.isfile(os.path.join(ROOT, argv[1])), where
 
 
 def forget_user_files() -> None:
@@ -185,13 +205,25 @@ def small(argv: list[str]) -> list[str]:
     return out
 
 
-PAGES_RUN = sorted({w.split(":")[0] for w, _ in COMMANDS})
+PAGES_RUN = sorted({w.split(":")[0] for w, _ in STEPS})
+
+
+def run_python(where: str, argv: list[str], here) -> None:
+    """A page's python line as the reader runs it: a script of the repository (benchmarks/, scripts/) from the
+    directory the page's commands wrote to, `-m pytest` inside the repository, as the page says."""
+    for d in ("benchmarks", "scripts"):
+        if not os.path.exists(here / d):
+            os.symlink(os.path.join(ROOT, d), here / d)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    cwd = ROOT if argv[1:3] == ["-m", "pytest"] else here
+    r = subprocess.run([sys.executable, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (where, r.stdout[-1000:], r.stderr[-2000:])
 
 
 @pytest.mark.slow      # every page's commands in order at small size: minutes
 @pytest.mark.parametrize("page", PAGES_RUN)
 def test_every_documented_command_runs_at_small_size(page, tmp_path, monkeypatch, capsys, registries):
-    """Each page's commands run in the page's order in one directory (a step reads what an earlier one wrote, as
+    """Each page's commands and python lines run in the page's order in one directory (a step reads what an earlier one wrote, as
     the reader's would), at small size (`small`); the model the page's TRL or verl step trains is stood in for by the
     exported one (out/trained: the base model as exported)."""
     pytest.importorskip("transformers")
@@ -199,7 +231,11 @@ def test_every_documented_command_runs_at_small_size(page, tmp_path, monkeypatch
     (tmp_path / "README.md").write_text(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read())
     os.symlink(os.path.join(ROOT, "results"), tmp_path / "results")        # `findings readme` reads the run
     ran = []
-    for where, argv in (c for c in COMMANDS if c[0].startswith(page + ":")):
+    for where, argv in (c for c in STEPS if c[0].startswith(page + ":")):
+        if argv[0] == "python":
+            run_python(where, argv, tmp_path)
+            ran.append(where)
+            continue
         if NEEDS_A_CLUSTER in argv:
             continue
         if argv[:2] == ["import", "hf"] and not os.path.exists(argv[2]):     # what the page's trainer wrote
