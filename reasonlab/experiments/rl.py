@@ -165,10 +165,15 @@ def steps_to_solve(run: dict) -> float:
     return run["solved"]["step"] if run["solved"] else run["steps"]
 
 
+def iterations(run: dict) -> int:
+    """A stored run's updates on each batch, from its algorithm's preset and its overrides: GRPO makes two,
+    REINFORCE one."""
+    return RLConfig.preset(run["algo"], **run.get("overrides", {})).num_iterations
+
+
 def updates_to_solve(run: dict) -> float:
-    """Optimizer updates to greedy accuracy 0.99 (steps x the algorithm's updates per step): GRPO makes two
-    updates on each batch, REINFORCE one."""
-    return steps_to_solve(run) * RLConfig.preset(run["algo"], **run.get("overrides", {})).num_iterations
+    """Optimizer updates to greedy accuracy 0.99 (steps x the algorithm's updates per step)."""
+    return steps_to_solve(run) * iterations(run)
 
 
 def room(cfg: Config) -> tuple[float, float]:
@@ -190,8 +195,7 @@ def rl_faster(rl: list[dict], fast: str, slow: str, claim: str, **detail) -> dic
         return {**missing(SECTION, claim, f"needs {fast} and {slow} in the RL experiment", **detail),
                 "threshold": f"> {TH['rl.faster'].value:g}"}
     diff = [updates_to_solve(r[slow]) - updates_to_solve(r[fast]) for r in rl]
-    ones = all(RLConfig.preset(rl[0][a]["algo"], **rl[0][a].get("overrides", {})).num_iterations == 1
-               for a in (fast, slow))
+    ones = all(iterations(rl[0][a]) == 1 for a in (fast, slow))
     unit = "steps" if ones else "updates"
     return seed_check(SECTION, claim, f"{unit} to 0.99: {slow} - {fast} (unsolved: the run's length)", diff,
                       TH["rl.faster"], control=slow, **detail)
