@@ -28,10 +28,15 @@ def blocks(path: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.M | re.S)]
 
 
+def uncommented(line: str) -> str:
+    """A documented line without its trailing "# ..." comment."""
+    return re.sub(r"\s+#\s.*$", "", line)
+
+
 def literal(line: str) -> list[list[str]]:
     """The commands a documented line stands for: its comment and a synopsis's optional parts ([...]) left out, the
     first of each choice (a|b), alternatives written "cmd A | cmd B" split apart."""
-    line = re.sub(r"\s+#\s.*$", "", line)
+    line = uncommented(line)
     while re.search(r"\[[^\[\]]*\]", line):
         line = re.sub(r"\s*\[[^\[\]]*\]", "", line)
     out, cmd = [], []
@@ -68,7 +73,7 @@ def documented() -> list[tuple[str, list[str]]]:
                     for cmd in literal(ln):
                         found.append((f"{os.path.basename(page)}: {shlex.join(cmd)}", cmd[1:]))
                 elif ln.startswith("python "):
-                    cmd = shlex.split(re.sub(r"\s+#\s.*$", "", ln))
+                    cmd = shlex.split(uncommented(ln))
                     found.append((f"{os.path.basename(page)}: {shlex.join(cmd)}", cmd))
     return found
 
@@ -223,9 +228,9 @@ def run_python(where: str, argv: list[str], here) -> None:
 @pytest.mark.slow      # every page's commands in order at small size: minutes
 @pytest.mark.parametrize("page", PAGES_RUN)
 def test_every_documented_command_runs_at_small_size(page, tmp_path, monkeypatch, capsys, registries):
-    """Each page's commands and python lines run in the page's order in one directory (a step reads what an earlier one wrote, as
-    the reader's would), at small size (`small`); the model the page's TRL or verl step trains is stood in for by the
-    exported one (out/trained: the base model as exported)."""
+    """Each page's commands and python lines run in the page's order in one directory (a step reads what an earlier
+    one wrote, as the reader's would), at small size (`small`); the model the page's TRL or verl step trains is stood
+    in for by the exported one (out/trained: the base model as exported)."""
     pytest.importorskip("transformers")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "README.md").write_text(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read())

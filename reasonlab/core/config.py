@@ -179,13 +179,20 @@ Count0 = typing.Annotated[int, Bound(0)]
 
 
 @functools.cache
-def bounds(cls) -> dict[str, Bound]:
-    """{field: its Bound} for every field whose type carries one (also inside Optional and tuple[..., ...])."""
+def _items(cls) -> dict:
+    """{field: the type of its value, or of each item} with its metadata: inside Optional and tuple[..., ...]."""
     out = {}
     for name, tp in typing.get_type_hints(cls, include_extras=True).items():
         tp = _unwrap(tp)[0]
-        if typing.get_origin(tp) is tuple:
-            tp = typing.get_args(tp)[0]
+        out[name] = typing.get_args(tp)[0] if typing.get_origin(tp) is tuple else tp
+    return out
+
+
+@functools.cache
+def bounds(cls) -> dict[str, Bound]:
+    """{field: its Bound} for every field whose type carries one (also inside Optional and tuple[..., ...])."""
+    out = {}
+    for name, tp in _items(cls).items():
         found = [m for m in getattr(tp, "__metadata__", ()) if isinstance(m, Bound)]
         if found:
             out[name] = found[0]
@@ -195,14 +202,7 @@ def bounds(cls) -> dict[str, Bound]:
 @functools.cache
 def integers(cls) -> frozenset[str]:
     """The fields whose type is an integer (a bounded one too; also inside Optional and tuple[..., ...])."""
-    out = set()
-    for name, tp in typing.get_type_hints(cls, include_extras=True).items():
-        tp = _unwrap(tp)[0]
-        if typing.get_origin(tp) is tuple:
-            tp = typing.get_args(tp)[0]
-        if getattr(tp, "__origin__", tp) is int:
-            out.add(name)
-    return frozenset(out)
+    return frozenset(name for name, tp in _items(cls).items() if getattr(tp, "__origin__", tp) is int)
 
 
 def check_numbers(obj, what: str, flags: bool = False) -> None:
