@@ -56,12 +56,29 @@ def choices(cls) -> dict[str, tuple]:
     return out
 
 
+def item_choices(cls) -> dict[str, tuple]:
+    """{field: the values its items may take} for every tuple-of-Literal field (`algos: tuple[Algo, ...]`)."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        tp, _ = _unwrap(hints(cls)[f.name])
+        item = typing.get_args(tp)[0] if typing.get_origin(tp) is tuple and typing.get_args(tp) else None
+        if typing.get_origin(item) is typing.Literal:
+            out[f.name] = typing.get_args(item)
+    return out
+
+
 def check_choices(obj, what: str) -> None:
-    """Reject a Literal field holding another value, naming the field and the allowed values."""
+    """Reject a Literal field holding another value, or a tuple-of-Literal field an item of another value, naming
+    the field and the allowed values."""
     for name, ok in choices(type(obj)).items():
         if getattr(obj, name) not in ok:
             raise ValueError(f"invalid {what} config: {name}={getattr(obj, name)!r}, expected one of "
                              f"{', '.join(str(v) for v in ok)}")
+    for name, ok in item_choices(type(obj)).items():
+        for x in getattr(obj, name) or ():
+            if x not in ok:
+                raise ValueError(f"invalid {what} config: {name} may hold only {', '.join(str(v) for v in ok)}, "
+                                 f"got {x!r}")
 
 
 SEED_MAX = 2**32 - 1          # numpy's and torch's seeding take it; 2**70 overflows torch.manual_seed
@@ -176,6 +193,8 @@ Probability = typing.Annotated[float, Bound(0, 1, "must be < 1, got {x}", strict
 """a probability strictly between 0 and 1 (a cut-off on outputs' probability)"""
 Count0 = typing.Annotated[int, Bound(0)]
 """a count where 0 means none"""
+Share0 = typing.Annotated[float, Bound(0, 1, "must be < 1, got {x}", below=True)]
+"""a share of the samples that may be none but not all (rollouts forced to answer directly)"""
 
 
 @functools.cache

@@ -76,9 +76,8 @@ class Config:
         return {k: getattr(self, k) for k in OVERRIDES if getattr(self, k) is not None}
 
     def validate(self) -> None:
-        bad = [a for a in self.algos if a not in ALGOS]
-        if bad or not self.algos:
-            raise ValueError(f"rl: algos must be among {', '.join(ALGOS)}" + (f", got {bad[0]!r}" if bad else ""))
+        if not self.algos:
+            raise ValueError(f"rl: algos must be among {', '.join(ALGOS)}, at least one")
         if not 1 <= self.eval_every <= self.steps:
             raise ValueError(f"rl: eval_every must be in 1..steps ({self.steps}), got {self.eval_every}")
         for a in self.algos:                  # every algorithm's preset must take the overrides

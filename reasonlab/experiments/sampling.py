@@ -55,7 +55,7 @@ class Config:
     def validate(self) -> None:
         if self.n_max not in NS:
             raise ValueError(f"n_max must be one of {', '.join(map(str, NS))}, got {self.n_max}")
-        if not self.formats or len(set(self.formats)) < len(self.formats) or not set(self.formats) <= set(tts.FORCE):
+        if not self.formats or len(set(self.formats)) < len(self.formats):
             raise ValueError(f"formats must be distinct ones of {', '.join(tts.FORCE)}, got "
                              f"{' '.join(map(str, self.formats)) or 'none'}")
         if self.n_problems > N_MOST:

@@ -33,8 +33,8 @@ class Config:
 
     def validate(self) -> None:
         task = get(self.task)
-        if self.n_test < 1 or self.k not in task.ks():
-            raise ValueError(f"n_test must be positive and k in {task.k_min}..{task.k_max}")
+        if self.k not in task.ks():
+            raise ValueError(f"k must be in {task.k_min}..{task.k_max}, got {self.k}")
 
 
 def run(cfg: Config, seed: int, env) -> dict:

@@ -36,7 +36,7 @@ class StarConfig:
     filter: Literal["answer", "chain", "none"] = "answer"
     """answer: keep right answers in complete templates (STaR); chain: and every chain step checks (RFT's step
     check); none: every complete template, right or wrong (a control: fine-tuning on the model's own samples)"""
-    cap: int = 1
+    cap: Count = 1
     """at most this many distinct kept outputs per problem (ReST-EM caps at 10)"""
     restart: bool = True
     """fine-tune from the base model each round (STaR, ReST-EM) rather than from the last round's model"""
@@ -64,9 +64,6 @@ class StarConfig:
     def validate(self) -> None:
         check_choices(self, "STaR")
         check_numbers(self, "STaR")
-        for name in ("rounds", "problems", "samples", "cap", "steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"invalid STaR config: {name} must be >= 1")
         log_last = math.log(self.steps) + (self.rounds - 1) * math.log(self.growth)    # no float overflow
         if log_last > math.log(STEPS_MAX):
             raise ValueError(f"invalid STaR config: steps {self.steps} x growth {self.growth:g} ^ (rounds "

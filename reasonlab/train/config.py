@@ -1,11 +1,22 @@
 """The RL loop's config: torch-free, so that the command line can offer its fields without loading torch."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..core.config import Count, Every, NonNegative, Positive, Sampled, Seed, Steps, check_choices, check_numbers
+from ..core.config import (
+    Count,
+    Count0,
+    Every,
+    NonNegative,
+    Positive,
+    Sampled,
+    Seed,
+    Share0,
+    Steps,
+    check_choices,
+    check_numbers,
+)
 from ..tasks import get
 
 Algo = Literal["grpo", "dr_grpo", "dapo", "rloo", "reinforce", "reinforce_baseline", "gspo"]
@@ -53,20 +64,20 @@ class RLConfig:
     """token ratios (PPO/GRPO) or one sequence ratio exp(mean log ratio) per completion (GSPO)"""
     dynamic_sampling: bool = False
     """DAPO: drop groups whose rewards all agree (no signal) and sample new problems in their place"""
-    max_resample: int = 4
+    max_resample: Count0 = 4
     """cap on extra sampling rounds per step when dynamic_sampling is on"""
     temperature: Sampled = 1.0
     """sampling temperature of the rollouts"""
-    force_direct: float = 0.0
+    force_direct: Share0 = 0.0
     """share of each group's samples whose format token is forced to A (AdaptThink's forced no-thinking rollouts;
     here without its importance-sampling correction)"""
     forced_trains: Literal["all", "format", "answer"] = "all"
     """what the policy-gradient term takes from forced-direct rollouts: all their tokens, only the forced "A" (the
     format choice: is answering directly worth it on this problem?), or only the answer tokens (the format's
     reward signal then comes from the policy's own choices alone); the KL penalty still covers every token"""
-    grad_clip: float = 1.0
+    grad_clip: Positive = 1.0
     """max gradient norm"""
-    micro_batch: int = 0
+    micro_batch: Count0 = 0
     """completions per backward pass (0: all at once); the gradient does not depend on it"""
     seed: Seed = 0
     """seeds the problems and the sampling"""
@@ -130,13 +141,6 @@ class RLConfig:
         lo, hi = self.ks()
         if not task.k_min <= lo <= hi <= task.k_max:
             bad(f"k_range {self.k_range} must lie within {task.k_min}..{task.k_max} (task {task.name})")
-        for name in ("micro_batch", "max_resample", "log_every", "table_every", "checkpoint_every"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                bad(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
-        if not self.grad_clip > 0 or not math.isfinite(self.format_bonus):
-            bad("grad_clip must be > 0 and format_bonus finite")
-        if not 0.0 <= self.force_direct < 1.0:
-            bad(f"force_direct must be in [0, 1), got {self.force_direct}")
         if self.forced_trains != "all" and round(self.num_generations * self.force_direct) < 1:
             bad(f"forced_trains={self.forced_trains!r} needs force_direct > 0 with at least one forced rollout per "
                 f"group (num_generations * force_direct = {self.num_generations * self.force_direct:g})")

@@ -108,7 +108,7 @@ def test_the_model_train_writes_is_read_by_eval_sample_and_export(ckpt, tmp_path
     (["--num-generations", "1"], "num_generations"),
     (["--beta", "-1"], ">= 0"),
     (["--forced-trains", "format"], "force_direct > 0"),
-    (["--force-direct", "1.5"], "force_direct"),
+    (["--force-direct", "1.5"], "--force-direct must be < 1, got 1.5"),
 ])
 def test_train_bad_input(ckpt, tmp_path, extra, msg, capsys):
     assert main(["train", "--checkpoint", ckpt, "--out", str(tmp_path / "r"), "--steps", "1"] + extra) == 2
@@ -261,7 +261,7 @@ def test_every_command_prints_its_help():
     (["train", "--kl-estimator", "k9"], "invalid choice"),
     (["train", "--loss-type", "ppo"], "invalid choice"),
     (["train", "--k-range", "3"], "expected 2 arguments"),
-    (["train", "--max-resample", "-1"], "max_resample"),
+    (["train", "--max-resample", "-1"], "--max-resample must be >= 0, got -1"),
     (["lab", "--only", "nothing"], "unknown experiment"),
 ])
 def test_derived_flags_reject_bad_values(argv, msg, capsys, tmp_path):

@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 import pytest
 
+from reasonlab import experiments as X
 from reasonlab.core import problems as P
 from reasonlab.experiments import rl as E
 from reasonlab.stats import findings
@@ -175,7 +176,7 @@ def test_overrides_reach_every_algorithm_and_stay_in_the_result(monkeypatch):
 ])
 def test_overrides_a_preset_cannot_take_are_one_line_errors(values, match):
     with pytest.raises(ValueError, match=match) as e:
-        E.Config(**values).validate()
+        X.get("rl").validate(E.Config(**values))       # the registry's check: choices, bounds, then Config.validate
     assert "\n" not in str(e.value)
 
 

@@ -84,7 +84,7 @@ def test_a_demonstration_its_premise_and_its_frontier_secondary():
     ({"n_max": 3}, "n_max must be one of 1, 2, 4"),
     ({"formats": ()}, "formats must be distinct"),
     ({"formats": ("A", "A")}, "formats must be distinct"),
-    ({"formats": ("A", "Q")}, "formats must be distinct"),
+    ({"formats": ("A", "Q")}, "formats may hold only A, S, T, free, got 'Q'"),
     ({"n_problems": sampling.N_MOST + 1}, "n_problems must be at most 50,000"),
     ({"n_problems": 0}, "n_problems must be positive"),
 ])
