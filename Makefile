@@ -37,10 +37,12 @@ results: setup
 	$(VENV)/bin/reasonlab lab --all --tasks all --out results/lab --pack --power-seeds $(FRESH)
 	$(VENV)/bin/reasonlab findings readme
 
+# The default suite on two worker processes of one torch thread each (pytest-xdist; tests/conftest.py pins the
+# threads): two cores' worth of tests at once, where one process's two threads speed up little of it.
 test: setup
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow

@@ -1,10 +1,16 @@
+import os
 import random
+import shutil
 
 import pytest
 import torch
 
 from reasonlab.core.task import make_digits, prompt_ids
 from reasonlab.train.sft import build_model
+
+if os.environ.get("PYTEST_XDIST_WORKER"):    # pytest -n 2: two workers on two cores, one thread each (and their subprocesses)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)
@@ -32,11 +38,22 @@ def prompts():
 
 @pytest.fixture(scope="session")
 def quick_cache(tmp_path_factory):
-    """A model cache holding the lab's quick base model (seed 0), trained once per test session (~20 s)."""
+    """A model cache of this test process's own, holding the lab's quick base model of seed 0 (~20 s; a test that
+    needs another seed's trains it there). Under `pytest -n N` the workers train the quick base models of seeds 0 and
+    1 (most runs of the suite need both) once, into a cache they share, each starting with a different seed (the
+    cache's lock makes the others wait for it and load it), and copy them into their own caches."""
+    from reasonlab.train.sft import base_name
     from reasonlab.train.zoo import base_model
-    path = str(tmp_path_factory.mktemp("quick-cache"))
-    base_model(0, quick=True, cache=path, log=None)
-    return path
+    path, worker = tmp_path_factory.mktemp("quick-cache"), os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        base_model(0, quick=True, cache=str(path), log=None)
+        return str(path)
+    shared, first = tmp_path_factory.getbasetemp().parent / "quick-bases", int(worker.removeprefix("gw")) % 2
+    for seed in ((0, 1), (1, 0))[first]:
+        base_model(seed, quick=True, cache=str(shared), log=None)
+        for suffix in (".safetensors", ".json"):
+            shutil.copyfile(shared / (base_name(seed, quick=True) + suffix), path / (base_name(seed, quick=True) + suffix))
+    return str(path)
 
 
 @pytest.fixture

@@ -1,5 +1,4 @@
 """The lab: `reasonlab lab --quick` runs every experiment, writes a self-contained report, and resumes."""
-import contextlib
 import json
 import os
 import re
@@ -65,13 +64,16 @@ def test_report_html_is_self_contained(quick_lab):
     assert "<table>" in html and "http://" not in html and "https://" not in html
 
 
-def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_path):
+def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_path, monkeypatch):
+    """Which units run again (the report they feed is the rendering tests' subject: not drawn again here)."""
     cfg, _, _ = quick_lab
     out = str(tmp_path / "copy")
     shutil.copytree(cfg.out, out)
     os.remove(os.path.join(out, "rl", "seed0.json"))               # as if the lab was interrupted during RL
-    logs = []
+    logs, reported = [], []
+    monkeypatch.setattr(lab, "write_report", lambda out, results, *a, **kw: reported.append(sorted(results)) or {"html": "", "md": ""})
     lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache_dir=cfg.cache_dir), log=logs.append)
+    assert reported == [sorted(core())]                                 # every experiment's results, once
     reused = [line for line in logs if "reused" in line]
     assert len(reused) == len(core()) - 1 and not any("rl," in line for line in reused)
     assert any(line.startswith(f"[5/{len(core())}] rl, seed 0 ...") for line in logs)
@@ -116,10 +118,10 @@ def test_lab_cli_bad_input(capsys):
 
 
 def test_rendering_saved_results_is_byte_identical_and_runs_no_torch_op(quick_lab, tmp_path):
-    """The report is a function of the saved results: rendered twice from the files, here and in two forked
-    processes, every file is the same. And render_all forks processes from one whose torch may have started OpenMP
-    threads, which a forked child must not use (libgomp's pool does not survive fork): rendered here, the whole
-    report runs no torch op."""
+    """The report is a function of the saved results: rendered again here from the files, every file is the one the
+    lab wrote (its sections rendered by forked processes, one per CPU, on a machine of two CPUs or more). And
+    render_all forks processes from one whose torch may have started OpenMP threads, which a forked child must not
+    use (libgomp's pool does not survive fork): rendered here, the whole report runs no torch op."""
     import filecmp
 
     import torch
@@ -131,26 +133,23 @@ def test_rendering_saved_results_is_byte_identical_and_runs_no_torch_op(quick_la
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             ops.append(str(func))
             return func(*args, **(kwargs or {}))
-    outs = []
-    for name, workers in (("a", 1), ("b", 2)):
-        out = tmp_path / name
-        shutil.copytree(cfg.out, out)
-        for f in out.rglob("*"):
-            if f.suffix in (".png", ".md", ".html") or f.name == "findings.json":
-                f.unlink()
-        results = lab.load_results(str(out), (0,))
-        assert set(results) == set(core()) <= set(longest_first("render_cost"))
-        with Record() if workers == 1 else contextlib.nullcontext():
-            if workers == 1:
-                assert torch.ones(1).sum().item() == 1 and ops     # the recorder sees ops
-                ops.clear()
-            lab.write_report(str(out), results, {"seeds": [0], "quick": True, "wall_s": 1.0}, workers=workers)
-        outs.append(out)
+    out = tmp_path / "again"
+    shutil.copytree(cfg.out, out)
+    for f in out.rglob("*"):
+        if f.suffix in (".png", ".md", ".html") or f.name == "findings.json":
+            f.unlink()
+    results = lab.load_results(str(out), (0,))
+    assert set(results) == set(core()) <= set(longest_first("render_cost"))
+    meta = json.loads((out / "timing.json").read_text())              # what the lab rendered its report with
+    with Record():
+        assert torch.ones(1).sum().item() == 1 and ops                 # the recorder sees ops
+        ops.clear()
+        lab.write_report(str(out), results, meta, workers=1, config_of=cfg.config_of)
     assert ops == []
-    rendered = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.suffix in (".png", ".md", ".html", ".json"))
+    rendered = sorted(p.relative_to(out) for p in out.rglob("*") if p.suffix in (".png", ".md", ".html", ".json"))
     assert any(str(p) == "report.html" for p in rendered) and any(p.suffix == ".png" for p in rendered)
     for p in rendered:
-        assert filecmp.cmp(outs[0] / p, outs[1] / p, shallow=False), p
+        assert filecmp.cmp(out / p, os.path.join(cfg.out, p), shallow=False), p
 
 
 def test_report_is_written_here_when_a_rendering_process_dies(quick_lab, tmp_path, monkeypatch):
