@@ -8,7 +8,7 @@ import torch
 from reasonlab.core.task import make_digits, prompt_ids
 from reasonlab.train.sft import build_model
 
-if os.environ.get("PYTEST_XDIST_WORKER"):    # pytest -n 2: two workers on two cores, one thread each (and their subprocesses)
+if os.environ.get("PYTEST_XDIST_WORKER"):    # pytest -n 2: a worker per core, one thread each (their subprocesses too)
     os.environ["OMP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
 
@@ -51,8 +51,9 @@ def quick_cache(tmp_path_factory):
     shared, first = tmp_path_factory.getbasetemp().parent / "quick-bases", int(worker.removeprefix("gw")) % 2
     for seed in ((0, 1), (1, 0))[first]:
         base_model(seed, quick=True, cache=str(shared), log=None)
+        name = base_name(seed, quick=True)
         for suffix in (".safetensors", ".json"):
-            shutil.copyfile(shared / (base_name(seed, quick=True) + suffix), path / (base_name(seed, quick=True) + suffix))
+            shutil.copyfile(shared / (name + suffix), path / (name + suffix))
     return str(path)
 
 

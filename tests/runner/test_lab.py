@@ -71,7 +71,8 @@ def test_finished_experiments_are_reused_and_changed_ones_rerun(quick_lab, tmp_p
     shutil.copytree(cfg.out, out)
     os.remove(os.path.join(out, "rl", "seed0.json"))               # as if the lab was interrupted during RL
     logs, reported = [], []
-    monkeypatch.setattr(lab, "write_report", lambda out, results, *a, **kw: reported.append(sorted(results)) or {"html": "", "md": ""})
+    monkeypatch.setattr(lab, "write_report",
+                        lambda out, results, *a, **kw: reported.append(sorted(results)) or {"html": "", "md": ""})
     lab.run(lab.LabConfig(quick=True, seeds=(0,), out=out, cache_dir=cfg.cache_dir), log=logs.append)
     assert reported == [sorted(core())]                                 # every experiment's results, once
     reused = [line for line in logs if "reused" in line]
