@@ -34,7 +34,7 @@ from typing import Literal
 import numpy as np
 
 from .. import tasks
-from ..core.config import NTest, Steps0
+from ..core.config import Count, NTest, Steps0
 from ..core.evaluate import evaluate
 from ..core.problems import test_problems
 from ..core.sampling import generate
@@ -62,7 +62,7 @@ class Config:
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     n_test: NTest = 100
     """test problems per k (this seed's own draw; digits' k = 2 has 25, all of them)"""
-    formats: tuple[str, ...] = ("S", "T")
+    formats: tuple[Literal["S", "T"], ...] = ("S", "T")
     """the chain formats corrupted"""
     models: tuple[Literal["base", "rl", "star"], ...] = ("base", "rl", "star")
     """the models probed: the base, GRPO from it, STaR from it (base first: the primary is about it)"""
@@ -72,13 +72,13 @@ class Config:
     Offsets past the task's number of states are left out (digits: none of 1..9)"""
     rl_steps: Steps0 = 60
     """GRPO steps for the rl model (the rl experiment's length)"""
-    star_rounds: int = 2
+    star_rounds: Count = 2
     """STaR rounds for the star model (from the base, free format, answer filter)"""
 
     def validate(self) -> None:
-        if "base" not in self.models or not self.formats or any(f not in FMT for f in self.formats):
+        if "base" not in self.models or not self.formats:
             raise ValueError(f"faithful: models must include base (every claim compares with it) and formats be "
-                             f"among {', '.join(FMT)}")
+                             f"among {', '.join(FMT)}, at least one")
         n = len(tasks.get(self.task).state_words)
         if not self.offsets or any(d < 0 for d in self.offsets) or not any(d < n for d in self.offsets):
             raise ValueError(f"faithful: offsets must be shifts >= 0, at least one below the task's {n} states "

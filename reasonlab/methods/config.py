@@ -84,7 +84,7 @@ class VerifierConfig:
     n_train: Count = 600
     """training problems per k (k = 2..8), drawn outside the held-out quarter of problem space (sampling is cheap;
     with 300 per k the PRM overfits: lower training loss, lower held-out AUROC)"""
-    formats: tuple[str, ...] = ("S", "T", "A")
+    formats: tuple[Literal["A", "S", "T"], ...] = ("S", "T", "A")
     """formats forced when sampling the training outputs (A: the verifier also sees direct answers)"""
     format_weights: tuple[float, ...] = (0.45, 0.45, 0.1)
     """share of the training problems sampled with each format"""
@@ -114,15 +114,10 @@ class VerifierConfig:
     the HF blog's 8B PRM guiding a 1B model), or from scratch (see `head` for the head's start)"""
 
     def validate(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"invalid verifier kind {self.kind!r}: use orm, prm or prm-mc")
-        if self.head not in ("token", "scalar"):
-            raise ValueError(f"invalid verifier head {self.head!r}: use token or scalar")
-        if self.init not in ("thinker", "base", "scratch"):
-            raise ValueError(f"invalid verifier init {self.init!r}: use thinker, base or scratch")
-        if len(self.formats) != len(self.format_weights) or any(f not in ("A", "S", "T") for f in self.formats):
-            raise ValueError("invalid verifier formats: A, S or T, one weight each")
+        check_choices(self, "verifier")              # kind, head, init, each format: the choices in their types
         check_numbers(self, "verifier")              # n_train, samples, steps: the bounds in their types
+        if len(self.formats) != len(self.format_weights):
+            raise ValueError("invalid verifier config: formats and format_weights must pair up, one weight each")
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 from reasonlab.core import config as C
 from tests.test_names import package_dataclasses
 
-BOUNDED_NAMES = re.compile(r"^(n_\w+|\w+_n|steps|\w+_steps|rounds|problems|\w*samples|seeds?|problem_seed|temperature"
+BOUNDED_NAMES = re.compile(r"^(n_\w+|\w+_n|steps|\w+_steps|\w*rounds|problems|\w*samples|seeds?|problem_seed|temperature"
                            r"|\w+_every|n_layers|n_heads|\w+_draws|best_of|batch|rollouts|\w+_eps|\w*learning_rate"
                            r"|beta|epsilon\w*|\w+_coef|prompts_per_step|num_generations|num_iterations|workers|retries"
                            r"|threads|micro_batch|max_resample|\w+_clip|cap|force_direct)$")

@@ -2,6 +2,7 @@
 its claims on hand-made results (hold, fail, untestable through the premises)."""
 import pytest
 
+from reasonlab import experiments as X
 from reasonlab import tasks
 from reasonlab.core import problems
 from reasonlab.experiments import faithful
@@ -139,9 +140,10 @@ def test_render_writes_the_table_and_the_plot(tmp_path):
 
 def test_the_config_needs_the_base_model_chain_formats_and_offsets_below_the_states():
     faithful.Config().validate()
-    for bad in (dict(models=("rl", "star")), dict(formats=("A",)), dict(formats=())):
-        with pytest.raises(ValueError, match="models must include base"):
-            faithful.Config(**bad).validate()
+    for bad, said in ((dict(models=("rl", "star")), "models must include base"), (dict(formats=()), "at least one"),
+                      (dict(formats=("A",)), "formats may hold only S, T, got 'A'")):
+        with pytest.raises(ValueError, match=said):
+            X.get("faithful").validate(faithful.Config(**bad))      # the registry's check: choices, then validate
     for bad in ((), (10,), (-1, 2)):
         with pytest.raises(ValueError, match="offsets must be"):
             faithful.Config(offsets=bad).validate()

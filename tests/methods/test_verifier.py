@@ -181,13 +181,14 @@ def test_held_out_problems_are_disjoint_from_training_problems():
     assert V.held_out_problems(5, seed=3) == V.held_out_problems(5, seed=3)
 
 
-def test_config_validation():
-    with pytest.raises(ValueError):
-        V.VerifierConfig(kind="bogus").validate()
-    with pytest.raises(ValueError):
-        V.VerifierConfig(formats=("S", "X"), format_weights=(1, 1)).validate()
-    with pytest.raises(ValueError):
-        V.VerifierConfig(steps=0).validate()
+@pytest.mark.parametrize("change, said", [
+    (dict(kind="bogus"), "kind='bogus', expected one of orm, prm, prm-mc"),
+    (dict(formats=("S", "X"), format_weights=(1, 1)), "formats may hold only A, S, T, got 'X'"),
+    (dict(formats=("S", "T"), format_weights=(1.0,)), "formats and format_weights must pair up"),
+    (dict(steps=0), "steps must be positive, got 0")])
+def test_config_validation(change, said):
+    with pytest.raises(ValueError, match=f"invalid verifier config: {said}"):
+        V.VerifierConfig(**change).validate()
 
 
 def test_verifier_cache_round_trip(tmp_path):
