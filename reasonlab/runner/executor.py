@@ -36,9 +36,7 @@ from typing import Any, Callable, Literal
 
 from tqdm import tqdm
 
-from ..core.config import Count, Count0, check_numbers
-
-EXECUTORS = ("local", "ray")
+from ..core.config import Count, Count0, check_choices, check_numbers
 
 
 @dataclass
@@ -56,8 +54,7 @@ class ExecConfig:
     """torch threads per unit in pool and Ray workers (0: CPUs // workers locally, the task's CPUs on Ray)"""
 
     def validate(self) -> None:
-        if self.executor not in EXECUTORS:
-            raise ValueError(f"unknown executor {self.executor!r}: choose from {', '.join(EXECUTORS)}")
+        check_choices(self, "execution")               # executor: the choices in its type
         check_numbers(self, "execution")               # workers, retries, threads: the bounds in their types
         if self.ray_address and self.executor != "ray":
             raise ValueError("--ray-address needs --executor ray")
