@@ -31,7 +31,7 @@ from ..core.config import NS, Count, NTest, Sampled
 from ..core.pool import sample_pool
 from ..core.problems import problems_per_k, test_problems
 from ..io.pack import pack_bits, pack_ints
-from ..methods.config import KINDS, VerifierConfig
+from ..methods.config import KINDS, Kind, VerifierConfig
 from ..methods.search import Scorer, best_of_n, chunked, weighted
 from ..methods.tts import majority
 from ..methods.verifier import OracleVerifier, UniformVerifier, train_verifier
@@ -71,9 +71,9 @@ class Config:
     agg: Literal["last", "min", "prod"] = "min"
     """how an output's step scores become one score, in every method (search-and-learn's agg_strategy; its default
     is "last": "min" makes the oracle's score the process check, task.check_chain)"""
-    verifiers: tuple[Literal["orm", "prm", "prm-mc"], ...] = KINDS
+    verifiers: tuple[Kind, ...] = KINDS
     """learned verifiers to train, measure and search with; the oracle always runs too"""
-    search_verifiers: tuple[Literal["orm", "prm", "prm-mc", "oracle"], ...] = ("prm", "oracle")
+    search_verifiers: tuple[Literal[Kind, "oracle"], ...] = ("prm", "oracle")
     """verifiers that guide beam search and DVTS (each costs a search per N)"""
     methods: tuple[Literal["bon", "weighted", "beam", "beam_dedup", "dvts"], ...] = SEARCH_METHODS
     """search methods to run; greedy and majority always run"""

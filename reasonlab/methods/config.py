@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Literal, get_args
 
 from ..core.config import (
     STEPS_MAX,
@@ -74,12 +74,13 @@ class StarConfig:
 Agg = Literal["last", "min", "prod"]
 
 
-KINDS = ("orm", "prm", "prm-mc")
+Kind = Literal["orm", "prm", "prm-mc"]
+KINDS = get_args(Kind)
 
 
 @dataclass
 class VerifierConfig:
-    kind: Literal["orm", "prm", "prm-mc"] = "prm"
+    kind: Kind = "prm"
     """label: orm = final answer right; prm = the rule's step labels; prm-mc = Math-Shepherd rollout shares"""
     n_train: Count = 600
     """training problems per k (k = 2..8), drawn outside the held-out quarter of problem space (sampling is cheap;
