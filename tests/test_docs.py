@@ -115,10 +115,16 @@ def forget_user_files() -> None:
 @pytest.fixture
 def registries():
     """A page's user file registers its task or experiment by a name another page's copy (or another test) may
-    have registered from a file of its own: each test starts and ends without them."""
+    have registered from a file of its own: each test starts without them, and the registries are given back as
+    they were (a test file that loaded the template task at its import still finds it)."""
+    tasks.names(), X.names()                  # the built-ins registered first (both load them on first use)
+    before = (dict(tasks.REGISTRY), dict(X.REGISTRY), set(tasks._LOADED), set(X._LOADED))
     forget_user_files()
     yield
-    forget_user_files()
+    for now, was in zip((tasks.REGISTRY, X.REGISTRY, tasks._LOADED, X._LOADED), before):
+        now.clear()
+        now.update(was)
+    tasks.get.cache_clear()
 
 
 def user_files(argv: list[str], where) -> None:
