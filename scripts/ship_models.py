@@ -1,6 +1,7 @@
 """Copy the lab's starting models from a model cache into the package (reasonlab/models/), after `make results`
-trained them: the five base models and the erring thinkers, each with its recipe's key, so that the lab loads them
-instead of training its own (train.zoo.shipped).
+and a quick lab at seeds 0 and 1 trained them: the five base models, the erring thinkers and the quick base models
+of seeds 0 and 1 (the quick lab's default seed and the test suite's second), each with its recipe's key, so that the
+lab loads them instead of training its own (train.zoo.shipped).
 
     python scripts/ship_models.py --cache /tmp/labcache
 """
@@ -14,7 +15,7 @@ import sys
 from reasonlab.io.checkpoint import load_model
 from reasonlab.train.zoo import SHIPPED
 
-NAMES = [f"base-seed{s}" for s in range(5)] + [f"err-seed{s}" for s in range(5)]
+NAMES = [f"{kind}-seed{s}" for kind in ("base", "err") for s in range(5)] + [f"lab-quick-seed{s}" for s in range(2)]
 
 
 def main() -> int:

@@ -5,10 +5,11 @@ thinkers, any recipe), each under a lock so that two processes never train the s
                                                (checkpoint.cache_key), so a changed recipe retrains
     <cache>/.<name>.lock                       held while one process trains <name>; another waits, then loads it
 
-The package ships the lab's starting models (reasonlab/models/: the five base models and the erring thinkers, each
-with its recipe's key), so that findings do not move with the CPU that trained them and the lab skips minutes of
-training: a cache miss whose key matches a shipped model copies it into the cache. REASONLAB_RETRAIN=1 (`reasonlab
-lab --retrain`) trains them here instead; `reasonlab pretrain` always trains.
+The package ships the lab's starting models (reasonlab/models/: the five base models, the erring thinkers and the
+quick base models of seeds 0 and 1, each with its recipe's key), so that findings do not move with the CPU that
+trained them and the lab skips minutes of training: a cache miss whose key matches a shipped model copies it into
+the cache. REASONLAB_RETRAIN=1 (`reasonlab lab --retrain`) trains them here instead; `reasonlab pretrain` always
+trains.
 """
 from __future__ import annotations
 
