@@ -72,28 +72,28 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def moments(values) -> tuple[int, float, float]:
-    """(n, mean, sample sd with ddof 1) of per-seed values, bit for bit as numpy's mean and std give them (the same
-    reductions), without their per-call overhead: the null simulation judges a million five-seed claims."""
-    x = np.asarray(values, dtype=float)
-    n = len(x)
-    m = np.add.reduce(x) / n
-    d = x - m
-    return n, float(m), (math.sqrt(np.add.reduce(d * d) / (n - 1)) if n > 1 else math.nan)
+    """(n, mean, sample sd with ddof 1) of per-seed values, bit for bit as numpy's mean and std give them, without
+    their per-call overhead (the null simulation judges a million five-seed claims): numpy sums fewer than 8 items
+    one after another, as Python's sum does, so up to 7 values are summed in Python, more by numpy's reductions."""
+    n = len(values)
+    if n > 7:
+        x = np.asarray(values, dtype=float)
+        m = np.add.reduce(x) / n
+        d = x - m
+        return n, float(m), math.sqrt(np.add.reduce(d * d) / (n - 1))
+    x = [math.nan if v is None else float(v) for v in values]
+    m = sum(x) / n if n else math.nan
+    return n, m, (math.sqrt(sum((v - m) * (v - m) for v in x) / (n - 1)) if n > 1 else math.nan)
 
 
-def seed_interval(values) -> tuple[float, tuple[float, float]]:
-    """Mean over seeds and its 95 % t interval ((-inf, inf) from one seed; a point when every seed agrees)."""
-    n, m, sd = moments(values)
+def _interval(n: int, m: float, sd: float) -> tuple[float, float]:
     if n < 2:
-        return m, (-math.inf, math.inf)
+        return -math.inf, math.inf
     h = t_quantile(1 - ALPHA, n - 1) * sd / math.sqrt(n)
-    return m, (m - h, m + h)
+    return m - h, m + h
 
 
-def p_value(values, thr: float, direction: str = ">") -> float:
-    """One-sided p of the t test over seeds against "the claim is false": mean <= thr (direction ">"), or
-    mean > thr (direction "<=")."""
-    n, m, sd = moments(values)
+def _p(n: int, m: float, sd: float, thr: float, direction: str) -> float:
     if n < 2:
         return 1.0
     d = m - thr
@@ -101,6 +101,18 @@ def p_value(values, thr: float, direction: str = ">") -> float:
         return 0.0 if (d > TOL if direction == ">" else d <= TOL) else 1.0
     t = d / (sd / math.sqrt(n))
     return 1 - t_cdf(t, n - 1) if direction == ">" else t_cdf(t, n - 1)
+
+
+def seed_interval(values) -> tuple[float, tuple[float, float]]:
+    """Mean over seeds and its 95 % t interval ((-inf, inf) from one seed; a point when every seed agrees)."""
+    n, m, sd = moments(values)
+    return m, _interval(n, m, sd)
+
+
+def p_value(values, thr: float, direction: str = ">") -> float:
+    """One-sided p of the t test over seeds against "the claim is false": mean <= thr (direction ">"), or
+    mean > thr (direction "<=")."""
+    return _p(*moments(values), thr, direction)
 
 
 def greater(ci, thr: float) -> str:
@@ -160,7 +172,8 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
     sign = ">" if test is greater else "<="
     if _DRAW is not None:
         per_seed = _DRAW(thr, sign, per_seed)
-    m, ci = seed_interval(per_seed)
+    n, m, sd = moments(per_seed)
+    ci = _interval(n, m, sd)
     verdict = test(ci, thr)
     why = untestable if untestable is not None else None if room is None else out_of_room(room, thr, sign)
     if room is not None:
@@ -172,7 +185,7 @@ def seed_check(section: str, claim: str, statistic: str, per_seed, threshold: fl
     if isinstance(threshold, Threshold):
         detail["source"] = threshold.source
     return finding(section, claim, statistic, m, ci, per_seed, f"{sign} {thr:g}", verdict,
-                   p=p_value(per_seed, thr, sign), **detail)
+                   p=_p(n, m, sd, thr, sign), **detail)
 
 
 _DRAW = None
