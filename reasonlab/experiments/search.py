@@ -109,8 +109,6 @@ def verifier_config(cfg: Config) -> VerifierConfig:
     return VerifierConfig(n_train=10, steps=10, rollouts=2, batch=32) if cfg.quick_verifiers else VerifierConfig()
 
 
-
-
 def verifiers(cfg: Config, seed: int, thinker, cache: str | None) -> tuple[dict, dict, float]:
     """Each learned verifier of cfg.verifiers trained on the thinker's samples (or read from the cache) and measured
     on held-out problems: (the verifiers by kind, their quality record, seconds spent getting them)."""

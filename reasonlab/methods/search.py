@@ -234,10 +234,12 @@ def beam_search(model: GPT | Readers, scorer: Scorer, problems: list[Problem], N
         if draws is not None:
             draws.append([[(q, t[len(q):]) for t, q, pp in zip(texts, parents, prob) if pp == p] for p in range(P)])
         kept = []
+        ended = [over(t, task) for t in texts]
+        bounds = np.searchsorted(prob, np.arange(P + 1)).tolist()     # prob ascends: a problem's rows are a run
         for p in range(P):
-            rows = np.flatnonzero(prob == p)
-            completed[p] += [texts[i] for i in rows.tolist() if over(texts[i], task)]
-            live = [i for i in rows.tolist() if not over(texts[i], task)]
+            rows = range(bounds[p], bounds[p + 1])
+            completed[p] += [texts[i] for i in rows if ended[i]]
+            live = [i for i in rows if not ended[i]]
             if filter_duplicates:                                     # the first beam of each text
                 first_of: dict[tuple, int] = {}
                 for i in live:

@@ -103,6 +103,8 @@ class Task(Draws):
         self.max_len = self.prompt_len + self.max_out
         self._state = {w: s for s, w in enumerate(self.state_words)}
         self._answer_word = set(self.answer_words)
+        self._state_of_id = {self.id[w]: s for w, s in self._state.items()}   # read per token by parsers and searches
+        self._answer_ids = frozenset(self.id[w] for w in self._answer_word)
         self._task_ids = list(range(len(SPECIALS), len(self.vocab)))
         self._chance: dict[int, float] = {}
 
@@ -300,14 +302,14 @@ class Task(Draws):
 
     def is_state(self, token: int) -> bool:
         """Whether a token id writes a chain state."""
-        return 0 <= token < len(self.vocab) and self.vocab[token] in self._state
+        return token in self._state_of_id
 
     def state_of(self, token: int) -> int:
-        return self._state[self.vocab[token]]
+        return self._state_of_id[token]
 
     def is_answer_word(self, token: int) -> bool:
         """Whether a token id is one of the words an answer is written in."""
-        return 0 <= token < len(self.vocab) and self.vocab[token] in self._answer_word
+        return token in self._answer_ids
 
     def state_ids(self) -> list[int]:
         """The ids of the state words, in state order."""
