@@ -301,7 +301,7 @@ class Task(Draws):
         return self.budget_prompt_ids(p, budget)[:-1] + [self.max_budget0 + budget]
 
     def is_state(self, token: int) -> bool:
-        """Whether a token id writes a chain state."""
+        """Whether a token id (a Python or numpy int, as `.tolist()` gives them) writes a chain state."""
         return token in self._state_of_id
 
     def state_of(self, token: int) -> int:
