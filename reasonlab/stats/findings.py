@@ -86,33 +86,30 @@ def moments(values) -> tuple[int, float, float]:
     return n, m, (math.sqrt(sum((v - m) * (v - m) for v in x) / (n - 1)) if n > 1 else math.nan)
 
 
-def _interval(n: int, m: float, sd: float) -> tuple[float, float]:
+def _interval(n: int, m: float, sd: float, df: int | None = None) -> tuple[float, float]:
+    """The 95 % t interval of a mean of n values with this sd, on df degrees of freedom (None: n - 1)."""
     if n < 2:
         return -math.inf, math.inf
-    h = t_quantile(1 - ALPHA, n - 1) * sd / math.sqrt(n)
+    h = t_quantile(1 - ALPHA, n - 1 if df is None else df) * sd / math.sqrt(n)
     return m - h, m + h
 
 
-def _p(n: int, m: float, sd: float, thr: float, direction: str) -> float:
+def _p(n: int, m: float, sd: float, thr: float, direction: str, df: int | None = None) -> float:
+    """One-sided p of the t test against "the claim is false": mean <= thr (direction ">"), or mean > thr
+    (direction "<="), on df degrees of freedom (None: n - 1)."""
     if n < 2:
         return 1.0
     d = m - thr
     if sd <= TOL:
         return 0.0 if (d > TOL if direction == ">" else d <= TOL) else 1.0
-    t = d / (sd / math.sqrt(n))
-    return 1 - t_cdf(t, n - 1) if direction == ">" else t_cdf(t, n - 1)
+    t, df = d / (sd / math.sqrt(n)), n - 1 if df is None else df
+    return 1 - t_cdf(t, df) if direction == ">" else t_cdf(t, df)
 
 
 def seed_interval(values) -> tuple[float, tuple[float, float]]:
     """Mean over seeds and its 95 % t interval ((-inf, inf) from one seed; a point when every seed agrees)."""
     n, m, sd = moments(values)
     return m, _interval(n, m, sd)
-
-
-def p_value(values, thr: float, direction: str = ">") -> float:
-    """One-sided p of the t test over seeds against "the claim is false": mean <= thr (direction ">"), or
-    mean > thr (direction "<=")."""
-    return _p(*moments(values), thr, direction)
 
 
 def greater(ci, thr: float) -> str:
@@ -235,10 +232,7 @@ def floored(f: dict, pilot) -> dict:
     sign, thr = parts[0], float(parts[1])
     n, m, s = moments(x)
     df, s = n - 1 + len(pilot) - 1, max(s, s_pilot)
-    h = t_quantile(1 - ALPHA, df) * s / math.sqrt(n)
-    t = (m - thr) / (s / math.sqrt(n))
-    p = 1 - t_cdf(t, df) if sign == ">" else t_cdf(t, df)
-    ci = (m - h, m + h)
+    ci, p = _interval(n, m, s, df), _p(n, m, s, thr, sign, df)
     own = f.get("ungated", f["verdict"])
     out = {**f, "p": max(f.get("p", 1.0), p),
            "floor": {"sd": _r(s_pilot), "df": df, "ci95": [_r(ci[0]), _r(ci[1])], "p": _r(p)}}

@@ -1,6 +1,6 @@
-"""Power by design for a primary's one-sided t test over seeds (findings.p_value): the chance that it holds when the
-true mean clears its threshold by `effect`, the smallest effect it detects with 80 % power, and the seeds that
-would take.
+"""Power by design for a primary's one-sided t test over seeds (the p of findings.seed_check): the chance that it
+holds when the true mean clears its threshold by `effect`, the smallest effect it detects with 80 % power, and the
+seeds that would take.
 
 The spread comes from a pilot kept apart from the verdict: the placebo lab (`reasonlab lab --placebo`), whose
 treatment arm replicates the control on streams of its own, so that its per-seed spread is the spread of the

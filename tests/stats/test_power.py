@@ -1,5 +1,5 @@
-"""Power by design: the quadrature replays a Monte-Carlo run of the lab's own t test (findings.p_value's rule, fed
-normal seeds) and of the test floored by a placebo's spread (findings.floored), and the lab's primary table reads it
+"""Power by design: the quadrature replays a Monte-Carlo run of the lab's own t test (the p of findings.seed_check,
+fed normal seeds) and of the test floored by a placebo's spread (findings.floored), and the lab's primary table reads it
 from the placebo's spread."""
 import math
 
