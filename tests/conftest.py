@@ -38,7 +38,7 @@ def prompts():
 @pytest.fixture(scope="session")
 def quick_cache(tmp_path_factory):
     """A model cache of this test process's own holding the lab's quick base models of seeds 0 and 1, copied from
-    the ones the package ships (a stale shipped model would be retrained here, ~30 s each)."""
+    the ones the package ships (a stale shipped model would be retrained here)."""
     from reasonlab.train.zoo import base_model
     path = tmp_path_factory.mktemp("quick-cache")
     for seed in (0, 1):
