@@ -1,8 +1,11 @@
 """Rewards: pure functions of (problem, parsed output) -> float, for every task (a problem may be given as the course
-module's list of digits). No reward model, so nothing to hack."""
+module's list of digits), and one placebo that reads neither (`random_reward`). No reward model, so nothing to
+hack."""
 from __future__ import annotations
 
 import math
+import random
+from typing import Callable
 
 import torch
 
@@ -18,6 +21,15 @@ def correct(problem: Problem | list[int], parsed: dict) -> float:
     """1 for the right answer, else 0."""
     p = problem_of(problem)
     return 1.0 if task_of(p).correct(p, parsed) else 0.0
+
+
+def random_reward(seed: int, gamma: float = 0.5) -> Callable[[Problem, dict], float]:
+    """A spurious reward (Shao et al. 2025, "Spurious Rewards: Rethinking Training Signals in RLVR", arXiv
+    2506.10947, their random reward): 1 with probability gamma, else 0, drawn independently of the problem and the
+    output from a stream of its own (seeded here, so a run is reproducible). RL on it keeps its procedure and loses
+    the reward's information: the placebo of a claim about what the reward teaches."""
+    rng = random.Random(seed)
+    return lambda problem, parsed: 1.0 if rng.random() < gamma else 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------------

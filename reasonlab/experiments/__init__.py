@@ -132,8 +132,9 @@ class Experiment:
     the claim's threshold); None: the experiment has no primary (a demonstration)"""
     placebo: Callable[[Any], Any] | None = None
     """the config with the primary's treatment arm replaced by its control arm, which run() then runs twice, on
-    streams of their own (an independent replicate): through the same run and claims the primary must not hold
-    (`reasonlab lab --placebo`; the tests run it)"""
+    streams of their own (an independent replicate), or, where the control is exact, by the treatment's procedure
+    without its information (passk: RL on a random reward): through the same run and claims the primary must not
+    hold (`reasonlab lab --placebo`; the tests run it)"""
     placebo_flat: str = ""
     """why the placebo has no spread where it cannot be a replicate, in a few words (both arms one deterministic
     function of one model, e.g. exact probabilities or a greedy decode): its statistic is then the same at every seed

@@ -14,7 +14,10 @@ of KL(pi || pi_ref). k3 in the loss has the gradient of the forward KL(pi_ref ||
 2506.09477): close to the reverse one near the reference, apart as the policy moves. The primary asks whether, at
 the run's end, its length is off by more than a tenth (the direction, a cosine, is a claim apart); the control is
 the exact per-token KL in the loss (its gradient is the KL's), and the placebo puts it in k3's place, in the probed
-run and in the measured gradient.
+run and in the measured gradient, which it then reads against the KL's gradient on prefixes the policy samples again
+on a stream of their own: the control's measurement replicated (on the same prefixes the two are equal by
+definition), so the placebo has the spread that sampling prefixes gives a length (wider than the paired treatment's:
+its floor errs on the strict side).
 (b) GRPO, Dr. GRPO, DAPO (with a KL term added) and REINFORCE with a group baseline at each beta, all with k3, each
 run ending with greedy accuracy and the KL to the reference measured the same way for every run.
 (c) At the end of the probed run, the sequence KL and its exact gradient, by enumerating every output of
@@ -43,7 +46,7 @@ from ..methods import kl as M
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import ALGOS, Algo, RLConfig, every_n_steps, train
-from . import Experiment, opening, reading, register
+from . import Experiment, opening, reading, register, replicate_seed
 from .thresholds import THRESHOLDS as TH
 
 
@@ -83,13 +86,22 @@ class Config:
                              f"{self.probe_beta:g}): the probed run is one of the frontier's, set betas to include it")
 
 
-def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator) -> dict:
-    """Estimators and estimator-gradients against the exact KL at prefixes the policy samples (mean over tokens)."""
+def sampled(policy, ref, prompts: list[list[int]], gen: torch.Generator):
+    """One output per prompt sampled from the policy: its positions' logits under the policy (with grad) and the
+    reference, and their mask."""
     outs = generate_n(policy, prompts, 1, gen, 1.0)
     logits, _, mask = output_logits(policy, prompts, outs)
     with torch.no_grad():
         ref_logits = output_logits(ref, prompts, outs)[0]
-    logits, ref_logits, m = logits.float(), ref_logits.float(), mask.float()
+    return logits.float(), ref_logits.float(), mask
+
+
+def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator, replicate: torch.Generator | None = None
+          ) -> dict:
+    """Estimators and estimator-gradients against the exact KL at prefixes the policy samples (mean over tokens);
+    with `replicate`, the norm of the KL's gradient at prefixes sampled again from that stream too."""
+    logits, ref_logits, mask = sampled(policy, ref, prompts, gen)
+    m = mask.float()
 
     def avg(x):
         return ((x * m).sum() / m.sum()).item()
@@ -100,7 +112,12 @@ def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator) -> dict:
         for e in M.ESTIMATORS:
             mean, var = M.moments(logits, ref_logits, e)
             rec[e] = {"bias": avg(mean - rev), "std": avg(var) ** 0.5}   # std: root of the mean per-position variance
-    rec["grad"] = M.gradient_gaps(logits, ref_logits, mask, [p for p in policy.parameters() if p.requires_grad])
+    params = [p for p in policy.parameters() if p.requires_grad]
+    rec["grad"] = M.gradient_gaps(logits, ref_logits, mask, params)
+    if replicate is not None:
+        lg, rl, mk = sampled(policy, ref, prompts, replicate)
+        kl_b = (M.exact_kl(lg, rl) * mk).sum() / mk.sum()
+        rec["replicate"] = {"grad_norm": M.grad_vector(kl_b, params).norm().item()}
     return rec
 
 
@@ -126,10 +143,13 @@ def sequence(policy, ref, prompts: list[list[int]], eps: float) -> dict:
     return {**rec, "first_share": first / max(rec["seq_kl"], 1e-30), "eps": eps, "n_prompts": len(prompts)}
 
 
-def probe_hook(every: int, ref, prompts: list[list[int]], seed: int, probes: list):
-    """A train() callback that appends a probe of the policy every `every` steps."""
+def probe_hook(every: int, ref, prompts: list[list[int]], seed: int, probes: list, replicate: bool = False):
+    """A train() callback that appends a probe of the policy every `every` steps (replicate: each with the KL's
+    gradient at prefixes sampled on a stream of their own, `replicate_seed`)."""
     gen = torch.Generator().manual_seed(seed)
-    return every_n_steps(every, lambda rec, pol: probes.append({"step": rec["step"], **probe(pol, ref, prompts, gen)}))
+    rep = torch.Generator().manual_seed(replicate_seed(seed, "kl/prefixes")) if replicate else None
+    return every_n_steps(every, lambda rec, pol: probes.append({"step": rec["step"],
+                                                                **probe(pol, ref, prompts, gen, rep)}))
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -147,7 +167,8 @@ def run(cfg: Config, seed: int, env) -> dict:
             probed = algo == "grpo" and beta == cfg.probe_beta
             rl = RLConfig.preset(algo, steps=cfg.steps, seed=seed, log_every=0, beta=beta, task=cfg.task,
                                  kl_estimator=cfg.estimator if probed else "k3")
-            hook = probe_hook(cfg.probe_every, ref, probe_prompts, seed, probes) if probed else None
+            hook = probe_hook(cfg.probe_every, ref, probe_prompts, seed, probes,
+                              replicate=cfg.estimator == "exact") if probed else None
             train(policy, ref, rl, callback=hook, log=None)
             if probed:
                 seq = sequence(policy, ref, seq_prompts, cfg.seq_eps)
@@ -163,7 +184,11 @@ def last(r: dict) -> dict:
 
 
 def length_gap(probe: dict, est: str) -> float:
-    """How far the estimator-as-loss's expected gradient is from the KL's in length alone: | norm ratio - 1 |."""
+    """How far the estimator-as-loss's expected gradient is from the KL's in length alone: | norm ratio - 1 |. For
+    the exact KL (the placebo), whose gradient is the KL's on the same prefixes, against the KL's gradient on the
+    replicate's prefixes."""
+    if est == "exact" and "replicate" in probe:
+        return abs(probe["grad"]["grad_norm"] / probe["replicate"]["grad_norm"] - 1)
     return abs(probe["grad"][est]["norm"] / probe["grad"]["grad_norm"] - 1)
 
 
@@ -182,6 +207,7 @@ def claims(rs: list[dict]) -> list[dict]:
     one_beta = "needs two betas" if len({x["beta"] for x in fr}) < 2 else None
     moved = ["moved"]
     sq = [r["sequence"] for r in rs]
+    apart = " at prefixes sampled apart" if est == "exact" and "replicate" in last(rs[0]) else ""
     seq_control = ("k1 in the reward (REINFORCE on log pi(y) - log pi_ref(y)), whose expected gradient is the sequence "
                    "KL's (up to the outputs left out of the enumeration)")
     return [
@@ -194,7 +220,7 @@ def claims(rs: list[dict]) -> list[dict]:
             "of its expected gradient is off the exact gradient of KL(pi || pi_ref) by more than a tenth, as a "
             "different beta would be (the control: the exact per-token KL in the loss, whose gradient is the KL's; "
             "only the KL term differs; the direction is the next claim's)",
-            f"| ||E grad {est}|| / ||grad KL|| - 1 | at the last probe", [length_gap(last(r), est) for r in rs],
+            f"| ||E grad {est}|| / ||grad KL{apart}|| - 1 | at the last probe", [length_gap(last(r), est) for r in rs],
             TH["kl.grad_gap"], requires=moved, control="the exact per-token KL in the loss (kl_estimator exact)")),
         findings.seed_check(S, f"{est} in the loss points where the KL's gradient points: the cosine of its expected "
                             "gradient to the exact one at the end of the run is above 0.99 (the direction apart from "
@@ -220,7 +246,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """The control in the treatment's place: the exact per-token KL in the probed run's loss and measured."""
+    """The control in the treatment's place: the exact per-token KL in the probed run's loss and measured, against
+    the KL's gradient on prefixes sampled apart (`length_gap`)."""
     return replace(cfg, estimator="exact")
 
 
@@ -355,7 +382,6 @@ models; `reasonlab train --kl-estimator exact` puts the exact per-token KL in th
 
 register(Experiment("kl", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     check=check, room=room, placebo=placebo,
-                    placebo_flat="the exact KL's gradient against itself: 0 by definition",
                     quick=Config(steps=4, probe_every=2, algos=("grpo", "dapo"), betas=(0.0, 0.04, 0.2), n_probe=3,
                                  n_test=3, kl_samples=2, n_seq=1, seq_eps=1e-2),
                     run_cost=45, render_cost=1.0, tier="lesson"))

@@ -16,7 +16,10 @@ chosen on the start's exact p alone, never on RL's. Raising pass@1 alone lifts t
 problem's odds of a right chain multiplied by one constant, set per seed so that the mean p equals RL's) takes
 pass@256 there far above the start's (docs/findings_moved.md has the figure). So the control is that sharpened
 start, the prediction of "RL only sharpens"; the claim is that RL's pass@N there exceeds it. Premise, checked on the run: every seed has at least
-MIN_OUT such problems. The placebo trains RL for 0 steps (the RL arm is the start, and so is its sharpening).
+MIN_OUT such problems. The placebo trains RL the same way on a reward that carries no information (1 with probability
+0.5 whatever the output: Shao et al. 2025's random reward, `core.rewards.random_reward`): its RL arm moves (GRPO's
+clipping alone sharpens the start's likely outputs, and any movement lifts problems chosen for being at the bottom),
+so its statistic has a spread, and it must not beat the sharpened start.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import copy
 import math
 import os
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -32,12 +36,13 @@ from ..core.config import NS as POOL_NS
 from ..core.config import Count, NonNegative, NTest, Steps0
 from ..core.exact import pass_exact, right_probs
 from ..core.problems import test_problems
+from ..core.rewards import random_reward
 from ..io.report import band, md_table, plt, save
 from ..stats import findings
 from ..stats.summary import pm
 from ..train.rl import RLConfig, train
 from ..train.zoo import on_erring, thinker_model
-from . import Experiment, opening, reading, register, reused
+from . import Experiment, opening, reading, register, replicate_seed, reused
 from .thresholds import THRESHOLDS as TH
 
 NS = POOL_NS + (128, 256)
@@ -55,7 +60,10 @@ class Config:
     task: str = "digits"
     """the task (`reasonlab.tasks`: digits, modprod, compose, add; knobs after colons: "compose:n_f=4")"""
     rl_steps: Steps0 = 100
-    """GRPO steps from the start (0: the placebo, the RL arm is the start)"""
+    """GRPO steps from the start (0: the RL arm is the start)"""
+    reward: Literal["rule", "random"] = "rule"
+    """the RL arm's reward: the rule reward, or a random one that reads nothing (1 with probability 0.5: Shao et al.
+    2025; the placebo)"""
     n_test: NTest = 200
     """test problems per k (the seed's own test draw)"""
     beta: NonNegative = 0.04
@@ -73,11 +81,13 @@ def run(cfg: Config, seed: int, env) -> dict:
     start = thinker_model("erring", seed, env.cache, env.device, task=cfg.task)
     policy = copy.deepcopy(start)
     if cfg.rl_steps:
+        reward = random_reward(replicate_seed(seed, "passk/random-reward")) if cfg.reward == "random" else None
         train(policy, copy.deepcopy(start), RLConfig.preset("grpo", steps=cfg.rl_steps, seed=seed, beta=cfg.beta,
-                                                            log_every=0, task=cfg.task), log=None)
+                                                            log_every=0, task=cfg.task), reward_fn=reward, log=None)
     probs = test_problems(cfg.n_test, "passk", seed, task=cfg.task)
     ks = np.array([p.k for p in probs])
-    out = {"steps": cfg.rl_steps, "pass_n": cfg.pass_n, **({} if spec == "digits" else {"task": spec})}
+    out = {"steps": cfg.rl_steps, "pass_n": cfg.pass_n, "reward": cfg.reward,
+           **({} if spec == "digits" else {"task": spec})}
     for name, model in (("start", start), ("rl", policy)):
         p = right_probs(model, probs)
         chain = p[:, 1] + p[:, 2]
@@ -131,8 +141,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """RL for 0 steps: the RL arm is the start."""
-    return replace(cfg, rl_steps=0)
+    """RL as the treatment runs it, on a random reward: the procedure without the reward's information."""
+    return replace(cfg, reward="random")
 
 
 def losses(r: dict) -> float:
@@ -288,7 +298,4 @@ register(Experiment("passk", Config, run, claims, render, question=QUESTION, pap
                     depends=on_erring(), check=check, takes_checkpoint=False,
                     quick=Config(rl_steps=4, n_test=10), run_cost=7, render_cost=0.5, tier="lesson", room=room,
                     placebo=placebo, negative="the start sharpened to RL's pass@1 in RL's place: 0 by definition "
-                    "(against the unsharpened start it passes: the primary's `sharpening` detail)",
-                    placebo_flat="pass@k is exact: 0 RL steps leave the start's probabilities (a second start, its "
-                    "misreading of its own, would reach the problems chosen as this one's misses: a selection effect, "
-                    "not a replicate)"))
+                    "(against the unsharpened start it passes: the primary's `sharpening` detail)"))

@@ -392,7 +392,8 @@ primary claims corrected together with Holm's method).
 Each experiment asks one open question, its primary claim, or is a demonstration. Before any run its design fixes
 the control, the range its statistic can reach ("room": a claim that could only pass, or only fail, is untestable)
 and a placebo: the treatment arm replaced by the control run a second time on training and sampling streams of its
-own (an independent replicate), under which the claim must not hold (`reasonlab lab --placebo`, run by `make
+own (an independent replicate; where the control is exact, the treatment's procedure without its information:
+passk's RL on a random reward), under which the claim must not hold (`reasonlab lab --placebo`, run by `make
 results` at {pilot.placebo_size(out) or "(not run)"}; its verdict read before premises gate it). Its spread is a
 floor: a primary holds only if it also clears its threshold with the larger of its own and its placebo's spread
 (five seeds can miss a mode or a tail: `findings.floored`). The placebo is the pilot of the power too: with its spread, the

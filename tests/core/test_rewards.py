@@ -76,3 +76,16 @@ def test_methods_and_pareto():
         method_parts("nope")
     pts = [(3.0, 0.3), (6.7, 1.0), (9.0, 1.0), (6.4, 1.0), (5.0, 0.2)]
     assert sorted(pareto(pts)) == [0, 3]
+
+
+def test_random_reward_is_a_fair_coin_that_reads_nothing():
+    """Shao et al.'s random reward: 0 or 1, 1 about gamma of the time, the same draws for the same seed whatever
+    the problem and output, other draws for another seed."""
+    a, b, c = rewards.random_reward(7), rewards.random_reward(7), rewards.random_reward(8)
+    xa = [a(D, RIGHT_A) for _ in range(4000)]
+    xb = [b([1, 2], WRONG_A) for _ in range(4000)]
+    xc = [c(D, RIGHT_A) for _ in range(4000)]
+    assert xa == xb and xa != xc and set(xa) == {0.0, 1.0}
+    assert abs(sum(xa) / len(xa) - 0.5) < 0.03                       # 4 binomial SEs (0.0079 each)
+    low = rewards.random_reward(7, gamma=0.1)
+    assert abs(sum(low(D, RIGHT_A) for _ in range(4000)) / 4000 - 0.1) < 0.02

@@ -2,6 +2,7 @@
 untestable)."""
 from dataclasses import asdict
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -157,17 +158,46 @@ def test_claims_hold_fail_and_are_untestable():
                for f in fs[1:4] + fs[5:])
 
 
-def test_the_placebo_measures_the_control_and_cannot_hold():
-    """With the exact per-token KL in the loss (the placebo), the primary reads its gradient's length against the
-    KL's own, equal by definition: it does not hold; the room is [0, inf)."""
+def test_the_placebo_reads_the_controls_gradient_against_a_replicate_and_cannot_hold():
+    """With the exact per-token KL in the loss (the placebo), the primary reads the KL's gradient length at the
+    probe's prefixes against the same at prefixes sampled apart (its replicate): a spread from sampling alone, under
+    the threshold, so it does not hold; without a replicate it is 0 by definition; the room is [0, inf)."""
     cfg = kl.Config()
     pl = kl.placebo(cfg)
     assert pl.estimator == "exact" and pl != cfg
     pl.validate()
-    fs = kl.claims([result([1.0, 1.0], [0.002, 0.04], estimator="exact") for _ in range(3)])
-    assert fs[1]["statistic"].startswith("| ||E grad exact|| / ||grad KL|| - 1 |")
-    assert fs[1]["verdict"] == findings.FAILS
+    rs = [result([1.0, 1.0], [0.002, 0.04], estimator="exact") for _ in range(5)]
+    for s, r in enumerate(rs):
+        r["probes"][-1]["replicate"] = {"grad_norm": 1.0 / (1.02 + 0.01 * (s % 3) - 0.02 * (s % 2))}
+    fs = kl.claims(rs)
+    assert fs[1]["statistic"].startswith("| ||E grad exact|| / ||grad KL at prefixes sampled apart|| - 1 |")
+    assert fs[1]["per_seed"] == pytest.approx([abs(1.0 / r["probes"][-1]["replicate"]["grad_norm"] - 1) for r in rs],
+                                              abs=1e-6)
+    assert len(set(fs[1]["per_seed"])) > 1 and fs[1]["verdict"] == findings.FAILS
+    flat = kl.claims([result([1.0, 1.0], [0.002, 0.04], estimator="exact") for _ in range(3)])[1]
+    assert flat["per_seed"] == [0.0] * 3 and flat["statistic"].startswith("| ||E grad exact|| / ||grad KL|| - 1 |")
     assert kl.room(cfg) == (0.0, float("inf")) and findings.out_of_room(kl.room(cfg), 0.1) is None
+
+
+def test_the_replicate_is_the_kls_gradient_at_prefixes_from_a_stream_of_its_own():
+    """probe() with a replicate stream: the probe itself is the one without it (the same draws), and the replicate's
+    norm is the KL's gradient replayed at the outputs that stream samples; another stream, other prefixes."""
+    torch.manual_seed(0)
+    policy, ref = GPT(d_model=16, n_layers=1, n_heads=2), GPT(d_model=16, n_layers=1, n_heads=2).eval()
+    prompts = [prompt_ids([1, 2, 3]), prompt_ids([4, 5]), prompt_ids([6, 7, 8, 9])]
+    gen = lambda s: torch.Generator().manual_seed(s)     # noqa: E731
+    plain = kl.probe(policy, ref, prompts, gen(0))
+    rec = kl.probe(policy, ref, prompts, gen(0), replicate=gen(5))
+    assert {k: v for k, v in rec.items() if k != "replicate"} == plain
+    outs = kl.generate_n(policy, prompts, 1, gen(5), 1.0)
+    lg, _, mask = kl.output_logits(policy, prompts, outs)
+    with torch.no_grad():
+        rl = kl.output_logits(ref, prompts, outs)[0]
+    m = mask.float()
+    loss = (M.exact_kl(lg.float(), rl.float()) * m).sum() / m.sum()
+    want = M.grad_vector(loss, list(policy.parameters())).norm().item()
+    assert abs(rec["replicate"]["grad_norm"] - want) < 1e-6 * want
+    assert rec["replicate"]["grad_norm"] != rec["grad"]["grad_norm"]
 
 
 def test_the_probed_run_differs_from_the_control_only_in_its_kl_term(monkeypatch):

@@ -129,13 +129,40 @@ def test_too_few_problems_out_of_reach_leave_the_primary_untestable():
     assert "at least 10 problems" in fs[1]["untestable"]
 
 
-def test_the_placebo_is_rl_for_no_steps_and_cannot_hold(monkeypatch):
-    """rl_steps = 0: the RL arm is the start (train is never called), and so is its sharpening: the primary reads 0
-    on every seed; the room leaves it space to pass and to fail."""
+def test_the_placebo_trains_rl_on_a_random_reward_with_its_own_stream(monkeypatch):
+    """The placebo is RL as the treatment runs it (the same preset, steps and seed) on a reward drawn at random
+    (Shao et al.'s spurious reward), from a stream of the seed's own that no other seed shares; the treatment gets
+    the rule reward. Both arms are read on the same problems; the room leaves the primary space to pass and fail."""
+    from reasonlab.core import rewards
     cfg = passk.Config()
     pl = passk.placebo(cfg)
-    assert pl.rl_steps == 0 and pl != cfg
+    assert pl.reward == "random" and pl.rl_steps == cfg.rl_steps and pl != cfg
     pl.validate()
+    torch.manual_seed(0)
+    model = GPT(d_model=16, n_layers=1, n_heads=2).eval()
+    monkeypatch.setattr(passk, "thinker_model", lambda *a, **kw: model)
+    trained = []
+    monkeypatch.setattr(passk, "train", lambda policy, ref, rl, reward_fn=None, log=None: trained.append((rl, reward_fn)))
+    env = type("Env", (), {"cache": None, "device": "cpu"})()
+    r = passk.run(passk.Config(n_test=2), 0, env)
+    rp = passk.run(passk.Config(n_test=2, reward="random"), 0, env)
+    (rl, fn), (rl_p, fn_p) = trained
+    assert fn is None and rl == rl_p and rl.seed == 0 and r["reward"] == "rule" and rp["reward"] == "random"
+    assert r["start_p"] == rp["start_p"]                     # the same problems, the same start
+    draws = [fn_p(None, {}) for _ in range(2000)]
+    again = rewards.random_reward(passk.replicate_seed(0, "passk/random-reward"))
+    assert draws == [again(None, {}) for _ in range(2000)] and set(draws) == {0.0, 1.0}
+    passk.run(passk.Config(n_test=2, reward="random"), 1, env)
+    assert [trained[-1][1](None, {}) for _ in range(200)] != draws[:200]       # another seed, another stream
+    assert passk.room(cfg) == (-1.0, 1.0)
+    assert findings.out_of_room(passk.room(cfg), passk.TH["passk.expands"].value) is None
+    with pytest.raises(ValueError):
+        passk.Config(pass_n=100).validate()
+
+
+def test_rl_for_no_steps_leaves_the_start_and_reads_zero(monkeypatch):
+    """rl_steps = 0: the RL arm is the start (train is never called), and so is its sharpening: the primary reads 0
+    on every seed and does not hold."""
     torch.manual_seed(0)
     model = GPT(d_model=16, n_layers=1, n_heads=2).eval()
     monkeypatch.setattr(passk, "thinker_model", lambda *a, **kw: model)
@@ -145,10 +172,6 @@ def test_the_placebo_is_rl_for_no_steps_and_cannot_hold(monkeypatch):
     assert rs[0]["rl_p"] == rs[0]["start_p"] and all(passk.out_of_reach(r).any() for r in rs) and "task" not in rs[0]
     f = findings.gate(passk.claims(rs))[1]
     assert all(abs(v) < 1e-6 for v in f["per_seed"]) and f.get("ungated", f["verdict"]) == F
-    assert passk.room(cfg) == (-1.0, 1.0)
-    assert findings.out_of_room(passk.room(cfg), passk.TH["passk.expands"].value) is None
-    with pytest.raises(ValueError):
-        passk.Config(pass_n=100).validate()
 
 
 def test_check_rejects_a_result_without_its_arms():

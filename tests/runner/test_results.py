@@ -149,5 +149,5 @@ def test_the_readme_states_the_placebo_rate_over_every_primary_and_task():
     assert line in open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     assert f"of {len(T.BUILTIN) * sum(1 for n in lab.X.BUILTIN if lab.X.get(n).placebo)} hold" in line
     prim = next(f for f in fs if f["primary"] and f["experiment"] == "rl")
-    made_up = [dict(prim, verdict="holds", task="add"), dict(prim, experiment="kl")]
+    made_up = [dict(prim, verdict="holds", task="add"), dict(prim, experiment="faithful")]
     assert readme.placebo_line(made_up).endswith("1 of 2 hold (rl (add)); 1 have no spread by design.")
