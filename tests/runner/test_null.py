@@ -18,7 +18,9 @@ def run():
 @pytest.mark.parametrize("side, verdict", [(1, findings.HOLDS), (-1, findings.FAILS)])
 def test_every_claim_of_the_run_is_judged_on_the_drawn_values(run, side, verdict):
     """Values far on either side of each claim's threshold: every claim but the premises then holds, or fails, so
-    none is judged on numbers the hook did not draw (a claim built past seed_check would keep its run's verdict)."""
+    none is judged on numbers the hook did not draw (a claim built past seed_check would keep its run's verdict).
+    A claim the run left nothing to read (findings.unread: no per-seed values, e.g. passk on digits, where a seed
+    has no problem out of the start's reach) has no numbers to draw and stays untestable."""
     results, cfg = run
     def far(thr, sign, x):
         return [thr + side * (1 if sign == ">" else -1) * (1 + 0.01 * i) for i in range(max(len(x), 2))]
@@ -29,7 +31,7 @@ def test_every_claim_of_the_run_is_judged_on_the_drawn_values(run, side, verdict
             fs = [{**f, "verdict": HOLDS} if f["kind"] == PREMISE else f
                   for f in lab.experiment_claims(exp, got["results"], cfg.config_of(group))]
             for f in findings.judge(fs, lab.room_of(exp, cfg.config_of(group))):
-                if f["kind"] != PREMISE:
+                if f["kind"] != PREMISE and f.get("per_seed"):
                     assert f["verdict"] == verdict, (group, f["claim"])
                     judged += 1
     assert judged > 200 and len(results) == 60
