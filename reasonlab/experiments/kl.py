@@ -115,9 +115,7 @@ def probe(policy, ref, prompts: list[list[int]], gen: torch.Generator, replicate
     params = [p for p in policy.parameters() if p.requires_grad]
     rec["grad"] = M.gradient_gaps(logits, ref_logits, mask, params)
     if replicate is not None:
-        lg, rl, mk = sampled(policy, ref, prompts, replicate)
-        kl_b = (M.exact_kl(lg, rl) * mk).sum() / mk.sum()
-        rec["replicate"] = {"grad_norm": M.grad_vector(kl_b, params).norm().item()}
+        rec["replicate"] = {"grad_norm": M.kl_gradient(*sampled(policy, ref, prompts, replicate), params).norm().item()}
     return rec
 
 

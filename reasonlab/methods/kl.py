@@ -59,6 +59,13 @@ def grad_vector(loss: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
     return torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(gs, params)])
 
 
+def kl_gradient(logits: torch.Tensor, ref_logits: torch.Tensor, mask: torch.Tensor,
+                params: list[torch.Tensor]) -> torch.Tensor:
+    """The parameter gradient of the exact reverse KL, mean over the masked positions."""
+    m = mask.float()
+    return grad_vector((exact_kl(logits, ref_logits) * m).sum() / m.sum(), params)
+
+
 def gradient_gaps(logits: torch.Tensor, ref_logits: torch.Tensor, mask: torch.Tensor,
                   params: list[torch.Tensor]) -> dict:
     """At the masked positions (mean over them, as a loss would average): the parameter gradient of the exact
@@ -70,7 +77,7 @@ def gradient_gaps(logits: torch.Tensor, ref_logits: torch.Tensor, mask: torch.Te
     def mean(x):
         return (x * m).sum() / m.sum()
 
-    rev = grad_vector(mean(exact_kl(logits, ref_logits)), params)
+    rev = kl_gradient(logits, ref_logits, mask, params)
     out = {"grad_norm": rev.norm().item()}
     others = {e: mean(expected_loss(logits, ref_logits, e)) for e in ESTIMATORS}
     others["exact"] = mean(kl_terms(None, None, logits, ref_logits, "exact"))
