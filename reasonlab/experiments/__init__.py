@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import importlib.metadata
 import os
 import sys
@@ -36,6 +35,7 @@ from typing import Any, Callable
 
 from .. import tasks
 from ..core.config import check_choices, check_numbers
+from ..core.seeds import hashed_seed
 
 ENTRY_POINTS = "reasonlab.experiments"
 
@@ -44,8 +44,7 @@ def replicate_seed(seed: int, purpose: str = "") -> int:
     """The training and sampling seed of a placebo's treatment arm, where a config names the control in the
     treatment's place: the control's procedure once more on streams of its own, hashed from the seed and the
     purpose (never integer arithmetic, so no other seed's runs share them); the problems stay the seed's own."""
-    key = f"replicate/{seed}" + (f"/{purpose}" if purpose else "")
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") >> 1
+    return hashed_seed("replicate", seed, *([purpose] if purpose else []))
 
 
 _REUSE: dict | None = None
@@ -119,6 +118,9 @@ class Experiment:
     """typical seconds to render: the longest sections go to the rendering processes first"""
     depends: Callable[[Any], dict] | None = None
     """what else a result depends on (models other than the base): part of the store's key"""
+    streams: int = 0
+    """the version of how run() derives its random streams from the seed: raised when that changes (results move,
+    the config does not), so the store's stored results rerun; 0 stays out of the key"""
     keys: tuple[str, ...] = ()
     """the top-level keys every result has: a stored result without one is rerun, never reused"""
     check: Callable[[Any], None] | None = None

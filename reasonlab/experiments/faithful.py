@@ -15,7 +15,10 @@ answer the chain implies (`Task.corrupt`; on digits a running sum off by delta a
 the answer, by delta mod 10). The corrupted state is the true one shifted by an offset along the task's list of states.
 Each test problem's forced S and T chains are corrupted at every step: at the smallest k (digits' k = 2: 25 test
 problems, the whole test population) with every offset of `offsets`, beyond it with one drawn from them; the prefix up
-to the corrupted step is forced and the model continues greedily. The placebo corrupts nothing (offset 0).
+to the corrupted step is forced and the model continues greedily. The placebo swaps, by a coin per corrupted chain on a
+stream of its own, which of the two answers counts as following the chain: no model can prefer the coin's side, so its
+statistic is centred at 0 with the spread the same answers give. The negative control corrupts nothing (offset 0):
+the chain then implies the truth, 0 by definition.
 
 The models: the base, the GRPO model trained from it (the rl experiment's recipe) and the model after STaR's rounds
 from the base (free format, answer filter): does training on the outcome alone change the tie between chain and
@@ -47,7 +50,7 @@ from ..stats.summary import pm
 from ..tasks import Problem, Task, chain_steps
 from ..train.rl import RLConfig, train
 from ..train.sft import base_name
-from . import Experiment, opening, reading, register, task_of
+from . import Experiment, opening, reading, register, replicate_seed, task_of
 from .star import cached_fine_tune
 from .thresholds import THRESHOLDS as TH
 
@@ -68,8 +71,11 @@ class Config:
     """the models probed: the base, GRPO from it, STaR from it (base first: the primary is about it)"""
     offsets: tuple[int, ...] = tuple(range(1, 10))
     """how far along the task's states a corrupted state is shifted (cyclically; digits: what a running sum is shifted
-    by, mod 10): at the smallest k each of them, beyond one drawn per chain; (0,): nothing corrupted (the placebo).
-    Offsets past the task's number of states are left out (digits: none of 1..9)"""
+    by, mod 10): at the smallest k each of them, beyond one drawn per chain; (0,): nothing corrupted (the negative
+    control). Offsets past the task's number of states are left out (digits: none of 1..9)"""
+    counted: Literal["chain", "coin"] = "chain"
+    """which answer counts as following the chain: the corrupted chain's; or, per corrupted chain, the corrupted
+    chain's or the truth as a coin falls, on a stream of its own (the placebo)"""
     rl_steps: Steps0 = 60
     """GRPO steps for the rl model (the rl experiment's length)"""
     star_rounds: Count = 2
@@ -122,14 +128,16 @@ def trained(cfg: Config, which: str, seed: int, env):
     return base
 
 
-def probe(model, probs, fmts, seed: int, offsets=tuple(range(1, 10))) -> dict:
+def probe(model, probs, fmts, seed: int, offsets=tuple(range(1, 10)), coin: bool = False) -> dict:
     """Every step of every problem's forced chain corrupted (at the task's smallest k by each offset, beyond by one
     drawn): per (k, step) cell, how many answers follow the corrupted chain and how many give the truth; and the
-    clean forced chain's accuracy per k."""
+    clean forced chain's accuracy per k. coin: per corrupted chain a fair coin (its own stream) swaps which of the
+    two answers is counted as following and which as the truth."""
     probs = tasks.problems_of(probs)
     task = tasks.of(probs)
     offsets = usable(offsets, task)
     rng = random.Random(seed)
+    flip = random.Random(replicate_seed(seed, "faithful/coin"))
     out = {}
     for fmt in fmts:
         clean = evaluate(model, probs, force=[fmt])["per_k"]
@@ -139,15 +147,18 @@ def probe(model, probs, fmts, seed: int, offsets=tuple(range(1, 10))) -> dict:
         by_len: dict[int, list] = {}
         for p, j, delta in rows:
             prefix, follow = corrupt(p, fmt, j, delta)
-            by_len.setdefault(len(prefix), []).append((p, j, prefix, follow))
+            truth = task.answer(p)
+            if coin and flip.random() < 0.5:
+                follow, truth = truth, follow
+            by_len.setdefault(len(prefix), []).append((p, j, prefix, follow, truth))
         for group in by_len.values():
-            conts = generate(model, [task.prompt_ids(p) + prefix for p, _, prefix, _ in group], None, 0.0)
-            for (p, j, prefix, follow), cont in zip(group, conts):
+            conts = generate(model, [task.prompt_ids(p) + prefix for p, _, prefix, _, _ in group], None, 0.0)
+            for (p, j, prefix, follow, truth), cont in zip(group, conts):
                 answer = task.parse(prefix + cont)["answer"]
                 c = cells.setdefault(f"{p.k}/{j}", {"n": 0, "follows": 0, "truth": 0})
                 c["n"] += 1
                 c["follows"] += answer == follow
-                c["truth"] += answer == task.answer(p)
+                c["truth"] += answer == truth
         out[fmt] = {"clean_acc_by_k": {k: v["acc"] for k, v in clean.items()}, "cells": cells}
     return out
 
@@ -159,7 +170,7 @@ def run(cfg: Config, seed: int, env) -> dict:
     out, direct = {}, {}
     for m in cfg.models:
         model = trained(cfg, m, seed, env)
-        out[m] = probe(model, probs, cfg.formats, seed, cfg.offsets)
+        out[m] = probe(model, probs, cfg.formats, seed, cfg.offsets, coin=cfg.counted == "coin")
         direct[m] = {k: v["acc"] for k, v in evaluate(model, probs, force=["A"])["per_k"].items()}
     spec = tasks.get(cfg.task).spec
     return {**out, "direct": direct, **({} if spec == "digits" else {"task": spec})}
@@ -277,8 +288,8 @@ def room(cfg: Config) -> tuple[float, float]:
 
 
 def placebo(cfg: Config) -> Config:
-    """Nothing corrupted: the chain implies the truth."""
-    return replace(cfg, offsets=(0,))
+    """The same corrupted chains and answers, a coin deciding per chain which answer counts as following it."""
+    return replace(cfg, counted="coin")
 
 
 def _at(k2: bool, k0: int):
@@ -378,6 +389,7 @@ prefix."""
 
 register(Experiment("faithful", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     check=check, keys=("base", "direct"), room=room,
-                    placebo=placebo, placebo_flat="corrupting nothing changes no chain: 0 by definition",
+                    placebo=placebo, negative="nothing corrupted (offset 0) in the corruption's place: the chain "
+                    "implies the truth, so following it and giving the truth are the same answers: 0 by definition",
                     quick=Config(n_test=5, models=("base", "rl"), rl_steps=4), run_cost=30,
                     render_cost=1.0, tier="lesson"))

@@ -33,6 +33,7 @@ from ..core.config import Count, NTest
 from ..core.pool import sample_pool
 from ..core.problems import test_problems
 from ..core.sampling import generate_n
+from ..core.seeds import hashed_seed
 from ..io.report import md_table, plt, save
 from ..methods.config import VerifierConfig
 from ..methods.search import Scorer, best_of_n
@@ -73,14 +74,14 @@ def run(cfg: Config, seed: int, env) -> dict:
     task = tasks.get(cfg.task)
     thinker = thinker_model("erring", seed, env.cache, env.device, task=task)
     probs = test_problems(cfg.n_test, "labels", seed, task=task)
-    pool = sample_pool(thinker, probs, 1, ["S"], 1.0, seed=seed, keep_outputs=True)
+    pool = sample_pool(thinker, probs, 1, ["S"], 1.0, seed=hashed_seed(SEC, seed, "chains"), keep_outputs=True)
     todo = []                                               # (k, exact label, rollout prompt, answer)
     for p, (out,) in zip(probs, pool.outputs):
         exact = oracle_labels(p, out)
         for (i, _, is_answer), lab in zip(steps(out, task), exact):
             if not is_answer:
                 todo.append((p.k, lab, task.prompt_ids(p) + out[:i + 1], task.answer(p)))
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(hashed_seed(SEC, seed, "rollouts"))
     hits: list[list[bool]] = [[] for _ in todo]
     by_len: dict[int, list[int]] = {}
     for j, t in enumerate(todo):
@@ -131,7 +132,8 @@ def prm_costs(thinker, probs, cfg: Config, seed: int, cache) -> dict:
     accuracy (min over the step scores, through the search experiment's scorer); majority@N, the first sample's
     accuracy (best-of-1) and a single sample's over the same samples."""
     N = cfg.best_of
-    pool = sample_pool(thinker, probs, N, ["S"], 1.0, seed=10_000 + seed, keep_outputs=True)
+    pool = sample_pool(thinker, probs, N, ["S"], 1.0, seed=hashed_seed(SEC, seed, "best-of-n"),
+                       keep_outputs=True)
     ps, outs = pool.flat()
     keep, exact = to_first_error(ps, outs)
     prm = {}
@@ -285,6 +287,6 @@ EXPLORE = """`reasonlab labels --best-of 64`; `methods.verifier.train_verifier` 
 rollouts=2)` trains a PRM on them."""
 
 register(Experiment("labels", Config, run, claims, render, question=QUESTION, explore=EXPLORE,
-                    depends=on_erring(VerifierConfig), check=check,
+                    depends=on_erring(VerifierConfig), check=check, streams=1,
                     takes_checkpoint=False, room=room, placebo=placebo, quick=Config(n_test=3, n_train=3, best_of=2),
                     run_cost=20, render_cost=0.5, tier="lesson"))

@@ -20,6 +20,7 @@ from .. import tasks
 from ..core.model import GPT
 from ..core.problems import as_task
 from ..core.sampling import sample_tree
+from ..core.seeds import hashed_seed
 from ..tasks import FMT_NAMES, FMT_OF, Problem, Task
 from ..train.sft import for_task, pretrain
 from .config import StarConfig
@@ -137,7 +138,7 @@ def few_chains_cfg(seed: int = 0, n_chains: int = 1000, hint_frac: float = 0.1, 
     hint token (so rationalization can be switched on) where the task has hint tokens (few answers). The model learns
     the chain format but not reliable chains."""
     task = as_task(task)
-    rng = random.Random(777 + seed)
+    rng = random.Random(hashed_seed("few_chains", seed))
     chains = []
     for _ in range(n_chains):
         p = task.train_problem(rng, rng.randint(task.k_min, task.k_max))

@@ -44,7 +44,7 @@ def placebo_line(fs: list[dict]) -> str:
     tasks = [t for t in T.names() if any(f.get("task", "digits") == t for f in prim)]
     return (f"Placebos (each primary's control run again in its treatment's place, on streams of its own; "
             f"{', '.join(tasks)}): {len(held)} of {len(prim)} hold" + (f" ({', '.join(held)})" if held else "")
-            + f"; {flat} have no spread by design.")
+            + (f"; {flat} have no spread by design." if flat else "; every one has a spread."))
 
 
 def block(fs: list[dict], report: str = "results/lab/report.md", placebo: list[dict] | None = None) -> str:

@@ -45,10 +45,11 @@ def checkpoint_key(checkpoint: str) -> dict:
 def unit_key(exp: str, seed: int, config, quick: bool = False, checkpoint: str | None = None) -> str:
     """What decides whether a finished result can be reused: the experiment and its config (its task among it), the
     seed, the starting model (the base model's recipe, or the checkpoint's weights), what else the experiment depends
-    on, the package and cache versions."""
+    on, the version of its streams, the package and cache versions."""
     e = X.get(exp)
     base = checkpoint_key(checkpoint) if checkpoint else cache_key(base_cfg(seed, quick, task=task_of(config)))
-    return store_key(exp=exp, seed=seed, config=asdict(config), base=base, **(e.depends(config) if e.depends else {}))
+    return store_key(exp=exp, seed=seed, config=asdict(config), base=base, **(e.depends(config) if e.depends else {}),
+                     **({"streams": e.streams} if e.streams else {}))
 
 
 def task_of(config) -> str:

@@ -1,14 +1,21 @@
-"""The faithful-chains lesson: corrupted prefixes, the probe (every offset at k = 2, none under the placebo), and
-its claims on hand-made results (hold, fail, untestable through the premises)."""
+"""The faithful-chains lesson: corrupted prefixes, the probe (every offset at k = 2, none under the negative control,
+a coin on which answer counts under the placebo), and its claims on hand-made results (hold, fail, untestable
+through the premises)."""
+import os
+import random
+
 import pytest
 
 from reasonlab import experiments as X
 from reasonlab import tasks
 from reasonlab.core import problems
+from reasonlab.core.sampling import generate
 from reasonlab.experiments import faithful
+from reasonlab.io.checkpoint import load_model
 from reasonlab.stats import findings
 from reasonlab.tasks import chain_steps
 from reasonlab.train.sft import build_model
+from reasonlab.train.zoo import SHIPPED
 
 DIGITS = tasks.get("digits")
 ID = DIGITS.id
@@ -109,16 +116,51 @@ def test_trained_models_against_the_base_at_k2():
     assert next(f for f in fs if findings.kind_of(f) == findings.PRIMARY)["verdict"] == findings.HOLDS
 
 
-def test_the_probe_corrupts_k2_by_every_offset_and_the_placebo_by_none(noisy_model):
+def test_the_probe_corrupts_k2_by_every_offset_and_the_negative_control_by_none(noisy_model):
     probs = [d for d in problems.test_problems(1, "faithful", 0)]
     r = faithful.probe(noisy_model, probs, ("S", "T"), seed=0)
     assert r["S"]["cells"]["2/0"]["n"] == 9 and r["T"]["cells"]["2/1"]["n"] == 9       # one k = 2 problem, 9 offsets
     assert r["S"]["cells"]["8/3"]["n"] == 1                                             # beyond: one offset
     p = faithful.probe(noisy_model, probs, ("S", "T"), seed=0, offsets=(0,))
     assert all(c["follows"] == c["truth"] for f in p for c in p[f]["cells"].values())   # the chain implies the truth
-    assert faithful.placebo(faithful.Config()).offsets == (0,)
     rs = [{"base": p, "direct": {"base": {k: 1.0 for k in range(2, 9)}}}] * 2
     assert next(f for f in faithful.claims(rs) if findings.kind_of(f) == findings.PRIMARY)["per_seed"] == [0.0, 0.0]
+
+
+def replay_coin(model, probs, fmt: str, seed: int, offsets=tuple(range(1, 10))) -> dict:
+    """The placebo's cells written out: each corrupted chain decoded alone, and a fair coin from the seed's own
+    stream (replicate_seed(seed, "faithful/coin"), one draw per chain in the probe's order) swapping which answer
+    counts as following it."""
+    pick, flip = random.Random(seed), random.Random(X.replicate_seed(seed, "faithful/coin"))
+    cells: dict = {}
+    for p in probs:
+        for j in range(len(chain_steps(p.k, faithful.FMT[fmt]))):
+            for delta in (offsets if p.k == 2 else [pick.choice(offsets)]):
+                prefix, follow = faithful.corrupt(p, fmt, j, delta)
+                truth = DIGITS.answer(p)
+                if flip.random() < 0.5:
+                    follow, truth = truth, follow
+                answer = DIGITS.parse(prefix + generate(model, [DIGITS.prompt_ids(p) + prefix], None, 0.0)[0])["answer"]
+                c = cells.setdefault(f"{p.k}/{j}", {"n": 0, "follows": 0, "truth": 0})
+                c["n"], c["follows"], c["truth"] = c["n"] + 1, c["follows"] + (answer == follow), c["truth"] + (answer == truth)
+    return cells
+
+
+def test_the_placebo_swaps_by_a_coin_of_its_own_which_answer_counts_as_following():
+    """The placebo corrupts the same chains and reads the same answers; a coin per chain on the seed's own stream
+    decides which of the corrupted chain's answer and the truth counts as following: replayed chain by chain, on the
+    shipped base model (its answers follow the chain or give the truth)."""
+    cfg = faithful.placebo(faithful.Config())
+    assert cfg.counted == "coin" and cfg.offsets == faithful.Config().offsets and cfg.n_test == faithful.Config().n_test
+    model = load_model(os.path.join(SHIPPED, "base-seed0"))[0]
+    probs = [d for d in problems.test_problems(1, "faithful", 0)]
+    real = faithful.probe(model, probs, ("T",), seed=0)["T"]["cells"]
+    coin = faithful.probe(model, probs, ("T",), seed=0, coin=True)["T"]["cells"]
+    assert coin == replay_coin(model, probs, "T", 0)
+    assert real.keys() == coin.keys() and all(                      # the same answers, the two labels swapped
+        real[c]["n"] == coin[c]["n"] and real[c]["follows"] + real[c]["truth"] == coin[c]["follows"] + coin[c]["truth"]
+        for c in real)
+    assert coin != real and coin != faithful.probe(model, probs, ("T",), seed=1, coin=True)["T"]["cells"]
 
 
 def test_check_needs_the_base_model_and_its_direct_answers():

@@ -3,7 +3,7 @@ import json
 import os
 import re
 import shutil
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -277,3 +277,16 @@ def test_quick_lab_runs_every_lesson(tmp_path, quick_cache):
     for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):
         assert os.path.getsize(os.path.join(cfg.out, img)) > 1000
     assert md.count("**Question.**") >= len(lessons)
+
+
+def test_a_new_version_of_an_experiments_streams_reruns_its_units_and_0_keeps_the_old_key(monkeypatch):
+    """labels hashes its streams (version 1): its key differs from the same unit at version 0, which is the key a
+    store written before carries (no "streams" part), as every experiment at 0 still has."""
+    cfg = X.get("labels").Config()
+    now = units.unit_key("labels", 0, cfg)
+    get = X.get
+    monkeypatch.setattr(units.X, "get", lambda name: replace(get(name), streams=0))
+    before = units.unit_key("labels", 0, cfg)
+    assert get("labels").streams == 1 and now != before
+    assert before == units.store_key(exp="labels", seed=0, config=asdict(cfg), base=units.cache_key(units.base_cfg(0, False)),
+                                     **get("labels").depends(cfg))

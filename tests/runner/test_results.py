@@ -3,6 +3,7 @@ committed per-seed results, and the README's block is what `make results` writes
 import json
 import os
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -141,7 +142,7 @@ def test_the_committed_placebos_never_hold_and_replicates_have_a_spread():
     assert "Placebo holds: 0 of" in lab.placebo_rate(placebo)
 
 
-def test_the_readme_states_the_placebo_rate_over_every_primary_and_task():
+def test_the_readme_states_the_placebo_rate_over_every_primary_and_task(monkeypatch):
     """The findings block says how many of the placebo lab's primaries hold (naming any) and how many have no spread
     by design, read off the committed placebo findings."""
     fs = json.load(open(os.path.join(RUN, "placebo", "findings.json")))
@@ -150,4 +151,7 @@ def test_the_readme_states_the_placebo_rate_over_every_primary_and_task():
     assert f"of {len(T.BUILTIN) * sum(1 for n in lab.X.BUILTIN if lab.X.get(n).placebo)} hold" in line
     prim = next(f for f in fs if f["primary"] and f["experiment"] == "rl")
     made_up = [dict(prim, verdict="holds", task="add"), dict(prim, experiment="faithful")]
+    assert readme.placebo_line(made_up).endswith("1 of 2 hold (rl (add)); every one has a spread.")
+    get = readme.X.get            # an experiment that declares its placebo flat is counted
+    monkeypatch.setattr(readme.X, "get", lambda n: replace(get(n), placebo_flat="why") if n == "faithful" else get(n))
     assert readme.placebo_line(made_up).endswith("1 of 2 hold (rl (add)); 1 have no spread by design.")

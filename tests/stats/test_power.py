@@ -85,12 +85,12 @@ def test_the_primary_table_shows_power_from_the_placebos_spread_and_says_underpo
 
 def test_the_primary_table_shows_the_negative_control_measured_or_declared():
     """A negative control measured on the run (the primary's detail) is judged as the primary is and shown with its
-    interval; else the experiment's declared one, or its placebo where that is inert by design; else a dash."""
+    interval; else the experiment's declared one (or its placebo where that is inert by design); else a dash."""
     neg = findings.negative("pure sharpening", "s", [0.6, 0.5, 0.7, 0.65, 0.55], findings.Threshold(0.05, "x"))
     assert neg["verdict"] == findings.HOLDS and neg["threshold"] == "> 0.05" and neg["value"] == pytest.approx(0.6)
     prim = {"experiment": "passk", "claim": "c", "primary": True, "negative": neg}
     assert lab.negative_cell(prim) == f"pure sharpening: {lab._interval(neg)}: holds" and "0.600 [" in lab._interval(neg)
     assert "not the treatment's alone" in lab.negative_cell(dict(prim, verdict=findings.HOLDS))
     assert lab.negative_cell({"experiment": "budgets"}) == lab.X.get("budgets").negative != ""
-    assert lab.negative_cell({"experiment": "faithful"}) == "the placebo, inert by design"
+    assert lab.negative_cell({"experiment": "faithful"}) == lab.X.get("faithful").negative != ""
     assert lab.negative_cell({"experiment": "rl"}) == "—"
