@@ -342,4 +342,4 @@ EXPLORE = """`reasonlab l1 --variants exact max exact+sft max+sft --alpha 0.1`, 
 register(Experiment("l1", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     keys=("variants", "control", "forcing", "forcing_S", "fixed", "config", "base_free"),
                     quick=Config(steps=4, sft_steps=10, n_test=8), run_cost=20, render_cost=3.0, room=room,
-                    placebo=placebo))
+                    placebo=placebo, streams=1))

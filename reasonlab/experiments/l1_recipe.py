@@ -263,6 +263,6 @@ EXPLORE = """`reasonlab l1_recipe`; `budget.train_recipe(base, seed)` returns th
 `budget.best_policies` prices any set of lengths before training."""
 
 register(Experiment("l1_recipe", Config, run, claims, render, question=QUESTION, explore=EXPLORE,
-                    check=check,
+                    check=check, streams=1,
                     quick=Config(sft_steps=4, exact_steps=2, max_steps=2, n_test=2), run_cost=20, render_cost=0.3,
                     tier="lesson", room=room, placebo=placebo))

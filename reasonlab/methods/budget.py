@@ -41,6 +41,7 @@ from .. import tasks
 from ..core.model import GPT
 from ..core.problems import as_task, problems_per_k
 from ..core.sampling import generate, sample_tree
+from ..core.seeds import hashed_seed
 from ..tasks import IGNORE, Problem, Task, chain_steps
 from ..tasks.records import EQ, PAD
 from ..train.rl import RLConfig, every_n_steps, train
@@ -159,7 +160,7 @@ def sft_warm_start(model: GPT, steps: int, lr: float, seed: int, batch: int = 64
     `draw(rng, k)` draws each problem and its budget (default: draw_problem(task))."""
     task = as_task(task)
     draw = draw or draw_problem(task)
-    rng = random.Random(seed + 10_000)
+    rng = random.Random(hashed_seed("budget", seed, "sft"))
 
     def get_batch(step):
         seq = np.full((batch, task.max_len), PAD, dtype=np.int64)
@@ -222,7 +223,7 @@ def cell(s: np.ndarray) -> dict:
 def quick_adherence(model: GPT, seed: int, n: int = 8, task: str | Task = "digits") -> dict:
     """Greedy adherence per budget on a few problems per k from the val part (the training log's step 0)."""
     task = as_task(task)
-    probs = problems_per_k(n, seed=seed + 555, split="val", task=task)
+    probs = problems_per_k(n, seed=hashed_seed("budget", seed, "adherence"), split="val", task=task)
     out = {}
     for b in task.budgets:
         s = np.zeros(5)
@@ -299,7 +300,7 @@ def train_recipe(base: GPT, seed: int, *, exact_steps: int = 100, max_steps: int
     grpo(policy, exact_steps, ("exact",), "exact", seed)
     exact = copy.deepcopy(policy)
     mixed = l1_model(policy, task)
-    grpo(mixed, max_steps, ("exact", "max"), "mixed", seed + 1)
+    grpo(mixed, max_steps, ("exact", "max"), "mixed", hashed_seed("budget", seed, "max"))
     return {"start": start, "exact": exact, "max": mixed, "seconds": time.perf_counter() - t0}
 
 
