@@ -37,14 +37,18 @@ def load(path: str) -> list[dict]:
 
 def placebo_line(fs: list[dict]) -> str:
     """The placebo lab in one sentence: of its primaries (every experiment's on every task it ran), how many hold
-    before their premises gate them (none may), and how many have no spread by design (`Experiment.placebo_flat`)."""
+    before their premises gate them (none may), how many have no spread by design (`Experiment.placebo_flat`) and
+    which of the others gave one value at every seed on this run (a statistic that saturates there)."""
     prim = [f for f in fs if f.get("primary")]
-    held = [f"{f['experiment']} ({f.get('task', 'digits')})" for f in prim if ungated(f) == HOLDS]
-    flat = sum(1 for f in prim if f["experiment"] in X.names() and X.get(f["experiment"]).placebo_flat)
+    name = lambda f: f"{f['experiment']} ({f.get('task', 'digits')})"        # noqa: E731
+    held = [name(f) for f in prim if ungated(f) == HOLDS]
+    by_design = [f for f in prim if f["experiment"] in X.names() and X.get(f["experiment"]).placebo_flat]
+    still = [name(f) for f in prim if f not in by_design and f.get("per_seed") and len(set(f["per_seed"])) < 2]
     tasks = [t for t in T.names() if any(f.get("task", "digits") == t for f in prim)]
     return (f"Placebos (each primary's control run again in its treatment's place, on streams of its own; "
             f"{', '.join(tasks)}): {len(held)} of {len(prim)} hold" + (f" ({', '.join(held)})" if held else "")
-            + (f"; {flat} have no spread by design." if flat else "; every one has a spread."))
+            + f"; {len(by_design)} have no spread by design"
+            + (f"; {len(still)} gave one value at every seed on this run ({', '.join(still)})." if still else "."))
 
 
 def block(fs: list[dict], report: str = "results/lab/report.md", placebo: list[dict] | None = None) -> str:

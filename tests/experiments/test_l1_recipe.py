@@ -108,16 +108,20 @@ H, F, U = findings.HOLDS, findings.FAILS, findings.UNTESTABLE
 
 
 def test_claims_hold_fail_and_are_untestable_where_their_premise_fails():
-    """Premises first (reading pays before Exact, before Max), the primary (GRPO over the best budget-blind policy),
-    GRPO over its SFT start, the Max stage's three claims. A premise that does not hold makes the claims that rest on
+    """Premises first (reading pays before Exact, before Max), the primary (GRPO over the better of the best
+    budget-blind policy and its SFT start), GRPO over its SFT start, the Max stage's three claims. A premise that does not hold makes the claims that rest on
     it untestable, and only them: the Max claims on the Max premise (their ungated verdicts kept: L1-Max at the best
     budget-blind policy does not hold), the Exact stage's two on the Exact premise."""
     fs = E.checked([result(s=s) for s in range(5)])
     assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 4
-    assert [f["verdict"] for f in fs] == [H] * 7 and fs[2]["control"].startswith("the best budget-blind policy")
+    assert [f["verdict"] for f in fs] == [H] * 7 and fs[2]["control"].startswith("the better of the best budget-blind")
     assert fs[2]["value"] == pytest.approx(0.4 + 0.05 + 0.004 - 0.42) and fs[3]["control"] == "the SFT start"
     assert verdicts(exact_gain=-0.1, spread_max=0.0, apart=-0.5) == [H, H, F, F, F, H, F]
     assert verdicts(exact_gain=0.01, blind=0.45)[2:4] == [F, H]      # past its start, below the blind policy
+    # the start (0.4) above the blind policy: past the blind policy, below the start, does not hold
+    fs = E.checked([result(exact_gain=-0.02, blind=0.3, s=s) for s in range(5)])
+    assert fs[2]["value"] == pytest.approx(0.4 - 0.02 + 0.004 - 0.4) and [f["verdict"] for f in fs[2:4]] == [F, F]
+    assert verdicts(exact_gain=0.02, blind=0.3)[2] == H               # past both
     fs = E.checked([result(max_gap=0.01, s=s) for s in range(5)])        # nothing for L1-Max to learn
     assert [f["verdict"] for f in fs] == [H, F, H, H, U, U, U]
     assert all("premise 'Before the L1-Max stage" in f["untestable"] for f in fs[4:])

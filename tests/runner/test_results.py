@@ -151,7 +151,11 @@ def test_the_readme_states_the_placebo_rate_over_every_primary_and_task(monkeypa
     assert f"of {len(T.BUILTIN) * sum(1 for n in lab.X.BUILTIN if lab.X.get(n).placebo)} hold" in line
     prim = next(f for f in fs if f["primary"] and f["experiment"] == "rl")
     made_up = [dict(prim, verdict="holds", task="add"), dict(prim, experiment="faithful")]
-    assert readme.placebo_line(made_up).endswith("1 of 2 hold (rl (add)); every one has a spread.")
+    made_up = [dict(f, per_seed=[0.1, 0.2]) for f in made_up]
+    assert readme.placebo_line(made_up).endswith("1 of 2 hold (rl (add)); 0 have no spread by design.")
     get = readme.X.get            # an experiment that declares its placebo flat is counted
     monkeypatch.setattr(readme.X, "get", lambda n: replace(get(n), placebo_flat="why") if n == "faithful" else get(n))
     assert readme.placebo_line(made_up).endswith("1 of 2 hold (rl (add)); 1 have no spread by design.")
+    made_up[0]["per_seed"] = [0.0, 0.0]         # a replicate that saturated on the run is named
+    assert readme.placebo_line(made_up).endswith("1 have no spread by design; 1 gave one value at every seed on this "
+                                                 "run (rl (add)).")
