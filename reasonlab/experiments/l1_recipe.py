@@ -139,12 +139,12 @@ def premises(rs: list[dict]) -> list[dict]:
                                        ("max", "L1-Max", "max_from_exact", "the Exact checkpoint's lengths"))]
 
 
-def beyond_start(r: dict, model: str = "exact") -> float:
-    """A model's L1-Exact reward over the better of the two policies without RL: the best budget-blind one and the
-    SFT start (on digits the start earns less than the blind policy, on modprod and add more: either can be the
-    trivial policy that would also pass)."""
-    return reachable(r, model, "exact_r") - max(r["precheck"]["exact_from_base"]["blind"],
-                                                 reachable(r, "start", "exact_r"))
+def beyond_start(r: dict) -> float:
+    """The L1-Exact model's L1-Exact reward over the better of the two policies without RL: the best budget-blind one
+    and the SFT start (on digits the start earns less than the blind policy, on modprod and add more: either can be
+    the trivial policy that would also pass)."""
+    return reachable(r, "exact", "exact_r") - max(r["precheck"]["exact_from_base"]["blind"],
+                                                   reachable(r, "start", "exact_r"))
 
 
 def claims(rs: list[dict]) -> list[dict]:
@@ -222,8 +222,8 @@ def render(rs: list[dict], out: str) -> list[tuple[str, str]]:
         for name, label in CURVES.items()])
     fs = checked(rs)
     prim = findings.as_judged(next(f for f in fs if findings.kind_of(f) == findings.PRIMARY))
-    head = (f"GRPO with L1-Exact over the better of the blind policy and its start: {prim['value']:+.3f} L1-Exact reward "
-            f"({prim['verdict']}); "
+    head = (f"GRPO with L1-Exact over the better of the blind policy and its start: {prim['value']:+.3f} L1-Exact "
+            f"reward ({prim['verdict']}); "
             f"reading the budget pays {pm([gap(r, 'exact_from_base') for r in rs])} before L1-Exact, "
             f"{pm([gap(r, 'max_from_exact') for r in rs])} before L1-Max")
     md = f"""## L1 as its authors train it: Exact first, Max from Exact, budgets a chain can reach

@@ -10,7 +10,8 @@ from reasonlab.core.seeds import hashed_seed
 PKG = os.path.join(os.path.dirname(__file__), "..", "..", "reasonlab")
 
 NOT_YET_HASHED = {   # their stored results were drawn with these streams: moving one reruns its experiment's units
-    "experiments/kl.py": 1, "experiments/search.py": 2, "experiments/voting.py": 6, "methods/star.py": 1, "methods/verifier_quality.py": 1}
+    "experiments/kl.py": 1, "experiments/search.py": 2, "experiments/voting.py": 6, "methods/star.py": 1,
+    "methods/verifier_quality.py": 1}
 
 
 def test_a_hashed_seed_is_stable_31_bit_and_differs_by_every_part():
@@ -26,8 +27,8 @@ def seed_arithmetic(path: str) -> int:
     def is_seed(n):
         return (isinstance(n, ast.Name) and n.id == "seed") or (isinstance(n, ast.Attribute) and n.attr == "seed")
     tree = ast.parse(open(path, encoding="utf-8").read())
-    return sum(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Mult)) and (is_seed(n.left) or is_seed(n.right))
-               for n in ast.walk(tree))
+    return sum(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Mult))
+               and (is_seed(n.left) or is_seed(n.right)) for n in ast.walk(tree))
 
 
 def test_no_new_seed_is_made_by_integer_arithmetic():

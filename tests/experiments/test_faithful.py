@@ -142,7 +142,9 @@ def replay_coin(model, probs, fmt: str, seed: int, offsets=tuple(range(1, 10))) 
                     follow, truth = truth, follow
                 answer = DIGITS.parse(prefix + generate(model, [DIGITS.prompt_ids(p) + prefix], None, 0.0)[0])["answer"]
                 c = cells.setdefault(f"{p.k}/{j}", {"n": 0, "follows": 0, "truth": 0})
-                c["n"], c["follows"], c["truth"] = c["n"] + 1, c["follows"] + (answer == follow), c["truth"] + (answer == truth)
+                c["n"] += 1
+                c["follows"] += answer == follow
+                c["truth"] += answer == truth
     return cells
 
 

@@ -109,9 +109,10 @@ H, F, U = findings.HOLDS, findings.FAILS, findings.UNTESTABLE
 
 def test_claims_hold_fail_and_are_untestable_where_their_premise_fails():
     """Premises first (reading pays before Exact, before Max), the primary (GRPO over the better of the best
-    budget-blind policy and its SFT start), GRPO over its SFT start, the Max stage's three claims. A premise that does not hold makes the claims that rest on
-    it untestable, and only them: the Max claims on the Max premise (their ungated verdicts kept: L1-Max at the best
-    budget-blind policy does not hold), the Exact stage's two on the Exact premise."""
+    budget-blind policy and its SFT start), GRPO over its SFT start, the Max stage's three claims. A premise that
+    does not hold makes the claims that rest on it untestable, and only them: the Max claims on the Max premise
+    (their ungated verdicts kept: L1-Max at the best budget-blind policy does not hold), the Exact stage's two on the
+    Exact premise."""
     fs = E.checked([result(s=s) for s in range(5)])
     assert [findings.kind_of(f) for f in fs] == [findings.PREMISE] * 2 + [findings.PRIMARY] + [findings.SECONDARY] * 4
     assert [f["verdict"] for f in fs] == [H] * 7 and fs[2]["control"].startswith("the better of the best budget-blind")

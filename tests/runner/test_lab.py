@@ -288,5 +288,5 @@ def test_a_new_version_of_an_experiments_streams_reruns_its_units_and_0_keeps_th
     monkeypatch.setattr(units.X, "get", lambda name: replace(get(name), streams=0))
     before = units.unit_key("labels", 0, cfg)
     assert get("labels").streams == 1 and now != before
-    assert before == units.store_key(exp="labels", seed=0, config=asdict(cfg), base=units.cache_key(units.base_cfg(0, False)),
-                                     **get("labels").depends(cfg))
+    base = units.cache_key(units.base_cfg(0, False))
+    assert before == units.store_key(exp="labels", seed=0, config=asdict(cfg), base=base, **get("labels").depends(cfg))
