@@ -338,9 +338,8 @@ def placebo_rate(placebo: dict[str, dict]) -> str:
     if not placebo:
         return "No placebo lab was run beside this one: each primary is judged by its own t test, with no floor."
     held = [g for g, p in placebo.items() if findings.ungated(p) == findings.HOLDS]
-    flat = [g for g, p in placebo.items() if X.get(p["experiment"]).placebo_flat]
+    flat, still = pilot.without_spread(placebo)
     why = {split_group(g)[0]: X.get(split_group(g)[0]).placebo_flat for g in flat}     # one reason per experiment
-    still = [g for g, p in placebo.items() if g not in flat and len(set(p["per_seed"])) < 2]
     return (f"Placebo holds: {len(held)} of {len(placebo)} primaries" + (f" ({', '.join(held)})" if held else "")
             + f". Replicates (an arm trained or sampled again on streams of its own, as the comparison's arms "
             f"are): {len(placebo) - len(flat)}, of which {len(still)} gave the same value at every seed on this run"

@@ -37,6 +37,15 @@ def placebo_verdicts(out: str) -> dict[str, dict]:
     return primaries(os.path.join(out, "placebo", "findings.json"))
 
 
+def without_spread(placebos: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """Of the placebos ({group: its primary finding}), the groups without a spread: those flat by design
+    (`Experiment.placebo_flat`), and those of the others that gave one value at every seed on the run (a statistic
+    that saturates there; a placebo the run left without values is neither)."""
+    flat = [g for g, p in placebos.items() if p["experiment"] in X.names() and X.get(p["experiment"]).placebo_flat]
+    still = [g for g, p in placebos.items() if g not in flat and p.get("per_seed") and len(set(p["per_seed"])) < 2]
+    return flat, still
+
+
 def placebo_size(out: str) -> str:
     """How the placebo lab beside this run was run: its size and seeds ("" where there is none)."""
     try:

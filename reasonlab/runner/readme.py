@@ -12,6 +12,7 @@ from .. import tasks as T
 from ..io.checkpoint import write_text
 from ..stats.findings import FAILS, HOLDS, PREMISE, UNSURE, UNTESTABLE, by_task, cell, counts, held_on, ungated
 from .config import group_of
+from .pilot import without_spread
 from .store import Store
 
 BEGIN = "<!-- findings: written by `make results` from results/lab/findings.json; do not edit by hand -->"
@@ -39,16 +40,16 @@ def placebo_line(fs: list[dict]) -> str:
     """The placebo lab in one sentence: of its primaries (every experiment's on every task it ran), how many hold
     before their premises gate them (none may), how many have no spread by design (`Experiment.placebo_flat`) and
     which of the others gave one value at every seed on this run (a statistic that saturates there)."""
-    prim = [f for f in fs if f.get("primary")]
-    name = lambda f: f"{f['experiment']} ({f.get('task', 'digits')})"        # noqa: E731
-    held = [name(f) for f in prim if ungated(f) == HOLDS]
-    by_design = [f for f in prim if f["experiment"] in X.names() and X.get(f["experiment"]).placebo_flat]
-    still = [name(f) for f in prim if f not in by_design and f.get("per_seed") and len(set(f["per_seed"])) < 2]
-    tasks = [t for t in T.names() if any(f.get("task", "digits") == t for f in prim)]
+    prim = {group_of(f["experiment"], f.get("task", "digits")): f for f in fs if f.get("primary")}
+    name = {g: f"{f['experiment']} ({f.get('task', 'digits')})" for g, f in prim.items()}
+    held = [name[g] for g, f in prim.items() if ungated(f) == HOLDS]
+    by_design, still = without_spread(prim)
+    tasks = [t for t in T.names() if any(f.get("task", "digits") == t for f in prim.values())]
     return (f"Placebos (each primary's control run again in its treatment's place, on streams of its own; "
             f"{', '.join(tasks)}): {len(held)} of {len(prim)} hold" + (f" ({', '.join(held)})" if held else "")
             + f"; {len(by_design)} have no spread by design"
-            + (f"; {len(still)} gave one value at every seed on this run ({', '.join(still)})." if still else "."))
+            + (f"; {len(still)} gave one value at every seed on this run ({', '.join(name[g] for g in still)})."
+               if still else "."))
 
 
 def block(fs: list[dict], report: str = "results/lab/report.md", placebo: list[dict] | None = None) -> str:

@@ -159,3 +159,7 @@ def test_the_readme_states_the_placebo_rate_over_every_primary_and_task(monkeypa
     made_up[0]["per_seed"] = [0.0, 0.0]         # a replicate that saturated on the run is named
     assert readme.placebo_line(made_up).endswith("1 have no spread by design; 1 gave one value at every seed on this "
                                                  "run (rl (add)).")
+    assert "1 gave the same value at every seed" in lab.placebo_rate({"add/rl": made_up[0]})     # the report agrees
+    made_up[0]["per_seed"] = []                 # a placebo the run left without values gave no value at all
+    assert readme.placebo_line(made_up).endswith("1 have no spread by design.")
+    assert "0 gave the same value at every seed" in lab.placebo_rate({"add/rl": made_up[0]})
