@@ -30,6 +30,7 @@ from .. import tasks
 from ..core.config import NS, Count, NTest, Sampled
 from ..core.pool import sample_pool
 from ..core.problems import problems_per_k, test_problems
+from ..core.seeds import hashed_seed
 from ..io.pack import pack_bits, pack_ints
 from ..methods.config import KINDS, Kind, VerifierConfig
 from ..methods.search import Scorer, best_of_n, chunked, weighted
@@ -175,8 +176,8 @@ def sampled(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str,
     timing, t = res["timing"], time.perf_counter()
     gp = sample_pool(model, probs, 1, [cfg.force], temperature=0.0, seed=seed)
     put(res, "greedy", split, 1, gp.correct[:, 0], gp.length[:, 0], np.zeros(len(probs)))
-    pool = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature, seed=seed + 1000 * (split == "test"),
-                       keep_outputs=True)
+    pool = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature,
+                       seed=hashed_seed("search", seed, split, "pool"), keep_outputs=True)
     timing[f"sample_{split}"] = round(time.perf_counter() - t, 1)
     t = time.perf_counter()
     flat_d, flat_o = pool.flat()
@@ -204,8 +205,8 @@ def sampled(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str,
 
 
 def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str, probs: list) -> None:
-    """Beam search (with and without filter_duplicates) and DVTS with each search verifier at every N, each from
-    its own generator."""
+    """Beam search (with and without filter_duplicates) and DVTS with each search verifier at every N, each (search,
+    N) from a stream of its own that every verifier shares (the verifiers compared on the same draws)."""
     t = time.perf_counter()
     task = tasks.of(probs)
     truth = np.array([task.answer(p) for p in probs])
@@ -213,8 +214,7 @@ def searched(res: dict, cfg: Config, seed: int, model, scorers: dict, split: str
     for m in (m for m in SEARCHES if m in cfg.methods):
         for k in cfg.search_verifiers:
             for N in cfg.Ns:
-                gen = torch.Generator(device=device).manual_seed(
-                    seed * 1000 + N + 100 * (m == "dvts") + 50 * (split == "test"))
+                gen = torch.Generator(device=device).manual_seed(hashed_seed("search", seed, split, m, N))
                 r = chunked(m, model, scorers[k], probs, N, cfg.width, gen, force=cfg.force,
                             temperature=cfg.temperature, agg=cfg.agg)
                 ans = np.array([-1 if (a := task.parse(o)["answer"]) is None else a for o in r["pick"]])
@@ -423,7 +423,7 @@ al. 2023, arXiv 2312.08935); Gao et al. 2022 (arXiv 2210.10760); HF search-and-l
 EXPLORE = """`reasonlab search --methods beam dvts --width 2`, `--agg prod`, `--thinker base` (the contrast)."""
 
 register(Experiment("search", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
-                    depends=on_erring(VerifierConfig),
+                    depends=on_erring(VerifierConfig), streams=1,
                     keys=("verifiers", "search"), run_cost=52, render_cost=6.1, takes_checkpoint=False, room=room,
                     placebo=placebo,
                     quick=Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick")))

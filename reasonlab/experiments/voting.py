@@ -7,7 +7,7 @@ embeddings: a problem it misreads it misreads in every sample, so a vote repeats
 reads through a fresh direction in each sample (sample j decodes with the base model misread by draw j), at a noise
 scale calibrated, like the erring thinker's, so that greedy forced S at the largest k (digits: 8) is right on 45 % of
 probe problems on average over draws. Both write forced S chains at temperature 1; greedy is one greedy decode (the
-per-sample thinker's: draw 0).
+per-sample thinker's: a draw of its own). Every draw and stream is hashed from (voting, seed, purpose): `draw`.
 
 The per-sample thinker's vote converges by its design (a premise); the open question, the primary claim, is the
 erring thinker's: how much of its error is fixed in the weights, and how much a vote over its samples still fixes.
@@ -41,6 +41,7 @@ from ..core.model import GPT
 from ..core.pool import pool_of, sample_pool
 from ..core.problems import as_task, test_problems
 from ..core.sampling import generate, generate_n
+from ..core.seeds import hashed_seed
 from ..io.report import band, md_table, plt, save
 from ..methods.readers import Readers
 from ..methods.search import Scorer, best_of_n, chunked
@@ -55,12 +56,13 @@ from . import Experiment, opening, reading, register, replicate_seed
 from .search import no_fall
 from .thresholds import THRESHOLDS as TH
 
-DRAW0 = 10_000
-"""per-sample draws start here (seed s uses DRAW0 * (s + 1) + j), away from the erring thinker's own direction"""
-CALIB_DRAW = 7_000
-"""calibration reads draws DRAW0 * (s + 1) + CALIB_DRAW + j, none of them a test sample's or the verifiers'"""
-VERIFIER_DRAW = 5_000
-"""the per-sample thinker's verifiers train on draws DRAW0 * (s + 1) + VERIFIER_DRAW + j, none a test sample's"""
+
+def draw(seed: int, purpose: str, j: int = 0) -> int:
+    """Misreading draw j of a seed for a purpose ("sample", "greedy", "calibrate", "verifier"), hashed: no draw is
+    another purpose's, another seed's or an erring thinker's own (drawn from its seed)."""
+    return hashed_seed("voting", seed, purpose, j)
+
+
 VERIFIER_DRAWS = 16
 """draws that write the per-sample thinker's verifier training samples (training problem i: draw i mod 16)"""
 SEARCH_NS = (4, 16)
@@ -106,7 +108,7 @@ def calibrate(base: GPT, seed: int, draws: int, task: str | Task = "digits") -> 
     of its probe (or chance + 0.1 where higher: modprod's noise only reaches its blind-guess rate), on average over
     `draws` draws (train.erring.calibrate_misread over these draws' directions; sigma in [0, 1], else [0, 4])."""
     m = reachable(erring_cfg(seed, task)["misread"], task)
-    return calibrate_misread(base, m, [DRAW0 * (seed + 1) + CALIB_DRAW + j for j in range(draws)], task, (1.0, 4.0))
+    return calibrate_misread(base, m, [draw(seed, "calibrate", j) for j in range(draws)], task, (1.0, 4.0))
 
 
 def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=None,
@@ -122,15 +124,15 @@ def verifiers(thinker: GPT, seed: int, n_per_k: int, steps: int, cache, samples=
 def per_sample_training(base: GPT, sigma: float, seed: int, n_per_k: int,
                         task: str | Task = "digits") -> tuple[list[Problem], list]:
     """Two forced S samples at temperature 1 of each verifier training problem, problem i written by reader draw
-    DRAW0 * (seed + 1) + VERIFIER_DRAW + i mod VERIFIER_DRAWS: (problem per row, output ids per row)."""
+    draw(seed, "verifier", i mod VERIFIER_DRAWS): (problem per row, output ids per row)."""
     task = as_task(task)
     probs = training_problems(n_per_k, seed, task)
-    gen = torch.Generator().manual_seed(seed + 1)
+    gen = torch.Generator().manual_seed(hashed_seed("voting", seed, "verifier samples"))
     rows, outs = [], []
     for j in range(VERIFIER_DRAWS):
         ps = probs[j::VERIFIER_DRAWS]
         if ps:
-            model = reader(base, sigma, DRAW0 * (seed + 1) + VERIFIER_DRAW + j, task)
+            model = reader(base, sigma, draw(seed, "verifier", j), task)
             outs += generate_n(model, [task.prompt_ids(p) for p in ps], 2, gen, 1.0, force=["S"])
             rows += [p for p in ps for _ in range(2)]
     return rows, outs
@@ -149,9 +151,9 @@ def bon(pool, scorers: dict[str, Scorer]) -> dict:
 
 
 def searched(model: GPT | Readers, scorer: Scorer, probs: list[Problem], seed: int, n_max: int,
-             temperature: float = 1.0) -> dict:
+             temperature: float = 1.0, arm: str = "fixed") -> dict:
     """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
-    each N in SEARCH_NS up to n_max, forced S at `temperature`: {"beam": {N: acc}, "dvts": {N: acc}}."""
+    each N in SEARCH_NS up to n_max (forced S at `temperature`; a stream per arm, search, N): {search: {N: acc}}."""
     device = next((model.model if isinstance(model, Readers) else model).parameters()).device
     task = tasks.of(probs)
     truth = [task.answer(p) for p in probs]
@@ -159,19 +161,20 @@ def searched(model: GPT | Readers, scorer: Scorer, probs: list[Problem], seed: i
     for name in ("beam", "dvts"):
         out[name] = {}
         for N in (n for n in SEARCH_NS if n <= n_max):
-            gen = torch.Generator(device=device).manual_seed(seed * 1000 + N + 100 * (name == "dvts"))
+            gen = torch.Generator(device=device).manual_seed(hashed_seed("voting", seed, arm, name, N))
             picks = chunked(name, model, scorer, probs, N, WIDTH, gen, force="S", temperature=temperature,
                             agg=AGG["prm"])["pick"]
             out[name][N] = float(np.mean([task.parse(o)["answer"] == t for o, t in zip(picks, truth)]))
     return out
 
 
-def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, seed: int, temperature: float) -> dict:
+def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, seed: int, temperature: float,
+          arm: str) -> dict:
     """Greedy, majority@N, best-of-N with each verifier, and the PRM-guided searches of `model`."""
     scorers = {k: Scorer(v) for k, v in vs.items()}
     return {"greedy": greedy, "majority": {N: float(majority(pool, N).mean()) for N in NS if N <= pool.n},
             "bon": bon(pool, scorers),
-            "search": searched(model, scorers["prm"], pool.problems, seed, pool.n, temperature)}
+            "search": searched(model, scorers["prm"], pool.problems, seed, pool.n, temperature, arm)}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
@@ -182,22 +185,23 @@ def run(cfg: Config, seed: int, env) -> dict:
     # its own: every sample its greedy output, so the vote replicates the control independently
     voter = fixed if cfg.temperature else thinker_model("erring", seed, env.cache, env.device, task=task,
                                                         stream=replicate_seed(seed, "erring"))
-    pool = sample_pool(voter, probs, cfg.samples, force=["S"], temperature=cfg.temperature, seed=seed,
-                       keep_outputs=True)
+    pool = sample_pool(voter, probs, cfg.samples, force=["S"], temperature=cfg.temperature,
+                       seed=hashed_seed("voting", seed, "fixed samples"), keep_outputs=True)
     out = {"fixed": curve(pool, evaluate(fixed, probs, force=["S"])["acc"],
                           verifiers(fixed, seed, cfg.n_train, cfg.verifier_steps, env.cache, task=task), fixed,
-                          seed, cfg.temperature)}
+                          seed, cfg.temperature, "fixed")}
     base = env.base(seed, cfg.task)
     sigma = calibrate(base, seed, cfg.calib_draws, task)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(hashed_seed("voting", seed, "per-sample samples"))
     prompts = [task.prompt_ids(p) for p in probs]
-    outs = [generate(reader(base, sigma, DRAW0 * (seed + 1) + j, task), prompts, gen, cfg.temperature, force=["S"])
+    outs = [generate(reader(base, sigma, draw(seed, "sample", j), task), prompts, gen, cfg.temperature, force=["S"])
             for j in range(cfg.samples)]
     pool = pool_of(probs, [[outs[j][i] for j in range(cfg.samples)] for i in range(len(probs))])
-    greedy = evaluate(reader(base, sigma, DRAW0 * (seed + 1), task), probs, force=["S"])["acc"]
+    greedy = evaluate(reader(base, sigma, draw(seed, "greedy"), task), probs, force=["S"])["acc"]
     vs = verifiers(base, seed, cfg.n_train, cfg.verifier_steps, env.cache,
                    samples=per_sample_training(base, sigma, seed, cfg.n_train, task), task=task)
-    out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma, task), seed, cfg.temperature), "sigma": sigma}
+    out["per_sample"] = {**curve(pool, greedy, vs, Readers(base, sigma, task), seed, cfg.temperature, "per_sample"),
+                         "sigma": sigma}
     return out
 
 
@@ -441,6 +445,6 @@ steps, cache)`: a thinker's ORM and PRM; `methods.readers.Readers(base, sigma, t
 
 register(Experiment("voting", Config, run, claims, render, question=QUESTION, papers=PAPERS, explore=EXPLORE,
                     depends=on_erring(VerifierConfig, replicate=lambda cfg: cfg.temperature == 0), check=check,
-                    takes_checkpoint=False, room=room, placebo=placebo, negative="the vote at temperature 0 on the "
+                    streams=1, takes_checkpoint=False, room=room, placebo=placebo, negative="the vote at temperature 0 on the "
                     "same thinker (its greedy output): 0 by definition", render_cost=0.3, tier="lesson", run_cost=50,
                     quick=Config(n_test=5, samples=4, calib_draws=1, n_train=5, verifier_steps=10)))

@@ -7,6 +7,7 @@ import torch
 
 from ..core.model import GPT
 from ..core.problems import as_task
+from ..core.seeds import hashed_seed
 from ..tasks import Task
 from .config import VerifierConfig
 from .verifier import aggregate, first_error, held_out_problems, oracle_labels, outcome_label, sample_outputs, steps
@@ -54,7 +55,7 @@ def verifier_quality(verifier, thinker: GPT, seed: int = 0, n_per_k: int = 100, 
     vs answer right), and the counts."""
     cfg = config or VerifierConfig()
     task = as_task(task)
-    gen = torch.Generator().manual_seed(10_000 + seed)
+    gen = torch.Generator().manual_seed(hashed_seed("verifier_quality", seed))
     digs, outs = sample_outputs(thinker, held_out_problems(n_per_k, seed, task), cfg, gen)
     sc = verifier.score_steps(digs, outs)
     lab = [oracle_labels(d, o) for d, o in zip(digs, outs)]

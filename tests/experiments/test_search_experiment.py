@@ -8,6 +8,7 @@ import pytest
 from reasonlab import experiments as X
 from reasonlab.cli import main
 from reasonlab.core.pool import sample_pool
+from reasonlab.core.seeds import hashed_seed
 from reasonlab.experiments import search as search_exp
 from reasonlab.experiments import search_report
 from reasonlab.io.pack import pack_bits
@@ -114,7 +115,7 @@ def test_the_compute_optimal_claim_reads_the_log_of_the_token_ratio():
 def test_the_placebo_grid_is_majority_voting_again_over_samples_of_its_own(quick_cache):
     """The placebo's grid on the quick thinker: weighted voting with the uniform verifier is majority voting over a
     second pool of samples, drawn from the replicate's seed for its split (an independent replicate of the control),
-    on every problem at every N."""
+    on every problem at every N; the control's majority reads the pool hashed from (search, seed, split, "pool")."""
     cfg = search_exp.placebo(search_exp.Config(n_test=4, n_val=3, n_max=4, quick_verifiers=True, thinker="quick",
                                                methods=("bon", "weighted"), search_verifiers=("oracle",)))
     from reasonlab.train.zoo import thinker_model
@@ -122,8 +123,11 @@ def test_the_placebo_grid_is_majority_voting_again_over_samples_of_its_own(quick
     r = search_exp.grid(cfg, 0, model, {}, {})
     probs = search_exp.test_problems(cfg.n_test, "search", 0, task=cfg.task)
     twin = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature, seed=search_exp.replicate_seed(0, "test"))
+    pool = sample_pool(model, probs, cfg.n_max, [cfg.force], cfg.temperature, seed=hashed_seed("search", 0, "test",
+                                                                                                 "pool"))
     for N in cfg.Ns:
         assert search_exp.cell(r, "weighted/uniform", N)["correct"] == pack_bits(majority(twin, N))
+        assert search_exp.cell(r, "majority", N)["correct"] == pack_bits(majority(pool, N))
         assert search_exp.cell(r, "bon/uniform", N)["correct"] == search_exp.cell(r, "bon/uniform", 1)["correct"]
     assert search_exp.cell(r, "weighted/uniform", 4)["gen"] != search_exp.cell(r, "majority", 4)["gen"]
 

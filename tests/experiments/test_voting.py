@@ -13,6 +13,7 @@ from reasonlab.core.evaluate import evaluate
 from reasonlab.core.model import GPT
 from reasonlab.core.pool import pool_of, sample_pool
 from reasonlab.core.sampling import generate
+from reasonlab.core.seeds import hashed_seed
 from reasonlab.core.task import DIGIT0, ID, prompt_ids
 from reasonlab.experiments import voting
 from reasonlab.methods import verifier as V
@@ -27,6 +28,17 @@ from reasonlab.train.sft import build_model
 from reasonlab.train.zoo import base_model
 
 DIGITS = tasks.get("digits")
+
+
+def test_every_misreading_draw_is_its_own_and_none_is_an_erring_thinkers():
+    """The per-sample thinker's draws (test samples, greedy, calibration, verifier samples) are hashed from (seed,
+    purpose, j): no two share a direction, across seeds too, and none is the misreading an erring thinker draws
+    from its seed (0, 1, ...)."""
+    purposes = {"sample": 64, "greedy": 1, "calibrate": 8, "verifier": voting.VERIFIER_DRAWS}
+    draws = [voting.draw(s, p, j) for s in range(10) for p, n in purposes.items() for j in range(n)]
+    assert len(set(draws)) == len(draws) == 10 * sum(purposes.values())
+    assert not set(draws) & set(range(10))
+    assert voting.draw(0, "sample", 3) == hashed_seed("voting", 0, "sample", 3)
 
 
 def test_a_reader_misreads_only_the_digits_and_each_draw_differently():
@@ -330,7 +342,7 @@ def test_the_per_sample_prm_rises_with_n_and_fell_when_labelled_past_the_first_e
     sigma = voting.calibrate(base, 0, 1)
     probs = P.test_problems(30, "voting", 0)
     gen = torch.Generator().manual_seed(0)
-    outs = [generate(voting.reader(base, sigma, voting.DRAW0 + j), [DIGITS.prompt_ids(p) for p in probs], gen, 1.0,
+    outs = [generate(voting.reader(base, sigma, voting.draw(0, "sample", j)), [DIGITS.prompt_ids(p) for p in probs], gen, 1.0,
                      force=["S"]) for j in range(64)]
     pool = pool_of(probs, [[outs[j][i] for j in range(64)] for i in range(len(probs))])
     samples = voting.per_sample_training(base, sigma, 0, 200)
