@@ -12,7 +12,7 @@ The primary asks whether GRPO with L1-Exact earns more L1-Exact reward than the 
 the best budget-blind one (one of the base model's formats for every budget, the best chosen with hindsight on the
 same problems: it earns the reward without reading the budget at all; its reward computed from the base model's
 measured accuracy and length per k, `budget.best_policies`) and the SFT start it begins from (which reads the
-budget: on digits it earns less than the blind policy, where a direct answer partly works, modprod and add, more).
+budget; where a direct answer partly works it can earn more than the blind policy, so either may be the better).
 The placebo runs 0 Exact steps: the Exact arm is then the SFT start, trained again on draws of its own, so its
 statistic is a replicate start against the start (or below, where the blind policy is the better).
 `best_policies` prices what each RL stage could learn, from the lengths and accuracies it starts with: reading the
@@ -141,8 +141,8 @@ def premises(rs: list[dict]) -> list[dict]:
 
 def beyond_start(r: dict) -> float:
     """The L1-Exact model's L1-Exact reward over the better of the two policies without RL: the best budget-blind one
-    and the SFT start (on digits the start earns less than the blind policy, on modprod and add more: either can be
-    the trivial policy that would also pass)."""
+    and the SFT start (which is the higher depends on the task: either can be the trivial policy that would also
+    pass)."""
     return reachable(r, "exact", "exact_r") - max(r["precheck"]["exact_from_base"]["blind"],
                                                    reachable(r, "start", "exact_r"))
 

@@ -150,8 +150,8 @@ def bon(pool, scorers: dict[str, Scorer]) -> dict:
     return res
 
 
-def searched(model: GPT | Readers, scorer: Scorer, probs: list[Problem], seed: int, n_max: int,
-             temperature: float = 1.0, arm: str = "fixed") -> dict:
+def searched(model: GPT | Readers, scorer: Scorer, probs: list[Problem], seed: int, n_max: int, arm: str,
+             temperature: float = 1.0) -> dict:
     """Accuracy of PRM-guided beam search and DVTS (methods.search; the PRM's weakest step scores, M = WIDTH) at
     each N in SEARCH_NS up to n_max (forced S at `temperature`; a stream per arm, search, N): {search: {N: acc}}."""
     device = next((model.model if isinstance(model, Readers) else model).parameters()).device
@@ -174,7 +174,7 @@ def curve(pool, greedy: float, vs: dict[str, Verifier], model: GPT | Readers, se
     scorers = {k: Scorer(v) for k, v in vs.items()}
     return {"greedy": greedy, "majority": {N: float(majority(pool, N).mean()) for N in NS if N <= pool.n},
             "bon": bon(pool, scorers),
-            "search": searched(model, scorers["prm"], pool.problems, seed, pool.n, temperature, arm)}
+            "search": searched(model, scorers["prm"], pool.problems, seed, pool.n, arm, temperature)}
 
 
 def run(cfg: Config, seed: int, env) -> dict:
